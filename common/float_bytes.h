@@ -1,0 +1,24 @@
+// float32 tensors <-> the wire's byte strings: raw little-endian IEEE-754
+// binary32, 4 bytes per element, no header. Stateless; thread-safe.
+#ifndef PS_COMMON_FLOAT_BYTES_H_
+#define PS_COMMON_FLOAT_BYTES_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+
+namespace ps {
+
+// Writes `values` into `out`, replacing its content.
+void EncodeFloats(absl::Span<const float> values, std::string* out);
+
+// Decodes `bytes` into `out`. INVALID_ARGUMENT (the message starts with `what`)
+// when the byte count is not a multiple of 4 or not 4 * out.size().
+absl::Status DecodeFloats(absl::string_view bytes, absl::Span<float> out,
+                          absl::string_view what);
+
+}  // namespace ps
+
+#endif  // PS_COMMON_FLOAT_BYTES_H_

@@ -1,0 +1,29 @@
+// Wire helpers: conversions between core types and the ps.proto messages,
+// and absl::Status <-> grpc::Status.
+//
+// Only the gRPC service (server/service.*) and the client library
+// (worker/ps_client.*) use this header; core classes never see protos.
+// All functions are thread-safe (no shared state).
+#ifndef PS_COMMON_WIRE_H_
+#define PS_COMMON_WIRE_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "common/model_spec.h"
+#include "grpcpp/support/status.h"
+#include "proto/ps.pb.h"
+
+namespace ps {
+
+// Core <-> proto model specs.
+void ModelSpecToProto(const ModelSpec& spec, v1::ModelSpec* out);
+ModelSpec ModelSpecFromProto(const v1::ModelSpec& p);
+
+grpc::Status ToGrpcStatus(const absl::Status& s);
+absl::Status FromGrpcStatus(const grpc::Status& s);
+
+}  // namespace ps
+
+#endif  // PS_COMMON_WIRE_H_

@@ -1,0 +1,91 @@
+#include "server/consistency.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace ps {
+
+namespace {
+
+// Keeps one gradient per worker for the current step; when all W are in, sums
+// them in worker-id order (deterministic), divides by W and releases the mean.
+class SyncPolicy final : public ConsistencyPolicy {
+ public:
+  explicit SyncPolicy(int num_workers) : pending_(num_workers), received_(num_workers, false) {}
+
+  Mode mode() const override { return Mode::kSync; }
+
+  absl::Status OnPush(int worker_id, int64_t computed_version, int64_t current_version,
+                      std::vector<float> grad, std::vector<float>* to_apply) override {
+    to_apply->clear();
+    if (computed_version != current_version) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "sync push from worker ", worker_id, " is for step ", computed_version,
+          " but the shard is at step ", current_version));
+    }
+    if (received_[worker_id]) {
+      return absl::AlreadyExistsError(absl::StrCat(
+          "worker ", worker_id, " already pushed its gradient for step ", current_version));
+    }
+    received_[worker_id] = true;
+    pending_[worker_id] = std::move(grad);
+    ++count_;
+    if (count_ < static_cast<int>(pending_.size())) return absl::OkStatus();
+
+    // All in: sum in worker-id order, then divide.
+    std::vector<float> sum = std::move(pending_[0]);
+    for (size_t w = 1; w < pending_.size(); ++w) {
+      const std::vector<float>& g = pending_[w];
+      for (size_t i = 0; i < sum.size(); ++i) sum[i] += g[i];
+    }
+    const float n = static_cast<float>(pending_.size());
+    for (float& v : sum) v /= n;
+    *to_apply = std::move(sum);
+    for (size_t w = 0; w < pending_.size(); ++w) {
+      pending_[w].clear();
+      received_[w] = false;
+    }
+    count_ = 0;
+    return absl::OkStatus();
+  }
+
+  std::vector<int> MissingWorkers() const override {
+    std::vector<int> missing;
+    for (size_t w = 0; w < received_.size(); ++w) {
+      if (!received_[w]) missing.push_back(static_cast<int>(w));
+    }
+    return missing;
+  }
+
+ private:
+  std::vector<std::vector<float>> pending_;  // by worker id
+  std::vector<bool> received_;               // by worker id
+  int count_ = 0;                            // number of true entries in received_
+};
+
+// Releases every gradient at once.
+class AsyncPolicy final : public ConsistencyPolicy {
+ public:
+  Mode mode() const override { return Mode::kAsync; }
+
+  absl::Status OnPush(int worker_id, int64_t computed_version, int64_t current_version,
+                      std::vector<float> grad, std::vector<float>* to_apply) override {
+    if (computed_version > current_version) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "async push from worker ", worker_id, " claims version ", computed_version,
+          " but the shard is only at version ", current_version));
+    }
+    *to_apply = std::move(grad);
+    return absl::OkStatus();
+  }
+
+  std::vector<int> MissingWorkers() const override { return {}; }
+};
+
+}  // namespace
+
+std::unique_ptr<ConsistencyPolicy> CreateConsistencyPolicy(Mode mode, int num_workers) {
+  if (mode == Mode::kSync) return std::make_unique<SyncPolicy>(num_workers);
+  return std::make_unique<AsyncPolicy>();
+}
+
+}  // namespace ps

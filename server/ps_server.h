@@ -1,0 +1,61 @@
+// PsServer: a running parameter-server shard: a Shard, its gRPC service, the
+// standard grpc.health.v1 health service and server reflection, listening on
+// one address.
+//
+// Used by ps_server's main() and by tests, which start real servers in-process
+// on ephemeral ports ("127.0.0.1:0"). Thread-safe. Owns the shard and server.
+#ifndef PS_SERVER_PS_SERVER_H_
+#define PS_SERVER_PS_SERVER_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "grpcpp/server.h"
+#include "server/service.h"
+#include "server/shard.h"
+
+namespace ps {
+
+struct ServerOptions {
+  // HOST:PORT to listen on; port 0 picks a free port (see PsServer::address()).
+  std::string listen = "0.0.0.0:50051";
+  ShardOptions shard;
+};
+
+class PsServer {
+ public:
+  // Builds and starts the server. UNAVAILABLE if the address cannot be bound.
+  static absl::StatusOr<std::unique_ptr<PsServer>> Start(const ServerOptions& options);
+
+  // Shuts down (see Shutdown) if still running.
+  ~PsServer();
+
+  PsServer(const PsServer&) = delete;
+  PsServer& operator=(const PsServer&) = delete;
+
+  // HOST:PORT actually bound (the real port when the options asked for 0).
+  const std::string& address() const { return address_; }
+  int port() const { return port_; }
+  Shard* shard() { return shard_.get(); }
+
+  // Fails waiting pulls with UNAVAILABLE, marks the health service NOT_SERVING
+  // and stops the server, cancelling calls still running after `grace`.
+  // Idempotent.
+  void Shutdown(absl::Duration grace = absl::Seconds(2));
+
+ private:
+  PsServer() = default;
+
+  std::unique_ptr<Shard> shard_;
+  std::unique_ptr<ParameterServerService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::string address_;
+  int port_ = 0;
+  bool shut_down_ = false;  // only touched by Shutdown, which callers serialize
+};
+
+}  // namespace ps
+
+#endif  // PS_SERVER_PS_SERVER_H_

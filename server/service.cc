@@ -1,0 +1,159 @@
+#include "server/service.h"
+
+#include <utility>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "common/float_bytes.h"
+#include "common/wire.h"
+
+namespace ps {
+namespace {
+
+v1::Mode ModeToProto(Mode m) { return m == Mode::kSync ? v1::MODE_SYNC : v1::MODE_ASYNC; }
+
+// Borrowed views of the request's slices; valid while the request lives.
+std::vector<SliceData> SlicesFromProto(
+    const google::protobuf::RepeatedPtrField<v1::TensorSlice>& slices) {
+  std::vector<SliceData> out;
+  out.reserve(slices.size());
+  for (const v1::TensorSlice& s : slices) {
+    out.push_back(SliceData{s.name(), {s.shape().begin(), s.shape().end()}, s.offset(),
+                            s.length(), s.data()});
+  }
+  return out;
+}
+
+void SnapshotToProto(const WeightsSnapshot& snap, v1::PullResponse* resp) {
+  resp->set_version(snap.version);
+  const std::vector<float>& w = *snap.weights;
+  for (const SliceRange& r : snap.layout->slices) {
+    const TensorSpec& t = snap.layout->spec[r.tensor_index];
+    v1::TensorSlice* s = resp->add_weights();
+    s->set_name(t.name);
+    for (int64_t d : t.shape) s->add_shape(d);
+    s->set_offset(r.offset);
+    s->set_length(r.length);
+    EncodeFloats(absl::MakeConstSpan(w).subspan(r.flat_offset, r.length), s->mutable_data());
+  }
+}
+
+absl::Duration Millis(int64_t ms) { return absl::Milliseconds(ms); }
+
+// Pulls into `resp` and finishes `reactor` when the shard calls back.
+void PullAndFinish(Shard* shard, int worker_id, int64_t min_version, int64_t wait_ms,
+                   v1::PullResponse* resp, grpc::ServerUnaryReactor* reactor) {
+  shard->Pull(worker_id, min_version, Millis(wait_ms),
+              [resp, reactor](absl::StatusOr<WeightsSnapshot> snap) {
+                if (snap.ok()) SnapshotToProto(*snap, resp);
+                reactor->Finish(ToGrpcStatus(snap.status()));
+              });
+}
+
+}  // namespace
+
+grpc::ServerUnaryReactor* ParameterServerService::Register(grpc::CallbackServerContext* ctx,
+                                                           const v1::RegisterRequest* req,
+                                                           v1::RegisterResponse* resp) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  absl::Status s = shard_->Register(req->worker_id(), req->num_workers());
+  if (s.ok()) {
+    const ShardStats st = shard_->Stats();
+    resp->set_mode(ModeToProto(st.mode));
+    resp->set_num_workers(st.num_workers);
+    resp->set_shard_id(st.shard_id);
+    resp->set_num_shards(st.num_shards);
+    resp->set_learning_rate(st.learning_rate);
+    resp->set_initialized(st.initialized);
+    resp->set_version(st.version);
+    if (st.initialized) {
+      std::shared_ptr<const ShardLayout> layout = shard_->Layout();
+      ModelSpecToProto(layout->spec, resp->mutable_spec());
+      for (const SliceRange& r : layout->slices) {
+        v1::ShardRange* p = resp->add_layout();
+        p->set_name(layout->spec[r.tensor_index].name);
+        p->set_shard(r.shard);
+        p->set_offset(r.offset);
+        p->set_length(r.length);
+      }
+    }
+  }
+  reactor->Finish(ToGrpcStatus(s));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ParameterServerService::InitParams(grpc::CallbackServerContext* ctx,
+                                                             const v1::InitRequest* req,
+                                                             v1::InitResponse* resp) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  shard_->Init(req->worker_id(), ModelSpecFromProto(req->spec()), SlicesFromProto(req->values()),
+               Millis(req->wait_timeout_ms()),
+               [resp, reactor](absl::StatusOr<int64_t> version, bool created) {
+                 if (version.ok()) {
+                   resp->set_version(*version);
+                   resp->set_created(created);
+                 }
+                 reactor->Finish(ToGrpcStatus(version.status()));
+               });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ParameterServerService::Push(grpc::CallbackServerContext* ctx,
+                                                       const v1::PushRequest* req,
+                                                       v1::PushResponse* resp) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  absl::StatusOr<int64_t> v =
+      shard_->Push(req->worker_id(), req->version(), SlicesFromProto(req->gradients()));
+  if (v.ok()) resp->set_version(*v);
+  reactor->Finish(ToGrpcStatus(v.status()));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ParameterServerService::Pull(grpc::CallbackServerContext* ctx,
+                                                       const v1::PullRequest* req,
+                                                       v1::PullResponse* resp) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  PullAndFinish(shard_, req->worker_id(), req->min_version(), req->wait_timeout_ms(), resp,
+                reactor);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ParameterServerService::PushPull(grpc::CallbackServerContext* ctx,
+                                                           const v1::PushPullRequest* req,
+                                                           v1::PullResponse* resp) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  const v1::PushRequest& push = req->push();
+  absl::StatusOr<int64_t> v =
+      shard_->Push(push.worker_id(), push.version(), SlicesFromProto(push.gradients()));
+  if (!v.ok()) {
+    reactor->Finish(ToGrpcStatus(v.status()));
+    return reactor;
+  }
+  PullAndFinish(shard_, push.worker_id(), req->min_version(), req->wait_timeout_ms(), resp,
+                reactor);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ParameterServerService::GetStatus(grpc::CallbackServerContext* ctx,
+                                                            const v1::StatusRequest* /*req*/,
+                                                            v1::StatusResponse* resp) {
+  const ShardStats st = shard_->Stats();
+  resp->set_mode(ModeToProto(st.mode));
+  resp->set_shard_id(st.shard_id);
+  resp->set_num_shards(st.num_shards);
+  resp->set_num_workers(st.num_workers);
+  resp->set_initialized(st.initialized);
+  resp->set_version(st.version);
+  for (int w : st.workers_seen) resp->add_workers_seen(w);
+  resp->set_pushes_applied(st.pushes_applied);
+  resp->set_max_staleness(st.max_staleness);
+  resp->set_mean_staleness(st.mean_staleness);
+  for (int w : st.waiting_for) resp->add_waiting_for(w);
+  resp->set_num_elements(st.num_elements);
+  resp->set_learning_rate(st.learning_rate);
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+}  // namespace ps

@@ -1,0 +1,383 @@
+#include "server/shard.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/float_bytes.h"
+#include "common/status_macros.h"
+
+namespace ps {
+
+absl::StatusOr<std::unique_ptr<Shard>> Shard::Create(const ShardOptions& options) {
+  if (options.num_shards < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("num_shards must be >= 1, got ", options.num_shards));
+  }
+  if (options.shard_id < 0 || options.shard_id >= options.num_shards) {
+    return absl::InvalidArgumentError(absl::StrCat("shard_id must be in [0, ",
+                                                   options.num_shards, "), got ",
+                                                   options.shard_id));
+  }
+  if (options.num_workers < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("num_workers must be >= 1, got ", options.num_workers));
+  }
+  if (options.default_wait <= absl::ZeroDuration() || options.max_wait < options.default_wait) {
+    return absl::InvalidArgumentError("need 0 < default_wait <= max_wait");
+  }
+  // The optimizer is sized when the parameters arrive; validate its options now.
+  ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> opt, CreateOptimizer(options.optimizer, 0));
+  return std::unique_ptr<Shard>(new Shard(options, std::move(opt)));
+}
+
+Shard::Shard(const ShardOptions& options, std::unique_ptr<Optimizer> optimizer)
+    : options_(options),
+      layout_(std::make_shared<ShardLayout>()),
+      optimizer_(std::move(optimizer)),
+      policy_(CreateConsistencyPolicy(options.mode, options.num_workers)) {
+  timer_ = std::thread([this] { TimerLoop(); });
+}
+
+Shard::~Shard() {
+  Close();
+  timer_.join();
+}
+
+void Shard::Close() {
+  std::list<Waiter> failed;
+  {
+    absl::MutexLock l(&mu_);
+    closed_ = true;
+    failed.swap(waiters_);
+    timer_cv_.SignalAll();
+  }
+  for (Waiter& w : failed) {
+    w.done(absl::UnavailableError(
+        absl::StrCat("shard ", options_.shard_id, " is shutting down")));
+  }
+}
+
+absl::Status Shard::CheckWorker(int worker_id) const {
+  if (worker_id < 0 || worker_id >= options_.num_workers) {
+    return absl::InvalidArgumentError(absl::StrCat("worker_id ", worker_id,
+                                                   " is out of range: this server has ",
+                                                   options_.num_workers, " workers (ids 0..",
+                                                   options_.num_workers - 1, ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Duration Shard::ClampWait(absl::Duration wait) const {
+  if (wait <= absl::ZeroDuration()) return options_.default_wait;
+  return std::min(wait, options_.max_wait);
+}
+
+absl::Status Shard::Register(int worker_id, int num_workers) {
+  RETURN_IF_ERROR(CheckWorker(worker_id));
+  if (num_workers != options_.num_workers) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "worker ", worker_id, " was started with num_workers=", num_workers,
+        " but this server expects num_workers=", options_.num_workers));
+  }
+  absl::MutexLock l(&mu_);
+  workers_seen_.insert(worker_id);
+  return absl::OkStatus();
+}
+
+std::shared_ptr<const ShardLayout> Shard::MakeLayout(const ModelSpec& spec) const {
+  auto p = std::make_shared<ShardLayout>();
+  p->spec = spec;
+  p->slices = ShardSlices(spec, options_.num_shards, options_.shard_id);
+  for (size_t i = 0; i < p->slices.size(); ++i) {
+    p->by_name[spec[p->slices[i].tensor_index].name] = static_cast<int>(i);
+  }
+  p->num_elements = SliceElements(p->slices);
+  return p;
+}
+
+absl::StatusOr<std::vector<float>> Shard::Gather(const ShardLayout& p,
+                                                 const std::vector<SliceData>& slices,
+                                                 absl::string_view what) const {
+  std::vector<float> flat(p.num_elements);
+  std::vector<bool> seen(p.slices.size(), false);
+  for (const SliceData& s : slices) {
+    auto it = p.by_name.find(std::string(s.name));
+    if (it == p.by_name.end()) {
+      const bool in_model = std::any_of(p.spec.begin(), p.spec.end(),
+                                        [&](const TensorSpec& t) { return t.name == s.name; });
+      return in_model ? absl::InvalidArgumentError(absl::StrCat(
+                            what, ": tensor '", s.name, "' has no elements on shard ",
+                            options_.shard_id))
+                      : absl::NotFoundError(absl::StrCat(what, ": unknown tensor '", s.name,
+                                                         "' (not in the model spec)"));
+    }
+    const int idx = it->second;
+    const SliceRange& r = p.slices[idx];
+    const TensorSpec& t = p.spec[r.tensor_index];
+    if (seen[idx]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": tensor '", s.name, "' appears twice"));
+    }
+    seen[idx] = true;
+    if (s.shape != t.shape) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": tensor '", s.name, "' has shape [", absl::StrJoin(s.shape, ","),
+          "] but the model has ", TensorSpecToString(t)));
+    }
+    if (s.offset != r.offset || s.length != r.length) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": slice of '", s.name, "' is [", s.offset, ", ", s.offset + s.length,
+          ") but shard ", options_.shard_id, " owns [", r.offset, ", ", r.offset + r.length,
+          ")"));
+    }
+    RETURN_IF_ERROR(DecodeFloats(s.data, absl::MakeSpan(flat).subspan(r.flat_offset, r.length),
+                                 absl::StrCat(what, ": tensor '", s.name, "'")));
+  }
+  for (size_t i = 0; i < p.slices.size(); ++i) {
+    if (!seen[i]) {
+      const SliceRange& r = p.slices[i];
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": missing tensor '", p.spec[r.tensor_index].name, "' (shard ",
+          options_.shard_id, " owns elements [", r.offset, ", ", r.offset + r.length,
+          ") of it)"));
+    }
+  }
+  return flat;
+}
+
+absl::Status Shard::InstallLocked(std::shared_ptr<const ShardLayout> layout,
+                                  std::vector<float> weights, int64_t version) {
+  if (static_cast<int64_t>(weights.size()) != layout->num_elements) {
+    return absl::InvalidArgumentError(absl::StrCat("state has ", weights.size(),
+                                                   " elements but shard ", options_.shard_id,
+                                                   " owns ", layout->num_elements));
+  }
+  ASSIGN_OR_RETURN(optimizer_, CreateOptimizer(options_.optimizer, layout->num_elements));
+  layout_ = std::move(layout);
+  weights_ = std::make_shared<std::vector<float>>(std::move(weights));
+  version_ = version;
+  policy_ = CreateConsistencyPolicy(options_.mode, options_.num_workers);
+  initialized_ = true;
+  return absl::OkStatus();
+}
+
+void Shard::Init(int worker_id, const ModelSpec& spec, const std::vector<SliceData>& values,
+                 absl::Duration wait,
+                 std::function<void(absl::StatusOr<int64_t>, bool)> done) {
+  absl::Status s = CheckWorker(worker_id);
+  if (s.ok()) s = ValidateModelSpec(spec);
+  if (s.ok() && !values.empty() && worker_id != 0) {
+    s = absl::InvalidArgumentError(absl::StrCat(
+        "worker ", worker_id, " sent initial values; only worker 0 creates the parameters"));
+  }
+  if (!s.ok()) return done(s, false);
+
+  absl::StatusOr<int64_t> result;
+  bool created = false;
+  std::vector<std::pair<SnapshotCallback, WeightsSnapshot>> ready;
+  {
+    absl::MutexLock l(&mu_);
+    if (closed_) {
+      result = absl::UnavailableError(
+          absl::StrCat("shard ", options_.shard_id, " is shutting down"));
+    } else if (initialized_) {
+      // Already created (e.g. worker 0 restarted): check, never overwrite.
+      absl::Status cmp = CompareModelSpecs(layout_->spec, spec);
+      if (cmp.ok()) {
+        result = version_;
+      } else {
+        result = cmp;
+      }
+    } else if (values.empty()) {
+      // Wait for worker 0, then check the spec.
+      const absl::Duration w = ClampWait(wait);
+      waiters_.push_back(Waiter{
+          0, w, absl::Now() + w, [this, spec, done](absl::StatusOr<WeightsSnapshot> snap) {
+            if (!snap.ok()) return done(snap.status(), false);
+            absl::Status cmp = CompareModelSpecs(snap->layout->spec, spec);
+            if (!cmp.ok()) return done(cmp, false);
+            done(snap->version, false);
+          }});
+      timer_cv_.Signal();
+      return;
+    } else {
+      std::shared_ptr<const ShardLayout> p = MakeLayout(spec);
+      absl::StatusOr<std::vector<float>> flat = Gather(*p, values, "init");
+      absl::Status installed =
+          flat.ok() ? InstallLocked(std::move(p), *std::move(flat), 0) : flat.status();
+      if (installed.ok()) {
+        result = int64_t{0};
+        created = true;
+        CollectReadyLocked(&ready);
+      } else {
+        result = installed;
+      }
+    }
+  }
+  for (auto& r : ready) r.first(std::move(r.second));
+  done(result, created);
+}
+
+absl::StatusOr<int64_t> Shard::Push(int worker_id, int64_t computed_version,
+                                    const std::vector<SliceData>& gradients) {
+  RETURN_IF_ERROR(CheckWorker(worker_id));
+  std::vector<std::pair<SnapshotCallback, WeightsSnapshot>> ready;
+  int64_t version;
+  {
+    absl::MutexLock l(&mu_);
+    if (!initialized_) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "shard ", options_.shard_id,
+          " has no parameters yet: worker 0 must call InitParams before anyone pushes"));
+    }
+    ASSIGN_OR_RETURN(std::vector<float> grad, Gather(*layout_, gradients, "push"));
+    std::vector<float> to_apply;
+    RETURN_IF_ERROR(
+        policy_->OnPush(worker_id, computed_version, version_, std::move(grad), &to_apply));
+    workers_seen_.insert(worker_id);
+    ++pushes_applied_;
+    const int64_t staleness = version_ - computed_version;
+    staleness_sum_ += staleness;
+    ++staleness_count_;
+    max_staleness_ = std::max(max_staleness_, staleness);
+    if (!to_apply.empty()) {
+      // Copy on write: a reader may still be sending the current buffer.
+      if (weights_.use_count() > 1) weights_ = std::make_shared<std::vector<float>>(*weights_);
+      optimizer_->Apply(to_apply, absl::MakeSpan(*weights_));
+      ++version_;
+      CollectReadyLocked(&ready);
+    }
+    version = version_;
+  }
+  for (auto& r : ready) r.first(std::move(r.second));
+  return version;
+}
+
+void Shard::Pull(int worker_id, int64_t min_version, absl::Duration wait,
+                 SnapshotCallback done) {
+  absl::Status s = CheckWorker(worker_id);
+  if (!s.ok()) return done(s);
+  WeightsSnapshot snap;
+  {
+    absl::MutexLock l(&mu_);
+    if (closed_) {
+      return done(
+          absl::UnavailableError(absl::StrCat("shard ", options_.shard_id, " is shutting down")));
+    }
+    if (!initialized_ || version_ < min_version) {
+      const absl::Duration w = ClampWait(wait);
+      waiters_.push_back(Waiter{min_version, w, absl::Now() + w, std::move(done)});
+      timer_cv_.Signal();
+      return;
+    }
+    snap = SnapshotLocked();
+  }
+  done(std::move(snap));
+}
+
+WeightsSnapshot Shard::SnapshotLocked() const {
+  return WeightsSnapshot{version_, layout_, weights_};
+}
+
+void Shard::CollectReadyLocked(
+    std::vector<std::pair<SnapshotCallback, WeightsSnapshot>>* ready) {
+  for (auto it = waiters_.begin(); it != waiters_.end();) {
+    if (initialized_ && version_ >= it->min_version) {
+      ready->emplace_back(std::move(it->done), SnapshotLocked());
+      it = waiters_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+std::string Shard::WaitTimeoutMessage(int64_t min_version, absl::Duration waited) const {
+  std::string msg = absl::StrCat("shard ", options_.shard_id, ": gave up after ",
+                                 absl::FormatDuration(waited), " waiting for ");
+  if (!initialized_) {
+    absl::StrAppend(&msg,
+                    "the parameters: worker 0 has not initialized them (is worker 0 running?)");
+    return msg;
+  }
+  absl::StrAppend(&msg, "version ", min_version, "; the shard is at version ", version_);
+  if (options_.mode == Mode::kSync) {
+    absl::StrAppend(&msg, "; step ", version_, " is missing gradients from workers [",
+                    absl::StrJoin(policy_->MissingWorkers(), ", "), "]");
+  }
+  return msg;
+}
+
+void Shard::TimerLoop() {
+  absl::MutexLock l(&mu_);
+  while (!closed_) {
+    absl::Time next = absl::Now() + absl::Seconds(1);
+    for (const Waiter& w : waiters_) next = std::min(next, w.deadline);
+    timer_cv_.WaitWithDeadline(&mu_, next);
+    const absl::Time now = absl::Now();
+    std::vector<std::pair<SnapshotCallback, absl::Status>> expired;
+    for (auto it = waiters_.begin(); it != waiters_.end();) {
+      if (it->deadline <= now) {
+        expired.emplace_back(std::move(it->done), absl::DeadlineExceededError(WaitTimeoutMessage(
+                                                      it->min_version, it->wait)));
+        it = waiters_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    if (!expired.empty()) {
+      mu_.Unlock();
+      for (auto& e : expired) e.first(e.second);
+      mu_.Lock();
+    }
+  }
+}
+
+ShardStats Shard::Stats() const {
+  absl::MutexLock l(&mu_);
+  ShardStats s;
+  s.mode = options_.mode;
+  s.shard_id = options_.shard_id;
+  s.num_shards = options_.num_shards;
+  s.num_workers = options_.num_workers;
+  s.initialized = initialized_;
+  s.version = version_;
+  s.workers_seen.assign(workers_seen_.begin(), workers_seen_.end());
+  s.pushes_applied = pushes_applied_;
+  s.max_staleness = max_staleness_;
+  s.mean_staleness =
+      staleness_count_ == 0 ? 0.0 : static_cast<double>(staleness_sum_) / staleness_count_;
+  if (initialized_) s.waiting_for = policy_->MissingWorkers();
+  s.num_elements = layout_->num_elements;
+  s.learning_rate = options_.optimizer.learning_rate;
+  return s;
+}
+
+std::shared_ptr<const ShardLayout> Shard::Layout() const {
+  absl::MutexLock l(&mu_);
+  return layout_;
+}
+
+absl::StatusOr<ShardState> Shard::ExportState() const {
+  absl::MutexLock l(&mu_);
+  if (!initialized_) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("shard ", options_.shard_id, " has no parameters to export"));
+  }
+  return ShardState{layout_->spec, version_, *weights_};
+}
+
+absl::Status Shard::RestoreState(const ShardState& state) {
+  RETURN_IF_ERROR(ValidateModelSpec(state.spec));
+  std::vector<std::pair<SnapshotCallback, WeightsSnapshot>> ready;
+  {
+    absl::MutexLock l(&mu_);
+    RETURN_IF_ERROR(InstallLocked(MakeLayout(state.spec), state.weights, state.version));
+    CollectReadyLocked(&ready);
+  }
+  for (auto& r : ready) r.first(std::move(r.second));
+  return absl::OkStatus();
+}
+
+}  // namespace ps

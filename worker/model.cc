@@ -1,0 +1,134 @@
+#include "worker/model.h"
+
+#include <cmath>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace ps {
+
+absl::StatusOr<std::unique_ptr<Mlp>> Mlp::Create(ComputeBackend* backend, std::vector<int> dims,
+                                                 int max_batch) {
+  if (dims.size() < 2) return absl::InvalidArgumentError("an MLP needs inputs and classes");
+  for (int d : dims) {
+    if (d <= 0) return absl::InvalidArgumentError(absl::StrCat("layer width ", d, " is not > 0"));
+  }
+  if (max_batch <= 0) return absl::InvalidArgumentError("max_batch must be > 0");
+  std::unique_ptr<Mlp> m(new Mlp(backend, std::move(dims), max_batch));
+  RETURN_IF_ERROR(m->Allocate());
+  return m;
+}
+
+Mlp::Mlp(ComputeBackend* backend, std::vector<int> dims, int max_batch)
+    : backend_(backend), dims_(std::move(dims)), max_batch_(max_batch) {
+  for (size_t l = 0; l + 1 < dims_.size(); ++l) {
+    spec_.push_back(TensorSpec{absl::StrCat("fc", l + 1, ".weight"), {dims_[l], dims_[l + 1]}});
+    spec_.push_back(TensorSpec{absl::StrCat("fc", l + 1, ".bias"), {dims_[l + 1]}});
+  }
+}
+
+absl::Status Mlp::Allocate() {
+  const size_t L = dims_.size() - 1;
+  auto alloc = [this](size_t n, std::vector<std::unique_ptr<DeviceBuffer>>* v) -> absl::Status {
+    ASSIGN_OR_RETURN(std::unique_ptr<DeviceBuffer> b, backend_->Allocate(n));
+    v->push_back(std::move(b));
+    return absl::OkStatus();
+  };
+  for (size_t l = 0; l < L; ++l) {
+    const size_t wn = size_t(dims_[l]) * dims_[l + 1];
+    RETURN_IF_ERROR(alloc(wn, &w_));
+    RETURN_IF_ERROR(alloc(wn, &dw_));
+    RETURN_IF_ERROR(alloc(dims_[l + 1], &b_));
+    RETURN_IF_ERROR(alloc(dims_[l + 1], &db_));
+    RETURN_IF_ERROR(alloc(size_t(max_batch_) * dims_[l + 1], &deltas_));
+  }
+  for (size_t l = 0; l <= L; ++l) RETURN_IF_ERROR(alloc(size_t(max_batch_) * dims_[l], &acts_));
+  ASSIGN_OR_RETURN(labels_, backend_->Allocate(max_batch_));
+  return absl::OkStatus();
+}
+
+TensorList Mlp::InitialValues(uint64_t seed) const {
+  std::mt19937_64 rng(seed);
+  TensorList out;
+  for (size_t l = 0; l + 1 < dims_.size(); ++l) {
+    const float limit = std::sqrt(6.0f / float(dims_[l] + dims_[l + 1]));
+    std::vector<float> w(size_t(dims_[l]) * dims_[l + 1]);
+    // Uniform in [-limit, limit) from the top 24 bits: identical on every host.
+    for (float& v : w) v = (float((rng() >> 40) & 0xffffff) / float(1 << 24) * 2 - 1) * limit;
+    out.push_back(std::move(w));
+    out.push_back(std::vector<float>(dims_[l + 1], 0.0f));
+  }
+  return out;
+}
+
+absl::Status Mlp::SetWeights(const TensorList& weights) {
+  if (weights.size() != spec_.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("got ", weights.size(), " tensors, the model has ", spec_.size()));
+  }
+  for (size_t l = 0; l < w_.size(); ++l) {
+    const std::vector<float>& w = weights[2 * l];
+    const std::vector<float>& b = weights[2 * l + 1];
+    if (w.size() != w_[l]->size() || b.size() != b_[l]->size()) {
+      return absl::InvalidArgumentError(absl::StrCat("layer ", l + 1, " weights have the wrong size"));
+    }
+    RETURN_IF_ERROR(backend_->CopyToDevice(w, w_[l].get()));
+    RETURN_IF_ERROR(backend_->CopyToDevice(b, b_[l].get()));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<BatchStats> Mlp::Forward(const float* x, const float* labels, int rows,
+                                        bool want_grad) {
+  if (rows <= 0 || rows > max_batch_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("batch of ", rows, " rows; this model takes 1..", max_batch_));
+  }
+  const size_t L = w_.size();
+  RETURN_IF_ERROR(backend_->CopyToDevice(absl::MakeConstSpan(x, size_t(rows) * dims_[0]),
+                                         acts_[0].get()));
+  RETURN_IF_ERROR(backend_->CopyToDevice(absl::MakeConstSpan(labels, rows), labels_.get()));
+  for (size_t l = 0; l < L; ++l) {
+    const int in = dims_[l], out = dims_[l + 1];
+    RETURN_IF_ERROR(
+        backend_->Gemm(false, false, rows, out, in, 1.0f, *acts_[l], *w_[l], 0.0f, acts_[l + 1].get()));
+    RETURN_IF_ERROR(backend_->AddBias(rows, out, *b_[l], acts_[l + 1].get()));
+    if (l + 1 < L) RETURN_IF_ERROR(backend_->Relu(rows * out, acts_[l + 1].get()));
+  }
+  ASSIGN_OR_RETURN(LossSums sums,
+                   backend_->SoftmaxCrossEntropy(rows, dims_.back(), *acts_[L], *labels_,
+                                                 1.0f / rows, want_grad ? deltas_[L - 1].get() : nullptr));
+  return BatchStats{sums.loss_sum, sums.correct, rows};
+}
+
+absl::StatusOr<BatchStats> Mlp::TrainStep(const float* x, const float* labels, int rows,
+                                          TensorList* grads) {
+  ASSIGN_OR_RETURN(BatchStats stats, Forward(x, labels, rows, /*want_grad=*/true));
+  const size_t L = w_.size();
+  grads->resize(spec_.size());
+  for (size_t l = L; l-- > 0;) {
+    const int in = dims_[l], out = dims_[l + 1];
+    // dW = act^T delta; db = column sums of delta.
+    RETURN_IF_ERROR(
+        backend_->Gemm(true, false, in, out, rows, 1.0f, *acts_[l], *deltas_[l], 0.0f, dw_[l].get()));
+    RETURN_IF_ERROR(backend_->ColumnSums(rows, out, *deltas_[l], db_[l].get()));
+    if (l > 0) {
+      // delta of the layer below = (delta W^T) masked by its ReLU.
+      RETURN_IF_ERROR(backend_->Gemm(false, true, rows, in, out, 1.0f, *deltas_[l], *w_[l], 0.0f,
+                                     deltas_[l - 1].get()));
+      RETURN_IF_ERROR(backend_->ReluBackward(rows * in, *acts_[l], deltas_[l - 1].get()));
+    }
+    (*grads)[2 * l].resize(dw_[l]->size());
+    (*grads)[2 * l + 1].resize(db_[l]->size());
+    RETURN_IF_ERROR(backend_->CopyToHost(*dw_[l], absl::MakeSpan((*grads)[2 * l])));
+    RETURN_IF_ERROR(backend_->CopyToHost(*db_[l], absl::MakeSpan((*grads)[2 * l + 1])));
+  }
+  return stats;
+}
+
+absl::StatusOr<BatchStats> Mlp::Evaluate(const float* x, const float* labels, int rows) {
+  return Forward(x, labels, rows, /*want_grad=*/false);
+}
+
+}  // namespace ps

@@ -1,0 +1,47 @@
+#include "worker/param_store.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace ps {
+
+absl::Status RemoteParamStore::Init(const ModelSpec& spec, const TensorList& initial,
+                                    bool creator, TensorList* weights) {
+  RETURN_IF_ERROR(client_->Init(spec, creator ? &initial : nullptr));
+  return client_->Pull(/*min_version=*/0, weights);
+}
+
+absl::Status RemoteParamStore::PushPull(const TensorList& grads, TensorList* weights) {
+  return client_->PushPull(grads, weights);
+}
+
+absl::Status LocalParamStore::Init(const ModelSpec& spec, const TensorList& initial,
+                                   bool /*creator*/, TensorList* weights) {
+  RETURN_IF_ERROR(ValidateModelSpec(spec));
+  optimizers_.clear();
+  for (const TensorSpec& t : spec) {
+    OptimizerOptions o;
+    o.learning_rate = learning_rate_;
+    ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> opt, CreateOptimizer(o, t.num_elements()));
+    optimizers_.push_back(std::move(opt));
+  }
+  *weights = initial;
+  version_ = 0;
+  return absl::OkStatus();
+}
+
+absl::Status LocalParamStore::PushPull(const TensorList& grads, TensorList* weights) {
+  if (grads.size() != optimizers_.size() || weights->size() != grads.size()) {
+    return absl::InvalidArgumentError("gradients do not match the model");
+  }
+  for (size_t i = 0; i < grads.size(); ++i) {
+    if (grads[i].size() != (*weights)[i].size()) {
+      return absl::InvalidArgumentError(absl::StrCat("gradient ", i, " has the wrong size"));
+    }
+    optimizers_[i]->Apply(grads[i], absl::MakeSpan((*weights)[i]));
+  }
+  ++version_;
+  return absl::OkStatus();
+}
+
+}  // namespace ps

@@ -1,0 +1,67 @@
+// ParamStore: where a trainer gets weights and sends gradients.
+//
+// RemoteParamStore talks to the parameter servers through a PsClient.
+// LocalParamStore applies SGD in-process with the servers' own optimizer code
+// (standalone mode: debugging a model before distributing it, and the
+// single-process reference that sync mode must equal). Not thread-safe.
+#ifndef PS_WORKER_PARAM_STORE_H_
+#define PS_WORKER_PARAM_STORE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "common/model_spec.h"
+#include "server/optimizer.h"
+#include "worker/ps_client.h"
+
+namespace ps {
+
+class ParamStore {
+ public:
+  virtual ~ParamStore() = default;
+
+  // Creates the parameters from `initial` (when `creator`) or joins the ones
+  // the creator made; then `weights` holds the current weights.
+  virtual absl::Status Init(const ModelSpec& spec, const TensorList& initial, bool creator,
+                            TensorList* weights) = 0;
+  // Sends this step's gradient and returns the weights for the next step.
+  virtual absl::Status PushPull(const TensorList& grads, TensorList* weights) = 0;
+  // Version of the weights last returned.
+  virtual int64_t version() const = 0;
+  // "sync", "async" or "standalone".
+  virtual std::string mode_name() const = 0;
+};
+
+class RemoteParamStore final : public ParamStore {
+ public:
+  explicit RemoteParamStore(std::unique_ptr<PsClient> client) : client_(std::move(client)) {}
+  absl::Status Init(const ModelSpec& spec, const TensorList& initial, bool creator,
+                    TensorList* weights) override;
+  absl::Status PushPull(const TensorList& grads, TensorList* weights) override;
+  int64_t version() const override { return client_->version(); }
+  std::string mode_name() const override { return ModeName(client_->mode()); }
+
+ private:
+  std::unique_ptr<PsClient> client_;
+};
+
+class LocalParamStore final : public ParamStore {
+ public:
+  explicit LocalParamStore(float learning_rate) : learning_rate_(learning_rate) {}
+  absl::Status Init(const ModelSpec& spec, const TensorList& initial, bool creator,
+                    TensorList* weights) override;
+  absl::Status PushPull(const TensorList& grads, TensorList* weights) override;
+  int64_t version() const override { return version_; }
+  std::string mode_name() const override { return "standalone"; }
+
+ private:
+  const float learning_rate_;
+  std::vector<std::unique_ptr<Optimizer>> optimizers_;  // one per tensor
+  int64_t version_ = 0;
+};
+
+}  // namespace ps
+
+#endif  // PS_WORKER_PARAM_STORE_H_

@@ -1,0 +1,307 @@
+#include "worker/ps_client.h"
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+
+#include "absl/strings/str_cat.h"
+#include "common/float_bytes.h"
+#include "common/status_macros.h"
+#include "common/wire.h"
+#include "grpcpp/create_channel.h"
+
+namespace ps {
+
+struct PendingOp::Call {
+  grpc::ClientContext ctx;
+  std::unique_ptr<google::protobuf::Message> req;
+  std::unique_ptr<google::protobuf::Message> resp;
+};
+
+namespace {
+
+std::chrono::system_clock::time_point ToChrono(absl::Time t) { return absl::ToChronoTime(t); }
+
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(INT_MAX);
+  args.SetMaxSendMessageSize(INT_MAX);
+  // Each client gets its own connection rather than sharing one per process.
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+}
+
+Mode ModeFromProto(v1::Mode m) { return m == v1::MODE_ASYNC ? Mode::kAsync : Mode::kSync; }
+
+}  // namespace
+
+PendingOp::PendingOp() = default;
+
+PendingOp::~PendingOp() {
+  absl::MutexLock l(&mu_);
+  if (outstanding_ > 0) {
+    for (auto& c : calls_) c->ctx.TryCancel();
+    // Cancelled calls complete promptly; their callbacks reference this object.
+    mu_.Await(absl::Condition(
+        +[](int* n) { return *n == 0; }, &outstanding_));
+  }
+}
+
+void PendingOp::Done(int shard, const std::string& address, absl::Status s) {
+  absl::MutexLock l(&mu_);
+  if (!s.ok() && status_.ok()) {
+    status_ = absl::Status(s.code(), absl::StrCat("shard ", shard, " (", address, "): ",
+                                                  s.message()));
+  }
+  --outstanding_;
+}
+
+absl::Status PendingOp::Wait() {
+  absl::MutexLock l(&mu_);
+  auto all_done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return outstanding_ == 0; };
+  if (!mu_.AwaitWithDeadline(absl::Condition(&all_done), deadline_)) {
+    // gRPC enforces each call's deadline, so this is a safety net only.
+    for (auto& c : calls_) c->ctx.TryCancel();
+    mu_.Await(absl::Condition(&all_done));
+  }
+  return status_;
+}
+
+template <typename Req, typename Resp, typename Start>
+std::unique_ptr<PendingOp> PsClient::FanOut(absl::Duration timeout, bool wait_for_ready,
+                                            const std::function<void(int, Req*)>& build,
+                                            Start start,
+                                            std::function<absl::Status(int, const Resp&)> on_reply) {
+  const int S = num_shards();
+  std::unique_ptr<PendingOp> op(new PendingOp());
+  const absl::Time deadline = absl::Now() + timeout;
+  op->deadline_ = deadline + absl::Seconds(5);
+  {
+    absl::MutexLock l(&op->mu_);
+    op->outstanding_ = S;
+  }
+  for (int s = 0; s < S; ++s) {
+    op->calls_.push_back(std::make_unique<PendingOp::Call>());
+    PendingOp::Call* call = op->calls_.back().get();
+    auto req = std::make_unique<Req>();
+    build(s, req.get());
+    auto resp = std::make_unique<Resp>();
+    call->ctx.set_deadline(ToChrono(deadline));
+    call->ctx.set_wait_for_ready(wait_for_ready);
+    const Req* req_ptr = req.get();
+    Resp* resp_ptr = resp.get();
+    call->req = std::move(req);
+    call->resp = std::move(resp);
+    start(stubs_[s]->async(), &call->ctx, req_ptr, resp_ptr,
+          [op = op.get(), s, resp_ptr, on_reply, address = options_.servers[s]](grpc::Status g) {
+            absl::Status st = FromGrpcStatus(g);
+            if (st.ok() && on_reply) st = on_reply(s, *resp_ptr);
+            op->Done(s, address, st);
+          });
+  }
+  return op;
+}
+
+absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Connect(const ClientOptions& options) {
+  if (options.servers.empty()) return absl::InvalidArgumentError("no servers given");
+  if (options.num_workers < 1 || options.worker_id < 0 ||
+      options.worker_id >= options.num_workers) {
+    return absl::InvalidArgumentError(absl::StrCat("worker_id must be in [0, num_workers=",
+                                                   options.num_workers, "), got ",
+                                                   options.worker_id));
+  }
+  std::unique_ptr<PsClient> c(new PsClient());
+  c->options_ = options;
+  const int S = static_cast<int>(options.servers.size());
+  for (const std::string& addr : options.servers) {
+    c->stubs_.push_back(v1::ParameterServer::NewStub(MakeChannel(addr)));
+  }
+  c->shard_version_.assign(S, 0);
+
+  std::vector<v1::RegisterResponse> replies(S);
+  absl::Status st =
+      c->FanOut<v1::RegisterRequest, v1::RegisterResponse>(
+           options.connect_timeout, /*wait_for_ready=*/true,
+           [&options](int, v1::RegisterRequest* req) {
+             req->set_worker_id(options.worker_id);
+             req->set_num_workers(options.num_workers);
+           },
+           [](auto* async, auto... args) { async->Register(args...); },
+           [&replies](int s, const v1::RegisterResponse& r) {
+             replies[s] = r;
+             return absl::OkStatus();
+           })
+          ->Wait();
+  if (!st.ok()) {
+    return absl::Status(st.code(), absl::StrCat("cannot register with the servers: ",
+                                                st.message()));
+  }
+  for (int s = 0; s < S; ++s) {
+    const v1::RegisterResponse& r = replies[s];
+    if (r.num_shards() != S || r.shard_id() != s) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "--servers lists ", S, " servers, but ", options.servers[s], " (position ", s,
+          ") is shard ", r.shard_id(), " of ", r.num_shards(),
+          "; list every shard once, in shard order"));
+    }
+    if (r.mode() != replies[0].mode()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "servers disagree on the mode: ", options.servers[0], " runs ",
+          v1::Mode_Name(replies[0].mode()), ", ", options.servers[s], " runs ",
+          v1::Mode_Name(r.mode())));
+    }
+  }
+  c->mode_ = ModeFromProto(replies[0].mode());
+  c->learning_rate_ = replies[0].learning_rate();
+  return c;
+}
+
+void PsClient::Resize(TensorList* weights) const {
+  weights->resize(spec_.size());
+  for (size_t i = 0; i < spec_.size(); ++i) (*weights)[i].resize(spec_[i].num_elements());
+}
+
+void PsClient::FillSlices(int shard, const TensorList& values,
+                          google::protobuf::RepeatedPtrField<v1::TensorSlice>* out) const {
+  for (const SliceRange& r : partition_[shard]) {
+    const TensorSpec& t = spec_[r.tensor_index];
+    v1::TensorSlice* s = out->Add();
+    s->set_name(t.name);
+    for (int64_t d : t.shape) s->add_shape(d);
+    s->set_offset(r.offset);
+    s->set_length(r.length);
+    EncodeFloats(absl::MakeConstSpan(values[r.tensor_index]).subspan(r.offset, r.length),
+                 s->mutable_data());
+  }
+}
+
+absl::Status PsClient::CheckGrads(const TensorList& grads) const {
+  if (spec_.empty()) return absl::FailedPreconditionError("Init must be called first");
+  if (grads.size() != spec_.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("got ", grads.size(), " tensors, the model has ", spec_.size()));
+  }
+  for (size_t i = 0; i < spec_.size(); ++i) {
+    if (static_cast<int64_t>(grads[i].size()) != spec_[i].num_elements()) {
+      return absl::InvalidArgumentError(absl::StrCat("tensor ", TensorSpecToString(spec_[i]),
+                                                     " got ", grads[i].size(), " values"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PsClient::ReadPull(int shard, const v1::PullResponse& resp, TensorList* weights) {
+  const std::vector<SliceRange>& expected = partition_[shard];
+  if (resp.weights_size() != static_cast<int>(expected.size())) {
+    return absl::InternalError(absl::StrCat("reply has ", resp.weights_size(),
+                                            " slices, expected ", expected.size()));
+  }
+  for (int i = 0; i < resp.weights_size(); ++i) {
+    const v1::TensorSlice& s = resp.weights(i);
+    const SliceRange& r = expected[i];
+    if (s.name() != spec_[r.tensor_index].name || s.offset() != r.offset ||
+        s.length() != r.length) {
+      return absl::InternalError(absl::StrCat("reply slice ", i, " is ", s.name(), "[",
+                                              s.offset(), "+", s.length(), "], expected ",
+                                              spec_[r.tensor_index].name, "[", r.offset, "+",
+                                              r.length, "]"));
+    }
+    RETURN_IF_ERROR(DecodeFloats(
+        s.data(), absl::MakeSpan((*weights)[r.tensor_index]).subspan(r.offset, r.length),
+        absl::StrCat("pulled tensor '", s.name(), "'")));
+  }
+  shard_version_[shard] = resp.version();
+  return absl::OkStatus();
+}
+
+absl::Status PsClient::Init(const ModelSpec& spec, const TensorList* initial) {
+  RETURN_IF_ERROR(ValidateModelSpec(spec));
+  spec_ = spec;
+  partition_ = PartitionModel(spec_, num_shards());
+  if (initial != nullptr) RETURN_IF_ERROR(CheckGrads(*initial));
+  return FanOut<v1::InitRequest, v1::InitResponse>(
+             options_.wait_timeout + options_.rpc_timeout, false,
+             [this, initial](int s, v1::InitRequest* req) {
+               req->set_worker_id(options_.worker_id);
+               ModelSpecToProto(spec_, req->mutable_spec());
+               if (initial != nullptr) FillSlices(s, *initial, req->mutable_values());
+               req->set_wait_timeout_ms(absl::ToInt64Milliseconds(options_.wait_timeout));
+             },
+             [](auto* async, auto... args) { async->InitParams(args...); }, nullptr)
+      ->Wait();
+}
+
+std::unique_ptr<PendingOp> PsClient::PullAsync(int64_t min_version, TensorList* weights) {
+  Resize(weights);
+  return FanOut<v1::PullRequest, v1::PullResponse>(
+      options_.wait_timeout + options_.rpc_timeout, false,
+      [this, min_version](int, v1::PullRequest* req) {
+        req->set_worker_id(options_.worker_id);
+        req->set_min_version(min_version);
+        req->set_wait_timeout_ms(absl::ToInt64Milliseconds(options_.wait_timeout));
+      },
+      [](auto* async, auto... args) { async->Pull(args...); },
+      [this, weights](int s, const v1::PullResponse& r) { return ReadPull(s, r, weights); });
+}
+
+absl::Status PsClient::Pull(int64_t min_version, TensorList* weights) {
+  if (spec_.empty()) return absl::FailedPreconditionError("Init must be called first");
+  return PullAsync(min_version, weights)->Wait();
+}
+
+absl::Status PsClient::Push(const TensorList& grads) {
+  RETURN_IF_ERROR(CheckGrads(grads));
+  return FanOut<v1::PushRequest, v1::PushResponse>(
+             options_.rpc_timeout, false,
+             [this, &grads](int s, v1::PushRequest* req) {
+               req->set_worker_id(options_.worker_id);
+               req->set_version(shard_version_[s]);
+               FillSlices(s, grads, req->mutable_gradients());
+             },
+             [](auto* async, auto... args) { async->Push(args...); }, nullptr)
+      ->Wait();
+}
+
+std::unique_ptr<PendingOp> PsClient::PushPullAsync(const TensorList& grads,
+                                                   TensorList* weights) {
+  Resize(weights);
+  return FanOut<v1::PushPullRequest, v1::PullResponse>(
+      options_.wait_timeout + options_.rpc_timeout, false,
+      [this, &grads](int s, v1::PushPullRequest* req) {
+        v1::PushRequest* push = req->mutable_push();
+        push->set_worker_id(options_.worker_id);
+        push->set_version(shard_version_[s]);
+        FillSlices(s, grads, push->mutable_gradients());
+        req->set_min_version(mode_ == Mode::kSync ? shard_version_[s] + 1 : 0);
+        req->set_wait_timeout_ms(absl::ToInt64Milliseconds(options_.wait_timeout));
+      },
+      [](auto* async, auto... args) { async->PushPull(args...); },
+      [this, weights](int s, const v1::PullResponse& r) { return ReadPull(s, r, weights); });
+}
+
+absl::Status PsClient::PushPull(const TensorList& grads, TensorList* weights) {
+  RETURN_IF_ERROR(CheckGrads(grads));
+  return PushPullAsync(grads, weights)->Wait();
+}
+
+int64_t PsClient::version() const {
+  return *std::min_element(shard_version_.begin(), shard_version_.end());
+}
+
+absl::StatusOr<std::vector<v1::StatusResponse>> QueryStatus(
+    const std::vector<std::string>& servers, absl::Duration timeout) {
+  std::vector<v1::StatusResponse> out(servers.size());
+  for (size_t s = 0; s < servers.size(); ++s) {
+    auto stub = v1::ParameterServer::NewStub(MakeChannel(servers[s]));
+    grpc::ClientContext ctx;
+    ctx.set_deadline(ToChrono(absl::Now() + timeout));
+    grpc::Status st = stub->GetStatus(&ctx, v1::StatusRequest(), &out[s]);
+    if (!st.ok()) {
+      return absl::Status(static_cast<absl::StatusCode>(st.error_code()),
+                          absl::StrCat(servers[s], ": ", st.error_message()));
+    }
+  }
+  return out;
+}
+
+}  // namespace ps

@@ -1,0 +1,154 @@
+// PsClient: a worker's connection to all parameter-server shards.
+//
+// Hides the sharding: callers work with whole named tensors (a TensorList
+// parallel to the ModelSpec) and the client splits them by the partition of
+// common/partition.h, talks to every shard in parallel, and reassembles the
+// replies. It tracks the version of each shard's weights it last pulled and
+// sends it with each push (the step in sync mode; for staleness in async
+// mode).
+//
+// Every call has a deadline; a shard that does not answer yields an error
+// naming it, never a hang.
+//
+// Thread safety: one training thread per client. The *Async calls return a
+// PendingOp to wait on; start at most one at a time and wait for it before the
+// next call. The client must outlive its PendingOps.
+//
+// Example:
+//   ASSIGN_OR_RETURN(auto client, PsClient::Connect(options));
+//   RETURN_IF_ERROR(client->Init(spec, worker_id == 0 ? &init : nullptr));
+//   RETURN_IF_ERROR(client->Pull(0, &weights));
+//   for (...) { compute grads; RETURN_IF_ERROR(client->PushPull(grads, &weights)); }
+#ifndef PS_WORKER_PS_CLIENT_H_
+#define PS_WORKER_PS_CLIENT_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/mode.h"
+#include "common/model_spec.h"
+#include "common/partition.h"
+#include "proto/ps.grpc.pb.h"
+
+namespace ps {
+
+struct ClientOptions {
+  std::vector<std::string> servers;  // HOST:PORT of shard 0, 1, ... in order
+  int worker_id = 0;                 // 0 <= worker_id < num_workers
+  int num_workers = 1;
+  // How long Connect waits for every server to come up and answer.
+  absl::Duration connect_timeout = absl::Seconds(60);
+  // Deadline of calls that do not wait for other workers.
+  absl::Duration rpc_timeout = absl::Seconds(60);
+  // How long a pull may wait for other workers (sync) or for worker 0's init.
+  // The server answers DEADLINE_EXCEEDED naming the missing workers past it.
+  absl::Duration wait_timeout = absl::Seconds(120);
+};
+
+// A call in flight on every shard. Wait() returns once all shards answered or
+// their deadlines passed: OK, or the first error, naming the shard.
+class PendingOp {
+ public:
+  ~PendingOp();  // waits for calls still in flight
+  PendingOp(const PendingOp&) = delete;
+  PendingOp& operator=(const PendingOp&) = delete;
+
+  absl::Status Wait();
+
+ private:
+  friend class PsClient;
+  struct Call;
+  PendingOp();
+  void Done(int shard, const std::string& address, absl::Status s);
+
+  absl::Mutex mu_;
+  int outstanding_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
+  absl::Time deadline_;  // latest call deadline, plus a margin
+  std::vector<std::unique_ptr<Call>> calls_;
+};
+
+class PsClient {
+ public:
+  // Opens a channel per server and registers with each, waiting up to
+  // connect_timeout for servers that are not up yet. Fails if the servers
+  // disagree with each other or with the options (mode, worker count, shard
+  // count or order).
+  static absl::StatusOr<std::unique_ptr<PsClient>> Connect(const ClientOptions& options);
+
+  PsClient(const PsClient&) = delete;
+  PsClient& operator=(const PsClient&) = delete;
+
+  Mode mode() const { return mode_; }
+  int num_shards() const { return static_cast<int>(stubs_.size()); }
+  float server_learning_rate() const { return learning_rate_; }
+  const ModelSpec& spec() const { return spec_; }
+
+  // Worker 0 passes `initial` values and creates the parameters on every
+  // shard; other workers pass nullptr and wait for worker 0, getting
+  // FAILED_PRECONDITION if their spec differs from the one worker 0 created.
+  absl::Status Init(const ModelSpec& spec, const TensorList* initial);
+
+  // Fills `weights` (resized to the spec) from every shard once each is at
+  // version >= min_version.
+  absl::Status Pull(int64_t min_version, TensorList* weights);
+  std::unique_ptr<PendingOp> PullAsync(int64_t min_version, TensorList* weights);
+
+  // Pushes one gradient per tensor, computed on the weights last pulled.
+  absl::Status Push(const TensorList& grads);
+
+  // Pushes, then pulls the next weights: sync mode waits for the step every
+  // worker contributes to (version + 1); async mode returns the shard's
+  // weights right after this push. `weights` may alias nothing in `grads`;
+  // both must stay alive until the PendingOp is waited on.
+  absl::Status PushPull(const TensorList& grads, TensorList* weights);
+  std::unique_ptr<PendingOp> PushPullAsync(const TensorList& grads, TensorList* weights);
+
+  // The smallest version pulled from any shard (in sync mode: the step).
+  int64_t version() const;
+
+ private:
+  PsClient() = default;
+
+  // Starts one call per shard: build(s, &request) fills shard s's request,
+  // start(stub->async(), ctx, req, resp, callback) issues it, and
+  // on_reply(s, response) consumes a successful reply (may be null).
+  template <typename Req, typename Resp, typename Start>
+  std::unique_ptr<PendingOp> FanOut(absl::Duration timeout, bool wait_for_ready,
+                                    const std::function<void(int, Req*)>& build, Start start,
+                                    std::function<absl::Status(int, const Resp&)> on_reply);
+
+  absl::Status CheckGrads(const TensorList& grads) const;
+  void FillSlices(int shard, const TensorList& values,
+                  google::protobuf::RepeatedPtrField<v1::TensorSlice>* out) const;
+  // Decodes a shard's PullResponse into `weights`, checking it against the
+  // partition, and records the shard's version.
+  absl::Status ReadPull(int shard, const v1::PullResponse& resp, TensorList* weights);
+  void Resize(TensorList* weights) const;
+
+  ClientOptions options_;
+  std::vector<std::unique_ptr<v1::ParameterServer::Stub>> stubs_;
+  Mode mode_ = Mode::kSync;
+  float learning_rate_ = 0;
+  ModelSpec spec_;
+  std::vector<std::vector<SliceRange>> partition_;  // by shard
+  // Per shard, the version of the weights last pulled. Written by reply
+  // callbacks of distinct shards, read by the training thread after Wait().
+  std::vector<int64_t> shard_version_;
+};
+
+// Asks each server for its status (no registration needed); used by ps_ctl.
+absl::StatusOr<std::vector<v1::StatusResponse>> QueryStatus(
+    const std::vector<std::string>& servers, absl::Duration timeout);
+
+}  // namespace ps
+
+#endif  // PS_WORKER_PS_CLIENT_H_

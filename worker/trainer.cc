@@ -1,0 +1,196 @@
+#include "worker/trainer.h"
+
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <fstream>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "common/npy.h"
+#include "common/status_macros.h"
+#include "worker/data_order.h"
+#include "worker/model.h"
+
+namespace ps {
+namespace {
+
+constexpr int kEvalBatch = 1000;
+
+struct EvalResult {
+  double accuracy = 0;
+  double loss = 0;
+};
+
+absl::StatusOr<EvalResult> EvaluateOn(Mlp* model, const Dataset& d) {
+  BatchStats total;
+  for (int64_t i = 0; i < d.size; i += kEvalBatch) {
+    const int rows = static_cast<int>(std::min<int64_t>(kEvalBatch, d.size - i));
+    ASSIGN_OR_RETURN(BatchStats s, model->Evaluate(d.image(i), d.labels.data() + i, rows));
+    total.loss_sum += s.loss_sum;
+    total.correct += s.correct;
+    total.rows += s.rows;
+  }
+  return EvalResult{double(total.correct) / total.rows, total.loss_sum / total.rows};
+}
+
+absl::Status SaveModel(const std::string& dir, const ModelSpec& spec, const TensorList& w) {
+  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return absl::InternalError(absl::StrCat("cannot create --save_model directory ", dir));
+  }
+  for (size_t i = 0; i < spec.size(); ++i) {
+    RETURN_IF_ERROR(WriteNpy(absl::StrCat(dir, "/", spec[i].name, ".npy"), spec[i].shape, w[i]));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateTrainerOptions(const TrainerOptions& o, const Dataset& train) {
+  if (o.num_workers < 1 || o.worker_id < 0 || o.worker_id >= o.num_workers) {
+    return absl::InvalidArgumentError(absl::StrCat("--worker_id must be in [0, --num_workers=",
+                                                   o.num_workers, "), got ", o.worker_id));
+  }
+  if (o.batch_size < 1) return absl::InvalidArgumentError("--batch_size must be >= 1");
+  if (o.epochs < 1) return absl::InvalidArgumentError("--epochs must be >= 1");
+  if (o.max_steps < 0) return absl::InvalidArgumentError("--max_steps must be >= 0");
+  if (o.eval_every < 0) return absl::InvalidArgumentError("--eval_every must be >= 0");
+  for (int h : o.hidden) {
+    if (h < 1) return absl::InvalidArgumentError("--hidden widths must be >= 1");
+  }
+  if (StepsPerEpoch(train.size, o.num_workers, o.batch_size) < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--batch_size=", o.batch_size, " with ", o.num_workers, " workers leaves no full batch in ",
+        train.size, " training examples"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TrainResult> Trainer::Run() {
+  const TrainerOptions& o = options_;
+  const Dataset& train = data_->train;
+  RETURN_IF_ERROR(ValidateTrainerOptions(o, train));
+  std::vector<int> dims = {train.features};
+  dims.insert(dims.end(), o.hidden.begin(), o.hidden.end());
+  dims.push_back(train.classes);
+  ASSIGN_OR_RETURN(std::unique_ptr<Mlp> model,
+                   Mlp::Create(backend_, dims, std::max(o.batch_size, kEvalBatch)));
+
+  std::unique_ptr<std::ofstream> metrics;
+  if (!o.metrics_file.empty()) {
+    metrics = std::make_unique<std::ofstream>(o.metrics_file, std::ios::trunc);
+    if (!*metrics) {
+      return absl::InvalidArgumentError(absl::StrCat("cannot write --metrics_file=", o.metrics_file));
+    }
+  }
+
+  TensorList weights, grads;
+  RETURN_IF_ERROR(store_->Init(model->spec(), model->InitialValues(o.seed), o.worker_id == 0,
+                               &weights));
+  const int64_t per_epoch = StepsPerEpoch(train.size, o.num_workers, o.batch_size);
+  int64_t total_steps = per_epoch * o.epochs;
+  if (o.max_steps > 0) total_steps = std::min(total_steps, o.max_steps);
+  if (o.log != nullptr && o.worker_id == 0) {
+    *o.log << absl::StrFormat(
+        "worker %d/%d: mlp %s (%d parameters), %s, %d steps/epoch x %d epochs (%d steps), "
+        "batch %d per worker\n",
+        o.worker_id, o.num_workers, absl::StrJoin(dims, "-"), TotalElements(model->spec()),
+        store_->mode_name(), per_epoch, o.epochs, total_steps, o.batch_size) << std::flush;
+  }
+
+  std::vector<float> x(size_t(o.batch_size) * train.features), y(o.batch_size);
+  const absl::Time start = absl::Now();
+  absl::Time last_log = start;
+  int64_t step = 0, samples_since_log = 0;
+  double loss_since_log = 0;
+  int64_t batches_since_log = 0;
+  TrainResult result;
+
+  auto log_point = [&](int epoch, bool eval) -> absl::Status {
+    const absl::Time now = absl::Now();
+    const double sps = samples_since_log / std::max(1e-9, absl::ToDoubleSeconds(now - last_log));
+    const double train_loss = batches_since_log ? loss_since_log / batches_since_log : 0;
+    EvalResult ev;
+    if (eval) {
+      RETURN_IF_ERROR(model->SetWeights(weights));
+      ASSIGN_OR_RETURN(ev, EvaluateOn(model.get(), data_->test));
+      result.evaluated = true;
+      result.test_accuracy = ev.accuracy;
+      result.test_loss = ev.loss;
+      if (o.log != nullptr) {
+        *o.log << absl::StrFormat(
+                      "step %d epoch %d loss %.4f test_accuracy %.4f test_loss %.4f "
+                      "samples/s %.0f\n",
+                      step, epoch, train_loss, ev.accuracy, ev.loss, sps)
+               << std::flush;
+      }
+    }
+    if (metrics) {
+      std::string line = absl::StrFormat(
+          "{\"worker_id\": %d, \"step\": %d, \"epoch\": %d, \"train_loss\": %.6f, "
+          "\"samples_per_sec\": %.1f, \"wall_s\": %.3f",
+          o.worker_id, step, epoch, train_loss, sps, absl::ToDoubleSeconds(now - start));
+      if (eval) {
+        absl::StrAppendFormat(&line, ", \"test_accuracy\": %.6f, \"test_loss\": %.6f",
+                              ev.accuracy, ev.loss);
+      }
+      *metrics << line << "}\n" << std::flush;
+    }
+    last_log = absl::Now();  // evaluation time does not count against samples/s
+    samples_since_log = 0;
+    loss_since_log = 0;
+    batches_since_log = 0;
+    return absl::OkStatus();
+  };
+
+  int epoch = 0;
+  for (; epoch < o.epochs && step < total_steps; ++epoch) {
+    const std::vector<int64_t> perm = EpochPermutation(train.size, o.seed, epoch, o.shuffle);
+    for (int64_t t = 0; t < per_epoch && step < total_steps; ++t) {
+      for (int i = 0; i < o.batch_size; ++i) {
+        const int64_t e = BatchExample(perm, o.num_workers, o.worker_id, o.batch_size, t, i);
+        std::copy(train.image(e), train.image(e) + train.features,
+                  x.begin() + size_t(i) * train.features);
+        y[i] = train.labels[e];
+      }
+      RETURN_IF_ERROR(model->SetWeights(weights));
+      ASSIGN_OR_RETURN(BatchStats s, model->TrainStep(x.data(), y.data(), o.batch_size, &grads));
+      RETURN_IF_ERROR(store_->PushPull(grads, &weights));
+      ++step;
+      samples_since_log += o.batch_size;
+      loss_since_log += s.loss_sum / s.rows;
+      ++batches_since_log;
+      const bool eval = o.worker_id == 0 && o.eval_every > 0 && step % o.eval_every == 0;
+      if (step < total_steps && (eval || (o.log_every > 0 && step % o.log_every == 0))) {
+        RETURN_IF_ERROR(log_point(epoch, eval));
+      }
+    }
+  }
+  const absl::Time end = absl::Now();
+  result.steps = step;
+  result.final_version = store_->version();
+  result.wall_s = absl::ToDoubleSeconds(end - start);
+  result.samples_per_sec = step * o.batch_size / std::max(1e-9, result.wall_s);
+  RETURN_IF_ERROR(log_point(std::max(0, epoch - 1), /*eval=*/o.worker_id == 0));
+  if (o.worker_id == 0 && !o.save_model.empty()) {
+    RETURN_IF_ERROR(SaveModel(o.save_model, model->spec(), weights));
+  }
+  if (o.log != nullptr) {
+    std::string line = absl::StrFormat(
+        "worker %d done: mode %s, steps %d, version %d, samples/s %.0f, wall_s %.1f",
+        o.worker_id, store_->mode_name(), step, result.final_version, result.samples_per_sec,
+        result.wall_s);
+    if (result.evaluated) {
+      absl::StrAppendFormat(&line, ", final test_accuracy %.4f test_loss %.4f",
+                            result.test_accuracy, result.test_loss);
+    }
+    *o.log << line << "\n" << std::flush;
+  }
+  result.weights = std::move(weights);
+  return result;
+}
+
+}  // namespace ps

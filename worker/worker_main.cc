@@ -1,0 +1,148 @@
+// ps_worker: trains a model on its share of Fashion-MNIST against the
+// parameter servers (or alone, with --standalone).
+//
+//   ps_worker --servers=127.0.0.1:50051,127.0.0.1:50052 --worker_id=0 --num_workers=2
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "worker/backend.h"
+#include "worker/dataset.h"
+#include "worker/param_store.h"
+#include "worker/ps_client.h"
+#include "worker/trainer.h"
+
+ABSL_FLAG(std::string, servers, "",
+          "Comma-separated HOST:PORT of every parameter-server shard, in shard order.");
+ABSL_FLAG(int, worker_id, 0, "This worker's id, 0 <= worker_id < num_workers.");
+ABSL_FLAG(int, num_workers, 1, "Total number of workers (must match the servers).");
+ABSL_FLAG(bool, standalone, false,
+          "Train alone with local SGD and no servers (for debugging a model, and as the "
+          "single-process baseline). Uses --lr; ignores --servers.");
+ABSL_FLAG(double, lr, 0.1, "Learning rate for --standalone (servers use their own --lr).");
+ABSL_FLAG(std::string, model, "mlp", "mlp (hidden layers from --hidden) or softmax (none).");
+ABSL_FLAG(std::string, hidden, "512,256", "Hidden layer widths of the mlp, comma-separated.");
+ABSL_FLAG(std::string, dataset_dir, ps::kDefaultDatasetDir,
+          "Folder with the Fashion-MNIST IDX files (gzip or plain), as installed by Debian's "
+          "dataset-fashion-mnist package.");
+ABSL_FLAG(int, batch_size, 64, "Examples per step on this worker.");
+ABSL_FLAG(int, epochs, 1, "Passes over the training set.");
+ABSL_FLAG(int64_t, max_steps, 0, "Stop after this many steps; 0 = no limit.");
+ABSL_FLAG(uint64_t, seed, 1, "Seed for initialization and data order (same on all workers).");
+ABSL_FLAG(bool, shuffle, true, "Reshuffle the training set every epoch.");
+ABSL_FLAG(int64_t, eval_every, 0,
+          "Worker 0 evaluates on the test set every this many steps; 0 = only at the end.");
+ABSL_FLAG(int64_t, log_every, 100, "Steps between metrics lines.");
+ABSL_FLAG(std::string, metrics_file, "",
+          "Write JSON lines (worker_id, step, epoch, train_loss, samples_per_sec, wall_s, "
+          "test_accuracy, test_loss) to this file.");
+ABSL_FLAG(std::string, save_model, "",
+          "At the end, worker 0 writes each tensor as DIR/<name>.npy (float32, C order).");
+ABSL_FLAG(std::string, device, "auto", "Compute backend: auto, cpu or cuda.");
+ABSL_FLAG(int, threads, 0, "CPU math threads; 0 = all cores.");
+ABSL_FLAG(double, connect_timeout, 60, "Seconds to wait for the servers to come up.");
+ABSL_FLAG(double, wait_timeout, 120,
+          "Seconds a step may wait for the other workers (sync) or for worker 0's init before "
+          "failing with an error that names the missing workers.");
+
+namespace {
+
+int Fail(const absl::Status& s) {
+  std::cerr << "ps_worker: " << s << std::endl;
+  return 1;
+}
+
+absl::StatusOr<std::vector<int>> ParseHidden(const std::string& model, const std::string& text) {
+  if (model == "softmax") return std::vector<int>{};
+  if (model != "mlp") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown --model=", model, ": expected mlp or softmax"));
+  }
+  std::vector<int> out;
+  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
+    int v;
+    if (!absl::SimpleAtoi(part, &v) || v < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--hidden=", text, ": '", part, "' is not a positive integer"));
+    }
+    out.push_back(v);
+  }
+  if (out.empty()) return absl::InvalidArgumentError("--model=mlp needs at least one --hidden width");
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "Parameter-server worker. Example:\n  ps_worker --servers=127.0.0.1:50051,127.0.0.1:50052 "
+      "--worker_id=0 --num_workers=2 --epochs=2\nor, without servers:\n  ps_worker --standalone "
+      "--batch_size=128");
+  absl::ParseCommandLine(argc, argv);
+
+  ps::TrainerOptions options;
+  options.worker_id = absl::GetFlag(FLAGS_worker_id);
+  options.num_workers = absl::GetFlag(FLAGS_num_workers);
+  absl::StatusOr<std::vector<int>> hidden =
+      ParseHidden(absl::GetFlag(FLAGS_model), absl::GetFlag(FLAGS_hidden));
+  if (!hidden.ok()) return Fail(hidden.status());
+  options.hidden = *hidden;
+  options.batch_size = absl::GetFlag(FLAGS_batch_size);
+  options.epochs = absl::GetFlag(FLAGS_epochs);
+  options.max_steps = absl::GetFlag(FLAGS_max_steps);
+  options.seed = absl::GetFlag(FLAGS_seed);
+  options.shuffle = absl::GetFlag(FLAGS_shuffle);
+  options.eval_every = absl::GetFlag(FLAGS_eval_every);
+  options.log_every = absl::GetFlag(FLAGS_log_every);
+  options.metrics_file = absl::GetFlag(FLAGS_metrics_file);
+  options.save_model = absl::GetFlag(FLAGS_save_model);
+  options.log = &std::cout;
+
+  const bool standalone = absl::GetFlag(FLAGS_standalone);
+  if (standalone && options.num_workers != 1) {
+    return Fail(absl::InvalidArgumentError("--standalone trains alone: use --num_workers=1"));
+  }
+
+  absl::StatusOr<ps::FashionMnist> data = ps::LoadFashionMnist(absl::GetFlag(FLAGS_dataset_dir));
+  if (!data.ok()) return Fail(data.status());
+  if (absl::Status s = ps::ValidateTrainerOptions(options, data->train); !s.ok()) return Fail(s);
+
+  ps::BackendOptions backend_options;
+  backend_options.device = absl::GetFlag(FLAGS_device);
+  backend_options.threads = absl::GetFlag(FLAGS_threads);
+  absl::StatusOr<std::unique_ptr<ps::ComputeBackend>> backend = ps::CreateBackend(backend_options);
+  if (!backend.ok()) return Fail(backend.status());
+
+  std::unique_ptr<ps::ParamStore> store;
+  if (standalone) {
+    const double lr = absl::GetFlag(FLAGS_lr);
+    if (!(lr > 0)) return Fail(absl::InvalidArgumentError("--lr must be > 0"));
+    store = std::make_unique<ps::LocalParamStore>(static_cast<float>(lr));
+  } else {
+    ps::ClientOptions client_options;
+    client_options.servers =
+        absl::StrSplit(absl::GetFlag(FLAGS_servers), ',', absl::SkipWhitespace());
+    if (client_options.servers.empty()) {
+      return Fail(absl::InvalidArgumentError(
+          "--servers is empty: list the parameter servers (HOST:PORT,...) or pass --standalone"));
+    }
+    client_options.worker_id = options.worker_id;
+    client_options.num_workers = options.num_workers;
+    client_options.connect_timeout = absl::Seconds(absl::GetFlag(FLAGS_connect_timeout));
+    client_options.wait_timeout = absl::Seconds(absl::GetFlag(FLAGS_wait_timeout));
+    absl::StatusOr<std::unique_ptr<ps::PsClient>> client = ps::PsClient::Connect(client_options);
+    if (!client.ok()) return Fail(client.status());
+    store = std::make_unique<ps::RemoteParamStore>(*std::move(client));
+  }
+
+  ps::Trainer trainer(options, &*data, backend->get(), store.get());
+  absl::StatusOr<ps::TrainResult> result = trainer.Run();
+  if (!result.ok()) return Fail(result.status());
+  return 0;
+}
