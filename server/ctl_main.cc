@@ -1,6 +1,7 @@
 // ps_ctl: operator tool for running parameter servers.
 //
 //   ps_ctl status --servers=h:p,h:p   one JSON object per shard, per line
+//   ps_ctl health --servers=h:p,h:p   grpc.health.v1 check; exit 0 iff all SERVING
 #include <iostream>
 #include <string>
 #include <vector>
@@ -10,19 +11,51 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_split.h"
 #include "google/protobuf/util/json_util.h"
+#include "grpcpp/create_channel.h"
+#include "proto/health.grpc.pb.h"
 #include "worker/ps_client.h"
 
 ABSL_FLAG(std::string, servers, "", "Comma-separated HOST:PORT of the shards to query.");
 ABSL_FLAG(double, timeout, 10, "Seconds to wait for each server.");
 
+namespace {
+
+// Prints "HOST:PORT STATUS" per server; 0 iff every server is SERVING.
+int Health(const std::vector<std::string>& servers, absl::Duration timeout) {
+  int rc = 0;
+  for (const std::string& s : servers) {
+    auto stub = grpc::health::v1::Health::NewStub(
+        grpc::CreateChannel(s, grpc::InsecureChannelCredentials()));
+    grpc::ClientContext ctx;
+    ctx.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+    grpc::health::v1::HealthCheckResponse resp;
+    grpc::Status st = stub->Check(&ctx, grpc::health::v1::HealthCheckRequest(), &resp);
+    if (!st.ok()) {
+      std::cout << s << " UNREACHABLE (" << st.error_message() << ")" << std::endl;
+      rc = 1;
+      continue;
+    }
+    std::cout << s << " "
+              << grpc::health::v1::HealthCheckResponse::ServingStatus_Name(resp.status())
+              << std::endl;
+    if (resp.status() != grpc::health::v1::HealthCheckResponse::SERVING) rc = 1;
+  }
+  return rc;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "Operator tool for parameter servers.\n"
       "  ps_ctl status --servers=HOST:PORT,...   print each shard's status as JSON, one "
-      "object per line");
+      "object per line\n"
+      "  ps_ctl health --servers=HOST:PORT,...   gRPC health check of each server; exit 0 "
+      "iff all are SERVING");
   std::vector<char*> args = absl::ParseCommandLine(argc, argv);
-  if (args.size() != 2 || std::string(args[1]) != "status") {
-    std::cerr << "usage: ps_ctl status --servers=HOST:PORT,... (see --help)" << std::endl;
+  const std::string cmd = args.size() == 2 ? args[1] : "";
+  if (cmd != "status" && cmd != "health") {
+    std::cerr << "usage: ps_ctl status|health --servers=HOST:PORT,... (see --help)" << std::endl;
     return 2;
   }
   std::vector<std::string> servers =
@@ -31,7 +64,9 @@ int main(int argc, char** argv) {
     std::cerr << "ps_ctl: --servers is empty" << std::endl;
     return 2;
   }
-  auto statuses = ps::QueryStatus(servers, absl::Seconds(absl::GetFlag(FLAGS_timeout)));
+  const absl::Duration timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout));
+  if (cmd == "health") return Health(servers, timeout);
+  auto statuses = ps::QueryStatus(servers, timeout);
   if (!statuses.ok()) {
     std::cerr << "ps_ctl: " << statuses.status() << std::endl;
     return 1;

@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# One-machine launcher: starts S parameter servers and W workers on 127.0.0.1,
+# each server on a free port, and waits for the workers to finish.
+#
+#   deploy/local_cluster.sh --mode=async --servers=2 --workers=2 -- --epochs=2
+#
+# Everything after "--" goes to every worker. Each log line is prefixed with
+# its process's role and index. Exits 0 when every worker succeeded; exits
+# non-zero, stopping every process it started, as soon as a worker fails, a
+# server dies, or on Ctrl-C / SIGTERM.
+set -uo pipefail
+
+usage() {
+  cat <<'USAGE'
+usage: deploy/local_cluster.sh [options] [-- worker flags...]
+
+options:
+  --servers=S          number of parameter-server shards (default 2)
+  --workers=W          number of workers (default 2)
+  --mode=sync|async    consistency mode of the servers (default sync)
+  --lr=LR              servers' SGD learning rate (default 0.1)
+  --pull_timeout=SEC   servers' longest wait for missing workers (default 120)
+  --bin_dir=DIR        folder holding ps_server and ps_worker
+                       (default: the repository's bazel-bin)
+  --startup_timeout=SEC  how long to wait for servers to listen (default 30)
+  -h, --help           this text
+
+Worker flags after "--" pass through unchanged (e.g. --epochs=2
+--batch_size=64 --save_model=/tmp/model). Unless given there, each worker gets
+--threads=max(1, nproc/W) so that the workers share the cores.
+USAGE
+}
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+NUM_SERVERS=2
+NUM_WORKERS=2
+MODE=sync
+LR=0.1
+PULL_TIMEOUT=120
+STARTUP_TIMEOUT=30
+SERVER_BIN="$ROOT/bazel-bin/server/ps_server"
+WORKER_BIN="$ROOT/bazel-bin/worker/ps_worker"
+WORKER_ARGS=()
+
+die() { echo "local_cluster: $*" >&2; exit 2; }
+
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --servers=*) NUM_SERVERS="${1#*=}" ;;
+    --workers=*) NUM_WORKERS="${1#*=}" ;;
+    --mode=*) MODE="${1#*=}" ;;
+    --lr=*) LR="${1#*=}" ;;
+    --pull_timeout=*) PULL_TIMEOUT="${1#*=}" ;;
+    --startup_timeout=*) STARTUP_TIMEOUT="${1#*=}" ;;
+    --bin_dir=*) SERVER_BIN="${1#*=}/ps_server"; WORKER_BIN="${1#*=}/ps_worker" ;;
+    -h|--help) usage; exit 0 ;;
+    --) shift; WORKER_ARGS=("$@"); break ;;
+    *) usage >&2; die "unknown option '$1'" ;;
+  esac
+  shift
+done
+
+[[ "$NUM_SERVERS" =~ ^[1-9][0-9]*$ ]] || die "--servers must be a positive integer, got '$NUM_SERVERS'"
+[[ "$NUM_WORKERS" =~ ^[1-9][0-9]*$ ]] || die "--workers must be a positive integer, got '$NUM_WORKERS'"
+[[ "$MODE" == sync || "$MODE" == async ]] || die "--mode must be sync or async, got '$MODE'"
+for b in "$SERVER_BIN" "$WORKER_BIN"; do
+  [ -x "$b" ] || die "$b not found: build first (bazel build //:ps_server //:ps_worker) or pass --bin_dir"
+done
+
+has_threads=0
+for a in "${WORKER_ARGS[@]+"${WORKER_ARGS[@]}"}"; do
+  [[ "$a" == --threads=* ]] && has_threads=1
+done
+if [ $has_threads -eq 0 ]; then
+  t=$(( $(nproc) / NUM_WORKERS ))
+  [ $t -ge 1 ] || t=1
+  WORKER_ARGS+=("--threads=$t")
+fi
+
+WORKDIR="$(mktemp -d "${TMPDIR:-/tmp}/local_cluster.XXXXXX")"
+declare -A ROLE=()   # pid -> "server i" / "worker i"
+SERVER_PIDS=()
+WORKER_PIDS=()
+
+cleanup() {
+  local pids=("${!ROLE[@]}")
+  if [ ${#pids[@]} -gt 0 ]; then
+    kill -TERM "${pids[@]}" 2>/dev/null
+    # Give them 5 s to exit, then force.
+    for _ in $(seq 50); do
+      local alive=0
+      for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+      [ $alive -eq 0 ] && break
+      sleep 0.1
+    done
+    kill -KILL "${pids[@]}" 2>/dev/null
+  fi
+  rm -rf "$WORKDIR"
+}
+trap cleanup EXIT
+trap 'echo "local_cluster: interrupted, stopping all processes" >&2; exit 130' INT TERM
+
+# start ROLE_NAME BINARY ARGS...: runs BINARY with its output prefixed.
+start() {
+  local role="$1"; shift
+  "$@" > >(sed -u "s/^/[$role] /") 2>&1 &
+  ROLE[$!]="$role"
+  LAST_PID=$!
+}
+
+for ((s = 0; s < NUM_SERVERS; s++)); do
+  start "server $s" "$SERVER_BIN" --listen=127.0.0.1:0 --port_file="$WORKDIR/port.$s" \
+    --shard_id=$s --num_shards=$NUM_SERVERS --num_workers=$NUM_WORKERS --mode=$MODE \
+    --lr=$LR --pull_timeout=$PULL_TIMEOUT
+  SERVER_PIDS+=($LAST_PID)
+done
+
+# Wait until every server has written its port file (it does so once serving).
+ADDRS=()
+deadline=$(( $(date +%s) + STARTUP_TIMEOUT ))
+for ((s = 0; s < NUM_SERVERS; s++)); do
+  while [ ! -s "$WORKDIR/port.$s" ]; do
+    kill -0 "${SERVER_PIDS[$s]}" 2>/dev/null || die "server $s exited during startup"
+    [ "$(date +%s)" -lt $deadline ] || die "server $s did not start listening within ${STARTUP_TIMEOUT}s"
+    sleep 0.05
+  done
+  ADDRS+=("$(cat "$WORKDIR/port.$s")")
+done
+SERVERS_FLAG=$(IFS=,; echo "${ADDRS[*]}")
+echo "local_cluster: $NUM_SERVERS servers ($MODE mode) at $SERVERS_FLAG; starting $NUM_WORKERS workers"
+
+for ((w = 0; w < NUM_WORKERS; w++)); do
+  start "worker $w" "$WORKER_BIN" --servers="$SERVERS_FLAG" --worker_id=$w \
+    --num_workers=$NUM_WORKERS "${WORKER_ARGS[@]}"
+  WORKER_PIDS+=($LAST_PID)
+done
+
+remaining=$NUM_WORKERS
+while [ $remaining -gt 0 ]; do
+  wait -n -p done_pid "${!ROLE[@]}"
+  rc=$?
+  role="${ROLE[$done_pid]:-}"
+  [ -n "$role" ] || continue
+  unset "ROLE[$done_pid]"
+  case "$role" in
+    server*)
+      echo "local_cluster: $role exited (status $rc) while workers were running" >&2
+      exit 1 ;;
+    worker*)
+      if [ $rc -ne 0 ]; then
+        echo "local_cluster: $role failed with status $rc; stopping everything" >&2
+        exit 1
+      fi
+      remaining=$((remaining - 1)) ;;
+  esac
+done
+echo "local_cluster: all $NUM_WORKERS workers finished"
+exit 0

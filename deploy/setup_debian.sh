@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package that building, testing and running this
+# project needs. Idempotent: when everything is present it installs nothing
+# and touches no network. Runs apt-get through sudo when not root.
+set -euo pipefail
+
+PACKAGES=(
+  # Build: Bazel, the C++ toolchain, code generators and libraries.
+  bazel-bootstrap g++ pkgconf
+  protobuf-compiler protobuf-compiler-grpc libprotobuf-dev libgrpc++-dev
+  libabsl-dev libgtest-dev libgmock-dev libopenblas-dev zlib1g-dev
+  # The default workload: Fashion-MNIST IDX files in /usr/share/datasets/fashion-mnist.
+  dataset-fashion-mnist
+  # Tests: numpy checks the .npy model files; iproute2 for network namespaces.
+  python3 python3-numpy iproute2 procps
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup_debian: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+SUDO=()
+[ "$(id -u)" -eq 0 ] || SUDO=(sudo)
+echo "setup_debian: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${SUDO[@]}" apt-get update -qq
+"${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+echo "setup_debian: done"

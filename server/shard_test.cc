@@ -1,0 +1,226 @@
+#include "server/shard.h"
+
+#include <cstring>
+
+#include "absl/synchronization/notification.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace ps {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Encoded slices of `values` for every slice of `layout`.
+struct Slices {
+  std::vector<std::string> bytes;
+  std::vector<SliceData> data;
+};
+
+Slices Encode(const ModelSpec& spec, int num_shards, int shard, const TensorList& values) {
+  Slices s;
+  const auto layout = ShardSlices(spec, num_shards, shard);
+  s.bytes.reserve(layout.size());
+  for (const SliceRange& r : layout) {
+    const float* p = values[r.tensor_index].data() + r.offset;
+    s.bytes.emplace_back(reinterpret_cast<const char*>(p), r.length * sizeof(float));
+    s.data.push_back(SliceData{spec[r.tensor_index].name, spec[r.tensor_index].shape, r.offset,
+                               r.length, s.bytes.back()});
+  }
+  return s;
+}
+
+struct PullResult {
+  absl::Notification done;
+  absl::StatusOr<WeightsSnapshot> snap = absl::UnknownError("not called");
+};
+
+void StartPull(Shard* shard, int worker, int64_t min_version, absl::Duration wait,
+               PullResult* out) {
+  shard->Pull(worker, min_version, wait, [out](absl::StatusOr<WeightsSnapshot> s) {
+    out->snap = std::move(s);
+    out->done.Notify();
+  });
+}
+
+absl::StatusOr<int64_t> InitSync(Shard* shard, int worker, const ModelSpec& spec,
+                                 const std::vector<SliceData>& values) {
+  absl::Notification n;
+  absl::StatusOr<int64_t> result;
+  shard->Init(worker, spec, values, absl::Seconds(5), [&](absl::StatusOr<int64_t> v, bool) {
+    result = v;
+    n.Notify();
+  });
+  n.WaitForNotificationWithTimeout(absl::Seconds(10));
+  return result;
+}
+
+const ModelSpec kSpec = {{"w", {2, 2}}, {"b", {3}}};
+
+std::unique_ptr<Shard> MakeShard(Mode mode, int workers, float lr = 0.5f) {
+  ShardOptions o;
+  o.num_workers = workers;
+  o.mode = mode;
+  o.optimizer.learning_rate = lr;
+  auto s = Shard::Create(o);
+  EXPECT_TRUE(s.ok()) << s.status();
+  return *std::move(s);
+}
+
+void InitShard(Shard* shard, const TensorList& init) {
+  Slices s = Encode(kSpec, 1, 0, init);
+  auto v = InitSync(shard, 0, kSpec, s.data);
+  ASSERT_TRUE(v.ok()) << v.status();
+}
+
+TEST(Shard, SyncAveragesAllWorkersThenAppliesOnce) {
+  auto shard = MakeShard(Mode::kSync, 2);
+  InitShard(shard.get(), {{1, 2, 3, 4}, {0, 0, 0}});
+  PullResult pull;
+  StartPull(shard.get(), 0, 1, absl::Seconds(10), &pull);
+  Slices g1 = Encode(kSpec, 1, 0, {{2, 2, 2, 2}, {1, 1, 1}});
+  auto v = shard->Push(1, 0, g1.data);
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(*v, 0);
+  EXPECT_FALSE(pull.done.HasBeenNotified());
+  EXPECT_EQ(shard->Stats().waiting_for, std::vector<int>{0});
+  Slices g0 = Encode(kSpec, 1, 0, {{0, 4, 0, 4}, {3, 3, 3}});
+  v = shard->Push(0, 0, g0.data);
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(*v, 1);
+  ASSERT_TRUE(pull.done.WaitForNotificationWithTimeout(absl::Seconds(5)));
+  ASSERT_TRUE(pull.snap.ok()) << pull.snap.status();
+  EXPECT_EQ(pull.snap->version, 1);
+  // w - 0.5 * mean(g): mean w grad = {1,3,1,3}, mean b grad = {2,2,2}.
+  EXPECT_EQ(*pull.snap->weights, (std::vector<float>{0.5f, 0.5f, 2.5f, 2.5f, -1, -1, -1}));
+}
+
+TEST(Shard, SyncPushForWrongStepNamesBothSteps) {
+  auto shard = MakeShard(Mode::kSync, 2);
+  InitShard(shard.get(), {{1, 2, 3, 4}, {0, 0, 0}});
+  Slices g = Encode(kSpec, 1, 0, {{1, 1, 1, 1}, {1, 1, 1}});
+  auto v = shard->Push(0, 3, g.data);
+  EXPECT_EQ(v.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(v.status().message()), HasSubstr("step 3"));
+  EXPECT_THAT(std::string(v.status().message()), HasSubstr("step 0"));
+}
+
+TEST(Shard, SyncSecondPushBySameWorkerIsRejected) {
+  auto shard = MakeShard(Mode::kSync, 2);
+  InitShard(shard.get(), {{1, 2, 3, 4}, {0, 0, 0}});
+  Slices g = Encode(kSpec, 1, 0, {{1, 1, 1, 1}, {1, 1, 1}});
+  ASSERT_TRUE(shard->Push(0, 0, g.data).ok());
+  EXPECT_EQ(shard->Push(0, 0, g.data).status().code(), absl::StatusCode::kAlreadyExists);
+}
+
+TEST(Shard, PullTimesOutNamingMissingWorkers) {
+  auto shard = MakeShard(Mode::kSync, 3);
+  InitShard(shard.get(), {{1, 2, 3, 4}, {0, 0, 0}});
+  Slices g = Encode(kSpec, 1, 0, {{1, 1, 1, 1}, {1, 1, 1}});
+  ASSERT_TRUE(shard->Push(1, 0, g.data).ok());
+  PullResult pull;
+  StartPull(shard.get(), 1, 1, absl::Milliseconds(200), &pull);
+  ASSERT_TRUE(pull.done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_EQ(pull.snap.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(std::string(pull.snap.status().message()), HasSubstr("workers [0, 2]"));
+}
+
+TEST(Shard, PullBeforeInitWaitsForWorkerZero) {
+  auto shard = MakeShard(Mode::kSync, 2);
+  PullResult pull;
+  StartPull(shard.get(), 1, 0, absl::Seconds(10), &pull);
+  EXPECT_FALSE(pull.done.HasBeenNotified());
+  InitShard(shard.get(), {{1, 2, 3, 4}, {5, 6, 7}});
+  ASSERT_TRUE(pull.done.WaitForNotificationWithTimeout(absl::Seconds(5)));
+  ASSERT_TRUE(pull.snap.ok());
+  EXPECT_EQ(*pull.snap->weights, (std::vector<float>{1, 2, 3, 4, 5, 6, 7}));
+}
+
+TEST(Shard, AsyncAppliesEachPushAndRecordsStaleness) {
+  auto shard = MakeShard(Mode::kAsync, 2, 1.0f);
+  InitShard(shard.get(), {{0, 0, 0, 0}, {0, 0, 0}});
+  Slices g = Encode(kSpec, 1, 0, {{1, 1, 1, 1}, {1, 1, 1}});
+  EXPECT_EQ(*shard->Push(0, 0, g.data), 1);  // staleness 0
+  EXPECT_EQ(*shard->Push(1, 0, g.data), 2);  // computed on v0, applied at v1
+  EXPECT_EQ(*shard->Push(1, 2, g.data), 3);  // staleness 0
+  const ShardStats st = shard->Stats();
+  EXPECT_EQ(st.version, 3);
+  EXPECT_EQ(st.pushes_applied, 3);
+  EXPECT_EQ(st.max_staleness, 1);
+  EXPECT_DOUBLE_EQ(st.mean_staleness, 1.0 / 3);
+  EXPECT_EQ(shard->Push(0, 7, g.data).status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(Shard, SnapshotIsImmutableWhileUpdatesApply) {
+  auto shard = MakeShard(Mode::kAsync, 1, 1.0f);
+  InitShard(shard.get(), {{1, 1, 1, 1}, {1, 1, 1}});
+  PullResult pull;
+  StartPull(shard.get(), 0, 0, absl::Seconds(1), &pull);
+  ASSERT_TRUE(pull.done.HasBeenNotified());
+  Slices g = Encode(kSpec, 1, 0, {{1, 1, 1, 1}, {1, 1, 1}});
+  ASSERT_TRUE(shard->Push(0, 0, g.data).ok());
+  EXPECT_EQ(*pull.snap->weights, std::vector<float>(7, 1.0f));
+  PullResult after;
+  StartPull(shard.get(), 0, 0, absl::Seconds(1), &after);
+  EXPECT_EQ(*after.snap->weights, std::vector<float>(7, 0.0f));
+}
+
+TEST(Shard, LateWorkerWaitsForInitAndMismatchedSpecIsRejected) {
+  auto shard = MakeShard(Mode::kSync, 2);
+  absl::Notification joined;
+  absl::StatusOr<int64_t> joined_version;
+  shard->Init(1, kSpec, {}, absl::Seconds(10), [&](absl::StatusOr<int64_t> v, bool created) {
+    EXPECT_FALSE(created);
+    joined_version = v;
+    joined.Notify();
+  });
+  EXPECT_FALSE(joined.HasBeenNotified());
+  InitShard(shard.get(), {{1, 2, 3, 4}, {0, 0, 0}});
+  ASSERT_TRUE(joined.WaitForNotificationWithTimeout(absl::Seconds(5)));
+  EXPECT_TRUE(joined_version.ok()) << joined_version.status();
+
+  const ModelSpec other = {{"w", {2, 3}}, {"b", {3}}};
+  auto bad = InitSync(shard.get(), 1, other, {});
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("w[2,3]"));
+}
+
+TEST(Shard, OnlyWorkerZeroCreates) {
+  auto shard = MakeShard(Mode::kSync, 2);
+  Slices s = Encode(kSpec, 1, 0, {{1, 2, 3, 4}, {0, 0, 0}});
+  EXPECT_EQ(InitSync(shard.get(), 1, kSpec, s.data).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(Shard, ExportedStateRestoresIntoAFreshShard) {
+  auto shard = MakeShard(Mode::kSync, 1);
+  InitShard(shard.get(), {{1, 2, 3, 4}, {5, 6, 7}});
+  Slices g = Encode(kSpec, 1, 0, {{1, 1, 1, 1}, {1, 1, 1}});
+  ASSERT_TRUE(shard->Push(0, 0, g.data).ok());
+  auto state = shard->ExportState();
+  ASSERT_TRUE(state.ok());
+  EXPECT_EQ(state->version, 1);
+
+  auto fresh = MakeShard(Mode::kSync, 1);
+  ASSERT_TRUE(fresh->RestoreState(*state).ok());
+  PullResult pull;
+  StartPull(fresh.get(), 0, 1, absl::Seconds(1), &pull);
+  ASSERT_TRUE(pull.done.HasBeenNotified());
+  EXPECT_EQ(pull.snap->version, 1);
+  EXPECT_EQ(*pull.snap->weights, state->weights);
+  // Training continues at step 1.
+  EXPECT_EQ(*fresh->Push(0, 1, g.data), 2);
+}
+
+TEST(Shard, CloseFailsWaitingPulls) {
+  auto shard = MakeShard(Mode::kSync, 2);
+  InitShard(shard.get(), {{1, 2, 3, 4}, {0, 0, 0}});
+  PullResult pull;
+  StartPull(shard.get(), 0, 1, absl::Seconds(60), &pull);
+  shard->Close();
+  ASSERT_TRUE(pull.done.HasBeenNotified());
+  EXPECT_EQ(pull.snap.status().code(), absl::StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace ps

@@ -1,0 +1,46 @@
+// TestCluster: S real parameter servers started in-process on 127.0.0.1 with
+// ephemeral ports, for RPC tests. Stops them on destruction.
+#ifndef PS_TESTS_TEST_CLUSTER_H_
+#define PS_TESTS_TEST_CLUSTER_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "server/ps_server.h"
+
+namespace ps {
+
+class TestCluster {
+ public:
+  TestCluster(int num_shards, int num_workers, Mode mode, float lr,
+              absl::Duration default_wait = absl::Seconds(60)) {
+    for (int s = 0; s < num_shards; ++s) {
+      ServerOptions o;
+      o.listen = "127.0.0.1:0";
+      o.shard.shard_id = s;
+      o.shard.num_shards = num_shards;
+      o.shard.num_workers = num_workers;
+      o.shard.mode = mode;
+      o.shard.optimizer.learning_rate = lr;
+      o.shard.default_wait = default_wait;
+      auto server = PsServer::Start(o);
+      EXPECT_TRUE(server.ok()) << server.status();
+      if (!server.ok()) return;
+      addresses_.push_back((*server)->address());
+      servers_.push_back(*std::move(server));
+    }
+  }
+
+  const std::vector<std::string>& addresses() const { return addresses_; }
+  PsServer* server(int s) { return servers_[s].get(); }
+
+ private:
+  std::vector<std::unique_ptr<PsServer>> servers_;
+  std::vector<std::string> addresses_;
+};
+
+}  // namespace ps
+
+#endif  // PS_TESTS_TEST_CLUSTER_H_
