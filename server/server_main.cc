@@ -30,9 +30,9 @@ ABSL_FLAG(std::string, mode, "sync",
           "async: apply every gradient as it arrives.");
 ABSL_FLAG(double, lr, 0.1, "SGD learning rate applied by this shard.");
 ABSL_FLAG(double, pull_timeout, 120,
-          "Seconds a pull (or a worker's init) waits for a version that has not arrived, when "
-          "the request names no shorter wait. Past it the call fails with DEADLINE_EXCEEDED "
-          "naming the workers that have not pushed.");
+          "Seconds a pull (or a worker's init) waits for a version that has not arrived when "
+          "the request names no wait of its own (ps_worker sends its --wait_timeout). Past it "
+          "the call fails with DEADLINE_EXCEEDED naming the workers that have not pushed.");
 
 namespace {
 

@@ -158,8 +158,8 @@ absl::StatusOr<std::unique_ptr<ComputeBackend>> CreateBackend(const BackendOptio
   }
   if (options.device == "cuda") {
     return absl::UnimplementedError(
-        "--device=cuda: this binary was built without CUDA support (build with "
-        "--config=cuda); use --device=cpu or --device=auto");
+        "--device=cuda: this binary was built without CUDA support; use --device=cpu or "
+        "--device=auto");
   }
   return absl::InvalidArgumentError(
       absl::StrCat("unknown device '", options.device, "': expected auto, cpu or cuda"));

@@ -11,6 +11,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "worker/backend.h"
 #include "worker/dataset.h"
@@ -41,7 +42,8 @@ ABSL_FLAG(int64_t, eval_every, 0,
 ABSL_FLAG(int64_t, log_every, 100, "Steps between metrics lines.");
 ABSL_FLAG(std::string, metrics_file, "",
           "Write JSON lines (worker_id, step, epoch, train_loss, samples_per_sec, wall_s, "
-          "test_accuracy, test_loss) to this file.");
+          "test_accuracy, test_loss) to this file; {worker_id} in the path is replaced by the "
+          "worker's id, so that workers started with the same flags write separate files.");
 ABSL_FLAG(std::string, save_model, "",
           "At the end, worker 0 writes each tensor as DIR/<name>.npy (float32, C order).");
 ABSL_FLAG(std::string, device, "auto", "Compute backend: auto, cpu or cuda.");
@@ -100,7 +102,8 @@ int main(int argc, char** argv) {
   options.shuffle = absl::GetFlag(FLAGS_shuffle);
   options.eval_every = absl::GetFlag(FLAGS_eval_every);
   options.log_every = absl::GetFlag(FLAGS_log_every);
-  options.metrics_file = absl::GetFlag(FLAGS_metrics_file);
+  options.metrics_file = absl::StrReplaceAll(
+      absl::GetFlag(FLAGS_metrics_file), {{"{worker_id}", absl::StrCat(options.worker_id)}});
   options.save_model = absl::GetFlag(FLAGS_save_model);
   options.log = &std::cout;
 
