@@ -28,6 +28,9 @@ class ParamStore {
                             TensorList* weights) = 0;
   // Sends this step's gradient and returns the weights for the next step.
   virtual absl::Status PushPull(const TensorList& grads, TensorList* weights) = 0;
+  // Refreshes `weights` once every shard is at version >= min_version
+  // (waiting as long as the store allows).
+  virtual absl::Status Pull(int64_t min_version, TensorList* weights) = 0;
   // Version of the weights last returned.
   virtual int64_t version() const = 0;
   // "sync", "async" or "standalone".
@@ -40,6 +43,9 @@ class RemoteParamStore final : public ParamStore {
   absl::Status Init(const ModelSpec& spec, const TensorList& initial, bool creator,
                     TensorList* weights) override;
   absl::Status PushPull(const TensorList& grads, TensorList* weights) override;
+  absl::Status Pull(int64_t min_version, TensorList* weights) override {
+    return client_->Pull(min_version, weights);
+  }
   int64_t version() const override { return client_->version(); }
   std::string mode_name() const override { return ModeName(client_->mode()); }
 
@@ -53,6 +59,10 @@ class LocalParamStore final : public ParamStore {
   absl::Status Init(const ModelSpec& spec, const TensorList& initial, bool creator,
                     TensorList* weights) override;
   absl::Status PushPull(const TensorList& grads, TensorList* weights) override;
+  // The caller's weights are the store's: nothing to refresh.
+  absl::Status Pull(int64_t /*min_version*/, TensorList* /*weights*/) override {
+    return absl::OkStatus();
+  }
   int64_t version() const override { return version_; }
   std::string mode_name() const override { return "standalone"; }
 

@@ -170,6 +170,19 @@ absl::StatusOr<TrainResult> Trainer::Run() {
     }
   }
   const absl::Time end = absl::Now();
+  // Async: the shards count pushes, and every worker pushes once per step, so
+  // the run is complete at version W * steps. Worker 0 evaluates and saves
+  // that model, not just the one it last pulled.
+  if (o.worker_id == 0 && store_->mode_name() == "async") {
+    absl::Status s = store_->Pull(o.num_workers * step, &weights);
+    // A worker that died leaves the run short of W * steps; the shards'
+    // weights as of now are still a model worth evaluating.
+    if (!s.ok() && o.log != nullptr) {
+      *o.log << "warning: not every worker's pushes arrived; evaluating the weights as they "
+                "are: "
+             << s << "\n";
+    }
+  }
   result.steps = step;
   result.final_version = store_->version();
   result.wall_s = absl::ToDoubleSeconds(end - start);
