@@ -26,6 +26,14 @@ for mode in sync async; do
   [ -n "$acc" ] || fail "$mode: worker 0 printed no final test accuracy"
   awk -v a="$acc" 'BEGIN { exit !(a >= 0.80) }' || fail "$mode: test accuracy $acc < 0.80"
   grep -q '^\[worker 1\] worker 1 done' "$log" || fail "$mode: worker 1 did not finish"
+  # Worker 0's final weights include every push: version = steps (sync) or
+  # W * steps (async, where the version counts pushes).
+  done0=$(grep '^\[worker 0\] worker 0 done' "$log")
+  steps=$(sed -E 's/.*steps ([0-9]+),.*/\1/' <<<"$done0")
+  version=$(sed -E 's/.*version ([0-9]+),.*/\1/' <<<"$done0")
+  want=$steps
+  [ $mode = async ] && want=$((2 * steps))
+  [ "$version" -eq "$want" ] || fail "$mode: worker 0 ended at version $version, expected $want"
   for w in 0 1; do
     m="$TEST_TMPDIR/metrics_${mode}_$w.jsonl"
     [ -s "$m" ] || fail "$mode: no metrics from worker $w"
