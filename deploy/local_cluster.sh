@@ -22,6 +22,8 @@ options:
   --pull_timeout=SEC   servers' longest wait for missing workers (default 120)
   --bin_dir=DIR        folder holding ps_server and ps_worker
                        (default: the repository's bazel-bin)
+  --server_bin=PATH    the ps_server binary (overrides --bin_dir)
+  --worker_bin=PATH    the ps_worker binary (overrides --bin_dir)
   --startup_timeout=SEC  how long to wait for servers to listen (default 30)
   -h, --help           this text
 
@@ -53,6 +55,8 @@ while [ $# -gt 0 ]; do
     --pull_timeout=*) PULL_TIMEOUT="${1#*=}" ;;
     --startup_timeout=*) STARTUP_TIMEOUT="${1#*=}" ;;
     --bin_dir=*) SERVER_BIN="${1#*=}/ps_server"; WORKER_BIN="${1#*=}/ps_worker" ;;
+    --server_bin=*) SERVER_BIN="${1#*=}" ;;
+    --worker_bin=*) WORKER_BIN="${1#*=}" ;;
     -h|--help) usage; exit 0 ;;
     --) shift; WORKER_ARGS=("$@"); break ;;
     *) usage >&2; die "unknown option '$1'" ;;

@@ -42,11 +42,7 @@ TEST(Async, ConcurrentPushesAreAllAppliedExactlyOnce) {
   std::vector<std::thread> threads;
   for (int w = 0; w < kWorkers; ++w) {
     threads.emplace_back([&, w] {
-      ClientOptions co;
-      co.servers = cluster.addresses();
-      co.worker_id = w;
-      co.num_workers = kWorkers;
-      auto client = PsClient::Connect(co);
+      auto client = cluster.Connect(w, kWorkers);
       if (!client.ok()) {
         status[w] = client.status();
         return;
@@ -82,10 +78,7 @@ TEST(Async, ConcurrentPushesAreAllAppliedExactlyOnce) {
       }
     }
   }
-  ClientOptions co;
-  co.servers = cluster.addresses();
-  co.num_workers = kWorkers;
-  auto reader = PsClient::Connect(co);
+  auto reader = cluster.Connect(0, kWorkers);
   ASSERT_TRUE(reader.ok());
   ASSERT_TRUE((*reader)->Init(kSpec, nullptr).ok());
   TensorList final_weights;

@@ -6,18 +6,14 @@
 #
 # usage: e2e_test.sh LAUNCHER PS_SERVER PS_WORKER
 set -euo pipefail
-LAUNCHER="$1"
-BIN="$TEST_TMPDIR/bin"
-mkdir -p "$BIN"
-ln -sf "$(realpath "$2")" "$BIN/ps_server"
-ln -sf "$(realpath "$3")" "$BIN/ps_worker"
+LAUNCH=("$1" --server_bin="$2" --worker_bin="$3")
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 for mode in sync async; do
   log="$TEST_TMPDIR/$mode.log"
   echo "=== $mode"
-  "$LAUNCHER" --bin_dir="$BIN" --mode=$mode --servers=2 --workers=2 -- \
+  "${LAUNCH[@]}" --mode=$mode --servers=2 --workers=2 -- \
     --epochs=1 --metrics_file="$TEST_TMPDIR/metrics_${mode}_{worker_id}.jsonl" \
     --save_model="$TEST_TMPDIR/model_$mode" 2>&1 | tee "$log"
   rc=${PIPESTATUS[0]}

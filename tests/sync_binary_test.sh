@@ -5,18 +5,14 @@
 #
 # usage: sync_binary_test.sh LAUNCHER PS_SERVER PS_WORKER
 set -euo pipefail
-LAUNCHER="$1"
-BIN="$TEST_TMPDIR/bin"
-mkdir -p "$BIN"
-ln -sf "$(realpath "$2")" "$BIN/ps_server"
-ln -sf "$(realpath "$3")" "$BIN/ps_worker"
+LAUNCH=("$1" --server_bin="$2" --worker_bin="$3")
 B=16
 STEPS=20
 COMMON=(--max_steps=$STEPS --seed=7 --log_every=0)
 
-"$LAUNCHER" --bin_dir="$BIN" --servers=2 --workers=1 -- \
+"${LAUNCH[@]}" --servers=2 --workers=1 -- \
   --batch_size=$((4 * B)) "${COMMON[@]}" --save_model="$TEST_TMPDIR/one"
-"$LAUNCHER" --bin_dir="$BIN" --servers=2 --workers=4 -- \
+"${LAUNCH[@]}" --servers=2 --workers=4 -- \
   --batch_size=$B "${COMMON[@]}" --save_model="$TEST_TMPDIR/four"
 
 /usr/bin/python3 - "$TEST_TMPDIR/one" "$TEST_TMPDIR/four" <<'PY'

@@ -74,11 +74,7 @@ TEST(SyncEquivalence, FourWorkersTwoShardsMatchSingleProcessSgd) {
         results[w] = backend.status();
         return;
       }
-      ClientOptions co;
-      co.servers = cluster.addresses();
-      co.worker_id = w;
-      co.num_workers = kWorkers;
-      auto client = PsClient::Connect(co);
+      auto client = cluster.Connect(w, kWorkers);
       if (!client.ok()) {
         results[w] = client.status();
         return;

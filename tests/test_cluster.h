@@ -1,5 +1,6 @@
 // TestCluster: S real parameter servers started in-process on 127.0.0.1 with
-// ephemeral ports, for RPC tests. Stops them on destruction.
+// ephemeral ports, for RPC tests, and clients for them. Stops the servers on
+// destruction.
 #ifndef PS_TESTS_TEST_CLUSTER_H_
 #define PS_TESTS_TEST_CLUSTER_H_
 
@@ -9,6 +10,7 @@
 
 #include "gtest/gtest.h"
 #include "server/ps_server.h"
+#include "worker/ps_client.h"
 
 namespace ps {
 
@@ -34,6 +36,15 @@ class TestCluster {
   }
 
   const std::vector<std::string>& addresses() const { return addresses_; }
+
+  // A client for worker `worker_id` of `num_workers`, connected to every shard.
+  absl::StatusOr<std::unique_ptr<PsClient>> Connect(int worker_id, int num_workers) const {
+    ClientOptions co;
+    co.servers = addresses_;
+    co.worker_id = worker_id;
+    co.num_workers = num_workers;
+    return PsClient::Connect(co);
+  }
   PsServer* server(int s) { return servers_[s].get(); }
 
  private:
