@@ -43,7 +43,8 @@ PsServer::~PsServer() { Shutdown(); }
 void PsServer::Shutdown(absl::Duration grace) {
   if (shut_down_) return;
   shut_down_ = true;
-  shard_->Close();
+  if (shard_ != nullptr) shard_->Close();
+  if (server_ == nullptr) return;  // Start() failed before the server ran
   server_->GetHealthCheckService()->Shutdown();
   server_->Shutdown(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(grace));
   server_->Wait();

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# The binaries explain themselves: --help lists their flags, and bad command
+# lines fail fast with a message that names the problem.
+#
+# usage: cli_test.sh PS_SERVER PS_WORKER PS_CTL LAUNCHER
+set -uo pipefail
+SERVER="$1" WORKER="$2" CTL="$3" LAUNCHER="$4"
+failures=0
+
+# expect NAME EXPECTED_RC PATTERN COMMAND...: runs COMMAND (10 s at most) and
+# checks its exit status and that its output matches PATTERN.
+expect() {
+  local name="$1" want_rc="$2" pattern="$3"
+  shift 3
+  local out rc
+  out=$(timeout 10 "$@" 2>&1)
+  rc=$?
+  if [ "$rc" -ne "$want_rc" ] || ! grep -qE -- "$pattern" <<<"$out"; then
+    echo "FAIL $name: exit $rc (want $want_rc), output:"
+    echo "$out" | head -20
+    failures=$((failures + 1))
+  else
+    echo "ok   $name"
+  fi
+}
+
+for flag in listen port_file shard_id num_shards num_workers mode lr pull_timeout; do
+  expect "ps_server --help lists --$flag" 1 "--$flag \(" "$SERVER" --help
+done
+for flag in servers worker_id num_workers standalone model hidden dataset_dir batch_size \
+            epochs max_steps seed shuffle eval_every metrics_file save_model; do
+  expect "ps_worker --help lists --$flag" 1 "--$flag \(" "$WORKER" --help
+done
+expect "ps_ctl --help names its commands" 1 "ps_ctl status" "$CTL" --help
+expect "launcher --help" 0 "--mode=sync\|async" "$LAUNCHER" --help
+
+expect "server rejects an unknown mode" 2 "unknown mode 'fast'.*sync.*async" \
+  "$SERVER" --listen=127.0.0.1:0 --mode=fast
+expect "server rejects a shard id out of range" 2 "shard_id must be in \[0, 2\), got 5" \
+  "$SERVER" --listen=127.0.0.1:0 --shard_id=5 --num_shards=2
+expect "server rejects a bad listen address" 2 "not HOST:PORT" "$SERVER" --listen=nonsense
+expect "worker without servers says how to fix it" 1 "--servers is empty.*--standalone" \
+  "$WORKER" --max_steps=1
+expect "worker names the dataset package" 1 "dataset-fashion-mnist" \
+  "$WORKER" --standalone --dataset_dir=/nonexistent
+expect "worker rejects a bad --hidden" 1 "--hidden=5,x: 'x' is not a positive integer" \
+  "$WORKER" --standalone --hidden=5,x
+expect "worker without a GPU build rejects --device=cuda" 1 "built without CUDA" \
+  "$WORKER" --standalone --device=cuda --max_steps=1
+expect "worker gives up on unreachable servers" 1 "cannot register.*127.0.0.1:1" \
+  "$WORKER" --servers=127.0.0.1:1 --connect_timeout=1 --max_steps=1
+expect "ps_ctl reports an unreachable server" 1 "127.0.0.1:1" \
+  "$CTL" status --servers=127.0.0.1:1 --timeout=1
+expect "ps_ctl rejects an unknown command" 2 "usage: ps_ctl" "$CTL" frobnicate --servers=x:1
+expect "launcher rejects an unknown option" 2 "unknown option '--bogus'" "$LAUNCHER" --bogus
+
+echo "$failures failures"
+[ "$failures" -eq 0 ]
