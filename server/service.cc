@@ -151,6 +151,7 @@ grpc::ServerUnaryReactor* ParameterServerService::GetStatus(grpc::CallbackServer
   for (int w : st.waiting_for) resp->add_waiting_for(w);
   resp->set_num_elements(st.num_elements);
   resp->set_learning_rate(st.learning_rate);
+  resp->set_waiting_calls(st.waiting_calls);
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   reactor->Finish(grpc::Status::OK);
   return reactor;

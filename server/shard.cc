@@ -351,6 +351,7 @@ ShardStats Shard::Stats() const {
   if (initialized_) s.waiting_for = policy_->MissingWorkers();
   s.num_elements = layout_->num_elements;
   s.learning_rate = options_.optimizer.learning_rate;
+  s.waiting_calls = static_cast<int64_t>(waiters_.size());
   return s;
 }
 

@@ -93,6 +93,7 @@ struct ShardStats {
   std::vector<int> waiting_for;
   int64_t num_elements = 0;
   float learning_rate = 0;
+  int64_t waiting_calls = 0;  // pulls/inits waiting for a version
 };
 
 // A shard's full state: enough to rebuild it (checkpoints).

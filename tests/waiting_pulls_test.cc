@@ -1,0 +1,90 @@
+// Waiting pulls hold no server thread: hundreds of pulls parked on a sync
+// step that has not completed leave the server's thread count flat, and all
+// of them complete once the step does.
+#include <dirent.h>
+
+#include <atomic>
+
+#include "absl/synchronization/notification.h"
+#include "grpcpp/create_channel.h"
+#include "gtest/gtest.h"
+#include "proto/ps.grpc.pb.h"
+#include "tests/test_cluster.h"
+
+namespace ps {
+namespace {
+
+constexpr int kPulls = 400;
+
+int ThreadCount() {
+  int n = 0;
+  DIR* d = opendir("/proc/self/task");
+  while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
+  closedir(d);
+  return n;
+}
+
+TEST(WaitingPulls, DoNotParkServerThreads) {
+  TestCluster cluster(1, 2, Mode::kSync, 0.5f);
+  const ModelSpec spec = {{"w", {8}}};
+  auto w0 = cluster.Connect(0, 2);
+  auto w1 = cluster.Connect(1, 2);
+  ASSERT_TRUE(w0.ok() && w1.ok());
+  TensorList init = {std::vector<float>(8, 1.0f)};
+  ASSERT_TRUE((*w0)->Init(spec, &init).ok());
+  ASSERT_TRUE((*w1)->Init(spec, nullptr).ok());
+  TensorList weights;
+  ASSERT_TRUE((*w0)->Pull(0, &weights).ok());
+  ASSERT_TRUE((*w1)->Pull(0, &weights).ok());
+
+  // Many pulls of version 1 from one channel, all waiting.
+  auto stub = v1::ParameterServer::NewStub(
+      grpc::CreateChannel(cluster.addresses()[0], grpc::InsecureChannelCredentials()));
+  struct Call {
+    grpc::ClientContext ctx;
+    v1::PullRequest req;
+    v1::PullResponse resp;
+  };
+  std::vector<std::unique_ptr<Call>> calls;
+  std::atomic<int> ok{0}, done{0};
+  absl::Notification all_done;
+  const int threads_before = ThreadCount();
+  for (int i = 0; i < kPulls; ++i) {
+    calls.push_back(std::make_unique<Call>());
+    Call* c = calls.back().get();
+    c->ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    c->req.set_worker_id(i % 2);
+    c->req.set_min_version(1);
+    c->req.set_wait_timeout_ms(50000);
+    stub->async()->Pull(&c->ctx, &c->req, &c->resp, [&, c](grpc::Status s) {
+      if (s.ok() && c->resp.version() == 1) ++ok;
+      if (++done == kPulls) all_done.Notify();
+    });
+  }
+  // Wait (bounded) until the server holds every pull.
+  int64_t waiting = 0;
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (absl::Now() < deadline) {
+    auto st = QueryStatus(cluster.addresses(), absl::Seconds(5));
+    ASSERT_TRUE(st.ok()) << st.status();
+    waiting = (*st)[0].waiting_calls();
+    if (waiting == kPulls) break;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  ASSERT_EQ(waiting, kPulls);
+  const int threads_waiting = ThreadCount();
+  std::cout << "threads: " << threads_before << " before, " << threads_waiting << " with "
+            << kPulls << " waiting pulls" << std::endl;
+  EXPECT_LT(threads_waiting - threads_before, 50);
+  EXPECT_EQ(done.load(), 0);
+
+  // Completing the step releases every one of them with version 1.
+  TensorList grad = {std::vector<float>(8, 1.0f)};
+  ASSERT_TRUE((*w0)->Push(grad).ok());
+  ASSERT_TRUE((*w1)->Push(grad).ok());
+  ASSERT_TRUE(all_done.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  EXPECT_EQ(ok.load(), kPulls);
+}
+
+}  // namespace
+}  // namespace ps
