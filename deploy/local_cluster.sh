@@ -20,8 +20,9 @@ options:
   --mode=sync|async    consistency mode of the servers (default sync)
   --lr=LR              servers' SGD learning rate (default 0.1)
   --pull_timeout=SEC   servers' longest wait for missing workers (default 120)
-  --bin_dir=DIR        folder holding ps_server and ps_worker
-                       (default: the repository's bazel-bin)
+  --bin_dir=DIR        folder holding both ps_server and ps_worker
+                       (default: bazel-bin/server/ps_server and
+                       bazel-bin/worker/ps_worker in this repository)
   --server_bin=PATH    the ps_server binary (overrides --bin_dir)
   --worker_bin=PATH    the ps_worker binary (overrides --bin_dir)
   --startup_timeout=SEC  how long to wait for servers to listen (default 30)
@@ -87,6 +88,7 @@ SERVER_PIDS=()
 WORKER_PIDS=()
 
 cleanup() {
+  trap '' INT TERM  # a second Ctrl-C must not cut the cleanup short
   local pids=("${!ROLE[@]}")
   if [ ${#pids[@]} -gt 0 ]; then
     kill -TERM "${pids[@]}" 2>/dev/null

@@ -14,8 +14,8 @@ class SyncPolicy final : public ConsistencyPolicy {
 
   Mode mode() const override { return Mode::kSync; }
 
-  absl::Status OnPush(int worker_id, int64_t computed_version, int64_t current_version,
-                      std::vector<float> grad, std::vector<float>* to_apply) override {
+  absl::StatusOr<bool> OnPush(int worker_id, int64_t computed_version, int64_t current_version,
+                              std::vector<float> grad, std::vector<float>* to_apply) override {
     to_apply->clear();
     if (computed_version != current_version) {
       return absl::FailedPreconditionError(absl::StrCat(
@@ -29,7 +29,7 @@ class SyncPolicy final : public ConsistencyPolicy {
     received_[worker_id] = true;
     pending_[worker_id] = std::move(grad);
     ++count_;
-    if (count_ < static_cast<int>(pending_.size())) return absl::OkStatus();
+    if (count_ < static_cast<int>(pending_.size())) return false;
 
     // All in: sum in worker-id order, then divide.
     std::vector<float> sum = std::move(pending_[0]);
@@ -45,7 +45,7 @@ class SyncPolicy final : public ConsistencyPolicy {
       received_[w] = false;
     }
     count_ = 0;
-    return absl::OkStatus();
+    return true;
   }
 
   std::vector<int> MissingWorkers() const override {
@@ -67,15 +67,15 @@ class AsyncPolicy final : public ConsistencyPolicy {
  public:
   Mode mode() const override { return Mode::kAsync; }
 
-  absl::Status OnPush(int worker_id, int64_t computed_version, int64_t current_version,
-                      std::vector<float> grad, std::vector<float>* to_apply) override {
+  absl::StatusOr<bool> OnPush(int worker_id, int64_t computed_version, int64_t current_version,
+                              std::vector<float> grad, std::vector<float>* to_apply) override {
     if (computed_version > current_version) {
       return absl::FailedPreconditionError(absl::StrCat(
           "async push from worker ", worker_id, " claims version ", computed_version,
           " but the shard is only at version ", current_version));
     }
     *to_apply = std::move(grad);
-    return absl::OkStatus();
+    return true;
   }
 
   std::vector<int> MissingWorkers() const override { return {}; }

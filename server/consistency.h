@@ -32,12 +32,13 @@ class ConsistencyPolicy {
   //   - Error: the push is rejected and nothing changes (e.g. sync push for a
   //     step other than the current one: FAILED_PRECONDITION naming both; a
   //     second push by the same worker for the same step: ALREADY_EXISTS).
-  //   - OK with `*to_apply` non-empty: apply it once, then version += 1.
-  //   - OK with `*to_apply` empty: kept; nothing to apply yet.
+  //   - true: apply `*to_apply` once, then version += 1. (It may be empty:
+  //     a shard that owns no elements still advances its version.)
+  //   - false: kept; nothing to apply yet.
   // REQUIRES: 0 <= worker_id < num_workers; grad has the shard's size.
-  virtual absl::Status OnPush(int worker_id, int64_t computed_version,
-                              int64_t current_version, std::vector<float> grad,
-                              std::vector<float>* to_apply) = 0;
+  virtual absl::StatusOr<bool> OnPush(int worker_id, int64_t computed_version,
+                                      int64_t current_version, std::vector<float> grad,
+                                      std::vector<float>* to_apply) = 0;
 
   // Workers whose gradient for the current step has not arrived (sync);
   // always empty in async mode.

@@ -40,14 +40,52 @@ void SnapshotToProto(const WeightsSnapshot& snap, v1::PullResponse* resp) {
 
 absl::Duration Millis(int64_t ms) { return absl::Milliseconds(ms); }
 
+// Reactor of a call that may wait in the shard: when the client cancels or
+// goes away, the shard drops the wait instead of holding it to its deadline.
+class WaitingReactor final : public grpc::ServerUnaryReactor {
+ public:
+  explicit WaitingReactor(Shard* shard) : shard_(shard) {}
+
+  // Records the shard's ticket (0: the call did not wait). Cancellation may
+  // arrive before or after; either way the wait is dropped once. CancelWait
+  // runs unlocked since it finishes this reactor.
+  void SetTicket(uint64_t ticket) {
+    bool cancelled;
+    {
+      absl::MutexLock l(&mu_);
+      ticket_ = ticket;
+      cancelled = cancelled_;
+    }
+    if (cancelled && ticket != 0) shard_->CancelWait(ticket);
+  }
+
+  void OnCancel() override {
+    uint64_t ticket;
+    {
+      absl::MutexLock l(&mu_);
+      cancelled_ = true;
+      ticket = ticket_;
+    }
+    if (ticket != 0) shard_->CancelWait(ticket);
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  Shard* const shard_;
+  absl::Mutex mu_;
+  uint64_t ticket_ ABSL_GUARDED_BY(mu_) = 0;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+};
+
 // Pulls into `resp` and finishes `reactor` when the shard calls back.
 void PullAndFinish(Shard* shard, int worker_id, int64_t min_version, int64_t wait_ms,
-                   v1::PullResponse* resp, grpc::ServerUnaryReactor* reactor) {
-  shard->Pull(worker_id, min_version, Millis(wait_ms),
-              [resp, reactor](absl::StatusOr<WeightsSnapshot> snap) {
-                if (snap.ok()) SnapshotToProto(*snap, resp);
-                reactor->Finish(ToGrpcStatus(snap.status()));
-              });
+                   v1::PullResponse* resp, WaitingReactor* reactor) {
+  reactor->SetTicket(shard->Pull(worker_id, min_version, Millis(wait_ms),
+                                 [resp, reactor](absl::StatusOr<WeightsSnapshot> snap) {
+                                   if (snap.ok()) SnapshotToProto(*snap, resp);
+                                   reactor->Finish(ToGrpcStatus(snap.status()));
+                                 }));
 }
 
 }  // namespace
@@ -85,16 +123,17 @@ grpc::ServerUnaryReactor* ParameterServerService::Register(grpc::CallbackServerC
 grpc::ServerUnaryReactor* ParameterServerService::InitParams(grpc::CallbackServerContext* ctx,
                                                              const v1::InitRequest* req,
                                                              v1::InitResponse* resp) {
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  shard_->Init(req->worker_id(), ModelSpecFromProto(req->spec()), SlicesFromProto(req->values()),
-               Millis(req->wait_timeout_ms()),
-               [resp, reactor](absl::StatusOr<int64_t> version, bool created) {
-                 if (version.ok()) {
-                   resp->set_version(*version);
-                   resp->set_created(created);
-                 }
-                 reactor->Finish(ToGrpcStatus(version.status()));
-               });
+  auto* reactor = new WaitingReactor(shard_);
+  reactor->SetTicket(shard_->Init(
+      req->worker_id(), ModelSpecFromProto(req->spec()), SlicesFromProto(req->values()),
+      Millis(req->wait_timeout_ms()),
+      [resp, reactor](absl::StatusOr<int64_t> version, bool created) {
+        if (version.ok()) {
+          resp->set_version(*version);
+          resp->set_created(created);
+        }
+        reactor->Finish(ToGrpcStatus(version.status()));
+      }));
   return reactor;
 }
 
@@ -112,7 +151,7 @@ grpc::ServerUnaryReactor* ParameterServerService::Push(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* ParameterServerService::Pull(grpc::CallbackServerContext* ctx,
                                                        const v1::PullRequest* req,
                                                        v1::PullResponse* resp) {
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  auto* reactor = new WaitingReactor(shard_);
   PullAndFinish(shard_, req->worker_id(), req->min_version(), req->wait_timeout_ms(), resp,
                 reactor);
   return reactor;
@@ -121,7 +160,7 @@ grpc::ServerUnaryReactor* ParameterServerService::Pull(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* ParameterServerService::PushPull(grpc::CallbackServerContext* ctx,
                                                            const v1::PushPullRequest* req,
                                                            v1::PullResponse* resp) {
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  auto* reactor = new WaitingReactor(shard_);
   const v1::PushRequest& push = req->push();
   absl::StatusOr<int64_t> v =
       shard_->Push(push.worker_id(), push.version(), SlicesFromProto(push.gradients()));

@@ -1,6 +1,7 @@
 #include "server/shard.h"
 
 #include <algorithm>
+#include <atomic>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -163,16 +164,20 @@ absl::Status Shard::InstallLocked(std::shared_ptr<const ShardLayout> layout,
   return absl::OkStatus();
 }
 
-void Shard::Init(int worker_id, const ModelSpec& spec, const std::vector<SliceData>& values,
-                 absl::Duration wait,
-                 std::function<void(absl::StatusOr<int64_t>, bool)> done) {
+uint64_t Shard::Init(int worker_id, const ModelSpec& spec, const std::vector<SliceData>& values,
+                     absl::Duration wait,
+                     std::function<void(absl::StatusOr<int64_t>, bool)> done) {
   absl::Status s = CheckWorker(worker_id);
   if (s.ok()) s = ValidateModelSpec(spec);
-  if (s.ok() && !values.empty() && worker_id != 0) {
+  const bool creator = worker_id == 0;
+  if (s.ok() && !values.empty() && !creator) {
     s = absl::InvalidArgumentError(absl::StrCat(
         "worker ", worker_id, " sent initial values; only worker 0 creates the parameters"));
   }
-  if (!s.ok()) return done(s, false);
+  if (!s.ok()) {
+    done(s, false);
+    return 0;
+  }
 
   absl::StatusOr<int64_t> result;
   bool created = false;
@@ -190,18 +195,14 @@ void Shard::Init(int worker_id, const ModelSpec& spec, const std::vector<SliceDa
       } else {
         result = cmp;
       }
-    } else if (values.empty()) {
+    } else if (!creator) {
       // Wait for worker 0, then check the spec.
-      const absl::Duration w = ClampWait(wait);
-      waiters_.push_back(Waiter{
-          0, w, absl::Now() + w, [this, spec, done](absl::StatusOr<WeightsSnapshot> snap) {
-            if (!snap.ok()) return done(snap.status(), false);
-            absl::Status cmp = CompareModelSpecs(snap->layout->spec, spec);
-            if (!cmp.ok()) return done(cmp, false);
-            done(snap->version, false);
-          }});
-      timer_cv_.Signal();
-      return;
+      return AddWaiterLocked(0, wait, [spec, done](absl::StatusOr<WeightsSnapshot> snap) {
+        if (!snap.ok()) return done(snap.status(), false);
+        absl::Status cmp = CompareModelSpecs(snap->layout->spec, spec);
+        if (!cmp.ok()) return done(cmp, false);
+        done(snap->version, false);
+      });
     } else {
       std::shared_ptr<const ShardLayout> p = MakeLayout(spec);
       absl::StatusOr<std::vector<float>> flat = Gather(*p, values, "init");
@@ -218,6 +219,7 @@ void Shard::Init(int worker_id, const ModelSpec& spec, const std::vector<SliceDa
   }
   for (auto& r : ready) r.first(std::move(r.second));
   done(result, created);
+  return 0;
 }
 
 absl::StatusOr<int64_t> Shard::Push(int worker_id, int64_t computed_version,
@@ -234,17 +236,23 @@ absl::StatusOr<int64_t> Shard::Push(int worker_id, int64_t computed_version,
     }
     ASSIGN_OR_RETURN(std::vector<float> grad, Gather(*layout_, gradients, "push"));
     std::vector<float> to_apply;
-    RETURN_IF_ERROR(
-        policy_->OnPush(worker_id, computed_version, version_, std::move(grad), &to_apply));
+    ASSIGN_OR_RETURN(const bool apply, policy_->OnPush(worker_id, computed_version, version_,
+                                                       std::move(grad), &to_apply));
     workers_seen_.insert(worker_id);
     ++pushes_applied_;
     const int64_t staleness = version_ - computed_version;
     staleness_sum_ += staleness;
     ++staleness_count_;
     max_staleness_ = std::max(max_staleness_, staleness);
-    if (!to_apply.empty()) {
-      // Copy on write: a reader may still be sending the current buffer.
-      if (weights_.use_count() > 1) weights_ = std::make_shared<std::vector<float>>(*weights_);
+    if (apply) {
+      // Copy on write: a reader may still be sending the current buffer. New
+      // references are only taken under mu_, so a count of 1 means nobody
+      // else holds it; the fence orders the last reader's reads before ours.
+      if (weights_.use_count() > 1) {
+        weights_ = std::make_shared<std::vector<float>>(*weights_);
+      } else {
+        std::atomic_thread_fence(std::memory_order_acquire);
+      }
       optimizer_->Apply(to_apply, absl::MakeSpan(*weights_));
       ++version_;
       CollectReadyLocked(&ready);
@@ -255,26 +263,46 @@ absl::StatusOr<int64_t> Shard::Push(int worker_id, int64_t computed_version,
   return version;
 }
 
-void Shard::Pull(int worker_id, int64_t min_version, absl::Duration wait,
-                 SnapshotCallback done) {
-  absl::Status s = CheckWorker(worker_id);
-  if (!s.ok()) return done(s);
-  WeightsSnapshot snap;
-  {
+uint64_t Shard::AddWaiterLocked(int64_t min_version, absl::Duration wait,
+                                SnapshotCallback done) {
+  const absl::Duration w = ClampWait(wait);
+  const uint64_t ticket = ++last_ticket_;
+  waiters_.push_back(Waiter{ticket, min_version, w, absl::Now() + w, std::move(done)});
+  timer_cv_.Signal();
+  return ticket;
+}
+
+uint64_t Shard::Pull(int worker_id, int64_t min_version, absl::Duration wait,
+                     SnapshotCallback done) {
+  const absl::Status valid = CheckWorker(worker_id);
+  absl::StatusOr<WeightsSnapshot> result = absl::UnknownError("unset");
+  if (!valid.ok()) {
+    result = valid;
+  } else {
     absl::MutexLock l(&mu_);
     if (closed_) {
-      return done(
-          absl::UnavailableError(absl::StrCat("shard ", options_.shard_id, " is shutting down")));
+      result = absl::UnavailableError(absl::StrCat("shard ", options_.shard_id, " is shutting down"));
+    } else if (!initialized_ || version_ < min_version) {
+      return AddWaiterLocked(min_version, wait, std::move(done));
+    } else {
+      result = SnapshotLocked();
     }
-    if (!initialized_ || version_ < min_version) {
-      const absl::Duration w = ClampWait(wait);
-      waiters_.push_back(Waiter{min_version, w, absl::Now() + w, std::move(done)});
-      timer_cv_.Signal();
-      return;
-    }
-    snap = SnapshotLocked();
   }
-  done(std::move(snap));
+  done(std::move(result));
+  return 0;
+}
+
+void Shard::CancelWait(uint64_t ticket) {
+  SnapshotCallback done;
+  {
+    absl::MutexLock l(&mu_);
+    auto it = std::find_if(waiters_.begin(), waiters_.end(),
+                           [ticket](const Waiter& w) { return w.ticket == ticket; });
+    if (it == waiters_.end()) return;
+    done = std::move(it->done);
+    waiters_.erase(it);
+  }
+  done(absl::CancelledError(absl::StrCat("shard ", options_.shard_id, ": call cancelled")));
 }
 
 WeightsSnapshot Shard::SnapshotLocked() const {

@@ -122,14 +122,18 @@ class Shard {
   // num_workers differs from the server's.
   absl::Status Register(int worker_id, int num_workers);
 
-  // Creates the parameters (when `values` is non-empty; worker 0 only) or
-  // checks `spec` against them, waiting up to `wait` for worker 0 to create
-  // them (when `values` is empty). `done` receives the weights' snapshot and
-  // runs exactly once, possibly before Init returns. `created` tells whether
-  // this call created the parameters.
-  void Init(int worker_id, const ModelSpec& spec, const std::vector<SliceData>& values,
-            absl::Duration wait, std::function<void(absl::StatusOr<int64_t> version,
-                                                    bool created)> done);
+  // Worker 0 creates the parameters from `values` (every slice this shard
+  // owns, exactly once; none if it owns no elements). Other workers send no
+  // values: their spec is checked against the parameters, waiting up to
+  // `wait` for worker 0 to create them. Once created, parameters are never
+  // overwritten: a repeated init only checks the spec. `done` receives the
+  // version and whether this call created the parameters; it runs exactly
+  // once, possibly before Init returns.
+  //
+  // Returns a ticket for CancelWait while the call waits; 0 if it is done.
+  uint64_t Init(int worker_id, const ModelSpec& spec, const std::vector<SliceData>& values,
+                absl::Duration wait,
+                std::function<void(absl::StatusOr<int64_t> version, bool created)> done);
 
   // Validates and offers one worker's gradient (every owned slice exactly
   // once) computed on weights of `computed_version`. Returns the version after
@@ -140,8 +144,13 @@ class Shard {
   // Calls `done` with the weights once the shard is initialized and at
   // version >= min_version, or with DEADLINE_EXCEEDED after `wait` (0 = the
   // default wait) naming the workers that have not pushed. Runs exactly once,
-  // possibly before Pull returns.
-  void Pull(int worker_id, int64_t min_version, absl::Duration wait, SnapshotCallback done);
+  // possibly before Pull returns. Returns a ticket for CancelWait while the
+  // pull waits; 0 if it is done.
+  uint64_t Pull(int worker_id, int64_t min_version, absl::Duration wait, SnapshotCallback done);
+
+  // Ends a waiting Init or Pull (e.g. its client went away): its callback
+  // runs with CANCELLED. No-op if the call already completed.
+  void CancelWait(uint64_t ticket);
 
   ShardStats Stats() const;
 
@@ -158,6 +167,7 @@ class Shard {
 
  private:
   struct Waiter {
+    uint64_t ticket;      // > 0, unique
     int64_t min_version;  // ready when initialized_ && version_ >= min_version
     absl::Duration wait;  // as granted, for the timeout message
     absl::Time deadline;
@@ -182,6 +192,9 @@ class Shard {
   std::string WaitTimeoutMessage(int64_t min_version, absl::Duration waited) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
   absl::Duration ClampWait(absl::Duration wait) const;
+  // Queues a waiter and returns its ticket.
+  uint64_t AddWaiterLocked(int64_t min_version, absl::Duration wait, SnapshotCallback done)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void TimerLoop();
 
   // Constant after construction.
@@ -203,6 +216,7 @@ class Shard {
   int64_t staleness_count_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t max_staleness_ ABSL_GUARDED_BY(mu_) = 0;
   std::list<Waiter> waiters_ ABSL_GUARDED_BY(mu_);
+  uint64_t last_ticket_ ABSL_GUARDED_BY(mu_) = 0;
 
   std::thread timer_;  // fails waiters whose deadline passed
 };

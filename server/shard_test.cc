@@ -212,6 +212,43 @@ TEST(Shard, ExportedStateRestoresIntoAFreshShard) {
   EXPECT_EQ(*fresh->Push(0, 1, g.data), 2);
 }
 
+TEST(Shard, ShardThatOwnsNoElementsStillInitsAndAdvances) {
+  // A 2-element tensor over 3 shards leaves shard 0 with nothing.
+  const ModelSpec tiny = {{"t", {2}}};
+  ShardOptions o;
+  o.shard_id = 0;
+  o.num_shards = 3;
+  o.num_workers = 2;
+  auto shard = Shard::Create(o);
+  ASSERT_TRUE(shard.ok());
+  ASSERT_TRUE(ShardSlices(tiny, 3, 0).empty());
+  ASSERT_TRUE(InitSync(shard->get(), 0, tiny, {}).ok());
+  EXPECT_TRUE(InitSync(shard->get(), 1, tiny, {}).ok());
+  EXPECT_EQ(*(*shard)->Push(0, 0, {}), 0);
+  EXPECT_EQ(*(*shard)->Push(1, 0, {}), 1);
+}
+
+TEST(Shard, CancelWaitEndsOnlyThatPull) {
+  auto shard = MakeShard(Mode::kSync, 2);
+  InitShard(shard.get(), {{1, 2, 3, 4}, {0, 0, 0}});
+  PullResult a, b;
+  const uint64_t ta = shard->Pull(0, 1, absl::Seconds(60), [&a](absl::StatusOr<WeightsSnapshot> s) {
+    a.snap = std::move(s);
+    a.done.Notify();
+  });
+  StartPull(shard.get(), 1, 1, absl::Seconds(60), &b);
+  ASSERT_NE(ta, 0u);
+  EXPECT_EQ(shard->Stats().waiting_calls, 2);
+  shard->CancelWait(ta);
+  ASSERT_TRUE(a.done.HasBeenNotified());
+  EXPECT_EQ(a.snap.status().code(), absl::StatusCode::kCancelled);
+  EXPECT_FALSE(b.done.HasBeenNotified());
+  EXPECT_EQ(shard->Stats().waiting_calls, 1);
+  shard->CancelWait(ta);  // already gone: no-op
+  shard->Close();         // ends `b` while it is still in scope
+  ASSERT_TRUE(b.done.HasBeenNotified());
+}
+
 TEST(Shard, CloseFailsWaitingPulls) {
   auto shard = MakeShard(Mode::kSync, 2);
   InitShard(shard.get(), {{1, 2, 3, 4}, {0, 0, 0}});

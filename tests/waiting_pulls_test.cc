@@ -1,6 +1,7 @@
 // Waiting pulls hold no server thread: hundreds of pulls parked on a sync
 // step that has not completed leave the server's thread count flat, and all
-// of them complete once the step does.
+// of them complete once the step does. Pulls whose clients cancel stop
+// waiting on the server too.
 #include <dirent.h>
 
 #include <atomic>
@@ -84,6 +85,47 @@ TEST(WaitingPulls, DoNotParkServerThreads) {
   ASSERT_TRUE((*w1)->Push(grad).ok());
   ASSERT_TRUE(all_done.WaitForNotificationWithTimeout(absl::Seconds(30)));
   EXPECT_EQ(ok.load(), kPulls);
+}
+
+TEST(WaitingPulls, CancelledPullsStopWaiting) {
+  TestCluster cluster(1, 2, Mode::kSync, 0.5f);
+  const ModelSpec spec = {{"w", {8}}};
+  auto w0 = cluster.Connect(0, 2);
+  ASSERT_TRUE(w0.ok());
+  TensorList init = {std::vector<float>(8, 1.0f)};
+  ASSERT_TRUE((*w0)->Init(spec, &init).ok());
+
+  auto stub = v1::ParameterServer::NewStub(
+      grpc::CreateChannel(cluster.addresses()[0], grpc::InsecureChannelCredentials()));
+  constexpr int kCalls = 20;
+  grpc::ClientContext ctx[kCalls];
+  v1::PullRequest req;
+  req.set_min_version(1);
+  req.set_wait_timeout_ms(600000);  // would hold the call for 10 minutes
+  v1::PullResponse resp[kCalls];
+  std::atomic<int> cancelled{0}, done{0};
+  absl::Notification all_done;
+  for (int i = 0; i < kCalls; ++i) {
+    stub->async()->Pull(&ctx[i], &req, &resp[i], [&](grpc::Status s) {
+      if (s.error_code() == grpc::StatusCode::CANCELLED) ++cancelled;
+      if (++done == kCalls) all_done.Notify();
+    });
+  }
+  auto waiting = [&]() -> int64_t {
+    auto st = QueryStatus(cluster.addresses(), absl::Seconds(5));
+    return st.ok() ? (*st)[0].waiting_calls() : -1;
+  };
+  absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (waiting() != kCalls && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(20));
+  ASSERT_EQ(waiting(), kCalls);
+
+  for (auto& c : ctx) c.TryCancel();
+  ASSERT_TRUE(all_done.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  EXPECT_EQ(cancelled.load(), kCalls);
+  // The server noticed and dropped every wait, long before their deadlines.
+  deadline = absl::Now() + absl::Seconds(30);
+  while (waiting() != 0 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(20));
+  EXPECT_EQ(waiting(), 0);
 }
 
 }  // namespace

@@ -218,20 +218,38 @@ absl::Status PsClient::Init(const ModelSpec& spec, const TensorList* initial) {
   RETURN_IF_ERROR(ValidateModelSpec(spec));
   spec_ = spec;
   partition_ = PartitionModel(spec_, num_shards());
-  if (initial != nullptr) RETURN_IF_ERROR(CheckGrads(*initial));
-  return FanOut<v1::InitRequest, v1::InitResponse>(
-             options_.wait_timeout + options_.rpc_timeout, false,
-             [this, initial](int s, v1::InitRequest* req) {
-               req->set_worker_id(options_.worker_id);
-               ModelSpecToProto(spec_, req->mutable_spec());
-               if (initial != nullptr) FillSlices(s, *initial, req->mutable_values());
-               req->set_wait_timeout_ms(absl::ToInt64Milliseconds(options_.wait_timeout));
-             },
-             [](auto* async, auto... args) { async->InitParams(args...); }, nullptr)
-      ->Wait();
+  absl::Status status = initial != nullptr ? CheckGrads(*initial) : absl::OkStatus();
+  if (status.ok()) {
+    status = FanOut<v1::InitRequest, v1::InitResponse>(
+                 options_.wait_timeout + options_.rpc_timeout, false,
+                 [this, initial](int s, v1::InitRequest* req) {
+                   req->set_worker_id(options_.worker_id);
+                   ModelSpecToProto(spec_, req->mutable_spec());
+                   if (initial != nullptr) FillSlices(s, *initial, req->mutable_values());
+                   req->set_wait_timeout_ms(absl::ToInt64Milliseconds(options_.wait_timeout));
+                 },
+                 [](auto* async, auto... args) { async->InitParams(args...); }, nullptr)
+                 ->Wait();
+  }
+  if (!status.ok()) {
+    // Not initialized: later calls must fail with "Init must be called first".
+    spec_.clear();
+    partition_.clear();
+  }
+  return status;
+}
+
+std::unique_ptr<PendingOp> PendingOp::Failed(absl::Status s) {
+  std::unique_ptr<PendingOp> op(new PendingOp());
+  absl::MutexLock l(&op->mu_);
+  op->status_ = std::move(s);
+  return op;
 }
 
 std::unique_ptr<PendingOp> PsClient::PullAsync(int64_t min_version, TensorList* weights) {
+  if (spec_.empty()) {
+    return PendingOp::Failed(absl::FailedPreconditionError("Init must be called first"));
+  }
   Resize(weights);
   return FanOut<v1::PullRequest, v1::PullResponse>(
       options_.wait_timeout + options_.rpc_timeout, false,
@@ -245,7 +263,6 @@ std::unique_ptr<PendingOp> PsClient::PullAsync(int64_t min_version, TensorList* 
 }
 
 absl::Status PsClient::Pull(int64_t min_version, TensorList* weights) {
-  if (spec_.empty()) return absl::FailedPreconditionError("Init must be called first");
   return PullAsync(min_version, weights)->Wait();
 }
 
@@ -264,6 +281,7 @@ absl::Status PsClient::Push(const TensorList& grads) {
 
 std::unique_ptr<PendingOp> PsClient::PushPullAsync(const TensorList& grads,
                                                    TensorList* weights) {
+  if (absl::Status s = CheckGrads(grads); !s.ok()) return PendingOp::Failed(s);
   Resize(weights);
   return FanOut<v1::PushPullRequest, v1::PullResponse>(
       options_.wait_timeout + options_.rpc_timeout, false,
@@ -280,7 +298,6 @@ std::unique_ptr<PendingOp> PsClient::PushPullAsync(const TensorList& grads,
 }
 
 absl::Status PsClient::PushPull(const TensorList& grads, TensorList* weights) {
-  RETURN_IF_ERROR(CheckGrads(grads));
   return PushPullAsync(grads, weights)->Wait();
 }
 

@@ -67,6 +67,8 @@ class PendingOp {
   friend class PsClient;
   struct Call;
   PendingOp();
+  // An operation that failed before starting: Wait() returns `s`.
+  static std::unique_ptr<PendingOp> Failed(absl::Status s);
   void Done(int shard, const std::string& address, absl::Status s);
 
   absl::Mutex mu_;

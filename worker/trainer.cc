@@ -107,6 +107,7 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   int64_t step = 0, samples_since_log = 0;
   double loss_since_log = 0;
   int64_t batches_since_log = 0;
+  absl::Duration eval_time;  // spent evaluating; not training throughput
   TrainResult result;
 
   auto log_point = [&](int epoch, bool eval) -> absl::Status {
@@ -117,6 +118,7 @@ absl::StatusOr<TrainResult> Trainer::Run() {
     if (eval) {
       RETURN_IF_ERROR(model->SetWeights(weights));
       ASSIGN_OR_RETURN(ev, EvaluateOn(model.get(), data_->test));
+      eval_time += absl::Now() - now;
       result.evaluated = true;
       result.test_accuracy = ev.accuracy;
       result.test_loss = ev.loss;
@@ -186,7 +188,8 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   result.steps = step;
   result.final_version = store_->version();
   result.wall_s = absl::ToDoubleSeconds(end - start);
-  result.samples_per_sec = step * o.batch_size / std::max(1e-9, result.wall_s);
+  result.samples_per_sec =
+      step * o.batch_size / std::max(1e-9, absl::ToDoubleSeconds(end - start - eval_time));
   RETURN_IF_ERROR(log_point(std::max(0, epoch - 1), /*eval=*/o.worker_id == 0));
   if (o.worker_id == 0 && !o.save_model.empty()) {
     RETURN_IF_ERROR(SaveModel(o.save_model, model->spec(), weights));

@@ -44,7 +44,7 @@ struct TrainerOptions {
 struct TrainResult {
   int64_t steps = 0;
   int64_t final_version = 0;
-  double samples_per_sec = 0;        // this worker's, over the whole run
+  double samples_per_sec = 0;        // this worker's, over the run, evaluations excluded
   bool evaluated = false;            // worker 0 only
   double test_accuracy = 0;
   double test_loss = 0;
