@@ -1,5 +1,7 @@
 #include "server/shard.h"
 
+#include "server/checkpoint.h"
+
 #include <cstring>
 
 #include "absl/synchronization/notification.h"
@@ -210,6 +212,32 @@ TEST(Shard, ExportedStateRestoresIntoAFreshShard) {
   EXPECT_EQ(*pull.snap->weights, state->weights);
   // Training continues at step 1.
   EXPECT_EQ(*fresh->Push(0, 1, g.data), 2);
+}
+
+TEST(Checkpoint, BytesRoundTripIntoAFreshShardOfTheSamePosition) {
+  ShardOptions o;
+  o.shard_id = 1;
+  o.num_shards = 2;
+  auto a = Shard::Create(o);
+  ASSERT_TRUE(a.ok());
+  const TensorList init = {{1, 2, 3, 4}, {5, 6, 7}};
+  Slices s = Encode(kSpec, 2, 1, init);
+  ASSERT_TRUE(InitSync(a->get(), 0, kSpec, s.data).ok());
+  ASSERT_TRUE((*a)->Push(0, 0, s.data).ok());
+  auto bytes = EncodeCheckpoint(**a);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+
+  auto b = Shard::Create(o);
+  ASSERT_TRUE(b.ok());
+  ASSERT_TRUE(RestoreCheckpoint(*bytes, b->get()).ok());
+  auto sa = (*a)->ExportState(), sb = (*b)->ExportState();
+  EXPECT_EQ(sb->version, 1);
+  EXPECT_EQ(sb->weights, sa->weights);
+
+  o.shard_id = 0;
+  auto other = Shard::Create(o);
+  EXPECT_EQ(RestoreCheckpoint(*bytes, other->get()).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(RestoreCheckpoint("garbage", b->get()).code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(Shard, ShardThatOwnsNoElementsStillInitsAndAdvances) {

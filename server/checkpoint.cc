@@ -1,0 +1,68 @@
+#include "server/checkpoint.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/float_bytes.h"
+#include "common/status_macros.h"
+#include "common/wire.h"
+#include "proto/ps.pb.h"
+
+namespace ps {
+
+absl::StatusOr<std::string> EncodeCheckpoint(const Shard& shard) {
+  ASSIGN_OR_RETURN(ShardState state, shard.ExportState());
+  v1::ShardSnapshot snap;
+  snap.set_shard_id(shard.options().shard_id);
+  snap.set_num_shards(shard.options().num_shards);
+  ModelSpecToProto(state.spec, snap.mutable_spec());
+  snap.set_version(state.version);
+  for (const SliceRange& r : ShardSlices(state.spec, shard.options().num_shards,
+                                         shard.options().shard_id)) {
+    const TensorSpec& t = state.spec[r.tensor_index];
+    v1::TensorSlice* s = snap.add_weights();
+    s->set_name(t.name);
+    for (int64_t d : t.shape) s->add_shape(d);
+    s->set_offset(r.offset);
+    s->set_length(r.length);
+    EncodeFloats(absl::MakeConstSpan(state.weights).subspan(r.flat_offset, r.length),
+                 s->mutable_data());
+  }
+  return snap.SerializeAsString();
+}
+
+absl::Status RestoreCheckpoint(absl::string_view bytes, Shard* shard) {
+  v1::ShardSnapshot snap;
+  if (!snap.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return absl::InvalidArgumentError("checkpoint does not parse as a ps.v1.ShardSnapshot");
+  }
+  const ShardOptions& o = shard->options();
+  if (snap.shard_id() != o.shard_id || snap.num_shards() != o.num_shards) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "checkpoint is of shard ", snap.shard_id(), " of ", snap.num_shards(),
+        ", this is shard ", o.shard_id, " of ", o.num_shards));
+  }
+  ShardState state;
+  state.spec = ModelSpecFromProto(snap.spec());
+  RETURN_IF_ERROR(ValidateModelSpec(state.spec));
+  state.version = snap.version();
+  const std::vector<SliceRange> slices = ShardSlices(state.spec, o.num_shards, o.shard_id);
+  if (snap.weights_size() != static_cast<int>(slices.size())) {
+    return absl::InvalidArgumentError(absl::StrCat("checkpoint has ", snap.weights_size(),
+                                                   " slices, the layout ", slices.size()));
+  }
+  state.weights.resize(SliceElements(slices));
+  for (size_t i = 0; i < slices.size(); ++i) {
+    const v1::TensorSlice& s = snap.weights(i);
+    const SliceRange& r = slices[i];
+    if (s.name() != state.spec[r.tensor_index].name || s.offset() != r.offset ||
+        s.length() != r.length) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("checkpoint slice ", i, " (", s.name(), ") does not match the layout"));
+    }
+    RETURN_IF_ERROR(DecodeFloats(s.data(),
+                                 absl::MakeSpan(state.weights).subspan(r.flat_offset, r.length),
+                                 absl::StrCat("checkpoint tensor '", s.name(), "'")));
+  }
+  return shard->RestoreState(state);
+}
+
+}  // namespace ps
