@@ -1,5 +1,8 @@
 #include "common/wire.h"
 
+#include "absl/strings/str_cat.h"
+#include "common/float_bytes.h"
+
 namespace ps {
 
 void ModelSpecToProto(const ModelSpec& spec, v1::ModelSpec* out) {
@@ -18,6 +21,33 @@ ModelSpec ModelSpecFromProto(const v1::ModelSpec& p) {
     spec.push_back(TensorSpec{t.name(), {t.shape().begin(), t.shape().end()}});
   }
   return spec;
+}
+
+void SliceToProto(const TensorSpec& t, const SliceRange& r, absl::Span<const float> values,
+                  v1::TensorSlice* out) {
+  out->set_name(t.name);
+  for (int64_t d : t.shape) out->add_shape(d);
+  out->set_offset(r.offset);
+  out->set_length(r.length);
+  EncodeFloats(values, out->mutable_data());
+}
+
+void AppendFlatSlices(const ModelSpec& spec, const std::vector<SliceRange>& slices,
+                      absl::Span<const float> flat,
+                      google::protobuf::RepeatedPtrField<v1::TensorSlice>* out) {
+  for (const SliceRange& r : slices) {
+    SliceToProto(spec[r.tensor_index], r, flat.subspan(r.flat_offset, r.length), out->Add());
+  }
+}
+
+absl::Status SliceFromProto(const v1::TensorSlice& s, const TensorSpec& t, const SliceRange& r,
+                            absl::Span<float> dst, absl::string_view what) {
+  if (s.name() != t.name || s.offset() != r.offset || s.length() != r.length) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": got slice ", s.name(), "[", s.offset(), "+", s.length(), "], expected ", t.name,
+        "[", r.offset, "+", r.length, "]"));
+  }
+  return DecodeFloats(s.data(), dst, absl::StrCat(what, ": tensor '", s.name(), "'"));
 }
 
 grpc::Status ToGrpcStatus(const absl::Status& s) {

@@ -11,7 +11,10 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "common/model_spec.h"
+#include "common/partition.h"
 #include "grpcpp/support/status.h"
 #include "proto/ps.pb.h"
 
@@ -20,6 +23,22 @@ namespace ps {
 // Core <-> proto model specs.
 void ModelSpecToProto(const ModelSpec& spec, v1::ModelSpec* out);
 ModelSpec ModelSpecFromProto(const v1::ModelSpec& p);
+
+// Fills `out` with slice `r` of tensor `t`: name, shape, range and `values`
+// (exactly r.length floats).
+void SliceToProto(const TensorSpec& t, const SliceRange& r, absl::Span<const float> values,
+                  v1::TensorSlice* out);
+
+// Appends one TensorSlice per entry of `slices`, taking each slice's values
+// from `flat` at its flat_offset (a shard's flat buffer).
+void AppendFlatSlices(const ModelSpec& spec, const std::vector<SliceRange>& slices,
+                      absl::Span<const float> flat,
+                      google::protobuf::RepeatedPtrField<v1::TensorSlice>* out);
+
+// Checks that `s` is slice `r` of tensor `t` and decodes its values into
+// `dst` (r.length floats). INVALID_ARGUMENT naming `what` otherwise.
+absl::Status SliceFromProto(const v1::TensorSlice& s, const TensorSpec& t, const SliceRange& r,
+                            absl::Span<float> dst, absl::string_view what);
 
 grpc::Status ToGrpcStatus(const absl::Status& s);
 absl::Status FromGrpcStatus(const grpc::Status& s);

@@ -1,7 +1,6 @@
 #include "server/checkpoint.h"
 
 #include "absl/strings/str_cat.h"
-#include "common/float_bytes.h"
 #include "common/status_macros.h"
 #include "common/wire.h"
 #include "proto/ps.pb.h"
@@ -15,17 +14,9 @@ absl::StatusOr<std::string> EncodeCheckpoint(const Shard& shard) {
   snap.set_num_shards(shard.options().num_shards);
   ModelSpecToProto(state.spec, snap.mutable_spec());
   snap.set_version(state.version);
-  for (const SliceRange& r : ShardSlices(state.spec, shard.options().num_shards,
-                                         shard.options().shard_id)) {
-    const TensorSpec& t = state.spec[r.tensor_index];
-    v1::TensorSlice* s = snap.add_weights();
-    s->set_name(t.name);
-    for (int64_t d : t.shape) s->add_shape(d);
-    s->set_offset(r.offset);
-    s->set_length(r.length);
-    EncodeFloats(absl::MakeConstSpan(state.weights).subspan(r.flat_offset, r.length),
-                 s->mutable_data());
-  }
+  AppendFlatSlices(state.spec,
+                   ShardSlices(state.spec, shard.options().num_shards, shard.options().shard_id),
+                   state.weights, snap.mutable_weights());
   return snap.SerializeAsString();
 }
 
@@ -51,16 +42,10 @@ absl::Status RestoreCheckpoint(absl::string_view bytes, Shard* shard) {
   }
   state.weights.resize(SliceElements(slices));
   for (size_t i = 0; i < slices.size(); ++i) {
-    const v1::TensorSlice& s = snap.weights(i);
     const SliceRange& r = slices[i];
-    if (s.name() != state.spec[r.tensor_index].name || s.offset() != r.offset ||
-        s.length() != r.length) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("checkpoint slice ", i, " (", s.name(), ") does not match the layout"));
-    }
-    RETURN_IF_ERROR(DecodeFloats(s.data(),
-                                 absl::MakeSpan(state.weights).subspan(r.flat_offset, r.length),
-                                 absl::StrCat("checkpoint tensor '", s.name(), "'")));
+    RETURN_IF_ERROR(SliceFromProto(snap.weights(i), state.spec[r.tensor_index], r,
+                                   absl::MakeSpan(state.weights).subspan(r.flat_offset, r.length),
+                                   "checkpoint"));
   }
   return shard->RestoreState(state);
 }

@@ -4,7 +4,6 @@
 #include <vector>
 
 #include "absl/time/time.h"
-#include "common/float_bytes.h"
 #include "common/wire.h"
 
 namespace ps {
@@ -26,16 +25,8 @@ std::vector<SliceData> SlicesFromProto(
 
 void SnapshotToProto(const WeightsSnapshot& snap, v1::PullResponse* resp) {
   resp->set_version(snap.version);
-  const std::vector<float>& w = *snap.weights;
-  for (const SliceRange& r : snap.layout->slices) {
-    const TensorSpec& t = snap.layout->spec[r.tensor_index];
-    v1::TensorSlice* s = resp->add_weights();
-    s->set_name(t.name);
-    for (int64_t d : t.shape) s->add_shape(d);
-    s->set_offset(r.offset);
-    s->set_length(r.length);
-    EncodeFloats(absl::MakeConstSpan(w).subspan(r.flat_offset, r.length), s->mutable_data());
-  }
+  AppendFlatSlices(snap.layout->spec, snap.layout->slices, *snap.weights,
+                   resp->mutable_weights());
 }
 
 absl::Duration Millis(int64_t ms) { return absl::Milliseconds(ms); }

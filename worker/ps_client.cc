@@ -5,7 +5,6 @@
 #include <climits>
 
 #include "absl/strings/str_cat.h"
-#include "common/float_bytes.h"
 #include "common/status_macros.h"
 #include "common/wire.h"
 #include "grpcpp/create_channel.h"
@@ -164,14 +163,9 @@ void PsClient::Resize(TensorList* weights) const {
 void PsClient::FillSlices(int shard, const TensorList& values,
                           google::protobuf::RepeatedPtrField<v1::TensorSlice>* out) const {
   for (const SliceRange& r : partition_[shard]) {
-    const TensorSpec& t = spec_[r.tensor_index];
-    v1::TensorSlice* s = out->Add();
-    s->set_name(t.name);
-    for (int64_t d : t.shape) s->add_shape(d);
-    s->set_offset(r.offset);
-    s->set_length(r.length);
-    EncodeFloats(absl::MakeConstSpan(values[r.tensor_index]).subspan(r.offset, r.length),
-                 s->mutable_data());
+    SliceToProto(spec_[r.tensor_index], r,
+                 absl::MakeConstSpan(values[r.tensor_index]).subspan(r.offset, r.length),
+                 out->Add());
   }
 }
 
@@ -197,18 +191,10 @@ absl::Status PsClient::ReadPull(int shard, const v1::PullResponse& resp, TensorL
                                             " slices, expected ", expected.size()));
   }
   for (int i = 0; i < resp.weights_size(); ++i) {
-    const v1::TensorSlice& s = resp.weights(i);
     const SliceRange& r = expected[i];
-    if (s.name() != spec_[r.tensor_index].name || s.offset() != r.offset ||
-        s.length() != r.length) {
-      return absl::InternalError(absl::StrCat("reply slice ", i, " is ", s.name(), "[",
-                                              s.offset(), "+", s.length(), "], expected ",
-                                              spec_[r.tensor_index].name, "[", r.offset, "+",
-                                              r.length, "]"));
-    }
-    RETURN_IF_ERROR(DecodeFloats(
-        s.data(), absl::MakeSpan((*weights)[r.tensor_index]).subspan(r.offset, r.length),
-        absl::StrCat("pulled tensor '", s.name(), "'")));
+    RETURN_IF_ERROR(SliceFromProto(
+        resp.weights(i), spec_[r.tensor_index], r,
+        absl::MakeSpan((*weights)[r.tensor_index]).subspan(r.offset, r.length), "pull reply"));
   }
   shard_version_[shard] = resp.version();
   return absl::OkStatus();
