@@ -16,6 +16,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "common/allocator.h"
 #include "server/ps_server.h"
 
 ABSL_FLAG(std::string, listen, "0.0.0.0:50051",
@@ -44,6 +45,7 @@ int Fail(const absl::Status& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  ps::TuneAllocatorForLargeBuffers();
   absl::SetProgramUsageMessage(
       "Parameter-server shard. Example:\n  ps_server --listen=0.0.0.0:50051 --shard_id=0 "
       "--num_shards=2 --num_workers=2 --mode=sync --lr=0.1");

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "common/allocator.h"
 #include "worker/backend.h"
 #include "worker/dataset.h"
 #include "worker/param_store.h"
@@ -82,6 +83,7 @@ absl::StatusOr<std::vector<int>> ParseHidden(const std::string& model, const std
 }  // namespace
 
 int main(int argc, char** argv) {
+  ps::TuneAllocatorForLargeBuffers();
   absl::SetProgramUsageMessage(
       "Parameter-server worker. Example:\n  ps_worker --servers=127.0.0.1:50051,127.0.0.1:50052 "
       "--worker_id=0 --num_workers=2 --epochs=2\nor, without servers:\n  ps_worker --standalone "

@@ -1,0 +1,428 @@
+// ps_bench: measures the parameter server against baselines taken in the same
+// run, and prints every figure as a ratio of its baseline.
+//
+//   ps_bench transport   push / pull / push-pull throughput and latency over
+//                        real gRPC shards, against raw loopback TCP
+//   ps_bench apply       the optimizer's apply rate, against a plain axpy loop
+//   ps_bench train       Fashion-MNIST MLP: standalone, then 1 server and 2
+//                        workers in sync and in async mode
+//
+// Human-readable tables by default; --json prints one JSON object instead.
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/synchronization/barrier.h"
+#include "absl/synchronization/mutex.h"
+#include "common/allocator.h"
+#include "server/optimizer.h"
+#include "server/ps_server.h"
+#include "tests/raw_tcp.h"
+#include "worker/backend.h"
+#include "worker/dataset.h"
+#include "worker/param_store.h"
+#include "worker/ps_client.h"
+#include "worker/trainer.h"
+
+ABSL_FLAG(std::string, sizes, "4096,65536,1048576,4194304,16777216,67108864",
+          "transport: payload sizes in bytes (multiples of 4).");
+ABSL_FLAG(int, shards, 1, "transport: number of in-process server shards (S).");
+ABSL_FLAG(int, clients, 1, "transport: number of client threads (W), one connection each.");
+ABSL_FLAG(double, seconds, 1.0, "transport/apply: seconds to measure each figure.");
+ABSL_FLAG(int, warmup, 3, "transport: untimed operations per client before measuring.");
+ABSL_FLAG(std::string, apply_elements, "1048576,16777216",
+          "apply: shard sizes in float32 elements.");
+ABSL_FLAG(int, epochs, 3, "train: epochs for each configuration.");
+ABSL_FLAG(int64_t, max_steps, 0, "train: stop each configuration after this many steps (0 = all).");
+ABSL_FLAG(double, lr, 0.1, "train: learning rate.");
+ABSL_FLAG(std::string, dataset_dir, ps::kDefaultDatasetDir, "train: Fashion-MNIST folder.");
+ABSL_FLAG(bool, json, false, "Print one JSON object instead of tables.");
+
+namespace ps {
+namespace {
+
+// One measured figure and its baseline.
+struct Row {
+  std::string name;
+  int64_t bytes = 0;          // payload per op (transport) or elements (apply)
+  double value = 0;           // GB/s or samples/s
+  double baseline = 0;        // same unit, measured in the same run
+  double p50_us = -1, p99_us = -1;
+  double baseline_p50_us = -1;
+  double accuracy = -1;       // train only
+};
+
+std::string Json(const std::string& section, const std::vector<Row>& rows) {
+  std::vector<std::string> objs;
+  for (const Row& r : rows) {
+    std::string o = absl::StrFormat(
+        "{\"name\": \"%s\", \"size\": %d, \"value\": %.6g, \"baseline\": %.6g, \"ratio\": %.4f",
+        r.name, r.bytes, r.value, r.baseline, r.baseline > 0 ? r.value / r.baseline : 0);
+    if (r.p50_us >= 0) {
+      absl::StrAppendFormat(&o, ", \"p50_us\": %.1f, \"p99_us\": %.1f, \"baseline_p50_us\": %.1f",
+                            r.p50_us, r.p99_us, r.baseline_p50_us);
+    }
+    if (r.accuracy >= 0) absl::StrAppendFormat(&o, ", \"test_accuracy\": %.4f", r.accuracy);
+    objs.push_back(o + "}");
+  }
+  return absl::StrCat("{\"mode\": \"", section, "\", \"rows\": [", absl::StrJoin(objs, ", "),
+                      "]}");
+}
+
+std::string HumanBytes(int64_t b) {
+  if (b >= (1 << 20)) return absl::StrCat(b >> 20, " MB");
+  if (b >= (1 << 10)) return absl::StrCat(b >> 10, " KB");
+  return absl::StrCat(b, " B");
+}
+
+double Percentile(std::vector<absl::Duration> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t i = std::min(v.size() - 1, static_cast<size_t>(q * (v.size() - 1) + 0.5));
+  return absl::ToDoubleMicroseconds(v[i]);
+}
+
+absl::StatusOr<std::vector<int64_t>> ParseList(const std::string& text, const char* flag) {
+  std::vector<int64_t> out;
+  for (absl::string_view p : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
+    int64_t v;
+    if (!absl::SimpleAtoi(p, &v) || v <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat("--", flag, ": '", p, "' is not a positive integer"));
+    }
+    out.push_back(v);
+  }
+  if (out.empty()) return absl::InvalidArgumentError(absl::StrCat("--", flag, " is empty"));
+  return out;
+}
+
+// ---------------------------------------------------------------- transport
+
+enum class Op { kPush, kPull, kPushPull };
+
+// Runs `op` on W clients against the cluster for about `duration`.
+absl::StatusOr<OpTimings> RunPsOps(Op op, const std::vector<std::unique_ptr<PsClient>>& clients,
+                                   int64_t floats, int warmup, absl::Duration duration) {
+  const int W = static_cast<int>(clients.size());
+  absl::Mutex mu;
+  OpTimings result;
+  absl::Status error;
+  absl::Time end = absl::InfinitePast();
+  auto* ready = new absl::Barrier(W + 1);
+  std::vector<std::thread> threads;
+  for (int w = 0; w < W; ++w) {
+    threads.emplace_back([&, w] {
+      PsClient* c = clients[w].get();
+      TensorList grads = {std::vector<float>(floats, 1e-9f)};
+      TensorList weights;
+      auto run = [&]() -> absl::Status {
+        switch (op) {
+          case Op::kPush: return c->Push(grads);
+          case Op::kPull: return c->Pull(0, &weights);
+          case Op::kPushPull: return c->PushPull(grads, &weights);
+        }
+        return absl::OkStatus();
+      };
+      absl::Status s;
+      for (int i = 0; s.ok() && i < warmup; ++i) s = run();
+      if (ready->Block()) delete ready;
+      std::vector<absl::Duration> lat;
+      absl::Time t = absl::Now();
+      const absl::Time stop = t + duration;
+      while (s.ok() && (t < stop || lat.empty())) {
+        s = run();
+        const absl::Time now = absl::Now();
+        lat.push_back(now - t);
+        t = now;
+      }
+      absl::MutexLock l(&mu);
+      if (!s.ok() && error.ok()) error = s;
+      result.ops += static_cast<int64_t>(lat.size());
+      result.latencies.insert(result.latencies.end(), lat.begin(), lat.end());
+      end = std::max(end, t);
+    });
+  }
+  if (ready->Block()) delete ready;
+  const absl::Time start = absl::Now();
+  for (auto& t : threads) t.join();
+  if (!error.ok()) return error;
+  result.wall = end - start;
+  return result;
+}
+
+double GBps(int64_t bytes_per_op, const OpTimings& t) {
+  return double(bytes_per_op) * t.ops / absl::ToDoubleSeconds(t.wall) / 1e9;
+}
+
+absl::StatusOr<std::vector<Row>> Transport() {
+  auto sizes = ParseList(absl::GetFlag(FLAGS_sizes), "sizes");
+  if (!sizes.ok()) return sizes.status();
+  const int S = absl::GetFlag(FLAGS_shards), W = absl::GetFlag(FLAGS_clients);
+  const int warmup = absl::GetFlag(FLAGS_warmup);
+  const absl::Duration duration = absl::Seconds(absl::GetFlag(FLAGS_seconds));
+  if (S < 1 || W < 1) return absl::InvalidArgumentError("--shards and --clients must be >= 1");
+  std::vector<Row> rows;
+  for (int64_t size : *sizes) {
+    if (size % 4 != 0) return absl::InvalidArgumentError("--sizes must be multiples of 4");
+    const int64_t floats = size / 4;
+    // Async shards: a push is applied at once and a pull never waits.
+    std::vector<std::unique_ptr<PsServer>> servers;
+    std::vector<std::string> addresses;
+    for (int s = 0; s < S; ++s) {
+      ServerOptions o;
+      o.listen = "127.0.0.1:0";
+      o.shard.shard_id = s;
+      o.shard.num_shards = S;
+      o.shard.num_workers = W;
+      o.shard.mode = Mode::kAsync;
+      o.shard.optimizer.learning_rate = 1e-6f;
+      auto server = PsServer::Start(o);
+      if (!server.ok()) return server.status();
+      addresses.push_back((*server)->address());
+      servers.push_back(*std::move(server));
+    }
+    const ModelSpec spec = {{"payload", {floats}}};
+    std::vector<std::unique_ptr<PsClient>> clients;
+    for (int w = 0; w < W; ++w) {
+      ClientOptions co;
+      co.servers = addresses;
+      co.worker_id = w;
+      co.num_workers = W;
+      auto c = PsClient::Connect(co);
+      if (!c.ok()) return c.status();
+      clients.push_back(*std::move(c));
+    }
+    TensorList init = {std::vector<float>(floats, 0.5f)};
+    for (int w = 0; w < W; ++w) {
+      absl::Status s = clients[w]->Init(spec, w == 0 ? &init : nullptr);
+      if (!s.ok()) return s;
+    }
+    struct Case {
+      const char* name;
+      Op op;
+      RawPattern raw;
+      int64_t bytes;  // payload bytes moved per op
+    };
+    for (const Case& c : {Case{"push", Op::kPush, RawPattern::kSend, size},
+                          Case{"pull", Op::kPull, RawPattern::kFetch, size},
+                          Case{"push_pull", Op::kPushPull, RawPattern::kExchange, 2 * size}}) {
+      auto raw = RunRawTcp(c.raw, size, W, warmup, duration);
+      if (!raw.ok()) return raw.status();
+      auto ps = RunPsOps(c.op, clients, floats, warmup, duration);
+      if (!ps.ok()) return ps.status();
+      Row r;
+      r.name = c.name;
+      r.bytes = size;
+      r.value = GBps(c.bytes, *ps);
+      r.baseline = GBps(c.bytes, *raw);
+      r.p50_us = Percentile(ps->latencies, 0.5);
+      r.p99_us = Percentile(ps->latencies, 0.99);
+      r.baseline_p50_us = Percentile(raw->latencies, 0.5);
+      rows.push_back(r);
+    }
+  }
+  return rows;
+}
+
+// -------------------------------------------------------------------- apply
+
+// The baseline: y += a * x, the same bytes as an SGD apply.
+__attribute__((noinline)) void Axpy(float a, const float* x, float* y, size_t n) {
+  for (size_t i = 0; i < n; ++i) y[i] += a * x[i];
+}
+
+absl::StatusOr<std::vector<Row>> Apply() {
+  auto sizes = ParseList(absl::GetFlag(FLAGS_apply_elements), "apply_elements");
+  if (!sizes.ok()) return sizes.status();
+  const absl::Duration duration = absl::Seconds(absl::GetFlag(FLAGS_seconds));
+  std::vector<Row> rows;
+  for (int64_t n : *sizes) {
+    std::vector<float> g(n, 1e-3f), w(n, 1.0f);
+    auto opt = CreateOptimizer(OptimizerOptions{"sgd", 1e-3f}, n);
+    if (!opt.ok()) return opt.status();
+    // Rate of `f` in GB/s, counting 12 bytes per element: two reads, one write.
+    auto rate = [&](const std::function<void()>& f) {
+      f();  // warm up: page in
+      int64_t reps = 0;
+      const absl::Time start = absl::Now();
+      absl::Time now = start;
+      while (now - start < duration || reps < 3) {
+        f();
+        ++reps;
+        now = absl::Now();
+      }
+      return 12.0 * n * reps / absl::ToDoubleSeconds(now - start) / 1e9;
+    };
+    Row r;
+    r.name = absl::StrCat("sgd_apply(", (*opt)->name(), ")");
+    r.bytes = n;
+    r.baseline = rate([&] { Axpy(-1e-3f, g.data(), w.data(), n); });
+    r.value = rate([&] { (*opt)->Apply(g, absl::MakeSpan(w)); });
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+// -------------------------------------------------------------------- train
+
+struct TrainRun {
+  double samples_per_sec = 0;  // all workers together
+  double accuracy = 0;
+};
+
+TrainerOptions TrainOptions(int worker_id, int workers, int batch) {
+  TrainerOptions o;
+  o.worker_id = worker_id;
+  o.num_workers = workers;
+  o.batch_size = batch;
+  o.epochs = absl::GetFlag(FLAGS_epochs);
+  o.max_steps = absl::GetFlag(FLAGS_max_steps);
+  o.log_every = 0;
+  return o;
+}
+
+absl::StatusOr<TrainRun> Standalone(const FashionMnist& data) {
+  auto backend = CreateBackend({"cpu", 2});
+  if (!backend.ok()) return backend.status();
+  LocalParamStore store(static_cast<float>(absl::GetFlag(FLAGS_lr)));
+  Trainer t(TrainOptions(0, 1, 128), &data, backend->get(), &store);
+  auto r = t.Run();
+  if (!r.ok()) return r.status();
+  return TrainRun{r->samples_per_sec, r->test_accuracy};
+}
+
+absl::StatusOr<TrainRun> Distributed(const FashionMnist& data, Mode mode) {
+  constexpr int kWorkers = 2;
+  ServerOptions so;
+  so.listen = "127.0.0.1:0";
+  so.shard.num_workers = kWorkers;
+  so.shard.mode = mode;
+  so.shard.optimizer.learning_rate = static_cast<float>(absl::GetFlag(FLAGS_lr));
+  auto server = PsServer::Start(so);
+  if (!server.ok()) return server.status();
+  std::vector<absl::StatusOr<TrainResult>> results(kWorkers, absl::UnknownError("not run"));
+  std::vector<std::thread> threads;
+  for (int w = 0; w < kWorkers; ++w) {
+    threads.emplace_back([&, w] {
+      auto backend = CreateBackend({"cpu", 1});
+      if (!backend.ok()) {
+        results[w] = backend.status();
+        return;
+      }
+      ClientOptions co;
+      co.servers = {(*server)->address()};
+      co.worker_id = w;
+      co.num_workers = kWorkers;
+      auto client = PsClient::Connect(co);
+      if (!client.ok()) {
+        results[w] = client.status();
+        return;
+      }
+      RemoteParamStore store(*std::move(client));
+      Trainer t(TrainOptions(w, kWorkers, 64), &data, backend->get(), &store);
+      results[w] = t.Run();
+    });
+  }
+  for (auto& t : threads) t.join();
+  TrainRun run;
+  for (int w = 0; w < kWorkers; ++w) {
+    if (!results[w].ok()) return results[w].status();
+    run.samples_per_sec += results[w]->samples_per_sec;
+  }
+  run.accuracy = results[0]->test_accuracy;
+  return run;
+}
+
+absl::StatusOr<std::vector<Row>> Train() {
+  auto data = LoadFashionMnist(absl::GetFlag(FLAGS_dataset_dir));
+  if (!data.ok()) return data.status();
+  auto standalone = Standalone(*data);
+  if (!standalone.ok()) return standalone.status();
+  std::vector<Row> rows;
+  Row base;
+  base.name = "standalone (1 process, 2 threads, batch 128)";
+  base.value = base.baseline = standalone->samples_per_sec;
+  base.accuracy = standalone->accuracy;
+  rows.push_back(base);
+  for (Mode mode : {Mode::kSync, Mode::kAsync}) {
+    auto run = Distributed(*data, mode);
+    if (!run.ok()) return run.status();
+    Row r;
+    r.name = absl::StrCat(ModeName(mode), " (1 server, 2 workers, batch 64 each)");
+    r.value = run->samples_per_sec;
+    r.baseline = standalone->samples_per_sec;
+    r.accuracy = run->accuracy;
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+void PrintTable(const std::string& section, const std::vector<Row>& rows) {
+  if (section == "transport") {
+    std::printf("%-10s %8s %10s %10s %7s %10s %10s %10s\n", "op", "payload", "GB/s",
+                "tcp GB/s", "ratio", "p50 us", "p99 us", "tcp p50");
+    for (const Row& r : rows) {
+      std::printf("%-10s %8s %10.3f %10.3f %7.2f %10.1f %10.1f %10.1f\n", r.name.c_str(),
+                  HumanBytes(r.bytes).c_str(), r.value, r.baseline, r.value / r.baseline,
+                  r.p50_us, r.p99_us, r.baseline_p50_us);
+    }
+  } else if (section == "apply") {
+    std::printf("%-16s %12s %10s %10s %7s\n", "apply", "elements", "GB/s", "axpy GB/s",
+                "ratio");
+    for (const Row& r : rows) {
+      std::printf("%-16s %12lld %10.2f %10.2f %7.2f\n", r.name.c_str(),
+                  static_cast<long long>(r.bytes), r.value, r.baseline, r.value / r.baseline);
+    }
+  } else {
+    std::printf("%-46s %10s %7s %9s\n", "configuration", "samples/s", "ratio", "accuracy");
+    for (const Row& r : rows) {
+      std::printf("%-46s %10.0f %7.2f %9.4f\n", r.name.c_str(), r.value, r.value / r.baseline,
+                  r.accuracy);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ps
+
+int main(int argc, char** argv) {
+  ps::TuneAllocatorForLargeBuffers();
+  absl::SetProgramUsageMessage(
+      "Parameter-server benchmarks; every figure is a ratio of a baseline measured in the same "
+      "run.\n  ps_bench transport [--sizes=...] [--shards=S] [--clients=W] [--seconds=T]\n"
+      "  ps_bench apply [--apply_elements=...]\n  ps_bench train [--epochs=3]\n"
+      "Add --json for machine-readable output.");
+  std::vector<char*> args = absl::ParseCommandLine(argc, argv);
+  const std::string mode = args.size() == 2 ? args[1] : "";
+  absl::StatusOr<std::vector<ps::Row>> rows;
+  if (mode == "transport") {
+    rows = ps::Transport();
+  } else if (mode == "apply") {
+    rows = ps::Apply();
+  } else if (mode == "train") {
+    rows = ps::Train();
+  } else {
+    std::cerr << "usage: ps_bench transport|apply|train [flags] (see --help)" << std::endl;
+    return 2;
+  }
+  if (!rows.ok()) {
+    std::cerr << "ps_bench: " << rows.status() << std::endl;
+    return 1;
+  }
+  if (absl::GetFlag(FLAGS_json)) {
+    std::cout << ps::Json(mode, *rows) << std::endl;
+  } else {
+    ps::PrintTable(mode, *rows);
+  }
+  return 0;
+}
