@@ -21,17 +21,31 @@ void EncodeFloats(absl::Span<const float> values, std::string* out) {
 
 absl::Status DecodeFloats(absl::string_view bytes, absl::Span<float> out,
                           absl::string_view what) {
-  if (bytes.size() % sizeof(float) != 0) {
+  return DecodeFloatPieces({bytes}, out, what);
+}
+
+size_t PiecesSize(const Pieces& pieces) {
+  size_t n = 0;
+  for (absl::string_view p : pieces) n += p.size();
+  return n;
+}
+
+absl::Status DecodeFloatPieces(const Pieces& pieces, absl::Span<float> out,
+                               absl::string_view what) {
+  const size_t bytes = PiecesSize(pieces);
+  if (bytes % sizeof(float) != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
-        what, ": data has ", bytes.size(),
-        " bytes, which is not a multiple of 4 (float32 elements)"));
+        what, ": data has ", bytes, " bytes, which is not a multiple of 4 (float32 elements)"));
   }
-  if (bytes.size() != out.size() * sizeof(float)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, ": data has ", bytes.size() / sizeof(float), " float32 elements, expected ",
-        out.size()));
+  if (bytes != out.size() * sizeof(float)) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": data has ", bytes / sizeof(float),
+                                                   " float32 elements, expected ", out.size()));
   }
-  if (!bytes.empty()) std::memcpy(out.data(), bytes.data(), bytes.size());
+  char* dst = reinterpret_cast<char*>(out.data());
+  for (absl::string_view p : pieces) {
+    std::memcpy(dst, p.data(), p.size());
+    dst += p.size();
+  }
   return absl::OkStatus();
 }
 

@@ -4,6 +4,7 @@
 #define PS_COMMON_FLOAT_BYTES_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
@@ -13,6 +14,18 @@ namespace ps {
 
 // Writes `values` into `out`, replacing its content.
 void EncodeFloats(absl::Span<const float> values, std::string* out);
+
+// A field's bytes, possibly split across received buffers, in order.
+using Pieces = std::vector<absl::string_view>;
+
+// Total bytes of `pieces`.
+size_t PiecesSize(const Pieces& pieces);
+
+// Copies `pieces` (4 * out.size() bytes of little-endian float32) into `out`.
+// INVALID_ARGUMENT (the message starts with `what`) if the byte count is not
+// a multiple of 4 or not 4 * out.size().
+absl::Status DecodeFloatPieces(const Pieces& pieces, absl::Span<float> out,
+                               absl::string_view what);
 
 // Decodes `bytes` into `out`. INVALID_ARGUMENT (the message starts with `what`)
 // when the byte count is not a multiple of 4 or not 4 * out.size().

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "common/raw_wire.h"
 #include "common/wire.h"
 
 namespace ps {
@@ -18,15 +19,33 @@ std::vector<SliceData> SlicesFromProto(
   out.reserve(slices.size());
   for (const v1::TensorSlice& s : slices) {
     out.push_back(SliceData{s.name(), {s.shape().begin(), s.shape().end()}, s.offset(),
-                            s.length(), s.data()});
+                            s.length(), {s.data()}});
   }
   return out;
 }
 
-void SnapshotToProto(const WeightsSnapshot& snap, v1::PullResponse* resp) {
-  resp->set_version(snap.version);
-  AppendFlatSlices(snap.layout->spec, snap.layout->slices, *snap.weights,
-                   resp->mutable_weights());
+std::vector<SliceData> SlicesFromRaw(const std::vector<RawTensorSlice>& slices) {
+  std::vector<SliceData> out;
+  out.reserve(slices.size());
+  for (const RawTensorSlice& s : slices) {
+    out.push_back(SliceData{s.name, s.shape, s.offset, s.length, s.data});
+  }
+  return out;
+}
+
+// The snapshot as PullResponse bytes that point into it; the slices keep it
+// alive until gRPC has sent them.
+grpc::ByteBuffer SnapshotToBytes(const WeightsSnapshot& snap) {
+  const float* flat = snap.weights->data();
+  return EncodePullResponse(
+      snap.version, snap.layout->spec, snap.layout->slices,
+      [flat](const SliceRange& r) { return flat + r.flat_offset; }, snap.weights);
+}
+
+grpc::ByteBuffer VersionToBytes(int64_t version) {
+  ProtoWriter w;
+  w.VarintField(1, static_cast<uint64_t>(version));  // PushResponse.version
+  return w.Finish();
 }
 
 absl::Duration Millis(int64_t ms) { return absl::Milliseconds(ms); }
@@ -70,11 +89,12 @@ class WaitingReactor final : public grpc::ServerUnaryReactor {
 };
 
 // Pulls into `resp` and finishes `reactor` when the shard calls back.
-void PullAndFinish(Shard* shard, int worker_id, int64_t min_version, int64_t wait_ms,
-                   v1::PullResponse* resp, WaitingReactor* reactor) {
-  reactor->SetTicket(shard->Pull(worker_id, min_version, Millis(wait_ms),
+void PullAndFinish(Shard* shard, const RawPull& pull, grpc::ByteBuffer* resp,
+                   WaitingReactor* reactor) {
+  reactor->SetTicket(shard->Pull(static_cast<int>(pull.worker_id), pull.min_version,
+                                 Millis(pull.wait_timeout_ms),
                                  [resp, reactor](absl::StatusOr<WeightsSnapshot> snap) {
-                                   if (snap.ok()) SnapshotToProto(*snap, resp);
+                                   if (snap.ok()) *resp = SnapshotToBytes(*snap);
                                    reactor->Finish(ToGrpcStatus(snap.status()));
                                  }));
 }
@@ -129,38 +149,58 @@ grpc::ServerUnaryReactor* ParameterServerService::InitParams(grpc::CallbackServe
 }
 
 grpc::ServerUnaryReactor* ParameterServerService::Push(grpc::CallbackServerContext* ctx,
-                                                       const v1::PushRequest* req,
-                                                       v1::PushResponse* resp) {
+                                                       const grpc::ByteBuffer* req,
+                                                       grpc::ByteBuffer* resp) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  absl::StatusOr<int64_t> v =
-      shard_->Push(req->worker_id(), req->version(), SlicesFromProto(req->gradients()));
-  if (v.ok()) resp->set_version(*v);
-  reactor->Finish(ToGrpcStatus(v.status()));
+  ReceivedBytes bytes;
+  RawPush push;
+  absl::Status s = Receive(*req, &bytes);
+  if (s.ok()) s = DecodePushRequest(bytes.pieces, &push);
+  if (s.ok()) {
+    absl::StatusOr<int64_t> v = shard_->Push(static_cast<int>(push.worker_id), push.version,
+                                             SlicesFromRaw(push.gradients));
+    if (v.ok()) *resp = VersionToBytes(*v);
+    s = v.status();
+  }
+  reactor->Finish(ToGrpcStatus(s));
   return reactor;
 }
 
-grpc::ServerUnaryReactor* ParameterServerService::Pull(grpc::CallbackServerContext* ctx,
-                                                       const v1::PullRequest* req,
-                                                       v1::PullResponse* resp) {
+grpc::ServerUnaryReactor* ParameterServerService::Pull(grpc::CallbackServerContext* /*ctx*/,
+                                                       const grpc::ByteBuffer* req,
+                                                       grpc::ByteBuffer* resp) {
   auto* reactor = new WaitingReactor(shard_);
-  PullAndFinish(shard_, req->worker_id(), req->min_version(), req->wait_timeout_ms(), resp,
-                reactor);
-  return reactor;
-}
-
-grpc::ServerUnaryReactor* ParameterServerService::PushPull(grpc::CallbackServerContext* ctx,
-                                                           const v1::PushPullRequest* req,
-                                                           v1::PullResponse* resp) {
-  auto* reactor = new WaitingReactor(shard_);
-  const v1::PushRequest& push = req->push();
-  absl::StatusOr<int64_t> v =
-      shard_->Push(push.worker_id(), push.version(), SlicesFromProto(push.gradients()));
-  if (!v.ok()) {
-    reactor->Finish(ToGrpcStatus(v.status()));
+  ReceivedBytes bytes;
+  RawPull pull;
+  absl::Status s = Receive(*req, &bytes);
+  if (s.ok()) s = DecodePullRequest(bytes.pieces, &pull);
+  if (!s.ok()) {
+    reactor->Finish(ToGrpcStatus(s));
     return reactor;
   }
-  PullAndFinish(shard_, push.worker_id(), req->min_version(), req->wait_timeout_ms(), resp,
-                reactor);
+  PullAndFinish(shard_, pull, resp, reactor);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ParameterServerService::PushPull(grpc::CallbackServerContext* /*ctx*/,
+                                                           const grpc::ByteBuffer* req,
+                                                           grpc::ByteBuffer* resp) {
+  auto* reactor = new WaitingReactor(shard_);
+  ReceivedBytes bytes;
+  RawPush push;
+  RawPull pull;
+  absl::Status s = Receive(*req, &bytes);
+  if (s.ok()) s = DecodePushPullRequest(bytes.pieces, &push, &pull);
+  if (s.ok()) {
+    s = shard_->Push(static_cast<int>(push.worker_id), push.version,
+                     SlicesFromRaw(push.gradients))
+            .status();
+  }
+  if (!s.ok()) {
+    reactor->Finish(ToGrpcStatus(s));
+    return reactor;
+  }
+  PullAndFinish(shard_, pull, resp, reactor);
   return reactor;
 }
 

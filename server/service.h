@@ -6,6 +6,11 @@
 // must wait hands the shard a callback that finishes the RPC later, so no
 // server thread is parked per waiting worker.
 //
+// Push, Pull and PushPull carry tensors and take the raw path of
+// common/raw_wire.h: gradients are copied once, from the received bytes into
+// the shard's buffer, and pulled weights are sent straight from the shard's
+// immutable snapshot without a copy.
+//
 // Thread-safe. Borrows the Shard, which must outlive the grpc::Server this
 // service is registered with.
 #ifndef PS_SERVER_SERVICE_H_
@@ -16,7 +21,12 @@
 
 namespace ps {
 
-class ParameterServerService final : public v1::ParameterServer::CallbackService {
+using ParameterServerBase = v1::ParameterServer::WithRawCallbackMethod_Push<
+    v1::ParameterServer::WithRawCallbackMethod_Pull<
+        v1::ParameterServer::WithRawCallbackMethod_PushPull<
+            v1::ParameterServer::CallbackService>>>;
+
+class ParameterServerService final : public ParameterServerBase {
  public:
   explicit ParameterServerService(Shard* shard) : shard_(shard) {}
 
@@ -26,13 +36,16 @@ class ParameterServerService final : public v1::ParameterServer::CallbackService
   grpc::ServerUnaryReactor* InitParams(grpc::CallbackServerContext* ctx,
                                        const v1::InitRequest* req,
                                        v1::InitResponse* resp) override;
-  grpc::ServerUnaryReactor* Push(grpc::CallbackServerContext* ctx, const v1::PushRequest* req,
-                                 v1::PushResponse* resp) override;
-  grpc::ServerUnaryReactor* Pull(grpc::CallbackServerContext* ctx, const v1::PullRequest* req,
-                                 v1::PullResponse* resp) override;
+  // Raw: PushRequest -> PushResponse.
+  grpc::ServerUnaryReactor* Push(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
+                                 grpc::ByteBuffer* resp) override;
+  // Raw: PullRequest -> PullResponse.
+  grpc::ServerUnaryReactor* Pull(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
+                                 grpc::ByteBuffer* resp) override;
+  // Raw: PushPullRequest -> PullResponse.
   grpc::ServerUnaryReactor* PushPull(grpc::CallbackServerContext* ctx,
-                                     const v1::PushPullRequest* req,
-                                     v1::PullResponse* resp) override;
+                                     const grpc::ByteBuffer* req,
+                                     grpc::ByteBuffer* resp) override;
   grpc::ServerUnaryReactor* GetStatus(grpc::CallbackServerContext* ctx,
                                       const v1::StatusRequest* req,
                                       v1::StatusResponse* resp) override;

@@ -133,8 +133,9 @@ absl::StatusOr<std::vector<float>> Shard::Gather(const ShardLayout& p,
           ") but shard ", options_.shard_id, " owns [", r.offset, ", ", r.offset + r.length,
           ")"));
     }
-    RETURN_IF_ERROR(DecodeFloats(s.data, absl::MakeSpan(flat).subspan(r.flat_offset, r.length),
-                                 absl::StrCat(what, ": tensor '", s.name, "'")));
+    RETURN_IF_ERROR(DecodeFloatPieces(s.data,
+                                      absl::MakeSpan(flat).subspan(r.flat_offset, r.length),
+                                      absl::StrCat(what, ": tensor '", s.name, "'")));
   }
   for (size_t i = 0; i < p.slices.size(); ++i) {
     if (!seen[i]) {

@@ -33,6 +33,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/float_bytes.h"
 #include "common/model_spec.h"
 #include "common/partition.h"
 #include "server/consistency.h"
@@ -53,13 +54,14 @@ struct ShardOptions {
 };
 
 // One slice of a request, borrowed from the caller for the duration of the
-// call: `data` is 4 * length bytes of little-endian float32.
+// call: `data` is 4 * length bytes of little-endian float32, possibly in
+// several pieces (as received).
 struct SliceData {
   absl::string_view name;
   std::vector<int64_t> shape;  // of the full tensor
   int64_t offset = 0;
   int64_t length = 0;
-  absl::string_view data;
+  Pieces data;
 };
 
 // The model spec and where each of the shard's slices sits in its flat

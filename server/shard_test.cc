@@ -27,7 +27,7 @@ Slices Encode(const ModelSpec& spec, int num_shards, int shard, const TensorList
     const float* p = values[r.tensor_index].data() + r.offset;
     s.bytes.emplace_back(reinterpret_cast<const char*>(p), r.length * sizeof(float));
     s.data.push_back(SliceData{spec[r.tensor_index].name, spec[r.tensor_index].shape, r.offset,
-                               r.length, s.bytes.back()});
+                               r.length, {s.bytes.back()}});
   }
   return s;
 }

@@ -1,0 +1,357 @@
+#include "common/raw_wire.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace ps {
+namespace {
+
+constexpr int kVarint = 0, kFixed64 = 1, kLen = 2, kFixed32 = 5;
+
+// Releases the shared owner of a data slice when gRPC drops the slice.
+void ReleaseOwner(void* p) { delete static_cast<std::shared_ptr<const void>*>(p); }
+
+}  // namespace
+
+size_t VarintSize(uint64_t v) {
+  size_t n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    ++n;
+  }
+  return n;
+}
+
+void ProtoWriter::Varint(uint64_t v) {
+  while (v >= 0x80) {
+    header_.push_back(static_cast<char>(v | 0x80));
+    v >>= 7;
+  }
+  header_.push_back(static_cast<char>(v));
+}
+
+void ProtoWriter::Tag(int field, int wire_type) {
+  Varint((static_cast<uint64_t>(field) << 3) | wire_type);
+}
+
+void ProtoWriter::VarintField(int field, uint64_t v) {
+  Tag(field, kVarint);
+  Varint(v);
+}
+
+void ProtoWriter::LengthPrefix(int field, uint64_t len) {
+  Tag(field, kLen);
+  Varint(len);
+}
+
+void ProtoWriter::BytesField(int field, absl::string_view bytes) {
+  LengthPrefix(field, bytes.size());
+  header_.append(bytes.data(), bytes.size());
+}
+
+void ProtoWriter::FlushHeader() {
+  if (header_.empty()) return;
+  slices_.emplace_back(header_);
+  header_.clear();
+}
+
+void ProtoWriter::Data(const void* data, size_t len, std::shared_ptr<const void> owner) {
+  if (len == 0) return;
+  FlushHeader();
+  void* buf = const_cast<void*>(data);
+  if (owner == nullptr) {
+    slices_.emplace_back(buf, len, grpc::Slice::STATIC_SLICE);
+  } else {
+    slices_.emplace_back(buf, len, &ReleaseOwner, new std::shared_ptr<const void>(std::move(owner)));
+  }
+}
+
+grpc::ByteBuffer ProtoWriter::Finish() {
+  FlushHeader();
+  return grpc::ByteBuffer(slices_.data(), slices_.size());
+}
+
+size_t TensorSliceSize(const TensorSpec& t, const SliceRange& r) {
+  size_t n = 1 + VarintSize(t.name.size()) + t.name.size();
+  if (!t.shape.empty()) {
+    size_t packed = 0;
+    for (int64_t d : t.shape) packed += VarintSize(static_cast<uint64_t>(d));
+    n += 1 + VarintSize(packed) + packed;
+  }
+  n += 1 + VarintSize(static_cast<uint64_t>(r.offset));
+  n += 1 + VarintSize(static_cast<uint64_t>(r.length));
+  const uint64_t bytes = static_cast<uint64_t>(r.length) * sizeof(float);
+  n += 1 + VarintSize(bytes) + bytes;
+  return n;
+}
+
+void WriteTensorSlice(ProtoWriter* w, int field, const TensorSpec& t, const SliceRange& r,
+                      const float* values, std::shared_ptr<const void> owner) {
+  w->LengthPrefix(field, TensorSliceSize(t, r));
+  w->BytesField(1, t.name);
+  if (!t.shape.empty()) {
+    size_t packed = 0;
+    for (int64_t d : t.shape) packed += VarintSize(static_cast<uint64_t>(d));
+    w->LengthPrefix(2, packed);
+    for (int64_t d : t.shape) w->Varint(static_cast<uint64_t>(d));
+  }
+  w->VarintField(3, static_cast<uint64_t>(r.offset));
+  w->VarintField(4, static_cast<uint64_t>(r.length));
+  const uint64_t bytes = static_cast<uint64_t>(r.length) * sizeof(float);
+  w->LengthPrefix(5, bytes);
+  w->Data(values, bytes, std::move(owner));
+}
+
+bool ProtoReader::ReadVarint(uint64_t* v) {
+  *v = 0;
+  for (int shift = 0; shift < 64; shift += 7) {
+    Normalize();
+    if (piece_ == pieces_.size()) return false;
+    const uint8_t b = static_cast<uint8_t>(pieces_[piece_][pos_++]);
+    *v |= static_cast<uint64_t>(b & 0x7f) << shift;
+    if ((b & 0x80) == 0) return true;
+  }
+  return false;
+}
+
+bool ProtoReader::ReadTag(int* field, int* wire_type) {
+  uint64_t tag;
+  if (!ReadVarint(&tag)) return false;
+  *field = static_cast<int>(tag >> 3);
+  *wire_type = static_cast<int>(tag & 7);
+  return *field > 0;
+}
+
+bool ProtoReader::ReadPieces(uint64_t len, Pieces* out) {
+  out->clear();
+  while (len > 0) {
+    Normalize();
+    if (piece_ == pieces_.size()) return false;
+    const size_t take =
+        static_cast<size_t>(std::min<uint64_t>(pieces_[piece_].size() - pos_, len));
+    out->push_back(pieces_[piece_].substr(pos_, take));
+    pos_ += take;
+    len -= take;
+  }
+  return true;
+}
+
+bool ProtoReader::ReadString(uint64_t len, std::string* out) {
+  Pieces p;
+  if (len > (uint64_t{1} << 20) || !ReadPieces(len, &p)) return false;  // names are short
+  out->clear();
+  for (absl::string_view s : p) out->append(s.data(), s.size());
+  return true;
+}
+
+bool ProtoReader::SkipField(int wire_type) {
+  uint64_t v;
+  Pieces p;
+  switch (wire_type) {
+    case kVarint: return ReadVarint(&v);
+    case kFixed64: return ReadPieces(8, &p);
+    case kLen: return ReadVarint(&v) && ReadPieces(v, &p);
+    case kFixed32: return ReadPieces(4, &p);
+    default: return false;
+  }
+}
+
+absl::Status Receive(const grpc::ByteBuffer& buffer, ReceivedBytes* out) {
+  out->slices.clear();
+  out->pieces.clear();
+  if (!buffer.Dump(&out->slices).ok()) return absl::InternalError("cannot read message bytes");
+  for (const grpc::Slice& s : out->slices) {
+    out->pieces.emplace_back(reinterpret_cast<const char*>(s.begin()), s.size());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReadTensorSlice(const Pieces& bytes, RawTensorSlice* out) {
+  ProtoReader r(bytes);
+  auto bad = [](absl::string_view what) {
+    return absl::InvalidArgumentError(absl::StrCat("malformed TensorSlice: ", what));
+  };
+  while (!r.done()) {
+    int field, wt;
+    if (!r.ReadTag(&field, &wt)) return bad("bad tag");
+    uint64_t v;
+    if (field == 1 && wt == kLen) {
+      if (!r.ReadVarint(&v) || !r.ReadString(v, &out->name)) return bad("bad name");
+    } else if (field == 2 && wt == kLen) {  // packed shape
+      Pieces packed;
+      if (!r.ReadVarint(&v) || !r.ReadPieces(v, &packed)) return bad("bad shape");
+      ProtoReader pr(std::move(packed));
+      while (!pr.done()) {
+        if (!pr.ReadVarint(&v)) return bad("bad shape");
+        out->shape.push_back(static_cast<int64_t>(v));
+      }
+    } else if (field == 2 && wt == kVarint) {  // unpacked shape
+      if (!r.ReadVarint(&v)) return bad("bad shape");
+      out->shape.push_back(static_cast<int64_t>(v));
+    } else if (field == 3 && wt == kVarint) {
+      if (!r.ReadVarint(&v)) return bad("bad offset");
+      out->offset = static_cast<int64_t>(v);
+    } else if (field == 4 && wt == kVarint) {
+      if (!r.ReadVarint(&v)) return bad("bad length");
+      out->length = static_cast<int64_t>(v);
+    } else if (field == 5 && wt == kLen) {
+      if (!r.ReadVarint(&v) || !r.ReadPieces(v, &out->data)) return bad("truncated data");
+    } else if (!r.SkipField(wt)) {
+      return bad(absl::StrCat("bad field ", field));
+    }
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+size_t PushRequestSize(int worker_id, int64_t version, const ModelSpec& spec,
+                       const std::vector<SliceRange>& slices) {
+  size_t n = 1 + VarintSize(static_cast<uint64_t>(int64_t{worker_id})) + 1 +
+             VarintSize(static_cast<uint64_t>(version));
+  for (const SliceRange& r : slices) {
+    const size_t ts = TensorSliceSize(spec[r.tensor_index], r);
+    n += 1 + VarintSize(ts) + ts;
+  }
+  return n;
+}
+
+void WritePushRequest(ProtoWriter* w, int worker_id, int64_t version, const ModelSpec& spec,
+                      const std::vector<SliceRange>& slices, const SliceValues& values) {
+  w->VarintField(1, static_cast<uint64_t>(int64_t{worker_id}));
+  w->VarintField(2, static_cast<uint64_t>(version));
+  for (const SliceRange& r : slices) {
+    WriteTensorSlice(w, 3, spec[r.tensor_index], r, values(r), nullptr);
+  }
+}
+
+absl::Status Malformed(absl::string_view message, absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat("malformed ", message, ": ", what));
+}
+
+}  // namespace
+
+grpc::ByteBuffer EncodePushRequest(int worker_id, int64_t version, const ModelSpec& spec,
+                                   const std::vector<SliceRange>& slices,
+                                   const SliceValues& values) {
+  ProtoWriter w;
+  WritePushRequest(&w, worker_id, version, spec, slices, values);
+  return w.Finish();
+}
+
+grpc::ByteBuffer EncodePushPullRequest(int worker_id, int64_t version, const ModelSpec& spec,
+                                       const std::vector<SliceRange>& slices,
+                                       const SliceValues& values, int64_t min_version,
+                                       int64_t wait_timeout_ms) {
+  ProtoWriter w;
+  w.LengthPrefix(1, PushRequestSize(worker_id, version, spec, slices));
+  WritePushRequest(&w, worker_id, version, spec, slices, values);
+  w.VarintField(2, static_cast<uint64_t>(min_version));
+  w.VarintField(3, static_cast<uint64_t>(wait_timeout_ms));
+  return w.Finish();
+}
+
+grpc::ByteBuffer EncodePullResponse(int64_t version, const ModelSpec& spec,
+                                    const std::vector<SliceRange>& slices,
+                                    const SliceValues& values, std::shared_ptr<const void> owner) {
+  ProtoWriter w;
+  w.VarintField(1, static_cast<uint64_t>(version));
+  for (const SliceRange& r : slices) {
+    WriteTensorSlice(&w, 2, spec[r.tensor_index], r, values(r), owner);
+  }
+  return w.Finish();
+}
+
+absl::Status DecodePushRequest(const Pieces& bytes, RawPush* out) {
+  ProtoReader r(bytes);
+  while (!r.done()) {
+    int field, wt;
+    uint64_t v;
+    if (!r.ReadTag(&field, &wt)) return Malformed("PushRequest", "bad tag");
+    if (field == 1 && wt == 0) {
+      if (!r.ReadVarint(&v)) return Malformed("PushRequest", "bad worker_id");
+      out->worker_id = static_cast<int32_t>(v);
+    } else if (field == 2 && wt == 0) {
+      if (!r.ReadVarint(&v)) return Malformed("PushRequest", "bad version");
+      out->version = static_cast<int64_t>(v);
+    } else if (field == 3 && wt == 2) {
+      Pieces p;
+      if (!r.ReadVarint(&v) || !r.ReadPieces(v, &p)) {
+        return Malformed("PushRequest", "truncated gradient");
+      }
+      out->gradients.emplace_back();
+      if (absl::Status s = ReadTensorSlice(p, &out->gradients.back()); !s.ok()) return s;
+    } else if (!r.SkipField(wt)) {
+      return Malformed("PushRequest", absl::StrCat("bad field ", field));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DecodePushPullRequest(const Pieces& bytes, RawPush* push, RawPull* pull) {
+  ProtoReader r(bytes);
+  while (!r.done()) {
+    int field, wt;
+    uint64_t v;
+    if (!r.ReadTag(&field, &wt)) return Malformed("PushPullRequest", "bad tag");
+    if (field == 1 && wt == 2) {
+      Pieces p;
+      if (!r.ReadVarint(&v) || !r.ReadPieces(v, &p)) {
+        return Malformed("PushPullRequest", "truncated push");
+      }
+      if (absl::Status s = DecodePushRequest(p, push); !s.ok()) return s;
+    } else if ((field == 2 || field == 3) && wt == 0) {
+      if (!r.ReadVarint(&v)) return Malformed("PushPullRequest", "bad varint");
+      (field == 2 ? pull->min_version : pull->wait_timeout_ms) = static_cast<int64_t>(v);
+    } else if (!r.SkipField(wt)) {
+      return Malformed("PushPullRequest", absl::StrCat("bad field ", field));
+    }
+  }
+  pull->worker_id = push->worker_id;
+  return absl::OkStatus();
+}
+
+absl::Status DecodePullRequest(const Pieces& bytes, RawPull* out) {
+  ProtoReader r(bytes);
+  while (!r.done()) {
+    int field, wt;
+    uint64_t v;
+    if (!r.ReadTag(&field, &wt)) return Malformed("PullRequest", "bad tag");
+    if (field >= 1 && field <= 3 && wt == 0) {
+      if (!r.ReadVarint(&v)) return Malformed("PullRequest", "bad varint");
+      if (field == 1) out->worker_id = static_cast<int32_t>(v);
+      if (field == 2) out->min_version = static_cast<int64_t>(v);
+      if (field == 3) out->wait_timeout_ms = static_cast<int64_t>(v);
+    } else if (!r.SkipField(wt)) {
+      return Malformed("PullRequest", absl::StrCat("bad field ", field));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DecodePullResponse(const Pieces& bytes, int64_t* version,
+                                std::vector<RawTensorSlice>* weights) {
+  ProtoReader r(bytes);
+  while (!r.done()) {
+    int field, wt;
+    uint64_t v;
+    if (!r.ReadTag(&field, &wt)) return Malformed("PullResponse", "bad tag");
+    if (field == 1 && wt == 0) {
+      if (!r.ReadVarint(&v)) return Malformed("PullResponse", "bad version");
+      *version = static_cast<int64_t>(v);
+    } else if (field == 2 && wt == 2) {
+      Pieces p;
+      if (!r.ReadVarint(&v) || !r.ReadPieces(v, &p)) {
+        return Malformed("PullResponse", "truncated weights");
+      }
+      weights->emplace_back();
+      if (absl::Status s = ReadTensorSlice(p, &weights->back()); !s.ok()) return s;
+    } else if (!r.SkipField(wt)) {
+      return Malformed("PullResponse", absl::StrCat("bad field ", field));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace ps
