@@ -13,11 +13,23 @@ namespace ps {
 
 struct PendingOp::Call {
   grpc::ClientContext ctx;
-  std::unique_ptr<google::protobuf::Message> req;
-  std::unique_ptr<google::protobuf::Message> resp;
+  std::shared_ptr<void> req;   // the request message or ByteBuffer
+  std::shared_ptr<void> resp;  // the response message or ByteBuffer
 };
 
 namespace {
+
+constexpr char kPushMethod[] = "/ps.v1.ParameterServer/Push";
+constexpr char kPullMethod[] = "/ps.v1.ParameterServer/Pull";
+constexpr char kPushPullMethod[] = "/ps.v1.ParameterServer/PushPull";
+
+// FanOut's `start` for a raw call of `method` on shard s's generic stub.
+auto RawCall(std::vector<std::unique_ptr<grpc::GenericStub>>* stubs, const char* method) {
+  return [stubs, method](int s, grpc::ClientContext* ctx, const grpc::ByteBuffer* req,
+                         grpc::ByteBuffer* resp, std::function<void(grpc::Status)> done) {
+    (*stubs)[s]->UnaryCall(ctx, method, grpc::StubOptions(), req, resp, std::move(done));
+  };
+}
 
 std::chrono::system_clock::time_point ToChrono(absl::Time t) { return absl::ToChronoTime(t); }
 
@@ -82,16 +94,16 @@ std::unique_ptr<PendingOp> PsClient::FanOut(absl::Duration timeout, bool wait_fo
   for (int s = 0; s < S; ++s) {
     op->calls_.push_back(std::make_unique<PendingOp::Call>());
     PendingOp::Call* call = op->calls_.back().get();
-    auto req = std::make_unique<Req>();
+    auto req = std::make_shared<Req>();
     build(s, req.get());
-    auto resp = std::make_unique<Resp>();
+    auto resp = std::make_shared<Resp>();
     call->ctx.set_deadline(ToChrono(deadline));
     call->ctx.set_wait_for_ready(wait_for_ready);
     const Req* req_ptr = req.get();
     Resp* resp_ptr = resp.get();
     call->req = std::move(req);
     call->resp = std::move(resp);
-    start(stubs_[s]->async(), &call->ctx, req_ptr, resp_ptr,
+    start(s, &call->ctx, req_ptr, resp_ptr,
           [op = op.get(), s, resp_ptr, on_reply, address = options_.servers[s]](grpc::Status g) {
             absl::Status st = FromGrpcStatus(g);
             if (st.ok() && on_reply) st = on_reply(s, *resp_ptr);
@@ -113,7 +125,9 @@ absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Connect(const ClientOptions&
   c->options_ = options;
   const int S = static_cast<int>(options.servers.size());
   for (const std::string& addr : options.servers) {
-    c->stubs_.push_back(v1::ParameterServer::NewStub(MakeChannel(addr)));
+    std::shared_ptr<grpc::Channel> channel = MakeChannel(addr);
+    c->stubs_.push_back(v1::ParameterServer::NewStub(channel));
+    c->raw_stubs_.push_back(std::make_unique<grpc::GenericStub>(channel));
   }
   c->shard_version_.assign(S, 0);
 
@@ -125,7 +139,7 @@ absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Connect(const ClientOptions&
              req->set_worker_id(options.worker_id);
              req->set_num_workers(options.num_workers);
            },
-           [](auto* async, auto... args) { async->Register(args...); },
+           [c = c.get()](int s, auto... args) { c->stubs_[s]->async()->Register(args...); },
            [&replies](int s, const v1::RegisterResponse& r) {
              replies[s] = r;
              return absl::OkStatus();
@@ -184,19 +198,35 @@ absl::Status PsClient::CheckGrads(const TensorList& grads) const {
   return absl::OkStatus();
 }
 
-absl::Status PsClient::ReadPull(int shard, const v1::PullResponse& resp, TensorList* weights) {
+SliceValues PsClient::TensorValues(const TensorList& values) {
+  return [&values](const SliceRange& r) { return values[r.tensor_index].data() + r.offset; };
+}
+
+absl::Status PsClient::ReadPull(int shard, const grpc::ByteBuffer& resp, TensorList* weights) {
+  ReceivedBytes bytes;
+  RETURN_IF_ERROR(Receive(resp, &bytes));
+  int64_t version = 0;
+  std::vector<RawTensorSlice> slices;
+  RETURN_IF_ERROR(DecodePullResponse(bytes.pieces, &version, &slices));
   const std::vector<SliceRange>& expected = partition_[shard];
-  if (resp.weights_size() != static_cast<int>(expected.size())) {
-    return absl::InternalError(absl::StrCat("reply has ", resp.weights_size(),
-                                            " slices, expected ", expected.size()));
+  if (slices.size() != expected.size()) {
+    return absl::InternalError(absl::StrCat("reply has ", slices.size(), " slices, expected ",
+                                            expected.size()));
   }
-  for (int i = 0; i < resp.weights_size(); ++i) {
+  for (size_t i = 0; i < slices.size(); ++i) {
+    const RawTensorSlice& s = slices[i];
     const SliceRange& r = expected[i];
-    RETURN_IF_ERROR(SliceFromProto(
-        resp.weights(i), spec_[r.tensor_index], r,
-        absl::MakeSpan((*weights)[r.tensor_index]).subspan(r.offset, r.length), "pull reply"));
+    const TensorSpec& t = spec_[r.tensor_index];
+    if (s.name != t.name || s.offset != r.offset || s.length != r.length) {
+      return absl::InternalError(absl::StrCat("reply slice ", i, " is ", s.name, "[", s.offset,
+                                              "+", s.length, "], expected ", t.name, "[",
+                                              r.offset, "+", r.length, "]"));
+    }
+    RETURN_IF_ERROR(DecodeFloatPieces(
+        s.data, absl::MakeSpan((*weights)[r.tensor_index]).subspan(r.offset, r.length),
+        absl::StrCat("pulled tensor '", s.name, "'")));
   }
-  shard_version_[shard] = resp.version();
+  shard_version_[shard] = version;
   return absl::OkStatus();
 }
 
@@ -214,7 +244,7 @@ absl::Status PsClient::Init(const ModelSpec& spec, const TensorList* initial) {
                    if (initial != nullptr) FillSlices(s, *initial, req->mutable_values());
                    req->set_wait_timeout_ms(absl::ToInt64Milliseconds(options_.wait_timeout));
                  },
-                 [](auto* async, auto... args) { async->InitParams(args...); }, nullptr)
+                 [this](int s, auto... args) { stubs_[s]->async()->InitParams(args...); }, nullptr)
                  ->Wait();
   }
   if (!status.ok()) {
@@ -237,15 +267,17 @@ std::unique_ptr<PendingOp> PsClient::PullAsync(int64_t min_version, TensorList* 
     return PendingOp::Failed(absl::FailedPreconditionError("Init must be called first"));
   }
   Resize(weights);
-  return FanOut<v1::PullRequest, v1::PullResponse>(
+  return FanOut<grpc::ByteBuffer, grpc::ByteBuffer>(
       options_.wait_timeout + options_.rpc_timeout, false,
-      [this, min_version](int, v1::PullRequest* req) {
-        req->set_worker_id(options_.worker_id);
-        req->set_min_version(min_version);
-        req->set_wait_timeout_ms(absl::ToInt64Milliseconds(options_.wait_timeout));
+      [this, min_version](int, grpc::ByteBuffer* req) {
+        ProtoWriter w;  // PullRequest
+        w.VarintField(1, static_cast<uint64_t>(int64_t{options_.worker_id}));
+        w.VarintField(2, static_cast<uint64_t>(min_version));
+        w.VarintField(3, static_cast<uint64_t>(absl::ToInt64Milliseconds(options_.wait_timeout)));
+        *req = w.Finish();
       },
-      [](auto* async, auto... args) { async->Pull(args...); },
-      [this, weights](int s, const v1::PullResponse& r) { return ReadPull(s, r, weights); });
+      RawCall(&raw_stubs_, kPullMethod),
+      [this, weights](int s, const grpc::ByteBuffer& r) { return ReadPull(s, r, weights); });
 }
 
 absl::Status PsClient::Pull(int64_t min_version, TensorList* weights) {
@@ -254,14 +286,14 @@ absl::Status PsClient::Pull(int64_t min_version, TensorList* weights) {
 
 absl::Status PsClient::Push(const TensorList& grads) {
   RETURN_IF_ERROR(CheckGrads(grads));
-  return FanOut<v1::PushRequest, v1::PushResponse>(
+  return FanOut<grpc::ByteBuffer, grpc::ByteBuffer>(
              options_.rpc_timeout, false,
-             [this, &grads](int s, v1::PushRequest* req) {
-               req->set_worker_id(options_.worker_id);
-               req->set_version(shard_version_[s]);
-               FillSlices(s, grads, req->mutable_gradients());
+             [this, &grads](int s, grpc::ByteBuffer* req) {
+               *req = EncodePushRequest(options_.worker_id, shard_version_[s], spec_,
+                                        partition_[s], TensorValues(grads));
              },
-             [](auto* async, auto... args) { async->Push(args...); }, nullptr)
+             RawCall(&raw_stubs_, kPushMethod),
+             nullptr)
       ->Wait();
 }
 
@@ -269,18 +301,16 @@ std::unique_ptr<PendingOp> PsClient::PushPullAsync(const TensorList& grads,
                                                    TensorList* weights) {
   if (absl::Status s = CheckGrads(grads); !s.ok()) return PendingOp::Failed(s);
   Resize(weights);
-  return FanOut<v1::PushPullRequest, v1::PullResponse>(
+  return FanOut<grpc::ByteBuffer, grpc::ByteBuffer>(
       options_.wait_timeout + options_.rpc_timeout, false,
-      [this, &grads](int s, v1::PushPullRequest* req) {
-        v1::PushRequest* push = req->mutable_push();
-        push->set_worker_id(options_.worker_id);
-        push->set_version(shard_version_[s]);
-        FillSlices(s, grads, push->mutable_gradients());
-        req->set_min_version(mode_ == Mode::kSync ? shard_version_[s] + 1 : 0);
-        req->set_wait_timeout_ms(absl::ToInt64Milliseconds(options_.wait_timeout));
+      [this, &grads](int s, grpc::ByteBuffer* req) {
+        *req = EncodePushPullRequest(
+            options_.worker_id, shard_version_[s], spec_, partition_[s], TensorValues(grads),
+            mode_ == Mode::kSync ? shard_version_[s] + 1 : 0,
+            absl::ToInt64Milliseconds(options_.wait_timeout));
       },
-      [](auto* async, auto... args) { async->PushPull(args...); },
-      [this, weights](int s, const v1::PullResponse& r) { return ReadPull(s, r, weights); });
+      RawCall(&raw_stubs_, kPushPullMethod),
+      [this, weights](int s, const grpc::ByteBuffer& r) { return ReadPull(s, r, weights); });
 }
 
 absl::Status PsClient::PushPull(const TensorList& grads, TensorList* weights) {

@@ -36,6 +36,8 @@
 #include "common/mode.h"
 #include "common/model_spec.h"
 #include "common/partition.h"
+#include "common/raw_wire.h"
+#include "grpcpp/generic/generic_stub.h"
 #include "proto/ps.grpc.pb.h"
 
 namespace ps {
@@ -121,8 +123,8 @@ class PsClient {
   PsClient() = default;
 
   // Starts one call per shard: build(s, &request) fills shard s's request,
-  // start(stub->async(), ctx, req, resp, callback) issues it, and
-  // on_reply(s, response) consumes a successful reply (may be null).
+  // start(s, ctx, req, resp, callback) issues it, and on_reply(s, response)
+  // consumes a successful reply (may be null).
   template <typename Req, typename Resp, typename Start>
   std::unique_ptr<PendingOp> FanOut(absl::Duration timeout, bool wait_for_ready,
                                     const std::function<void(int, Req*)>& build, Start start,
@@ -131,13 +133,18 @@ class PsClient {
   absl::Status CheckGrads(const TensorList& grads) const;
   void FillSlices(int shard, const TensorList& values,
                   google::protobuf::RepeatedPtrField<v1::TensorSlice>* out) const;
-  // Decodes a shard's PullResponse into `weights`, checking it against the
-  // partition, and records the shard's version.
-  absl::Status ReadPull(int shard, const v1::PullResponse& resp, TensorList* weights);
+  // Decodes a shard's raw PullResponse into `weights`, checking it against
+  // the partition, and records the shard's version.
+  absl::Status ReadPull(int shard, const grpc::ByteBuffer& resp, TensorList* weights);
+  // Where slice `r` of `values` (one vector per tensor) starts.
+  static SliceValues TensorValues(const TensorList& values);
   void Resize(TensorList* weights) const;
 
   ClientOptions options_;
   std::vector<std::unique_ptr<v1::ParameterServer::Stub>> stubs_;
+  // Same channels; for Push, Pull and PushPull on the raw path of
+  // common/raw_wire.h (gradients sent without a copy, weights copied once).
+  std::vector<std::unique_ptr<grpc::GenericStub>> raw_stubs_;
   Mode mode_ = Mode::kSync;
   float learning_rate_ = 0;
   ModelSpec spec_;
