@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Keeps ps_bench from rotting: each mode runs on tiny sizes for a moment and
+# must print its figures (as a table and as JSON). Values are not checked:
+# performance is measured by running ps_bench, never asserted in tests.
+#
+# usage: ps_bench_smoke_test.sh PS_BENCH
+set -euo pipefail
+BENCH="$1"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+out=$("$BENCH" transport --sizes=4096,65536 --seconds=0.05 --warmup=1)
+echo "$out"
+for op in push pull push_pull; do
+  [ "$(grep -c "^$op " <<<"$out")" -eq 2 ] || fail "transport table lacks two $op rows"
+done
+json=$("$BENCH" transport --sizes=4096 --seconds=0.05 --warmup=1 --clients=2 --shards=2 --json)
+echo "$json"
+/usr/bin/python3 -c '
+import json, sys
+d = json.loads(sys.argv[1])
+assert d["mode"] == "transport" and len(d["rows"]) == 3, d
+for r in d["rows"]:
+    for k in ("value", "baseline", "ratio", "p50_us", "p99_us"):
+        assert r[k] > 0, (k, r)
+' "$json"
+
+out=$("$BENCH" apply --apply_elements=100000 --seconds=0.05)
+echo "$out"
+grep -q "^sgd_apply" <<<"$out" || fail "apply table has no sgd_apply row"
+
+json=$("$BENCH" train --max_steps=20 --json)
+echo "$json"
+/usr/bin/python3 -c '
+import json, sys
+d = json.loads(sys.argv[1])
+names = [r["name"] for r in d["rows"]]
+assert d["mode"] == "train" and len(names) == 3, names
+assert names[0].startswith("standalone") and names[1].startswith("sync") and names[2].startswith("async"), names
+for r in d["rows"]:
+    assert r["value"] > 0 and 0 < r["test_accuracy"] <= 1, r
+' "$json"
+echo PASS
