@@ -338,6 +338,10 @@ absl::StatusOr<TrainRun> Distributed(const FashionMnist& data, Mode mode) {
   for (int w = 0; w < kWorkers; ++w) {
     if (!results[w].ok()) return results[w].status();
     run.samples_per_sec += results[w]->samples_per_sec;
+    if (!absl::GetFlag(FLAGS_json)) {
+      std::printf("  %s worker %d: compute %.1f s, push-pull wait %.1f s\n",
+                  ModeName(mode).c_str(), w, results[w]->compute_s, results[w]->comm_s);
+    }
   }
   run.accuracy = results[0]->test_accuracy;
   return run;

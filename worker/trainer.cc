@@ -107,7 +107,9 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   int64_t step = 0, samples_since_log = 0;
   double loss_since_log = 0;
   int64_t batches_since_log = 0;
-  absl::Duration eval_time;  // spent evaluating; not training throughput
+  absl::Duration eval_time;     // spent evaluating; not training throughput
+  absl::Duration compute_time;  // forward and backward
+  absl::Duration comm_time;     // waiting for push-pull round trips
   TrainResult result;
 
   auto log_point = [&](int epoch, bool eval) -> absl::Status {
@@ -158,9 +160,13 @@ absl::StatusOr<TrainResult> Trainer::Run() {
                   x.begin() + size_t(i) * train.features);
         y[i] = train.labels[e];
       }
+      const absl::Time compute_start = absl::Now();
       RETURN_IF_ERROR(model->SetWeights(weights));
       ASSIGN_OR_RETURN(BatchStats s, model->TrainStep(x.data(), y.data(), o.batch_size, &grads));
+      const absl::Time comm_start = absl::Now();
       RETURN_IF_ERROR(store_->PushPull(grads, &weights));
+      compute_time += comm_start - compute_start;
+      comm_time += absl::Now() - comm_start;
       ++step;
       samples_since_log += o.batch_size;
       loss_since_log += s.loss_sum / s.rows;
@@ -186,6 +192,8 @@ absl::StatusOr<TrainResult> Trainer::Run() {
     }
   }
   result.steps = step;
+  result.compute_s = absl::ToDoubleSeconds(compute_time);
+  result.comm_s = absl::ToDoubleSeconds(comm_time);
   result.final_version = store_->version();
   result.wall_s = absl::ToDoubleSeconds(end - start);
   result.samples_per_sec =

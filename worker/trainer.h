@@ -49,6 +49,8 @@ struct TrainResult {
   double test_accuracy = 0;
   double test_loss = 0;
   double wall_s = 0;
+  double compute_s = 0;              // in forward/backward
+  double comm_s = 0;                 // waiting on push-pull (communication and peers)
   TensorList weights;                // the weights after the last step
 };
 
