@@ -6,8 +6,8 @@ namespace ps {
 
 namespace {
 
-// Keeps one gradient per worker for the current step; when all W are in, sums
-// them in worker-id order (deterministic), divides by W and releases the mean.
+// Keeps one gradient per worker for the current step; when all W are in,
+// releases them in worker-id order, so the mean is summed deterministically.
 class SyncPolicy final : public ConsistencyPolicy {
  public:
   explicit SyncPolicy(int num_workers) : pending_(num_workers), received_(num_workers, false) {}
@@ -15,7 +15,8 @@ class SyncPolicy final : public ConsistencyPolicy {
   Mode mode() const override { return Mode::kSync; }
 
   absl::StatusOr<bool> OnPush(int worker_id, int64_t computed_version, int64_t current_version,
-                              std::vector<float> grad, std::vector<float>* to_apply) override {
+                              std::vector<float> grad,
+                              std::vector<std::vector<float>>* to_apply) override {
     to_apply->clear();
     if (computed_version != current_version) {
       return absl::FailedPreconditionError(absl::StrCat(
@@ -31,19 +32,10 @@ class SyncPolicy final : public ConsistencyPolicy {
     ++count_;
     if (count_ < static_cast<int>(pending_.size())) return false;
 
-    // All in: sum in worker-id order, then divide.
-    std::vector<float> sum = std::move(pending_[0]);
-    for (size_t w = 1; w < pending_.size(); ++w) {
-      const std::vector<float>& g = pending_[w];
-      for (size_t i = 0; i < sum.size(); ++i) sum[i] += g[i];
-    }
-    const float n = static_cast<float>(pending_.size());
-    for (float& v : sum) v /= n;
-    *to_apply = std::move(sum);
-    for (size_t w = 0; w < pending_.size(); ++w) {
-      pending_[w].clear();
-      received_[w] = false;
-    }
+    // All in: hand them over in worker-id order.
+    *to_apply = std::move(pending_);
+    pending_.assign(received_.size(), {});
+    received_.assign(received_.size(), false);
     count_ = 0;
     return true;
   }
@@ -68,13 +60,15 @@ class AsyncPolicy final : public ConsistencyPolicy {
   Mode mode() const override { return Mode::kAsync; }
 
   absl::StatusOr<bool> OnPush(int worker_id, int64_t computed_version, int64_t current_version,
-                              std::vector<float> grad, std::vector<float>* to_apply) override {
+                              std::vector<float> grad,
+                              std::vector<std::vector<float>>* to_apply) override {
     if (computed_version > current_version) {
       return absl::FailedPreconditionError(absl::StrCat(
           "async push from worker ", worker_id, " claims version ", computed_version,
           " but the shard is only at version ", current_version));
     }
-    *to_apply = std::move(grad);
+    to_apply->clear();
+    to_apply->push_back(std::move(grad));
     return true;
   }
 

@@ -32,13 +32,14 @@ class ConsistencyPolicy {
   //   - Error: the push is rejected and nothing changes (e.g. sync push for a
   //     step other than the current one: FAILED_PRECONDITION naming both; a
   //     second push by the same worker for the same step: ALREADY_EXISTS).
-  //   - true: apply `*to_apply` once, then version += 1. (It may be empty:
-  //     a shard that owns no elements still advances its version.)
+  //   - true: apply the mean of `*to_apply` (summed in their order, then
+  //     divided by their count) once, then version += 1. (The buffers may be
+  //     empty: a shard that owns no elements still advances its version.)
   //   - false: kept; nothing to apply yet.
   // REQUIRES: 0 <= worker_id < num_workers; grad has the shard's size.
   virtual absl::StatusOr<bool> OnPush(int worker_id, int64_t computed_version,
                                       int64_t current_version, std::vector<float> grad,
-                                      std::vector<float>* to_apply) = 0;
+                                      std::vector<std::vector<float>>* to_apply) = 0;
 
   // Workers whose gradient for the current step has not arrived (sync);
   // always empty in async mode.

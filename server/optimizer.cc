@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "common/parallel.h"
 
 namespace ps {
 namespace {
@@ -18,13 +19,58 @@ class Sgd final : public Optimizer {
     const size_t n = weights.size();
     for (size_t i = 0; i < n; ++i) w[i] -= lr * g[i];
   }
+  void ApplyMean(const std::vector<const float*>& grads, size_t begin, size_t end,
+                 float* weights_in) override {
+    float* __restrict weights = weights_in;
+    const float lr = lr_;
+    const size_t n = grads.size();
+    if (n == 1) {  // g / 1 == g exactly
+      const float* __restrict g = grads[0];
+      for (size_t i = begin; i < end; ++i) weights[i] -= lr * g[i];
+      return;
+    }
+    if ((n & (n - 1)) == 0) {
+      // Dividing by a power of two is exactly multiplying by its reciprocal,
+      // which vectorizes better.
+      const float inv = 1.0f / static_cast<float>(n);
+      if (n == 2) {
+        const float* __restrict g0 = grads[0];
+        const float* __restrict g1 = grads[1];
+        for (size_t i = begin; i < end; ++i) weights[i] -= lr * ((g0[i] + g1[i]) * inv);
+        return;
+      }
+      for (size_t i = begin; i < end; ++i) {
+        float s = grads[0][i];
+        for (size_t k = 1; k < n; ++k) s += grads[k][i];
+        weights[i] -= lr * (s * inv);
+      }
+      return;
+    }
+    const float count = static_cast<float>(n);
+    for (size_t i = begin; i < end; ++i) {
+      float s = grads[0][i];
+      for (size_t k = 1; k < n; ++k) s += grads[k][i];
+      weights[i] -= lr * (s / count);
+    }
+  }
+
   std::string name() const override { return "sgd"; }
 
  private:
   const float lr_;
 };
 
+// Applies smaller than this many elements stay on one thread.
+constexpr size_t kMinApplyChunk = 1 << 20;
+
 }  // namespace
+
+void ApplyMeanInParallel(Optimizer* optimizer, const std::vector<const float*>& grads, size_t n,
+                         float* weights) {
+  ParallelFor(n, kMinApplyChunk, [&](size_t begin, size_t end) {
+    optimizer->ApplyMean(grads, begin, end, weights);
+  });
+}
 
 absl::StatusOr<std::unique_ptr<Optimizer>> CreateOptimizer(const OptimizerOptions& options,
                                                            int64_t /*num_elements*/) {

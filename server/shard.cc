@@ -236,7 +236,7 @@ absl::StatusOr<int64_t> Shard::Push(int worker_id, int64_t computed_version,
           " has no parameters yet: worker 0 must call InitParams before anyone pushes"));
     }
     ASSIGN_OR_RETURN(std::vector<float> grad, Gather(*layout_, gradients, "push"));
-    std::vector<float> to_apply;
+    std::vector<std::vector<float>> to_apply;
     ASSIGN_OR_RETURN(const bool apply, policy_->OnPush(worker_id, computed_version, version_,
                                                        std::move(grad), &to_apply));
     workers_seen_.insert(worker_id);
@@ -254,7 +254,9 @@ absl::StatusOr<int64_t> Shard::Push(int worker_id, int64_t computed_version,
       } else {
         std::atomic_thread_fence(std::memory_order_acquire);
       }
-      optimizer_->Apply(to_apply, absl::MakeSpan(*weights_));
+      std::vector<const float*> grads;
+      for (const std::vector<float>& g : to_apply) grads.push_back(g.data());
+      ApplyMeanInParallel(optimizer_.get(), grads, weights_->size(), weights_->data());
       ++version_;
       CollectReadyLocked(&ready);
     }

@@ -263,11 +263,15 @@ absl::StatusOr<std::vector<Row>> Apply() {
       }
       return 12.0 * n * reps / absl::ToDoubleSeconds(now - start) / 1e9;
     };
+    const double axpy = rate([&] { Axpy(-1e-3f, g.data(), w.data(), n); });
     Row r;
-    r.name = absl::StrCat("sgd_apply(", (*opt)->name(), ")");
+    r.name = absl::StrCat((*opt)->name(), "_apply");  // the optimizer on one thread
     r.bytes = n;
-    r.baseline = rate([&] { Axpy(-1e-3f, g.data(), w.data(), n); });
+    r.baseline = axpy;
     r.value = rate([&] { (*opt)->Apply(g, absl::MakeSpan(w)); });
+    rows.push_back(r);
+    r.name = absl::StrCat((*opt)->name(), "_shard");  // as a shard applies: split over cores
+    r.value = rate([&] { ApplyMeanInParallel(opt->get(), {g.data()}, n, w.data()); });
     rows.push_back(r);
   }
   return rows;

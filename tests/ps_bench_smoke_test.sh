@@ -26,7 +26,7 @@ for r in d["rows"]:
 
 out=$("$BENCH" apply --apply_elements=100000 --seconds=0.05)
 echo "$out"
-grep -q "^sgd_apply" <<<"$out" || fail "apply table has no sgd_apply row"
+grep -q "^sgd_apply" <<<"$out" && grep -q "^sgd_shard" <<<"$out" || fail "apply table lacks sgd_apply and sgd_shard rows"
 
 json=$("$BENCH" train --max_steps=20 --json)
 echo "$json"
