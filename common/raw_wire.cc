@@ -263,6 +263,161 @@ grpc::ByteBuffer EncodePullResponse(int64_t version, const ModelSpec& spec,
   return w.Finish();
 }
 
+std::vector<std::vector<SliceRange>> ChunkSlices(const std::vector<SliceRange>& slices,
+                                                 size_t chunk_bytes) {
+  const int64_t chunk = std::max<int64_t>(1, static_cast<int64_t>(chunk_bytes / sizeof(float)));
+  std::vector<std::vector<SliceRange>> messages(1);
+  int64_t room = chunk;
+  for (const SliceRange& r : slices) {
+    for (int64_t done = 0; done < r.length;) {
+      if (room == 0) {
+        messages.emplace_back();
+        room = chunk;
+      }
+      SliceRange piece = r;
+      piece.offset = r.offset + done;
+      piece.flat_offset = r.flat_offset + done;
+      piece.length = std::min(room, r.length - done);
+      messages.back().push_back(piece);
+      done += piece.length;
+      room -= piece.length;
+    }
+  }
+  return messages;
+}
+
+std::vector<grpc::ByteBuffer> EncodeStreamRequests(const StreamCallHeader& h,
+                                                   const ModelSpec& spec,
+                                                   const std::vector<SliceRange>& slices,
+                                                   const SliceValues& values,
+                                                   size_t chunk_bytes) {
+  std::vector<std::vector<SliceRange>> messages =
+      h.kind == StreamCall::kPull ? std::vector<std::vector<SliceRange>>(1)
+                                  : ChunkSlices(slices, chunk_bytes);
+  std::vector<grpc::ByteBuffer> out;
+  for (size_t m = 0; m < messages.size(); ++m) {
+    ProtoWriter w;
+    w.VarintField(1, h.call_id);
+    if (m == 0) {
+      w.VarintField(2, static_cast<uint64_t>(h.kind));
+      w.VarintField(3, static_cast<uint64_t>(int64_t{h.worker_id}));
+      w.VarintField(4, static_cast<uint64_t>(h.version));
+      w.VarintField(5, static_cast<uint64_t>(h.min_version));
+      w.VarintField(6, static_cast<uint64_t>(h.wait_timeout_ms));
+    }
+    for (const SliceRange& r : messages[m]) {
+      WriteTensorSlice(&w, 7, spec[r.tensor_index], r, values(r), nullptr);
+    }
+    if (m + 1 == messages.size()) w.VarintField(8, 1);
+    out.push_back(w.Finish());
+  }
+  return out;
+}
+
+std::vector<grpc::ByteBuffer> EncodeStreamWeights(uint64_t call_id, int64_t version,
+                                                  const ModelSpec& spec,
+                                                  const std::vector<SliceRange>& slices,
+                                                  const SliceValues& values,
+                                                  std::shared_ptr<const void> owner,
+                                                  size_t chunk_bytes) {
+  std::vector<std::vector<SliceRange>> messages = ChunkSlices(slices, chunk_bytes);
+  std::vector<grpc::ByteBuffer> out;
+  for (size_t m = 0; m < messages.size(); ++m) {
+    ProtoWriter w;
+    w.VarintField(1, call_id);
+    w.VarintField(2, static_cast<uint64_t>(version));
+    for (const SliceRange& r : messages[m]) {
+      WriteTensorSlice(&w, 3, spec[r.tensor_index], r, values(r), owner);
+    }
+    if (m + 1 == messages.size()) w.VarintField(4, 1);
+    out.push_back(w.Finish());
+  }
+  return out;
+}
+
+grpc::ByteBuffer EncodeStreamDone(uint64_t call_id, int64_t version, const absl::Status& status) {
+  ProtoWriter w;
+  w.VarintField(1, call_id);
+  w.VarintField(2, static_cast<uint64_t>(version));
+  w.VarintField(4, 1);
+  if (!status.ok()) {
+    w.VarintField(5, static_cast<uint64_t>(static_cast<int64_t>(status.code())));
+    w.BytesField(6, status.message());
+  }
+  return w.Finish();
+}
+
+absl::Status DecodeStreamRequest(const Pieces& bytes, RawStreamRequest* out) {
+  ProtoReader r(bytes);
+  while (!r.done()) {
+    int field, wt;
+    uint64_t v;
+    if (!r.ReadTag(&field, &wt)) return Malformed("StreamRequest", "bad tag");
+    if (field == 7 && wt == 2) {
+      Pieces p;
+      if (!r.ReadVarint(&v) || !r.ReadPieces(v, &p)) {
+        return Malformed("StreamRequest", "truncated gradient");
+      }
+      out->gradients.emplace_back();
+      if (absl::Status s = ReadTensorSlice(p, &out->gradients.back()); !s.ok()) return s;
+    } else if (field >= 1 && field <= 8 && wt == 0) {
+      if (!r.ReadVarint(&v)) return Malformed("StreamRequest", "bad varint");
+      StreamCallHeader& h = out->header;
+      switch (field) {
+        case 1: h.call_id = v; break;
+        case 2:
+          if (v > 2) return Malformed("StreamRequest", absl::StrCat("unknown call kind ", v));
+          h.kind = static_cast<StreamCall>(v);
+          break;
+        case 3: h.worker_id = static_cast<int32_t>(v); break;
+        case 4: h.version = static_cast<int64_t>(v); break;
+        case 5: h.min_version = static_cast<int64_t>(v); break;
+        case 6: h.wait_timeout_ms = static_cast<int64_t>(v); break;
+        case 8: out->last = v != 0; break;
+        default: break;
+      }
+    } else if (!r.SkipField(wt)) {
+      return Malformed("StreamRequest", absl::StrCat("bad field ", field));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DecodeStreamResponse(const Pieces& bytes, RawStreamResponse* out) {
+  ProtoReader r(bytes);
+  int64_t code = 0;
+  std::string message;
+  while (!r.done()) {
+    int field, wt;
+    uint64_t v;
+    if (!r.ReadTag(&field, &wt)) return Malformed("StreamResponse", "bad tag");
+    if (field == 3 && wt == 2) {
+      Pieces p;
+      if (!r.ReadVarint(&v) || !r.ReadPieces(v, &p)) {
+        return Malformed("StreamResponse", "truncated weights");
+      }
+      out->weights.emplace_back();
+      if (absl::Status s = ReadTensorSlice(p, &out->weights.back()); !s.ok()) return s;
+    } else if (field == 6 && wt == 2) {
+      if (!r.ReadVarint(&v) || !r.ReadString(v, &message)) {
+        return Malformed("StreamResponse", "bad error message");
+      }
+    } else if (field >= 1 && field <= 5 && wt == 0) {
+      if (!r.ReadVarint(&v)) return Malformed("StreamResponse", "bad varint");
+      if (field == 1) out->call_id = v;
+      if (field == 2) out->version = static_cast<int64_t>(v);
+      if (field == 4) out->last = v != 0;
+      if (field == 5) code = static_cast<int64_t>(v);
+    } else if (!r.SkipField(wt)) {
+      return Malformed("StreamResponse", absl::StrCat("bad field ", field));
+    }
+  }
+  if (code != 0) {
+    out->status = absl::Status(static_cast<absl::StatusCode>(code), message);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status DecodePushRequest(const Pieces& bytes, RawPush* out) {
   ProtoReader r(bytes);
   while (!r.done()) {

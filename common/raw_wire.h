@@ -150,6 +150,66 @@ grpc::ByteBuffer EncodePullResponse(int64_t version, const ModelSpec& spec,
                                     const std::vector<SliceRange>& slices,
                                     const SliceValues& values, std::shared_ptr<const void> owner);
 
+// ---- The streaming transport (StreamRequest / StreamResponse).
+
+// Call kinds, as CallKind in proto/ps.proto.
+enum class StreamCall { kPush = 0, kPull = 1, kPushPull = 2 };
+
+// Chunk size of the streaming transport: tensors are cut into sub-ranges of
+// at most this many bytes, packed into messages of about this size.
+inline constexpr size_t kStreamChunkBytes = 1 << 20;
+
+struct StreamCallHeader {
+  uint64_t call_id = 0;
+  StreamCall kind = StreamCall::kPush;
+  int worker_id = 0;
+  int64_t version = 0;
+  int64_t min_version = 0;
+  int64_t wait_timeout_ms = 0;
+};
+
+// The messages of one call: the header in the first, the gradient chunks of
+// `slices` (push kinds; none for kPull), `last` on the final one.
+std::vector<grpc::ByteBuffer> EncodeStreamRequests(const StreamCallHeader& header,
+                                                   const ModelSpec& spec,
+                                                   const std::vector<SliceRange>& slices,
+                                                   const SliceValues& values,
+                                                   size_t chunk_bytes = kStreamChunkBytes);
+
+// The weights of `slices` as chunked responses to `call_id`; `owner` keeps
+// the values alive until sent.
+std::vector<grpc::ByteBuffer> EncodeStreamWeights(uint64_t call_id, int64_t version,
+                                                  const ModelSpec& spec,
+                                                  const std::vector<SliceRange>& slices,
+                                                  const SliceValues& values,
+                                                  std::shared_ptr<const void> owner,
+                                                  size_t chunk_bytes = kStreamChunkBytes);
+
+// A call's single last response: its version, or its error.
+grpc::ByteBuffer EncodeStreamDone(uint64_t call_id, int64_t version, const absl::Status& status);
+
+struct RawStreamRequest {
+  StreamCallHeader header;
+  std::vector<RawTensorSlice> gradients;
+  bool last = false;
+};
+
+struct RawStreamResponse {
+  uint64_t call_id = 0;
+  int64_t version = 0;
+  std::vector<RawTensorSlice> weights;
+  bool last = false;
+  absl::Status status;  // from error_code / error_message
+};
+
+absl::Status DecodeStreamRequest(const Pieces& bytes, RawStreamRequest* out);
+absl::Status DecodeStreamResponse(const Pieces& bytes, RawStreamResponse* out);
+
+// Cuts `slices` into sub-ranges of at most `chunk_bytes` (flat_offset kept
+// consistent), grouped into messages of about `chunk_bytes` each.
+std::vector<std::vector<SliceRange>> ChunkSlices(const std::vector<SliceRange>& slices,
+                                                 size_t chunk_bytes);
+
 // Decoders; INVALID_ARGUMENT naming the message for malformed bytes. The
 // decoded data views `bytes`, which must outlive the result.
 absl::Status DecodePushRequest(const Pieces& bytes, RawPush* out);

@@ -6,6 +6,7 @@
 #include "absl/time/time.h"
 #include "common/raw_wire.h"
 #include "common/wire.h"
+#include "server/stream_reactor.h"
 
 namespace ps {
 namespace {
@@ -202,6 +203,11 @@ grpc::ServerUnaryReactor* ParameterServerService::PushPull(grpc::CallbackServerC
   }
   PullAndFinish(shard_, pull, resp, reactor);
   return reactor;
+}
+
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ParameterServerService::Stream(
+    grpc::CallbackServerContext* /*ctx*/) {
+  return NewStreamReactor(shard_);
 }
 
 grpc::ServerUnaryReactor* ParameterServerService::GetStatus(grpc::CallbackServerContext* ctx,

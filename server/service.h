@@ -21,10 +21,16 @@
 
 namespace ps {
 
-using ParameterServerBase = v1::ParameterServer::WithRawCallbackMethod_Push<
-    v1::ParameterServer::WithRawCallbackMethod_Pull<
-        v1::ParameterServer::WithRawCallbackMethod_PushPull<
-            v1::ParameterServer::CallbackService>>>;
+// Typed callback methods for the small calls, raw ones for those carrying
+// tensors.
+using ParameterServerBase = v1::ParameterServer::WithCallbackMethod_Register<
+    v1::ParameterServer::WithCallbackMethod_InitParams<
+        v1::ParameterServer::WithCallbackMethod_GetStatus<
+            v1::ParameterServer::WithRawCallbackMethod_Push<
+                v1::ParameterServer::WithRawCallbackMethod_Pull<
+                    v1::ParameterServer::WithRawCallbackMethod_PushPull<
+                        v1::ParameterServer::WithRawCallbackMethod_Stream<
+                            v1::ParameterServer::Service>>>>>>>;
 
 class ParameterServerService final : public ParameterServerBase {
  public:
@@ -46,6 +52,9 @@ class ParameterServerService final : public ParameterServerBase {
   grpc::ServerUnaryReactor* PushPull(grpc::CallbackServerContext* ctx,
                                      const grpc::ByteBuffer* req,
                                      grpc::ByteBuffer* resp) override;
+  // Raw: the streaming transport (server/stream_reactor.h).
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Stream(
+      grpc::CallbackServerContext* ctx) override;
   grpc::ServerUnaryReactor* GetStatus(grpc::CallbackServerContext* ctx,
                                       const v1::StatusRequest* req,
                                       v1::StatusResponse* resp) override;

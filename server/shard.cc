@@ -223,19 +223,43 @@ uint64_t Shard::Init(int worker_id, const ModelSpec& spec, const std::vector<Sli
   return 0;
 }
 
+absl::Status Shard::NotInitializedError() const {
+  return absl::FailedPreconditionError(
+      absl::StrCat("shard ", options_.shard_id,
+                   " has no parameters yet: worker 0 must call InitParams before anyone pushes"));
+}
+
 absl::StatusOr<int64_t> Shard::Push(int worker_id, int64_t computed_version,
                                     const std::vector<SliceData>& gradients) {
+  RETURN_IF_ERROR(CheckWorker(worker_id));
+  std::shared_ptr<const ShardLayout> layout;
+  {
+    absl::MutexLock l(&mu_);
+    if (!initialized_) return NotInitializedError();
+    layout = layout_;
+  }
+  ASSIGN_OR_RETURN(std::vector<float> grad, Gather(*layout, gradients, "push"));
+  return PushFlat(worker_id, computed_version, layout, std::move(grad));
+}
+
+absl::StatusOr<int64_t> Shard::PushFlat(int worker_id, int64_t computed_version,
+                                        const std::shared_ptr<const ShardLayout>& layout,
+                                        std::vector<float> grad) {
   RETURN_IF_ERROR(CheckWorker(worker_id));
   std::vector<std::pair<SnapshotCallback, WeightsSnapshot>> ready;
   int64_t version;
   {
     absl::MutexLock l(&mu_);
-    if (!initialized_) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "shard ", options_.shard_id,
-          " has no parameters yet: worker 0 must call InitParams before anyone pushes"));
+    if (!initialized_) return NotInitializedError();
+    if (layout != layout_) {
+      return absl::AbortedError(absl::StrCat(
+          "shard ", options_.shard_id, "'s parameters were replaced during the push; retry"));
     }
-    ASSIGN_OR_RETURN(std::vector<float> grad, Gather(*layout_, gradients, "push"));
+    if (static_cast<int64_t>(grad.size()) != layout_->num_elements) {
+      return absl::InvalidArgumentError(absl::StrCat("push has ", grad.size(),
+                                                     " elements, shard ", options_.shard_id,
+                                                     " owns ", layout_->num_elements));
+    }
     std::vector<std::vector<float>> to_apply;
     ASSIGN_OR_RETURN(const bool apply, policy_->OnPush(worker_id, computed_version, version_,
                                                        std::move(grad), &to_apply));

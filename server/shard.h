@@ -143,6 +143,13 @@ class Shard {
   absl::StatusOr<int64_t> Push(int worker_id, int64_t computed_version,
                                const std::vector<SliceData>& gradients);
 
+  // Push with the gradient already in flat layout order: `layout` is the
+  // shard's Layout() the caller assembled `grad` for. ABORTED if the
+  // parameters were replaced (restored) since.
+  absl::StatusOr<int64_t> PushFlat(int worker_id, int64_t computed_version,
+                                   const std::shared_ptr<const ShardLayout>& layout,
+                                   std::vector<float> grad);
+
   // Calls `done` with the weights once the shard is initialized and at
   // version >= min_version, or with DEADLINE_EXCEEDED after `wait` (0 = the
   // default wait) naming the workers that have not pushed. Runs exactly once,
@@ -180,6 +187,7 @@ class Shard {
   explicit Shard(const ShardOptions& options, std::unique_ptr<Optimizer> optimizer);
 
   absl::Status CheckWorker(int worker_id) const;
+  absl::Status NotInitializedError() const;
   std::shared_ptr<const ShardLayout> MakeLayout(const ModelSpec& spec) const;
   // Decodes `slices` (every slice of `p` exactly once) into one flat buffer.
   absl::StatusOr<std::vector<float>> Gather(const ShardLayout& p,
