@@ -41,6 +41,8 @@ ABSL_FLAG(int, shards, 1, "transport: number of in-process server shards (S).");
 ABSL_FLAG(int, clients, 1, "transport: number of client threads (W), one connection each.");
 ABSL_FLAG(double, seconds, 1.0, "transport/apply: seconds to measure each figure.");
 ABSL_FLAG(int, warmup, 3, "transport: untimed operations per client before measuring.");
+ABSL_FLAG(std::string, transports, "stream,unary",
+          "transport: client transports to measure (stream and/or unary).");
 ABSL_FLAG(std::string, apply_elements, "1048576,16777216",
           "apply: shard sizes in float32 elements.");
 ABSL_FLAG(int, epochs, 3, "train: epochs for each configuration.");
@@ -192,43 +194,55 @@ absl::StatusOr<std::vector<Row>> Transport() {
       servers.push_back(*std::move(server));
     }
     const ModelSpec spec = {{"payload", {floats}}};
-    std::vector<std::unique_ptr<PsClient>> clients;
-    for (int w = 0; w < W; ++w) {
-      ClientOptions co;
-      co.servers = addresses;
-      co.worker_id = w;
-      co.num_workers = W;
-      auto c = PsClient::Connect(co);
-      if (!c.ok()) return c.status();
-      clients.push_back(*std::move(c));
-    }
-    TensorList init = {std::vector<float>(floats, 0.5f)};
-    for (int w = 0; w < W; ++w) {
-      absl::Status s = clients[w]->Init(spec, w == 0 ? &init : nullptr);
-      if (!s.ok()) return s;
-    }
     struct Case {
       const char* name;
       Op op;
       RawPattern raw;
       int64_t bytes;  // payload bytes moved per op
     };
-    for (const Case& c : {Case{"push", Op::kPush, RawPattern::kSend, size},
-                          Case{"pull", Op::kPull, RawPattern::kFetch, size},
-                          Case{"push_pull", Op::kPushPull, RawPattern::kExchange, 2 * size}}) {
-      auto raw = RunRawTcp(c.raw, size, W, warmup, duration);
-      if (!raw.ok()) return raw.status();
-      auto ps = RunPsOps(c.op, clients, floats, warmup, duration);
-      if (!ps.ok()) return ps.status();
-      Row r;
-      r.name = c.name;
-      r.bytes = size;
-      r.value = GBps(c.bytes, *ps);
-      r.baseline = GBps(c.bytes, *raw);
-      r.p50_us = Percentile(ps->latencies, 0.5);
-      r.p99_us = Percentile(ps->latencies, 0.99);
-      r.baseline_p50_us = Percentile(raw->latencies, 0.5);
-      rows.push_back(r);
+    const Case cases[] = {{"push", Op::kPush, RawPattern::kSend, size},
+                          {"pull", Op::kPull, RawPattern::kFetch, size},
+                          {"push_pull", Op::kPushPull, RawPattern::kExchange, 2 * size}};
+    std::vector<OpTimings> raw;
+    for (const Case& c : cases) {
+      auto r = RunRawTcp(c.raw, size, W, warmup, duration);
+      if (!r.ok()) return r.status();
+      raw.push_back(*std::move(r));
+    }
+    for (absl::string_view transport_name :
+         absl::StrSplit(absl::GetFlag(FLAGS_transports), ',', absl::SkipWhitespace())) {
+      auto transport = ParseTransport(transport_name);
+      if (!transport.ok()) return transport.status();
+      std::vector<std::unique_ptr<PsClient>> clients;
+      for (int w = 0; w < W; ++w) {
+        ClientOptions co;
+        co.servers = addresses;
+        co.worker_id = w;
+        co.num_workers = W;
+        co.transport = *transport;
+        auto c = PsClient::Connect(co);
+        if (!c.ok()) return c.status();
+        clients.push_back(*std::move(c));
+      }
+      TensorList init = {std::vector<float>(floats, 0.5f)};
+      for (int w = 0; w < W; ++w) {
+        absl::Status s = clients[w]->Init(spec, w == 0 ? &init : nullptr);
+        if (!s.ok()) return s;
+      }
+      for (size_t i = 0; i < 3; ++i) {
+        const Case& c = cases[i];
+        auto ps = RunPsOps(c.op, clients, floats, warmup, duration);
+        if (!ps.ok()) return ps.status();
+        Row r;
+        r.name = absl::StrCat(c.name, "/", transport_name);
+        r.bytes = size;
+        r.value = GBps(c.bytes, *ps);
+        r.baseline = GBps(c.bytes, raw[i]);
+        r.p50_us = Percentile(ps->latencies, 0.5);
+        r.p99_us = Percentile(ps->latencies, 0.99);
+        r.baseline_p50_us = Percentile(raw[i].latencies, 0.5);
+        rows.push_back(r);
+      }
     }
   }
   return rows;
@@ -377,10 +391,10 @@ absl::StatusOr<std::vector<Row>> Train() {
 
 void PrintTable(const std::string& section, const std::vector<Row>& rows) {
   if (section == "transport") {
-    std::printf("%-10s %8s %10s %10s %7s %10s %10s %10s\n", "op", "payload", "GB/s",
+    std::printf("%-16s %8s %10s %10s %7s %10s %10s %10s\n", "op/transport", "payload", "GB/s",
                 "tcp GB/s", "ratio", "p50 us", "p99 us", "tcp p50");
     for (const Row& r : rows) {
-      std::printf("%-10s %8s %10.3f %10.3f %7.2f %10.1f %10.1f %10.1f\n", r.name.c_str(),
+      std::printf("%-16s %8s %10.3f %10.3f %7.2f %10.1f %10.1f %10.1f\n", r.name.c_str(),
                   HumanBytes(r.bytes).c_str(), r.value, r.baseline, r.value / r.baseline,
                   r.p50_us, r.p99_us, r.baseline_p50_us);
     }

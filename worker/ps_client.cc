@@ -51,7 +51,7 @@ PendingOp::PendingOp() = default;
 PendingOp::~PendingOp() {
   absl::MutexLock l(&mu_);
   if (outstanding_ > 0) {
-    for (auto& c : calls_) c->ctx.TryCancel();
+    for (auto& cancel : cancels_) cancel();
     // Cancelled calls complete promptly; their callbacks reference this object.
     mu_.Await(absl::Condition(
         +[](int* n) { return *n == 0; }, &outstanding_));
@@ -71,8 +71,8 @@ absl::Status PendingOp::Wait() {
   absl::MutexLock l(&mu_);
   auto all_done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return outstanding_ == 0; };
   if (!mu_.AwaitWithDeadline(absl::Condition(&all_done), deadline_)) {
-    // gRPC enforces each call's deadline, so this is a safety net only.
-    for (auto& c : calls_) c->ctx.TryCancel();
+    // Unary calls carry their own deadline, so this matters for stream calls.
+    for (auto& cancel : cancels_) cancel();
     mu_.Await(absl::Condition(&all_done));
   }
   return status_;
@@ -94,6 +94,7 @@ std::unique_ptr<PendingOp> PsClient::FanOut(absl::Duration timeout, bool wait_fo
   for (int s = 0; s < S; ++s) {
     op->calls_.push_back(std::make_unique<PendingOp::Call>());
     PendingOp::Call* call = op->calls_.back().get();
+    op->cancels_.push_back([call] { call->ctx.TryCancel(); });
     auto req = std::make_shared<Req>();
     build(s, req.get());
     auto resp = std::make_shared<Resp>();
@@ -130,6 +131,8 @@ absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Connect(const ClientOptions&
     c->raw_stubs_.push_back(std::make_unique<grpc::GenericStub>(channel));
   }
   c->shard_version_.assign(S, 0);
+  c->streams_.resize(S);
+  c->last_call_id_.assign(S, 0);
 
   std::vector<v1::RegisterResponse> replies(S);
   absl::Status st =
@@ -234,6 +237,14 @@ absl::Status PsClient::Init(const ModelSpec& spec, const TensorList* initial) {
   RETURN_IF_ERROR(ValidateModelSpec(spec));
   spec_ = spec;
   partition_ = PartitionModel(spec_, num_shards());
+  owned_.assign(num_shards(), std::vector<int>(spec_.size(), -1));
+  for (int s = 0; s < num_shards(); ++s) {
+    for (size_t i = 0; i < partition_[s].size(); ++i) {
+      owned_[s][partition_[s][i].tensor_index] = static_cast<int>(i);
+    }
+  }
+  tensor_index_.clear();
+  for (size_t i = 0; i < spec_.size(); ++i) tensor_index_[spec_[i].name] = static_cast<int>(i);
   absl::Status status = initial != nullptr ? CheckGrads(*initial) : absl::OkStatus();
   if (status.ok()) {
     status = FanOut<v1::InitRequest, v1::InitResponse>(
@@ -267,6 +278,9 @@ std::unique_ptr<PendingOp> PsClient::PullAsync(int64_t min_version, TensorList* 
     return PendingOp::Failed(absl::FailedPreconditionError("Init must be called first"));
   }
   Resize(weights);
+  if (options_.transport == ClientOptions::Transport::kStream) {
+    return StreamFanOut(StreamCall::kPull, nullptr, weights, min_version);
+  }
   return FanOut<grpc::ByteBuffer, grpc::ByteBuffer>(
       options_.wait_timeout + options_.rpc_timeout, false,
       [this, min_version](int, grpc::ByteBuffer* req) {
@@ -286,6 +300,9 @@ absl::Status PsClient::Pull(int64_t min_version, TensorList* weights) {
 
 absl::Status PsClient::Push(const TensorList& grads) {
   RETURN_IF_ERROR(CheckGrads(grads));
+  if (options_.transport == ClientOptions::Transport::kStream) {
+    return StreamFanOut(StreamCall::kPush, &grads, nullptr, 0)->Wait();
+  }
   return FanOut<grpc::ByteBuffer, grpc::ByteBuffer>(
              options_.rpc_timeout, false,
              [this, &grads](int s, grpc::ByteBuffer* req) {
@@ -301,6 +318,10 @@ std::unique_ptr<PendingOp> PsClient::PushPullAsync(const TensorList& grads,
                                                    TensorList* weights) {
   if (absl::Status s = CheckGrads(grads); !s.ok()) return PendingOp::Failed(s);
   Resize(weights);
+  if (options_.transport == ClientOptions::Transport::kStream) {
+    // Sync: all shards are at the same step; -1 asks for each shard's next.
+    return StreamFanOut(StreamCall::kPushPull, &grads, weights, mode_ == Mode::kSync ? -1 : 0);
+  }
   return FanOut<grpc::ByteBuffer, grpc::ByteBuffer>(
       options_.wait_timeout + options_.rpc_timeout, false,
       [this, &grads](int s, grpc::ByteBuffer* req) {
@@ -315,6 +336,91 @@ std::unique_ptr<PendingOp> PsClient::PushPullAsync(const TensorList& grads,
 
 absl::Status PsClient::PushPull(const TensorList& grads, TensorList* weights) {
   return PushPullAsync(grads, weights)->Wait();
+}
+
+PsClient::~PsClient() = default;
+
+absl::StatusOr<ClientOptions::Transport> ParseTransport(absl::string_view text) {
+  if (text == "stream") return ClientOptions::Transport::kStream;
+  if (text == "unary") return ClientOptions::Transport::kUnary;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown transport '", text, "': expected 'stream' or 'unary'"));
+}
+
+ShardStream* PsClient::StreamTo(int shard) {
+  std::unique_ptr<ShardStream>& st = streams_[shard];
+  if (st == nullptr || st->broken()) {
+    st.reset();  // waits for the broken one to wind down
+    st = std::make_unique<ShardStream>(raw_stubs_[shard].get());
+  }
+  return st.get();
+}
+
+absl::Status PsClient::ReadStreamChunk(int shard, const RawStreamResponse& r, TensorList* weights,
+                                       int64_t* received) {
+  for (const RawTensorSlice& s : r.weights) {
+    auto it = tensor_index_.find(s.name);
+    const int owned = it == tensor_index_.end() ? -1 : owned_[shard][it->second];
+    if (owned < 0) {
+      return absl::InternalError(
+          absl::StrCat("pulled tensor '", s.name, "' that this shard does not own"));
+    }
+    const SliceRange& range = partition_[shard][owned];
+    if (s.offset < range.offset || s.length < 0 ||
+        s.offset + s.length > range.offset + range.length) {
+      return absl::InternalError(absl::StrCat("pulled chunk [", s.offset, ", ",
+                                              s.offset + s.length, ") of '", s.name,
+                                              "' outside the shard's range"));
+    }
+    RETURN_IF_ERROR(DecodeFloatPieces(
+        s.data, absl::MakeSpan((*weights)[it->second]).subspan(s.offset, s.length),
+        absl::StrCat("pulled tensor '", s.name, "'")));
+    *received += s.length;
+  }
+  if (r.last) shard_version_[shard] = r.version;
+  return absl::OkStatus();
+}
+
+std::unique_ptr<PendingOp> PsClient::StreamFanOut(StreamCall kind, const TensorList* grads,
+                                                  TensorList* weights, int64_t min_version) {
+  const int S = num_shards();
+  std::unique_ptr<PendingOp> op(new PendingOp());
+  const absl::Time deadline = absl::Now() + options_.wait_timeout + options_.rpc_timeout;
+  op->deadline_ = deadline;
+  {
+    absl::MutexLock l(&op->mu_);
+    op->outstanding_ = S;
+  }
+  for (int s = 0; s < S; ++s) {
+    ShardStream* stream = StreamTo(s);
+    StreamCallHeader h;
+    h.call_id = ++last_call_id_[s];
+    h.kind = kind;
+    h.worker_id = options_.worker_id;
+    h.version = shard_version_[s];
+    h.min_version = min_version < 0 ? shard_version_[s] + 1 : min_version;
+    h.wait_timeout_ms = absl::ToInt64Milliseconds(options_.wait_timeout);
+    std::vector<grpc::ByteBuffer> requests = EncodeStreamRequests(
+        h, spec_, partition_[s], grads != nullptr ? TensorValues(*grads) : SliceValues());
+    op->cancels_.push_back([stream] { stream->Cancel(); });
+    auto received = std::make_shared<int64_t>(0);
+    const int64_t expected = SliceElements(partition_[s]);
+    stream->Call(
+        h.call_id, std::move(requests),
+        [this, s, weights, received](const RawStreamResponse& r) {
+          return weights == nullptr ? absl::OkStatus()
+                                    : ReadStreamChunk(s, r, weights, received.get());
+        },
+        [op = op.get(), s, kind, received, expected,
+         address = options_.servers[s]](absl::Status st) {
+          if (st.ok() && kind != StreamCall::kPush && *received != expected) {
+            st = absl::InternalError(absl::StrCat("pull returned ", *received, " of ", expected,
+                                                  " elements"));
+          }
+          op->Done(s, address, st);
+        });
+  }
+  return op;
 }
 
 int64_t PsClient::version() const {

@@ -36,7 +36,10 @@
 #include "common/mode.h"
 #include "common/model_spec.h"
 #include "common/partition.h"
+#include <unordered_map>
+
 #include "common/raw_wire.h"
+#include "worker/shard_stream.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "proto/ps.grpc.pb.h"
 
@@ -53,7 +56,16 @@ struct ClientOptions {
   // How long a pull may wait for other workers (sync) or for worker 0's init.
   // The server answers DEADLINE_EXCEEDED naming the missing workers past it.
   absl::Duration wait_timeout = absl::Seconds(120);
+  // How Push, Pull and PushPull travel:
+  //   kStream: one long-lived stream per shard, tensors in ~1 MB chunks that
+  //            are copied (and applied) while the next is on the wire;
+  //   kUnary:  one unary call per shard per operation.
+  enum class Transport { kStream, kUnary };
+  Transport transport = Transport::kStream;
 };
+
+// "stream" / "unary"; INVALID_ARGUMENT otherwise.
+absl::StatusOr<ClientOptions::Transport> ParseTransport(absl::string_view text);
 
 // A call in flight on every shard. Wait() returns once all shards answered or
 // their deadlines passed: OK, or the first error, naming the shard.
@@ -77,7 +89,8 @@ class PendingOp {
   int outstanding_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status status_ ABSL_GUARDED_BY(mu_);
   absl::Time deadline_;  // latest call deadline, plus a margin
-  std::vector<std::unique_ptr<Call>> calls_;
+  std::vector<std::unique_ptr<Call>> calls_;     // unary calls
+  std::vector<std::function<void()>> cancels_;   // one per call in flight
 };
 
 class PsClient {
@@ -90,6 +103,7 @@ class PsClient {
 
   PsClient(const PsClient&) = delete;
   PsClient& operator=(const PsClient&) = delete;
+  ~PsClient();  // closes the streams
 
   Mode mode() const { return mode_; }
   int num_shards() const { return static_cast<int>(stubs_.size()); }
@@ -130,6 +144,15 @@ class PsClient {
                                     const std::function<void(int, Req*)>& build, Start start,
                                     std::function<absl::Status(int, const Resp&)> on_reply);
 
+  // One call of `kind` per shard on the streams; `grads` is null for pulls.
+  std::unique_ptr<PendingOp> StreamFanOut(StreamCall kind, const TensorList* grads,
+                                          TensorList* weights, int64_t min_version);
+  // The shard's stream, reopened if it broke.
+  ShardStream* StreamTo(int shard);
+  // Copies a stream response's weight chunks into `weights`; counts elements.
+  absl::Status ReadStreamChunk(int shard, const RawStreamResponse& r, TensorList* weights,
+                               int64_t* received);
+
   absl::Status CheckGrads(const TensorList& grads) const;
   void FillSlices(int shard, const TensorList& values,
                   google::protobuf::RepeatedPtrField<v1::TensorSlice>* out) const;
@@ -149,6 +172,11 @@ class PsClient {
   float learning_rate_ = 0;
   ModelSpec spec_;
   std::vector<std::vector<SliceRange>> partition_;  // by shard
+  // owned_[shard][tensor index] = index into partition_[shard], or -1.
+  std::vector<std::vector<int>> owned_;
+  std::unordered_map<std::string, int> tensor_index_;  // name -> spec index
+  std::vector<std::unique_ptr<ShardStream>> streams_;  // by shard; opened lazily
+  std::vector<uint64_t> last_call_id_;                 // by shard
   // Per shard, the version of the weights last pulled. Written by reply
   // callbacks of distinct shards, read by the training thread after Wait().
   std::vector<int64_t> shard_version_;
