@@ -29,7 +29,9 @@ TensorList Gradient(int w, int k) {
   return g;
 }
 
-TEST(Async, ConcurrentPushesAreAllAppliedExactlyOnce) {
+class Async : public ::testing::TestWithParam<ClientOptions::Transport> {};
+
+TEST_P(Async, ConcurrentPushesAreAllAppliedExactlyOnce) {
   TestCluster cluster(kShards, kWorkers, Mode::kAsync, kLr);
   TensorList init;
   for (const TensorSpec& t : kSpec) {
@@ -42,7 +44,7 @@ TEST(Async, ConcurrentPushesAreAllAppliedExactlyOnce) {
   std::vector<std::thread> threads;
   for (int w = 0; w < kWorkers; ++w) {
     threads.emplace_back([&, w] {
-      auto client = cluster.Connect(w, kWorkers);
+      auto client = cluster.Connect(w, kWorkers, GetParam());
       if (!client.ok()) {
         status[w] = client.status();
         return;
@@ -86,6 +88,14 @@ TEST(Async, ConcurrentPushesAreAllAppliedExactlyOnce) {
   EXPECT_EQ(final_weights, expected);
   EXPECT_NE(final_weights, init);
 }
+
+INSTANTIATE_TEST_SUITE_P(Transports, Async,
+                         ::testing::Values(ClientOptions::Transport::kStream,
+                                           ClientOptions::Transport::kUnary),
+                         [](const auto& info) {
+                           return info.param == ClientOptions::Transport::kStream ? "stream"
+                                                                                  : "unary";
+                         });
 
 }  // namespace
 }  // namespace ps

@@ -28,7 +28,7 @@ for flag in listen port_file shard_id num_shards num_workers mode lr pull_timeou
   expect "ps_server --help lists --$flag" 1 "--$flag \(" "$SERVER" --help
 done
 for flag in servers worker_id num_workers standalone model hidden dataset_dir batch_size \
-            epochs max_steps seed shuffle eval_every metrics_file save_model; do
+            epochs max_steps seed shuffle eval_every metrics_file save_model transport; do
   expect "ps_worker --help lists --$flag" 1 "--$flag \(" "$WORKER" --help
 done
 expect "ps_ctl --help names its commands" 1 "ps_ctl status" "$CTL" --help
@@ -49,6 +49,8 @@ expect "worker without a GPU build rejects --device=cuda" 1 "built without CUDA"
   "$WORKER" --standalone --device=cuda --max_steps=1
 expect "worker gives up on unreachable servers" 1 "cannot register.*127.0.0.1:1" \
   "$WORKER" --servers=127.0.0.1:1 --connect_timeout=1 --max_steps=1
+expect "worker rejects an unknown transport" 1 "unknown transport .carrier-pigeon." \
+  "$WORKER" --servers=127.0.0.1:1 --transport=carrier-pigeon
 expect "ps_ctl reports an unreachable server" 1 "127.0.0.1:1" \
   "$CTL" status --servers=127.0.0.1:1 --timeout=1
 expect "ps_ctl rejects an unknown command" 2 "usage: ps_ctl" "$CTL" frobnicate --servers=x:1

@@ -11,14 +11,17 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 out=$("$BENCH" transport --sizes=4096,65536 --seconds=0.05 --warmup=1)
 echo "$out"
 for op in push pull push_pull; do
-  [ "$(grep -c "^$op " <<<"$out")" -eq 2 ] || fail "transport table lacks two $op rows"
+  for transport in stream unary; do
+    [ "$(grep -c "^$op/$transport " <<<"$out")" -eq 2 ] ||
+      fail "transport table lacks two $op/$transport rows"
+  done
 done
 json=$("$BENCH" transport --sizes=4096 --seconds=0.05 --warmup=1 --clients=2 --shards=2 --json)
 echo "$json"
 /usr/bin/python3 -c '
 import json, sys
 d = json.loads(sys.argv[1])
-assert d["mode"] == "transport" and len(d["rows"]) == 3, d
+assert d["mode"] == "transport" and len(d["rows"]) == 6, d
 for r in d["rows"]:
     for k in ("value", "baseline", "ratio", "p50_us", "p99_us"):
         assert r[k] > 0, (k, r)

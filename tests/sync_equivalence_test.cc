@@ -51,7 +51,9 @@ double MaxAbsDiff(const TensorList& a, const TensorList& b) {
   return m;
 }
 
-TEST(SyncEquivalence, FourWorkersTwoShardsMatchSingleProcessSgd) {
+class SyncEquivalence : public ::testing::TestWithParam<ClientOptions::Transport> {};
+
+TEST_P(SyncEquivalence, FourWorkersTwoShardsMatchSingleProcessSgd) {
   const FashionMnist& data = Data();
   ASSERT_GT(data.train.size, 0);
 
@@ -74,7 +76,7 @@ TEST(SyncEquivalence, FourWorkersTwoShardsMatchSingleProcessSgd) {
         results[w] = backend.status();
         return;
       }
-      auto client = cluster.Connect(w, kWorkers);
+      auto client = cluster.Connect(w, kWorkers, GetParam());
       if (!client.ok()) {
         results[w] = client.status();
         return;
@@ -104,6 +106,14 @@ TEST(SyncEquivalence, FourWorkersTwoShardsMatchSingleProcessSgd) {
   EXPECT_GT(MaxAbsDiff(expected->weights, (*model)->InitialValues(42)), 1e-3);
   std::cout << "max |sync - single process| = " << diff << std::endl;
 }
+
+INSTANTIATE_TEST_SUITE_P(Transports, SyncEquivalence,
+                         ::testing::Values(ClientOptions::Transport::kStream,
+                                           ClientOptions::Transport::kUnary),
+                         [](const auto& info) {
+                           return info.param == ClientOptions::Transport::kStream ? "stream"
+                                                                                  : "unary";
+                         });
 
 }  // namespace
 }  // namespace ps

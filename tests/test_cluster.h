@@ -38,11 +38,14 @@ class TestCluster {
   const std::vector<std::string>& addresses() const { return addresses_; }
 
   // A client for worker `worker_id` of `num_workers`, connected to every shard.
-  absl::StatusOr<std::unique_ptr<PsClient>> Connect(int worker_id, int num_workers) const {
+  absl::StatusOr<std::unique_ptr<PsClient>> Connect(
+      int worker_id, int num_workers,
+      ClientOptions::Transport transport = ClientOptions::Transport::kStream) const {
     ClientOptions co;
     co.servers = addresses_;
     co.worker_id = worker_id;
     co.num_workers = num_workers;
+    co.transport = transport;
     return PsClient::Connect(co);
   }
   PsServer* server(int s) { return servers_[s].get(); }

@@ -50,6 +50,9 @@ ABSL_FLAG(std::string, save_model, "",
 ABSL_FLAG(std::string, device, "auto", "Compute backend: auto, cpu or cuda.");
 ABSL_FLAG(int, threads, 0, "CPU math threads; 0 = all cores.");
 ABSL_FLAG(double, connect_timeout, 60, "Seconds to wait for the servers to come up.");
+ABSL_FLAG(std::string, transport, "stream",
+          "stream: one long-lived gRPC stream per server, tensors in ~1 MB chunks (fastest); "
+          "unary: one RPC per server per step.");
 ABSL_FLAG(double, wait_timeout, 120,
           "Seconds a step may wait for the other workers (sync) or for worker 0's init before "
           "failing with an error that names the missing workers.");
@@ -141,6 +144,10 @@ int main(int argc, char** argv) {
     client_options.num_workers = options.num_workers;
     client_options.connect_timeout = absl::Seconds(absl::GetFlag(FLAGS_connect_timeout));
     client_options.wait_timeout = absl::Seconds(absl::GetFlag(FLAGS_wait_timeout));
+    absl::StatusOr<ps::ClientOptions::Transport> transport =
+        ps::ParseTransport(absl::GetFlag(FLAGS_transport));
+    if (!transport.ok()) return Fail(transport.status());
+    client_options.transport = *transport;
     absl::StatusOr<std::unique_ptr<ps::PsClient>> client = ps::PsClient::Connect(client_options);
     if (!client.ok()) return Fail(client.status());
     store = std::make_unique<ps::RemoteParamStore>(*std::move(client));
