@@ -10,17 +10,22 @@ ShardStream::ShardStream(grpc::GenericStub* stub) {
   stub->PrepareBidiStreamingCall(&ctx_, "/ps.v1.ParameterServer/Stream", grpc::StubOptions(),
                                  this);
   StartRead(&in_);
-  // Keeps the stream open while no write is pending; released in the destructor.
+  // Lets Call() start writes at any time: without a hold, gRPC could end the
+  // stream between a read failing and a write starting. Released once the
+  // stream broke and no write can start any more, or in the destructor.
   AddHold();
   StartCall();
 }
 
 ShardStream::~ShardStream() {
-  bool idle, done;
+  bool idle, done, release;
   {
     absl::MutexLock l(&mu_);
-    idle = !writing_ && queue_.empty() && call_id_ == 0;
+    idle = !writing_ && queue_.empty() && call_id_ == 0 && !broken_;
     done = done_;
+    release = !hold_released_;
+    hold_released_ = true;
+    broken_ = true;  // no further writes
   }
   if (!done) {
     if (idle) {
@@ -29,7 +34,7 @@ ShardStream::~ShardStream() {
       ctx_.TryCancel();
     }
   }
-  RemoveHold();
+  if (release) RemoveHold();
   absl::MutexLock l(&mu_);
   auto finished = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return done_; };
   if (!mu_.AwaitWithTimeout(absl::Condition(&finished), absl::Seconds(10))) {
@@ -85,15 +90,32 @@ void ShardStream::OnWriteDone(bool ok) {
     if (!ok) {
       broken_ = true;  // OnDone follows with the reason
       queue_.clear();
-      return;
     }
     next = NextWriteLocked();
   }
   if (next != nullptr) StartWrite(next);
+  MaybeReleaseHold();
+}
+
+void ShardStream::MaybeReleaseHold() {
+  {
+    absl::MutexLock l(&mu_);
+    if (hold_released_ || !broken_ || writing_) return;
+    hold_released_ = true;
+  }
+  RemoveHold();
 }
 
 void ShardStream::OnReadDone(bool ok) {
-  if (!ok) return;  // the stream ended; OnDone reports why
+  if (!ok) {
+    // The stream ended; OnDone reports why once nothing else is in flight.
+    {
+      absl::MutexLock l(&mu_);
+      broken_ = true;
+    }
+    MaybeReleaseHold();
+    return;
+  }
   ReceivedBytes bytes;
   RawStreamResponse resp;
   absl::Status s = Receive(in_, &bytes);

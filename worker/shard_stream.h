@@ -61,6 +61,9 @@ class ShardStream final : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc:
   const grpc::ByteBuffer* NextWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ends the call in flight with `s`, outside the lock.
   void EndCall(absl::Status s);
+  // Drops the hold taken at construction once the stream is broken and no
+  // write is in flight, so that gRPC can end it.
+  void MaybeReleaseHold();
 
   grpc::ClientContext ctx_;
   grpc::ByteBuffer in_;  // the response being read; only the read path touches it
@@ -70,6 +73,7 @@ class ShardStream final : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc:
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool broken_ ABSL_GUARDED_BY(mu_) = false;
   bool done_ ABSL_GUARDED_BY(mu_) = false;  // OnDone ran
+  bool hold_released_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t call_id_ ABSL_GUARDED_BY(mu_) = 0;  // 0: no call in flight
   ResponseHandler on_response_ ABSL_GUARDED_BY(mu_);
   DoneHandler on_done_ ABSL_GUARDED_BY(mu_);

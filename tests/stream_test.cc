@@ -1,0 +1,82 @@
+// The streaming transport: tensors larger than a chunk arrive intact, a
+// failed call leaves the stream usable, and a pull that waits on a stream is
+// dropped on the server when the client goes away.
+#include "gtest/gtest.h"
+#include "tests/test_cluster.h"
+
+namespace ps {
+namespace {
+
+int64_t WaitingCalls(const TestCluster& cluster) {
+  auto st = QueryStatus(cluster.addresses(), absl::Seconds(5));
+  return st.ok() ? (*st)[0].waiting_calls() : -1;
+}
+
+// Polls (bounded) until the server reports `n` waiting calls.
+bool AwaitWaitingCalls(const TestCluster& cluster, int64_t n) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (absl::Now() < deadline) {
+    if (WaitingCalls(cluster) == n) return true;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  return false;
+}
+
+TEST(Stream, TensorsSpanningManyChunksArriveIntact) {
+  TestCluster cluster(2, 1, Mode::kAsync, 0.5f);
+  // 3,000,001 floats: about 12 MB, an odd size, over 2 shards.
+  const ModelSpec spec = {{"big", {3000001}}, {"small", {3}}};
+  auto client = cluster.Connect(0, 1);
+  ASSERT_TRUE(client.ok());
+  TensorList init = {std::vector<float>(3000001), {1, 2, 3}};
+  for (size_t i = 0; i < init[0].size(); ++i) init[0][i] = float(i % 1000);
+  ASSERT_TRUE((*client)->Init(spec, &init).ok());
+  TensorList grads = {std::vector<float>(3000001), {2, 2, 2}};
+  for (size_t i = 0; i < grads[0].size(); ++i) grads[0][i] = float(i % 7);
+  TensorList weights;
+  ASSERT_TRUE((*client)->PushPull(grads, &weights).ok());
+  TensorList expected = init;
+  for (size_t t = 0; t < 2; ++t) {
+    for (size_t i = 0; i < expected[t].size(); ++i) expected[t][i] -= 0.5f * grads[t][i];
+  }
+  EXPECT_EQ(weights, expected);
+  EXPECT_EQ((*client)->version(), 1);
+}
+
+TEST(Stream, AFailedCallLeavesTheStreamUsable) {
+  TestCluster cluster(1, 2, Mode::kSync, 0.5f);
+  const ModelSpec spec = {{"w", {4}}};
+  auto client = cluster.Connect(0, 2);
+  ASSERT_TRUE(client.ok());
+  TensorList init = {{1, 2, 3, 4}};
+  ASSERT_TRUE((*client)->Init(spec, &init).ok());
+  TensorList grad = {{1, 1, 1, 1}};
+  ASSERT_TRUE((*client)->Push(grad).ok());
+  absl::Status again = (*client)->Push(grad);  // same step twice
+  EXPECT_EQ(again.code(), absl::StatusCode::kAlreadyExists) << again;
+  TensorList weights;
+  EXPECT_TRUE((*client)->Pull(0, &weights).ok());
+  EXPECT_EQ(weights, init);
+}
+
+TEST(Stream, WaitingPullIsDroppedWhenTheClientGoesAway) {
+  TestCluster cluster(1, 2, Mode::kSync, 0.5f);
+  const ModelSpec spec = {{"w", {4}}};
+  auto client = cluster.Connect(0, 2);
+  ASSERT_TRUE(client.ok());
+  TensorList init = {{1, 2, 3, 4}};
+  ASSERT_TRUE((*client)->Init(spec, &init).ok());
+  TensorList weights;
+  {
+    std::unique_ptr<PendingOp> op = (*client)->PullAsync(1, &weights);  // never completes
+    ASSERT_TRUE(AwaitWaitingCalls(cluster, 1));
+  }  // abandoning the op cancels it
+  EXPECT_TRUE(AwaitWaitingCalls(cluster, 0));
+  // The client reconnects and keeps working.
+  EXPECT_TRUE((*client)->Pull(0, &weights).ok());
+  client->reset();  // closing the client closes its streams cleanly
+  EXPECT_EQ(WaitingCalls(cluster), 0);
+}
+
+}  // namespace
+}  // namespace ps
