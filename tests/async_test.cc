@@ -89,13 +89,7 @@ TEST_P(Async, ConcurrentPushesAreAllAppliedExactlyOnce) {
   EXPECT_NE(final_weights, init);
 }
 
-INSTANTIATE_TEST_SUITE_P(Transports, Async,
-                         ::testing::Values(ClientOptions::Transport::kStream,
-                                           ClientOptions::Transport::kUnary),
-                         [](const auto& info) {
-                           return info.param == ClientOptions::Transport::kStream ? "stream"
-                                                                                  : "unary";
-                         });
+INSTANTIATE_TEST_SUITE_P(Transports, Async, AllTransports(), TransportName);
 
 }  // namespace
 }  // namespace ps

@@ -310,11 +310,8 @@ TrainerOptions TrainOptions(int worker_id, int workers, int batch) {
 }
 
 absl::StatusOr<TrainRun> Standalone(const FashionMnist& data) {
-  auto backend = CreateBackend({"cpu", 2});
-  if (!backend.ok()) return backend.status();
-  LocalParamStore store(static_cast<float>(absl::GetFlag(FLAGS_lr)));
-  Trainer t(TrainOptions(0, 1, 128), &data, backend->get(), &store);
-  auto r = t.Run();
+  auto r = RunWorker(TrainOptions(0, 1, 128), &data, {"cpu", 2}, nullptr,
+                     static_cast<float>(absl::GetFlag(FLAGS_lr)));
   if (!r.ok()) return r.status();
   return TrainRun{r->samples_per_sec, r->test_accuracy};
 }
@@ -332,23 +329,11 @@ absl::StatusOr<TrainRun> Distributed(const FashionMnist& data, Mode mode) {
   std::vector<std::thread> threads;
   for (int w = 0; w < kWorkers; ++w) {
     threads.emplace_back([&, w] {
-      auto backend = CreateBackend({"cpu", 1});
-      if (!backend.ok()) {
-        results[w] = backend.status();
-        return;
-      }
       ClientOptions co;
       co.servers = {(*server)->address()};
       co.worker_id = w;
       co.num_workers = kWorkers;
-      auto client = PsClient::Connect(co);
-      if (!client.ok()) {
-        results[w] = client.status();
-        return;
-      }
-      RemoteParamStore store(*std::move(client));
-      Trainer t(TrainOptions(w, kWorkers, 64), &data, backend->get(), &store);
-      results[w] = t.Run();
+      results[w] = RunWorker(TrainOptions(w, kWorkers, 64), &data, {"cpu", 1}, &co, 0);
     });
   }
   for (auto& t : threads) t.join();

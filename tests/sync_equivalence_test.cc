@@ -8,7 +8,6 @@
 #include "tests/test_cluster.h"
 #include "worker/dataset.h"
 #include "worker/model.h"
-#include "worker/param_store.h"
 #include "worker/trainer.h"
 
 namespace ps {
@@ -58,11 +57,7 @@ TEST_P(SyncEquivalence, FourWorkersTwoShardsMatchSingleProcessSgd) {
   ASSERT_GT(data.train.size, 0);
 
   // Reference: one process, batch W*b, local SGD.
-  auto ref_backend = CreateBackend({"cpu", 1});
-  ASSERT_TRUE(ref_backend.ok());
-  LocalParamStore local(kLr);
-  Trainer ref(Options(0, 1, kWorkers * kBatch), &data, ref_backend->get(), &local);
-  auto expected = ref.Run();
+  auto expected = RunWorker(Options(0, 1, kWorkers * kBatch), &data, {"cpu", 1}, nullptr, kLr);
   ASSERT_TRUE(expected.ok()) << expected.status();
   ASSERT_EQ(expected->steps, kSteps);
 
@@ -71,19 +66,8 @@ TEST_P(SyncEquivalence, FourWorkersTwoShardsMatchSingleProcessSgd) {
   std::vector<std::thread> threads;
   for (int w = 0; w < kWorkers; ++w) {
     threads.emplace_back([&, w] {
-      auto backend = CreateBackend({"cpu", 1});
-      if (!backend.ok()) {
-        results[w] = backend.status();
-        return;
-      }
-      auto client = cluster.Connect(w, kWorkers, GetParam());
-      if (!client.ok()) {
-        results[w] = client.status();
-        return;
-      }
-      RemoteParamStore store(*std::move(client));
-      Trainer t(Options(w, kWorkers, kBatch), &data, backend->get(), &store);
-      results[w] = t.Run();
+      ClientOptions co = cluster.ClientOptionsFor(w, kWorkers, GetParam());
+      results[w] = RunWorker(Options(w, kWorkers, kBatch), &data, {"cpu", 1}, &co, 0);
     });
   }
   for (auto& t : threads) t.join();
@@ -107,13 +91,7 @@ TEST_P(SyncEquivalence, FourWorkersTwoShardsMatchSingleProcessSgd) {
   std::cout << "max |sync - single process| = " << diff << std::endl;
 }
 
-INSTANTIATE_TEST_SUITE_P(Transports, SyncEquivalence,
-                         ::testing::Values(ClientOptions::Transport::kStream,
-                                           ClientOptions::Transport::kUnary),
-                         [](const auto& info) {
-                           return info.param == ClientOptions::Transport::kStream ? "stream"
-                                                                                  : "unary";
-                         });
+INSTANTIATE_TEST_SUITE_P(Transports, SyncEquivalence, AllTransports(), TransportName);
 
 }  // namespace
 }  // namespace ps

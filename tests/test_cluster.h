@@ -41,12 +41,17 @@ class TestCluster {
   absl::StatusOr<std::unique_ptr<PsClient>> Connect(
       int worker_id, int num_workers,
       ClientOptions::Transport transport = ClientOptions::Transport::kStream) const {
+    return PsClient::Connect(ClientOptionsFor(worker_id, num_workers, transport));
+  }
+
+  ClientOptions ClientOptionsFor(int worker_id, int num_workers,
+                                 ClientOptions::Transport transport) const {
     ClientOptions co;
     co.servers = addresses_;
     co.worker_id = worker_id;
     co.num_workers = num_workers;
     co.transport = transport;
-    return PsClient::Connect(co);
+    return co;
   }
   PsServer* server(int s) { return servers_[s].get(); }
 
@@ -54,6 +59,14 @@ class TestCluster {
   std::vector<std::unique_ptr<PsServer>> servers_;
   std::vector<std::string> addresses_;
 };
+
+// For tests parameterized over the client transports.
+inline auto AllTransports() {
+  return ::testing::Values(ClientOptions::Transport::kStream, ClientOptions::Transport::kUnary);
+}
+inline std::string TransportName(const ::testing::TestParamInfo<ClientOptions::Transport>& info) {
+  return info.param == ClientOptions::Transport::kStream ? "stream" : "unary";
+}
 
 }  // namespace ps
 

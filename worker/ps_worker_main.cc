@@ -16,7 +16,6 @@
 #include "common/allocator.h"
 #include "worker/backend.h"
 #include "worker/dataset.h"
-#include "worker/param_store.h"
 #include "worker/ps_client.h"
 #include "worker/trainer.h"
 
@@ -124,16 +123,9 @@ int main(int argc, char** argv) {
   ps::BackendOptions backend_options;
   backend_options.device = absl::GetFlag(FLAGS_device);
   backend_options.threads = absl::GetFlag(FLAGS_threads);
-  absl::StatusOr<std::unique_ptr<ps::ComputeBackend>> backend = ps::CreateBackend(backend_options);
-  if (!backend.ok()) return Fail(backend.status());
 
-  std::unique_ptr<ps::ParamStore> store;
-  if (standalone) {
-    const double lr = absl::GetFlag(FLAGS_lr);
-    if (!(lr > 0)) return Fail(absl::InvalidArgumentError("--lr must be > 0"));
-    store = std::make_unique<ps::LocalParamStore>(static_cast<float>(lr));
-  } else {
-    ps::ClientOptions client_options;
+  ps::ClientOptions client_options;
+  if (!standalone) {
     client_options.servers =
         absl::StrSplit(absl::GetFlag(FLAGS_servers), ',', absl::SkipWhitespace());
     if (client_options.servers.empty()) {
@@ -148,13 +140,10 @@ int main(int argc, char** argv) {
         ps::ParseTransport(absl::GetFlag(FLAGS_transport));
     if (!transport.ok()) return Fail(transport.status());
     client_options.transport = *transport;
-    absl::StatusOr<std::unique_ptr<ps::PsClient>> client = ps::PsClient::Connect(client_options);
-    if (!client.ok()) return Fail(client.status());
-    store = std::make_unique<ps::RemoteParamStore>(*std::move(client));
   }
-
-  ps::Trainer trainer(options, &*data, backend->get(), store.get());
-  absl::StatusOr<ps::TrainResult> result = trainer.Run();
+  absl::StatusOr<ps::TrainResult> result =
+      ps::RunWorker(options, &*data, backend_options, standalone ? nullptr : &client_options,
+                    static_cast<float>(absl::GetFlag(FLAGS_lr)));
   if (!result.ok()) return Fail(result.status());
   return 0;
 }

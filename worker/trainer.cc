@@ -217,4 +217,19 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   return result;
 }
 
+absl::StatusOr<TrainResult> RunWorker(const TrainerOptions& options, const FashionMnist* data,
+                                      const BackendOptions& backend_options,
+                                      const ClientOptions* client, float standalone_lr) {
+  ASSIGN_OR_RETURN(std::unique_ptr<ComputeBackend> backend, CreateBackend(backend_options));
+  std::unique_ptr<ParamStore> store;
+  if (client == nullptr) {
+    if (!(standalone_lr > 0)) return absl::InvalidArgumentError("--lr must be > 0");
+    store = std::make_unique<LocalParamStore>(standalone_lr);
+  } else {
+    ASSIGN_OR_RETURN(std::unique_ptr<PsClient> c, PsClient::Connect(*client));
+    store = std::make_unique<RemoteParamStore>(std::move(c));
+  }
+  return Trainer(options, data, backend.get(), store.get()).Run();
+}
+
 }  // namespace ps

@@ -22,6 +22,7 @@
 #include "worker/backend.h"
 #include "worker/dataset.h"
 #include "worker/param_store.h"
+#include "worker/ps_client.h"
 
 namespace ps {
 
@@ -68,6 +69,13 @@ class Trainer {
   ComputeBackend* const backend_;    // not owned
   ParamStore* const store_;          // not owned
 };
+
+// Runs one worker end to end: creates the compute backend, connects to the
+// servers of `client` (or, when `client` is null, trains standalone with
+// local SGD at `standalone_lr`), and runs a Trainer.
+absl::StatusOr<TrainResult> RunWorker(const TrainerOptions& options, const FashionMnist* data,
+                                      const BackendOptions& backend, const ClientOptions* client,
+                                      float standalone_lr);
 
 // Checks options against the dataset (batch size, worker ids...).
 absl::Status ValidateTrainerOptions(const TrainerOptions& options, const Dataset& train);
