@@ -31,7 +31,6 @@
 #include "tests/raw_tcp.h"
 #include "worker/backend.h"
 #include "worker/dataset.h"
-#include "worker/param_store.h"
 #include "worker/ps_client.h"
 #include "worker/trainer.h"
 
