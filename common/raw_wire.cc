@@ -286,19 +286,17 @@ std::vector<std::vector<SliceRange>> ChunkSlices(const std::vector<SliceRange>& 
   return messages;
 }
 
-std::vector<grpc::ByteBuffer> EncodeStreamRequests(const StreamCallHeader& h,
-                                                   const ModelSpec& spec,
+std::vector<grpc::ByteBuffer> EncodeStreamRequests(const StreamCallHeader& h, bool first,
+                                                   bool last, const ModelSpec& spec,
                                                    const std::vector<SliceRange>& slices,
                                                    const SliceValues& values,
                                                    size_t chunk_bytes) {
-  std::vector<std::vector<SliceRange>> messages =
-      h.kind == StreamCall::kPull ? std::vector<std::vector<SliceRange>>(1)
-                                  : ChunkSlices(slices, chunk_bytes);
+  std::vector<std::vector<SliceRange>> messages = ChunkSlices(slices, chunk_bytes);
   std::vector<grpc::ByteBuffer> out;
   for (size_t m = 0; m < messages.size(); ++m) {
     ProtoWriter w;
     w.VarintField(1, h.call_id);
-    if (m == 0) {
+    if (first && m == 0) {
       w.VarintField(2, static_cast<uint64_t>(h.kind));
       w.VarintField(3, static_cast<uint64_t>(int64_t{h.worker_id}));
       w.VarintField(4, static_cast<uint64_t>(h.version));
@@ -308,7 +306,7 @@ std::vector<grpc::ByteBuffer> EncodeStreamRequests(const StreamCallHeader& h,
     for (const SliceRange& r : messages[m]) {
       WriteTensorSlice(&w, 7, spec[r.tensor_index], r, values(r), nullptr);
     }
-    if (m + 1 == messages.size()) w.VarintField(8, 1);
+    if (last && m + 1 == messages.size()) w.VarintField(8, 1);
     out.push_back(w.Finish());
   }
   return out;

@@ -168,10 +168,12 @@ struct StreamCallHeader {
   int64_t wait_timeout_ms = 0;
 };
 
-// The messages of one call: the header in the first, the gradient chunks of
-// `slices` (push kinds; none for kPull), `last` on the final one.
-std::vector<grpc::ByteBuffer> EncodeStreamRequests(const StreamCallHeader& header,
-                                                   const ModelSpec& spec,
+// Messages of one call carrying the gradient chunks of `slices` (none for
+// kPull; then one message): with the header in the first message when
+// `first`, and `last` set on the final one when `last`. A call may be sent
+// in several such batches, e.g. layer by layer as backward produces them.
+std::vector<grpc::ByteBuffer> EncodeStreamRequests(const StreamCallHeader& header, bool first,
+                                                   bool last, const ModelSpec& spec,
                                                    const std::vector<SliceRange>& slices,
                                                    const SliceValues& values,
                                                    size_t chunk_bytes = kStreamChunkBytes);

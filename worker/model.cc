@@ -102,8 +102,9 @@ absl::StatusOr<BatchStats> Mlp::Forward(const float* x, const float* labels, int
   return BatchStats{sums.loss_sum, sums.correct, rows};
 }
 
-absl::StatusOr<BatchStats> Mlp::TrainStep(const float* x, const float* labels, int rows,
-                                          TensorList* grads) {
+absl::StatusOr<BatchStats> Mlp::TrainStep(
+    const float* x, const float* labels, int rows, TensorList* grads,
+    const std::function<void(const std::vector<int>&)>& on_ready) {
   ASSIGN_OR_RETURN(BatchStats stats, Forward(x, labels, rows, /*want_grad=*/true));
   const size_t L = w_.size();
   grads->resize(spec_.size());
@@ -123,6 +124,7 @@ absl::StatusOr<BatchStats> Mlp::TrainStep(const float* x, const float* labels, i
     (*grads)[2 * l + 1].resize(db_[l]->size());
     RETURN_IF_ERROR(backend_->CopyToHost(*dw_[l], absl::MakeSpan((*grads)[2 * l])));
     RETURN_IF_ERROR(backend_->CopyToHost(*db_[l], absl::MakeSpan((*grads)[2 * l + 1])));
+    if (on_ready) on_ready({static_cast<int>(2 * l), static_cast<int>(2 * l + 1)});
   }
   return stats;
 }

@@ -12,6 +12,7 @@
 #define PS_WORKER_MODEL_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -51,9 +52,12 @@ class Mlp {
 
   // Forward and backward on `rows` examples (x: rows*inputs floats, labels:
   // rows class ids as floats). Writes the gradient of the batch's mean loss
-  // into `grads` (resized to the spec).
-  absl::StatusOr<BatchStats> TrainStep(const float* x, const float* labels, int rows,
-                                       TensorList* grads);
+  // into `grads` (resized to the spec). If given, `on_ready(indices)` runs
+  // as soon as those tensors of `grads` are final (last layer first), so the
+  // caller can send them while the earlier layers are still computed.
+  absl::StatusOr<BatchStats> TrainStep(
+      const float* x, const float* labels, int rows, TensorList* grads,
+      const std::function<void(const std::vector<int>&)>& on_ready = nullptr);
 
   // Forward only.
   absl::StatusOr<BatchStats> Evaluate(const float* x, const float* labels, int rows);

@@ -15,6 +15,31 @@ absl::Status RemoteParamStore::PushPull(const TensorList& grads, TensorList* wei
   return client_->PushPull(grads, weights);
 }
 
+absl::Status RemoteParamStore::BeginPushPull(const TensorList* grads, TensorList* weights) {
+  in_progress_ = client_->StartPushPull(grads, weights);
+  return absl::OkStatus();
+}
+
+void RemoteParamStore::SendGradients(const std::vector<int>& tensors) {
+  in_progress_->Send(tensors);
+}
+
+absl::Status RemoteParamStore::FinishPushPull() {
+  absl::Status s = in_progress_->Wait();
+  in_progress_.reset();
+  return s;
+}
+
+absl::Status LocalParamStore::BeginPushPull(const TensorList* grads, TensorList* weights) {
+  pending_grads_ = grads;
+  pending_weights_ = weights;
+  return absl::OkStatus();
+}
+
+absl::Status LocalParamStore::FinishPushPull() {
+  return PushPull(*pending_grads_, pending_weights_);
+}
+
 absl::Status LocalParamStore::Init(const ModelSpec& spec, const TensorList& initial,
                                    bool /*creator*/, TensorList* weights) {
   RETURN_IF_ERROR(ValidateModelSpec(spec));

@@ -28,6 +28,14 @@ class ParamStore {
                             TensorList* weights) = 0;
   // Sends this step's gradient and returns the weights for the next step.
   virtual absl::Status PushPull(const TensorList& grads, TensorList* weights) = 0;
+  // PushPull with the gradient sent tensor by tensor as backward makes each
+  // final: BeginPushPull, then SendGradients for every tensor exactly once
+  // (`grads` must not change once a tensor was sent), then FinishPushPull,
+  // which leaves the next weights in `weights`.
+  virtual absl::Status BeginPushPull(const TensorList* grads, TensorList* weights) = 0;
+  virtual void SendGradients(const std::vector<int>& tensors) = 0;
+  virtual absl::Status FinishPushPull() = 0;
+
   // Refreshes `weights` once every shard is at version >= min_version
   // (waiting as long as the store allows).
   virtual absl::Status Pull(int64_t min_version, TensorList* weights) = 0;
@@ -46,11 +54,15 @@ class RemoteParamStore final : public ParamStore {
   absl::Status Pull(int64_t min_version, TensorList* weights) override {
     return client_->Pull(min_version, weights);
   }
+  absl::Status BeginPushPull(const TensorList* grads, TensorList* weights) override;
+  void SendGradients(const std::vector<int>& tensors) override;
+  absl::Status FinishPushPull() override;
   int64_t version() const override { return client_->version(); }
   std::string mode_name() const override { return ModeName(client_->mode()); }
 
  private:
   std::unique_ptr<PsClient> client_;
+  std::unique_ptr<PushPullInProgress> in_progress_;
 };
 
 class LocalParamStore final : public ParamStore {
@@ -63,11 +75,17 @@ class LocalParamStore final : public ParamStore {
   absl::Status Pull(int64_t /*min_version*/, TensorList* /*weights*/) override {
     return absl::OkStatus();
   }
+  // Applies everything at Finish: there is no communication to overlap.
+  absl::Status BeginPushPull(const TensorList* grads, TensorList* weights) override;
+  void SendGradients(const std::vector<int>& /*tensors*/) override {}
+  absl::Status FinishPushPull() override;
   int64_t version() const override { return version_; }
   std::string mode_name() const override { return "standalone"; }
 
  private:
   const float learning_rate_;
+  const TensorList* pending_grads_ = nullptr;  // between Begin and Finish
+  TensorList* pending_weights_ = nullptr;
   std::vector<std::unique_ptr<Optimizer>> optimizers_;  // one per tensor
   int64_t version_ = 0;
 };

@@ -381,32 +381,34 @@ absl::Status PsClient::ReadStreamChunk(int shard, const RawStreamResponse& r, Te
   return absl::OkStatus();
 }
 
-std::unique_ptr<PendingOp> PsClient::StreamFanOut(StreamCall kind, const TensorList* grads,
-                                                  TensorList* weights, int64_t min_version) {
+StreamCallHeader PsClient::NextCall(int shard, StreamCall kind, int64_t min_version) {
+  StreamCallHeader h;
+  h.call_id = ++last_call_id_[shard];
+  h.kind = kind;
+  h.worker_id = options_.worker_id;
+  h.version = shard_version_[shard];
+  h.min_version = min_version < 0 ? shard_version_[shard] + 1 : min_version;
+  h.wait_timeout_ms = absl::ToInt64Milliseconds(options_.wait_timeout);
+  return h;
+}
+
+std::unique_ptr<PendingOp> PsClient::StartStreamCalls(
+    StreamCall kind, const std::vector<StreamCallHeader>& headers,
+    std::vector<std::vector<grpc::ByteBuffer>> first_requests, TensorList* weights) {
   const int S = num_shards();
   std::unique_ptr<PendingOp> op(new PendingOp());
-  const absl::Time deadline = absl::Now() + options_.wait_timeout + options_.rpc_timeout;
-  op->deadline_ = deadline;
+  op->deadline_ = absl::Now() + options_.wait_timeout + options_.rpc_timeout;
   {
     absl::MutexLock l(&op->mu_);
     op->outstanding_ = S;
   }
   for (int s = 0; s < S; ++s) {
     ShardStream* stream = StreamTo(s);
-    StreamCallHeader h;
-    h.call_id = ++last_call_id_[s];
-    h.kind = kind;
-    h.worker_id = options_.worker_id;
-    h.version = shard_version_[s];
-    h.min_version = min_version < 0 ? shard_version_[s] + 1 : min_version;
-    h.wait_timeout_ms = absl::ToInt64Milliseconds(options_.wait_timeout);
-    std::vector<grpc::ByteBuffer> requests = EncodeStreamRequests(
-        h, spec_, partition_[s], grads != nullptr ? TensorValues(*grads) : SliceValues());
     op->cancels_.push_back([stream] { stream->Cancel(); });
     auto received = std::make_shared<int64_t>(0);
     const int64_t expected = SliceElements(partition_[s]);
     stream->Call(
-        h.call_id, std::move(requests),
+        headers[s].call_id, std::move(first_requests[s]),
         [this, s, weights, received](const RawStreamResponse& r) {
           return weights == nullptr ? absl::OkStatus()
                                     : ReadStreamChunk(s, r, weights, received.get());
@@ -421,6 +423,102 @@ std::unique_ptr<PendingOp> PsClient::StreamFanOut(StreamCall kind, const TensorL
         });
   }
   return op;
+}
+
+std::unique_ptr<PendingOp> PsClient::StreamFanOut(StreamCall kind, const TensorList* grads,
+                                                  TensorList* weights, int64_t min_version) {
+  std::vector<StreamCallHeader> headers;
+  std::vector<std::vector<grpc::ByteBuffer>> requests;
+  for (int s = 0; s < num_shards(); ++s) {
+    headers.push_back(NextCall(s, kind, min_version));
+    requests.push_back(EncodeStreamRequests(
+        headers.back(), /*first=*/true, /*last=*/true, spec_,
+        grads != nullptr ? partition_[s] : std::vector<SliceRange>(),
+        grads != nullptr ? TensorValues(*grads) : SliceValues()));
+  }
+  return StartStreamCalls(kind, headers, std::move(requests), weights);
+}
+
+std::unique_ptr<PushPullInProgress> PsClient::StartPushPull(const TensorList* grads,
+                                                           TensorList* weights) {
+  std::unique_ptr<PushPullInProgress> p(new PushPullInProgress(this, grads, weights));
+  if (spec_.empty()) {
+    p->error_ = absl::FailedPreconditionError("Init must be called first");
+    return p;
+  }
+  Resize(weights);
+  if (options_.transport == ClientOptions::Transport::kStream) {
+    // Open the calls with their headers; the chunks follow as tensors are sent.
+    std::vector<StreamCallHeader> headers;
+    std::vector<std::vector<grpc::ByteBuffer>> requests;
+    for (int s = 0; s < num_shards(); ++s) {
+      headers.push_back(NextCall(s, StreamCall::kPushPull, mode_ == Mode::kSync ? -1 : 0));
+      p->call_ids_.push_back(headers.back().call_id);
+      requests.push_back(EncodeStreamRequests(headers.back(), /*first=*/true, /*last=*/false,
+                                              spec_, {}, SliceValues()));
+    }
+    p->op_ = StartStreamCalls(StreamCall::kPushPull, headers, std::move(requests), weights);
+  }
+  return p;
+}
+
+PushPullInProgress::PushPullInProgress(PsClient* client, const TensorList* grads,
+                                       TensorList* weights)
+    : client_(client),
+      grads_(grads),
+      weights_(weights),
+      sent_(client->spec_.size(), false),
+      remaining_(static_cast<int>(client->spec_.size())) {}
+
+PushPullInProgress::~PushPullInProgress() = default;  // op_'s destructor waits
+
+void PushPullInProgress::Send(const std::vector<int>& indices) {
+  if (!error_.ok()) return;
+  const ModelSpec& spec = client_->spec_;
+  std::vector<bool> now(spec.size(), false);
+  for (int i : indices) {
+    if (i < 0 || i >= static_cast<int>(spec.size()) || sent_[i] || now[i]) {
+      error_ = absl::InvalidArgumentError(absl::StrCat("tensor ", i, " sent twice or unknown"));
+    } else if (static_cast<int64_t>((*grads_)[i].size()) != spec[i].num_elements()) {
+      error_ = absl::InvalidArgumentError(absl::StrCat("tensor ", TensorSpecToString(spec[i]),
+                                                       " got ", (*grads_)[i].size(), " values"));
+    }
+    if (!error_.ok()) {
+      if (op_ != nullptr) op_.reset();  // cancels the calls
+      return;
+    }
+    now[i] = true;
+    sent_[i] = true;
+    --remaining_;
+  }
+  const bool last = remaining_ == 0;
+  if (op_ == nullptr) {
+    // Unary transport: everything goes with the last tensor.
+    if (last) op_ = client_->PushPullAsync(*grads_, weights_);
+    return;
+  }
+  for (int s = 0; s < client_->num_shards(); ++s) {
+    std::vector<SliceRange> slices;
+    for (const SliceRange& r : client_->partition_[s]) {
+      if (now[r.tensor_index]) slices.push_back(r);
+    }
+    if (slices.empty() && !last) continue;
+    StreamCallHeader h;
+    h.call_id = call_ids_[s];
+    client_->streams_[s]->Append(
+        h.call_id, EncodeStreamRequests(h, /*first=*/false, last, spec, slices,
+                                        PsClient::TensorValues(*grads_)));
+  }
+}
+
+absl::Status PushPullInProgress::Wait() {
+  if (!error_.ok()) return error_;
+  if (remaining_ > 0) {
+    op_.reset();  // cancels the calls
+    return absl::FailedPreconditionError(
+        absl::StrCat(remaining_, " tensors were never sent; the push-pull was cancelled"));
+  }
+  return op_->Wait();
 }
 
 int64_t PsClient::version() const {

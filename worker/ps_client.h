@@ -93,6 +93,39 @@ class PendingOp {
   std::vector<std::function<void()>> cancels_;   // one per call in flight
 };
 
+class PsClient;
+
+// A push-pull whose gradient is sent tensor by tensor as it becomes final
+// (layer by layer during backward), so that communication overlaps the rest
+// of the backward pass. Send() every tensor exactly once, in any order; the
+// new weights arrive once the last was sent. `grads` (and the weights) must
+// stay alive until Wait() returns, and a tensor must not change once sent.
+// With the unary transport everything is sent with the last tensor.
+class PushPullInProgress {
+ public:
+  ~PushPullInProgress();  // waits (cancelling if need be)
+  PushPullInProgress(const PushPullInProgress&) = delete;
+  PushPullInProgress& operator=(const PushPullInProgress&) = delete;
+
+  // Sends tensors `indices` (into the model spec) of the gradient.
+  void Send(const std::vector<int>& indices);
+  // After the last Send: the result of the push-pull.
+  absl::Status Wait();
+
+ private:
+  friend class PsClient;
+  PushPullInProgress(PsClient* client, const TensorList* grads, TensorList* weights);
+
+  PsClient* const client_;  // not owned
+  const TensorList* const grads_;
+  TensorList* const weights_;
+  std::vector<bool> sent_;  // by tensor
+  int remaining_;           // tensors not sent yet
+  absl::Status error_;      // a bad Send
+  std::vector<uint64_t> call_ids_;  // stream transport: by shard
+  std::unique_ptr<PendingOp> op_;
+};
+
 class PsClient {
  public:
   // Opens a channel per server and registers with each, waiting up to
@@ -130,11 +163,23 @@ class PsClient {
   absl::Status PushPull(const TensorList& grads, TensorList* weights);
   std::unique_ptr<PendingOp> PushPullAsync(const TensorList& grads, TensorList* weights);
 
+  // PushPull with the gradient sent tensor by tensor; see PushPullInProgress.
+  std::unique_ptr<PushPullInProgress> StartPushPull(const TensorList* grads, TensorList* weights);
+
   // The smallest version pulled from any shard (in sync mode: the step).
   int64_t version() const;
 
  private:
   PsClient() = default;
+  friend class PushPullInProgress;
+
+  // The header of this client's next stream call to `shard` of `kind`.
+  StreamCallHeader NextCall(int shard, StreamCall kind, int64_t min_version);
+  // Opens the same call on every shard's stream with `first_requests`
+  // (shard -> messages); replies are decoded into `weights` (may be null).
+  std::unique_ptr<PendingOp> StartStreamCalls(
+      StreamCall kind, const std::vector<StreamCallHeader>& headers,
+      std::vector<std::vector<grpc::ByteBuffer>> first_requests, TensorList* weights);
 
   // Starts one call per shard: build(s, &request) fills shard s's request,
   // start(s, ctx, req, resp, callback) issues it, and on_reply(s, response)

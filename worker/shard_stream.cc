@@ -75,6 +75,17 @@ void ShardStream::Call(uint64_t call_id, std::vector<grpc::ByteBuffer> requests,
                 : absl::InternalError("ShardStream::Call while another call is in flight"));
 }
 
+void ShardStream::Append(uint64_t call_id, std::vector<grpc::ByteBuffer> requests) {
+  const grpc::ByteBuffer* next = nullptr;
+  {
+    absl::MutexLock l(&mu_);
+    if (broken_ || call_id_ != call_id) return;
+    for (grpc::ByteBuffer& b : requests) queue_.push_back(std::move(b));
+    next = NextWriteLocked();
+  }
+  if (next != nullptr) StartWrite(next);
+}
+
 const grpc::ByteBuffer* ShardStream::NextWriteLocked() {
   if (writing_ || queue_.empty() || broken_) return nullptr;
   writing_ = true;

@@ -45,6 +45,10 @@ class ShardStream final : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc:
   void Call(uint64_t call_id, std::vector<grpc::ByteBuffer> requests, ResponseHandler on_response,
             DoneHandler done);
 
+  // Adds messages to call `call_id` if it is still in flight (dropped
+  // otherwise: its done handler has run or will run with the reason).
+  void Append(uint64_t call_id, std::vector<grpc::ByteBuffer> requests);
+
   // Breaks the stream: the call in flight fails with CANCELLED.
   void Cancel();
 

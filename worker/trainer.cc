@@ -162,14 +162,21 @@ absl::StatusOr<TrainResult> Trainer::Run() {
       }
       const absl::Time compute_start = absl::Now();
       RETURN_IF_ERROR(model->SetWeights(weights));
-      ASSIGN_OR_RETURN(BatchStats s, model->TrainStep(x.data(), y.data(), o.batch_size, &grads));
+      // Each layer's gradient goes out as soon as backward has it; the next
+      // weights land in `weights` (the model already holds this step's).
+      RETURN_IF_ERROR(store_->BeginPushPull(&grads, &weights));
+      absl::StatusOr<BatchStats> s =
+          model->TrainStep(x.data(), y.data(), o.batch_size, &grads,
+                           [this](const std::vector<int>& t) { store_->SendGradients(t); });
       const absl::Time comm_start = absl::Now();
-      RETURN_IF_ERROR(store_->PushPull(grads, &weights));
+      absl::Status pushed = store_->FinishPushPull();
+      RETURN_IF_ERROR(s.status());
+      RETURN_IF_ERROR(pushed);
       compute_time += comm_start - compute_start;
       comm_time += absl::Now() - comm_start;
       ++step;
       samples_since_log += o.batch_size;
-      loss_since_log += s.loss_sum / s.rows;
+      loss_since_log += s->loss_sum / s->rows;
       ++batches_since_log;
       const bool eval = o.worker_id == 0 && o.eval_every > 0 && step % o.eval_every == 0;
       if (step < total_steps && (eval || (o.log_every > 0 && step % o.log_every == 0))) {
