@@ -1,6 +1,7 @@
 // The streaming transport: tensors larger than a chunk arrive intact, a
-// failed call leaves the stream usable, and a pull that waits on a stream is
-// dropped on the server when the client goes away.
+// failed call leaves the stream usable, a pull that waits on a stream is
+// dropped on the server when the client goes away, and a server that shuts
+// down fails the calls waiting on it instead of leaving them hanging.
 #include "gtest/gtest.h"
 #include "tests/test_cluster.h"
 
@@ -76,6 +77,28 @@ TEST(Stream, WaitingPullIsDroppedWhenTheClientGoesAway) {
   EXPECT_TRUE((*client)->Pull(0, &weights).ok());
   client->reset();  // closing the client closes its streams cleanly
   EXPECT_EQ(WaitingCalls(cluster), 0);
+}
+
+TEST(Stream, ServerShutdownFailsWaitingCallsPromptly) {
+  TestCluster cluster(1, 2, Mode::kSync, 0.5f);
+  const ModelSpec spec = {{"w", {4}}};
+  auto client = cluster.Connect(0, 2);
+  ASSERT_TRUE(client.ok());
+  TensorList init = {{1, 2, 3, 4}};
+  ASSERT_TRUE((*client)->Init(spec, &init).ok());
+  TensorList weights;
+  std::unique_ptr<PendingOp> op = (*client)->PullAsync(1, &weights);  // waits for worker 1
+  ASSERT_TRUE(AwaitWaitingCalls(cluster, 1));
+  const absl::Time start = absl::Now();
+  cluster.server(0)->Shutdown();
+  absl::Status s = op->Wait();
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_NE(s.message().find("shutting down"), absl::string_view::npos) << s;
+  EXPECT_LT(absl::Now() - start, absl::Seconds(30));
+  // Later calls fail fast too, naming the shard.
+  absl::Status later = (*client)->Pull(0, &weights);
+  EXPECT_FALSE(later.ok());
+  EXPECT_NE(later.message().find("shard 0"), absl::string_view::npos) << later;
 }
 
 }  // namespace
