@@ -223,7 +223,13 @@ uint64_t Shard::Init(int worker_id, const ModelSpec& spec, const std::vector<Sli
   return 0;
 }
 
-absl::Status Shard::NotInitializedError() const {
+absl::Status Shard::CheckInitialized() const {
+  absl::MutexLock l(&mu_);
+  return CheckInitializedLocked();
+}
+
+absl::Status Shard::CheckInitializedLocked() const {
+  if (initialized_) return absl::OkStatus();
   return absl::FailedPreconditionError(
       absl::StrCat("shard ", options_.shard_id,
                    " has no parameters yet: worker 0 must call InitParams before anyone pushes"));
@@ -232,12 +238,9 @@ absl::Status Shard::NotInitializedError() const {
 absl::StatusOr<int64_t> Shard::Push(int worker_id, int64_t computed_version,
                                     const std::vector<SliceData>& gradients) {
   RETURN_IF_ERROR(CheckWorker(worker_id));
-  std::shared_ptr<const ShardLayout> layout;
-  {
-    absl::MutexLock l(&mu_);
-    if (!initialized_) return NotInitializedError();
-    layout = layout_;
-  }
+  RETURN_IF_ERROR(CheckInitialized());
+  // If the parameters are replaced meanwhile, PushFlat notices.
+  std::shared_ptr<const ShardLayout> layout = Layout();
   ASSIGN_OR_RETURN(std::vector<float> grad, Gather(*layout, gradients, "push"));
   return PushFlat(worker_id, computed_version, layout, std::move(grad));
 }
@@ -250,7 +253,7 @@ absl::StatusOr<int64_t> Shard::PushFlat(int worker_id, int64_t computed_version,
   int64_t version;
   {
     absl::MutexLock l(&mu_);
-    if (!initialized_) return NotInitializedError();
+    RETURN_IF_ERROR(CheckInitializedLocked());
     if (layout != layout_) {
       return absl::AbortedError(absl::StrCat(
           "shard ", options_.shard_id, "'s parameters were replaced during the push; retry"));

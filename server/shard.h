@@ -143,6 +143,10 @@ class Shard {
   absl::StatusOr<int64_t> Push(int worker_id, int64_t computed_version,
                                const std::vector<SliceData>& gradients);
 
+  // OK once worker 0 created the parameters; else FAILED_PRECONDITION saying
+  // that pushes must wait for it.
+  absl::Status CheckInitialized() const;
+
   // Push with the gradient already in flat layout order: `layout` is the
   // shard's Layout() the caller assembled `grad` for. ABORTED if the
   // parameters were replaced (restored) since.
@@ -187,7 +191,7 @@ class Shard {
   explicit Shard(const ShardOptions& options, std::unique_ptr<Optimizer> optimizer);
 
   absl::Status CheckWorker(int worker_id) const;
-  absl::Status NotInitializedError() const;
+  absl::Status CheckInitializedLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   std::shared_ptr<const ShardLayout> MakeLayout(const ModelSpec& spec) const;
   // Decodes `slices` (every slice of `p` exactly once) into one flat buffer.
   absl::StatusOr<std::vector<float>> Gather(const ShardLayout& p,

@@ -204,11 +204,8 @@ absl::Status StreamReactor::Handle() {
     call_.open = true;
     call_.header = req.header;
     if (req.header.kind != StreamCall::kPull) {
-      if (!shard_->Stats().initialized) {
-        call_.error = absl::FailedPreconditionError(absl::StrCat(
-            "shard ", shard_->options().shard_id,
-            " has no parameters yet: worker 0 must call InitParams before anyone pushes"));
-      } else {
+      call_.error = shard_->CheckInitialized();
+      if (call_.error.ok()) {
         call_.layout = shard_->Layout();
         call_.grad.resize(call_.layout->num_elements);
         for (const SliceRange& r : call_.layout->slices) call_.next.push_back(r.offset);
