@@ -187,6 +187,15 @@ TEST(Shard, LateWorkerWaitsForInitAndMismatchedSpecIsRejected) {
   EXPECT_THAT(std::string(bad.status().message()), HasSubstr("w[2,3]"));
 }
 
+TEST(Shard, PushBeforeInitIsRejected) {
+  auto shard = MakeShard(Mode::kSync, 2);
+  Slices g = Encode(kSpec, 1, 0, {{1, 1, 1, 1}, {1, 1, 1}});
+  EXPECT_EQ(shard->Push(0, 0, g.data).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(shard->PushFlat(0, 0, shard->Layout(), {}).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(shard->Stats().pushes_applied, 0);
+}
+
 TEST(Shard, OnlyWorkerZeroCreates) {
   auto shard = MakeShard(Mode::kSync, 2);
   Slices s = Encode(kSpec, 1, 0, {{1, 2, 3, 4}, {0, 0, 0}});
