@@ -44,59 +44,57 @@ TEST(Stream, TensorsSpanningManyChunksArriveIntact) {
   EXPECT_EQ((*client)->version(), 1);
 }
 
-TEST(Stream, AFailedCallLeavesTheStreamUsable) {
-  TestCluster cluster(1, 2, Mode::kSync, 0.5f);
-  const ModelSpec spec = {{"w", {4}}};
-  auto client = cluster.Connect(0, 2);
-  ASSERT_TRUE(client.ok());
-  TensorList init = {{1, 2, 3, 4}};
-  ASSERT_TRUE((*client)->Init(spec, &init).ok());
+// One sync shard of a 4-element tensor with 2 workers; worker 0 connected
+// over the stream transport and initialized.
+class StreamSync : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto c = cluster_.Connect(0, 2);
+    ASSERT_TRUE(c.ok()) << c.status();
+    client_ = *std::move(c);
+    ASSERT_TRUE(client_->Init({{"w", {4}}}, &init_).ok());
+  }
+
+  TestCluster cluster_{1, 2, Mode::kSync, 0.5f};
+  const TensorList init_ = {{1, 2, 3, 4}};
+  std::unique_ptr<PsClient> client_;
+};
+
+TEST_F(StreamSync, AFailedCallLeavesTheStreamUsable) {
   TensorList grad = {{1, 1, 1, 1}};
-  ASSERT_TRUE((*client)->Push(grad).ok());
-  absl::Status again = (*client)->Push(grad);  // same step twice
+  ASSERT_TRUE(client_->Push(grad).ok());
+  absl::Status again = client_->Push(grad);  // same step twice
   EXPECT_EQ(again.code(), absl::StatusCode::kAlreadyExists) << again;
   TensorList weights;
-  EXPECT_TRUE((*client)->Pull(0, &weights).ok());
-  EXPECT_EQ(weights, init);
+  EXPECT_TRUE(client_->Pull(0, &weights).ok());
+  EXPECT_EQ(weights, init_);
 }
 
-TEST(Stream, WaitingPullIsDroppedWhenTheClientGoesAway) {
-  TestCluster cluster(1, 2, Mode::kSync, 0.5f);
-  const ModelSpec spec = {{"w", {4}}};
-  auto client = cluster.Connect(0, 2);
-  ASSERT_TRUE(client.ok());
-  TensorList init = {{1, 2, 3, 4}};
-  ASSERT_TRUE((*client)->Init(spec, &init).ok());
+TEST_F(StreamSync, WaitingPullIsDroppedWhenTheClientGoesAway) {
   TensorList weights;
   {
-    std::unique_ptr<PendingOp> op = (*client)->PullAsync(1, &weights);  // never completes
-    ASSERT_TRUE(AwaitWaitingCalls(cluster, 1));
+    std::unique_ptr<PendingOp> op = client_->PullAsync(1, &weights);  // never completes
+    ASSERT_TRUE(AwaitWaitingCalls(cluster_, 1));
   }  // abandoning the op cancels it
-  EXPECT_TRUE(AwaitWaitingCalls(cluster, 0));
+  EXPECT_TRUE(AwaitWaitingCalls(cluster_, 0));
   // The client reconnects and keeps working.
-  EXPECT_TRUE((*client)->Pull(0, &weights).ok());
-  client->reset();  // closing the client closes its streams cleanly
-  EXPECT_EQ(WaitingCalls(cluster), 0);
+  EXPECT_TRUE(client_->Pull(0, &weights).ok());
+  client_.reset();  // closing the client closes its streams cleanly
+  EXPECT_EQ(WaitingCalls(cluster_), 0);
 }
 
-TEST(Stream, ServerShutdownFailsWaitingCallsPromptly) {
-  TestCluster cluster(1, 2, Mode::kSync, 0.5f);
-  const ModelSpec spec = {{"w", {4}}};
-  auto client = cluster.Connect(0, 2);
-  ASSERT_TRUE(client.ok());
-  TensorList init = {{1, 2, 3, 4}};
-  ASSERT_TRUE((*client)->Init(spec, &init).ok());
+TEST_F(StreamSync, ServerShutdownFailsWaitingCallsPromptly) {
   TensorList weights;
-  std::unique_ptr<PendingOp> op = (*client)->PullAsync(1, &weights);  // waits for worker 1
-  ASSERT_TRUE(AwaitWaitingCalls(cluster, 1));
+  std::unique_ptr<PendingOp> op = client_->PullAsync(1, &weights);  // waits for worker 1
+  ASSERT_TRUE(AwaitWaitingCalls(cluster_, 1));
   const absl::Time start = absl::Now();
-  cluster.server(0)->Shutdown();
+  cluster_.server(0)->Shutdown();
   absl::Status s = op->Wait();
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
   EXPECT_NE(s.message().find("shutting down"), absl::string_view::npos) << s;
   EXPECT_LT(absl::Now() - start, absl::Seconds(30));
   // Later calls fail fast too, naming the shard.
-  absl::Status later = (*client)->Pull(0, &weights);
+  absl::Status later = client_->Pull(0, &weights);
   EXPECT_FALSE(later.ok());
   EXPECT_NE(later.message().find("shard 0"), absl::string_view::npos) << later;
 }
