@@ -211,24 +211,9 @@ absl::Status PsClient::ReadPull(int shard, const grpc::ByteBuffer& resp, TensorL
   int64_t version = 0;
   std::vector<RawTensorSlice> slices;
   RETURN_IF_ERROR(DecodePullResponse(bytes.pieces, &version, &slices));
-  const std::vector<SliceRange>& expected = partition_[shard];
-  if (slices.size() != expected.size()) {
-    return absl::InternalError(absl::StrCat("reply has ", slices.size(), " slices, expected ",
-                                            expected.size()));
-  }
-  for (size_t i = 0; i < slices.size(); ++i) {
-    const RawTensorSlice& s = slices[i];
-    const SliceRange& r = expected[i];
-    const TensorSpec& t = spec_[r.tensor_index];
-    if (s.name != t.name || s.offset != r.offset || s.length != r.length) {
-      return absl::InternalError(absl::StrCat("reply slice ", i, " is ", s.name, "[", s.offset,
-                                              "+", s.length, "], expected ", t.name, "[",
-                                              r.offset, "+", r.length, "]"));
-    }
-    RETURN_IF_ERROR(DecodeFloatPieces(
-        s.data, absl::MakeSpan((*weights)[r.tensor_index]).subspan(r.offset, r.length),
-        absl::StrCat("pulled tensor '", s.name, "'")));
-  }
+  std::vector<int64_t> next = PullStart(shard);
+  RETURN_IF_ERROR(ReadWeightChunks(shard, slices, weights, &next));
+  RETURN_IF_ERROR(CheckPullComplete(shard, next));
   shard_version_[shard] = version;
   return absl::OkStatus();
 }
@@ -356,9 +341,15 @@ ShardStream* PsClient::StreamTo(int shard) {
   return st.get();
 }
 
-absl::Status PsClient::ReadStreamChunk(int shard, const RawStreamResponse& r, TensorList* weights,
-                                       int64_t* received) {
-  for (const RawTensorSlice& s : r.weights) {
+std::vector<int64_t> PsClient::PullStart(int shard) const {
+  std::vector<int64_t> next;
+  for (const SliceRange& r : partition_[shard]) next.push_back(r.offset);
+  return next;
+}
+
+absl::Status PsClient::ReadWeightChunks(int shard, const std::vector<RawTensorSlice>& chunks,
+                                        TensorList* weights, std::vector<int64_t>* next) {
+  for (const RawTensorSlice& s : chunks) {
     auto it = tensor_index_.find(s.name);
     const int owned = it == tensor_index_.end() ? -1 : owned_[shard][it->second];
     if (owned < 0) {
@@ -366,18 +357,30 @@ absl::Status PsClient::ReadStreamChunk(int shard, const RawStreamResponse& r, Te
           absl::StrCat("pulled tensor '", s.name, "' that this shard does not own"));
     }
     const SliceRange& range = partition_[shard][owned];
-    if (s.offset < range.offset || s.length < 0 ||
-        s.offset + s.length > range.offset + range.length) {
-      return absl::InternalError(absl::StrCat("pulled chunk [", s.offset, ", ",
-                                              s.offset + s.length, ") of '", s.name,
-                                              "' outside the shard's range"));
+    int64_t& at = (*next)[owned];
+    if (s.offset != at || s.length < 0 || s.offset + s.length > range.offset + range.length) {
+      return absl::InternalError(absl::StrCat(
+          "pulled chunk [", s.offset, ", ", s.offset + s.length, ") of '", s.name,
+          "' is out of order or outside the shard's range [", range.offset, ", ",
+          range.offset + range.length, ")"));
     }
     RETURN_IF_ERROR(DecodeFloatPieces(
         s.data, absl::MakeSpan((*weights)[it->second]).subspan(s.offset, s.length),
         absl::StrCat("pulled tensor '", s.name, "'")));
-    *received += s.length;
+    at += s.length;
   }
-  if (r.last) shard_version_[shard] = r.version;
+  return absl::OkStatus();
+}
+
+absl::Status PsClient::CheckPullComplete(int shard, const std::vector<int64_t>& next) const {
+  for (size_t i = 0; i < next.size(); ++i) {
+    const SliceRange& r = partition_[shard][i];
+    if (next[i] != r.offset + r.length) {
+      return absl::InternalError(absl::StrCat("pull reply is missing elements [", next[i], ", ",
+                                              r.offset + r.length, ") of '",
+                                              spec_[r.tensor_index].name, "'"));
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -405,20 +408,17 @@ std::unique_ptr<PendingOp> PsClient::StartStreamCalls(
   for (int s = 0; s < S; ++s) {
     ShardStream* stream = StreamTo(s);
     op->cancels_.push_back([stream] { stream->Cancel(); });
-    auto received = std::make_shared<int64_t>(0);
-    const int64_t expected = SliceElements(partition_[s]);
+    auto next = std::make_shared<std::vector<int64_t>>(PullStart(s));
     stream->Call(
         headers[s].call_id, std::move(first_requests[s]),
-        [this, s, weights, received](const RawStreamResponse& r) {
-          return weights == nullptr ? absl::OkStatus()
-                                    : ReadStreamChunk(s, r, weights, received.get());
+        [this, s, weights, next](const RawStreamResponse& r) {
+          if (weights == nullptr) return absl::OkStatus();
+          RETURN_IF_ERROR(ReadWeightChunks(s, r.weights, weights, next.get()));
+          if (r.last) shard_version_[s] = r.version;
+          return absl::OkStatus();
         },
-        [op = op.get(), s, kind, received, expected,
-         address = options_.servers[s]](absl::Status st) {
-          if (st.ok() && kind != StreamCall::kPush && *received != expected) {
-            st = absl::InternalError(absl::StrCat("pull returned ", *received, " of ", expected,
-                                                  " elements"));
-          }
+        [this, op = op.get(), s, kind, next, address = options_.servers[s]](absl::Status st) {
+          if (st.ok() && kind != StreamCall::kPush) st = CheckPullComplete(s, *next);
           op->Done(s, address, st);
         });
   }

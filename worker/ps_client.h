@@ -194,9 +194,13 @@ class PsClient {
                                           TensorList* weights, int64_t min_version);
   // The shard's stream, reopened if it broke.
   ShardStream* StreamTo(int shard);
-  // Copies a stream response's weight chunks into `weights`; counts elements.
-  absl::Status ReadStreamChunk(int shard, const RawStreamResponse& r, TensorList* weights,
-                               int64_t* received);
+  // Reading pulled weights (both transports): `next[i]` is where slice i of
+  // the shard's partition continues; chunks of a slice must come in order
+  // and, by the end (CheckPullComplete), cover it exactly.
+  std::vector<int64_t> PullStart(int shard) const;
+  absl::Status ReadWeightChunks(int shard, const std::vector<RawTensorSlice>& chunks,
+                                TensorList* weights, std::vector<int64_t>* next);
+  absl::Status CheckPullComplete(int shard, const std::vector<int64_t>& next) const;
 
   absl::Status CheckGrads(const TensorList& grads) const;
   void FillSlices(int shard, const TensorList& values,
