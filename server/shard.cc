@@ -36,6 +36,7 @@ absl::StatusOr<std::unique_ptr<Shard>> Shard::Create(const ShardOptions& options
 Shard::Shard(const ShardOptions& options, std::unique_ptr<Optimizer> optimizer)
     : options_(options),
       layout_(std::make_shared<ShardLayout>()),
+      gradient_pool_(BufferPool::Create(options.num_workers)),
       optimizer_(std::move(optimizer)),
       policy_(CreateConsistencyPolicy(options.mode, options.num_workers)) {
   timer_ = std::thread([this] { TimerLoop(); });
@@ -100,8 +101,8 @@ std::shared_ptr<const ShardLayout> Shard::MakeLayout(const ModelSpec& spec) cons
 
 absl::StatusOr<std::vector<float>> Shard::Gather(const ShardLayout& p,
                                                  const std::vector<SliceData>& slices,
-                                                 absl::string_view what) const {
-  std::vector<float> flat(p.num_elements);
+                                                 absl::string_view what,
+                                                 std::vector<float> flat) const {
   std::vector<bool> seen(p.slices.size(), false);
   for (const SliceData& s : slices) {
     auto it = p.by_name.find(std::string(s.name));
@@ -158,9 +159,11 @@ absl::Status Shard::InstallLocked(std::shared_ptr<const ShardLayout> layout,
   }
   ASSIGN_OR_RETURN(optimizer_, CreateOptimizer(options_.optimizer, layout->num_elements));
   layout_ = std::move(layout);
-  weights_ = std::make_shared<std::vector<float>>(std::move(weights));
+  weights_ = weights_pool_->Share(std::move(weights));
   version_ = version;
   policy_ = CreateConsistencyPolicy(options_.mode, options_.num_workers);
+  weights_pool_->Clear();
+  gradient_pool_->Clear();
   initialized_ = true;
   return absl::OkStatus();
 }
@@ -206,7 +209,8 @@ uint64_t Shard::Init(int worker_id, const ModelSpec& spec, const std::vector<Sli
       });
     } else {
       std::shared_ptr<const ShardLayout> p = MakeLayout(spec);
-      absl::StatusOr<std::vector<float>> flat = Gather(*p, values, "init");
+      absl::StatusOr<std::vector<float>> flat =
+          Gather(*p, values, "init", std::vector<float>(p->num_elements));
       absl::Status installed =
           flat.ok() ? InstallLocked(std::move(p), *std::move(flat), 0) : flat.status();
       if (installed.ok()) {
@@ -241,7 +245,8 @@ absl::StatusOr<int64_t> Shard::Push(int worker_id, int64_t computed_version,
   RETURN_IF_ERROR(CheckInitialized());
   // If the parameters are replaced meanwhile, PushFlat notices.
   std::shared_ptr<const ShardLayout> layout = Layout();
-  ASSIGN_OR_RETURN(std::vector<float> grad, Gather(*layout, gradients, "push"));
+  ASSIGN_OR_RETURN(std::vector<float> grad,
+                   Gather(*layout, gradients, "push", GradientBuffer(*layout)));
   return PushFlat(worker_id, computed_version, layout, std::move(grad));
 }
 
@@ -277,13 +282,16 @@ absl::StatusOr<int64_t> Shard::PushFlat(int worker_id, int64_t computed_version,
       // references are only taken under mu_, so a count of 1 means nobody
       // else holds it; the fence orders the last reader's reads before ours.
       if (weights_.use_count() > 1) {
-        weights_ = std::make_shared<std::vector<float>>(*weights_);
+        std::vector<float> copy = weights_pool_->Take(weights_->size());
+        std::copy(weights_->begin(), weights_->end(), copy.begin());
+        weights_ = weights_pool_->Share(std::move(copy));
       } else {
         std::atomic_thread_fence(std::memory_order_acquire);
       }
       std::vector<const float*> grads;
       for (const std::vector<float>& g : to_apply) grads.push_back(g.data());
       ApplyMeanInParallel(optimizer_.get(), grads, weights_->size(), weights_->data());
+      for (std::vector<float>& g : to_apply) gradient_pool_->Give(std::move(g));
       ++version_;
       CollectReadyLocked(&ready);
     }
@@ -291,6 +299,10 @@ absl::StatusOr<int64_t> Shard::PushFlat(int worker_id, int64_t computed_version,
   }
   for (auto& r : ready) r.first(std::move(r.second));
   return version;
+}
+
+std::vector<float> Shard::GradientBuffer(const ShardLayout& layout) {
+  return gradient_pool_->Take(layout.num_elements);
 }
 
 uint64_t Shard::AddWaiterLocked(int64_t min_version, absl::Duration wait,

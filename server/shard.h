@@ -36,6 +36,7 @@
 #include "common/float_bytes.h"
 #include "common/model_spec.h"
 #include "common/partition.h"
+#include "server/buffer_pool.h"
 #include "server/consistency.h"
 #include "server/optimizer.h"
 
@@ -154,6 +155,12 @@ class Shard {
                                    const std::shared_ptr<const ShardLayout>& layout,
                                    std::vector<float> grad);
 
+  // A buffer of layout.num_elements floats to assemble a gradient in for
+  // PushFlat, recycled from applied pushes when one is spare (so large pushes
+  // neither allocate nor page-fault). Its contents are unspecified: the caller
+  // must overwrite every element.
+  std::vector<float> GradientBuffer(const ShardLayout& layout);
+
   // Calls `done` with the weights once the shard is initialized and at
   // version >= min_version, or with DEADLINE_EXCEEDED after `wait` (0 = the
   // default wait) naming the workers that have not pushed. Runs exactly once,
@@ -193,10 +200,12 @@ class Shard {
   absl::Status CheckWorker(int worker_id) const;
   absl::Status CheckInitializedLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   std::shared_ptr<const ShardLayout> MakeLayout(const ModelSpec& spec) const;
-  // Decodes `slices` (every slice of `p` exactly once) into one flat buffer.
+  // Decodes `slices` (every slice of `p` exactly once) into `flat`, a buffer
+  // of p.num_elements floats.
   absl::StatusOr<std::vector<float>> Gather(const ShardLayout& p,
                                             const std::vector<SliceData>& slices,
-                                            absl::string_view what) const;
+                                            absl::string_view what,
+                                            std::vector<float> flat) const;
   absl::Status InstallLocked(std::shared_ptr<const ShardLayout> layout, std::vector<float> weights, int64_t version)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   WeightsSnapshot SnapshotLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
@@ -220,8 +229,12 @@ class Shard {
   bool initialized_ ABSL_GUARDED_BY(mu_) = false;
   std::shared_ptr<const ShardLayout> layout_ ABSL_GUARDED_BY(mu_);  // never null
   int64_t version_ ABSL_GUARDED_BY(mu_) = 0;
-  // Replaced, not mutated, while a reader may still hold it.
+  // Replaced, not mutated, while a reader may still hold it. Comes from
+  // weights_pool_, and returns there when the last reader lets go.
   std::shared_ptr<std::vector<float>> weights_ ABSL_GUARDED_BY(mu_);
+  const std::shared_ptr<BufferPool> weights_pool_ = BufferPool::Create(2);
+  // Gradient buffers (GradientBuffer), back here once applied.
+  const std::shared_ptr<BufferPool> gradient_pool_;
   std::unique_ptr<Optimizer> optimizer_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<ConsistencyPolicy> policy_ ABSL_GUARDED_BY(mu_);
   std::set<int> workers_seen_ ABSL_GUARDED_BY(mu_);

@@ -153,6 +153,26 @@ TEST(Shard, AsyncAppliesEachPushAndRecordsStaleness) {
   EXPECT_EQ(shard->Push(0, 7, g.data).status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
+TEST(Shard, AppliedGradientBuffersAreRecycled) {
+  for (Mode mode : {Mode::kAsync, Mode::kSync}) {
+    auto shard = MakeShard(mode, 1, 1.0f);
+    InitShard(shard.get(), {{1, 1, 1, 1}, {1, 1, 1}});
+    const auto layout = shard->Layout();
+    std::vector<float> grad = shard->GradientBuffer(*layout);
+    ASSERT_EQ(grad.size(), 7u);
+    grad.assign(7, 0.5f);
+    const float* data = grad.data();
+    ASSERT_EQ(*shard->PushFlat(0, 0, layout, std::move(grad)), 1);
+    // The same memory, still holding the applied gradient (a fresh one is zeroed).
+    std::vector<float> again = shard->GradientBuffer(*layout);
+    EXPECT_EQ(again.data(), data) << ModeName(mode);
+    EXPECT_EQ(again, std::vector<float>(7, 0.5f)) << ModeName(mode);
+    PullResult pull;
+    StartPull(shard.get(), 0, 1, absl::Seconds(1), &pull);
+    EXPECT_EQ(*pull.snap->weights, std::vector<float>(7, 0.5f));
+  }
+}
+
 TEST(Shard, SnapshotIsImmutableWhileUpdatesApply) {
   auto shard = MakeShard(Mode::kAsync, 1, 1.0f);
   InitShard(shard.get(), {{1, 1, 1, 1}, {1, 1, 1}});

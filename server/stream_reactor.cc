@@ -207,7 +207,7 @@ absl::Status StreamReactor::Handle() {
       call_.error = shard_->CheckInitialized();
       if (call_.error.ok()) {
         call_.layout = shard_->Layout();
-        call_.grad.resize(call_.layout->num_elements);
+        call_.grad = shard_->GradientBuffer(*call_.layout);
         for (const SliceRange& r : call_.layout->slices) call_.next.push_back(r.offset);
       }
     }

@@ -37,6 +37,7 @@
 ABSL_FLAG(std::string, sizes, "4096,65536,1048576,4194304,16777216,67108864",
           "transport: payload sizes in bytes (multiples of 4).");
 ABSL_FLAG(int, shards, 1, "transport: number of in-process server shards (S).");
+ABSL_FLAG(std::string, ops, "push,pull,push_pull", "transport: operations to measure.");
 ABSL_FLAG(int, clients, 1, "transport: number of client threads (W), one connection each.");
 ABSL_FLAG(double, seconds, 1.0, "transport/apply: seconds to measure each figure.");
 ABSL_FLAG(int, warmup, 3, "transport: untimed operations per client before measuring.");
@@ -202,9 +203,19 @@ absl::StatusOr<std::vector<Row>> Transport() {
     const Case cases[] = {{"push", Op::kPush, RawPattern::kSend, size},
                           {"pull", Op::kPull, RawPattern::kFetch, size},
                           {"push_pull", Op::kPushPull, RawPattern::kExchange, 2 * size}};
+    std::vector<const Case*> chosen;
+    for (absl::string_view op : absl::StrSplit(absl::GetFlag(FLAGS_ops), ',', absl::SkipWhitespace())) {
+      auto it = std::find_if(std::begin(cases), std::end(cases),
+                             [&](const Case& c) { return op == c.name; });
+      if (it == std::end(cases)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--ops: unknown operation '", op, "' (known: push, pull, push_pull)"));
+      }
+      chosen.push_back(it);
+    }
     std::vector<OpTimings> raw;
-    for (const Case& c : cases) {
-      auto r = RunRawTcp(c.raw, size, W, warmup, duration);
+    for (const Case* c : chosen) {
+      auto r = RunRawTcp(c->raw, size, W, warmup, duration);
       if (!r.ok()) return r.status();
       raw.push_back(*std::move(r));
     }
@@ -228,8 +239,8 @@ absl::StatusOr<std::vector<Row>> Transport() {
         absl::Status s = clients[w]->Init(spec, w == 0 ? &init : nullptr);
         if (!s.ok()) return s;
       }
-      for (size_t i = 0; i < 3; ++i) {
-        const Case& c = cases[i];
+      for (size_t i = 0; i < chosen.size(); ++i) {
+        const Case& c = *chosen[i];
         auto ps = RunPsOps(c.op, clients, floats, warmup, duration);
         if (!ps.ok()) return ps.status();
         Row r;
