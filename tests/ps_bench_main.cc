@@ -8,6 +8,8 @@
 //                        workers in sync and in async mode
 //
 // Human-readable tables by default; --json prints one JSON object instead.
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
@@ -62,8 +64,32 @@ struct Row {
   double baseline = 0;        // same unit, measured in the same run
   double p50_us = -1, p99_us = -1;
   double baseline_p50_us = -1;
+  // Transport: process CPU time (all threads, user + system) per MB moved.
+  // When both ends share the cores, value/baseline cannot beat
+  // baseline_cpu_us_per_mb / cpu_us_per_mb for long.
+  double cpu_us_per_mb = -1, baseline_cpu_us_per_mb = -1;
   double accuracy = -1;       // train only
 };
+
+double ProcessCpuSeconds() {
+  rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  auto secs = [](const timeval& t) { return t.tv_sec + t.tv_usec * 1e-6; };
+  return secs(u.ru_utime) + secs(u.ru_stime);
+}
+
+// Runs `f`, which returns OpTimings for `ops_beyond_timed` more operations
+// than it counts (its warm-up), and the process CPU µs per MB they moved.
+template <typename F>
+auto WithCpu(int64_t bytes_per_op, int64_t ops_beyond_timed, F f)
+    -> std::pair<decltype(f()), double> {
+  const double start = ProcessCpuSeconds();
+  auto r = f();
+  const double cpu = ProcessCpuSeconds() - start;
+  double per_mb = -1;
+  if (r.ok()) per_mb = cpu * 1e6 / (double(bytes_per_op) * (r->ops + ops_beyond_timed) / 1e6);
+  return {std::move(r), per_mb};
+}
 
 std::string Json(const std::string& section, const std::vector<Row>& rows) {
   std::vector<std::string> objs;
@@ -74,6 +100,10 @@ std::string Json(const std::string& section, const std::vector<Row>& rows) {
     if (r.p50_us >= 0) {
       absl::StrAppendFormat(&o, ", \"p50_us\": %.1f, \"p99_us\": %.1f, \"baseline_p50_us\": %.1f",
                             r.p50_us, r.p99_us, r.baseline_p50_us);
+    }
+    if (r.cpu_us_per_mb >= 0) {
+      absl::StrAppendFormat(&o, ", \"cpu_us_per_mb\": %.1f, \"baseline_cpu_us_per_mb\": %.1f",
+                            r.cpu_us_per_mb, r.baseline_cpu_us_per_mb);
     }
     if (r.accuracy >= 0) absl::StrAppendFormat(&o, ", \"test_accuracy\": %.4f", r.accuracy);
     objs.push_back(o + "}");
@@ -214,10 +244,13 @@ absl::StatusOr<std::vector<Row>> Transport() {
       chosen.push_back(it);
     }
     std::vector<OpTimings> raw;
+    std::vector<double> raw_cpu;
     for (const Case* c : chosen) {
-      auto r = RunRawTcp(c->raw, size, W, warmup, duration);
+      auto [r, cpu] = WithCpu(c->bytes, int64_t{W} * warmup,
+                              [&] { return RunRawTcp(c->raw, size, W, warmup, duration); });
       if (!r.ok()) return r.status();
       raw.push_back(*std::move(r));
+      raw_cpu.push_back(cpu);
     }
     for (absl::string_view transport_name :
          absl::StrSplit(absl::GetFlag(FLAGS_transports), ',', absl::SkipWhitespace())) {
@@ -241,7 +274,8 @@ absl::StatusOr<std::vector<Row>> Transport() {
       }
       for (size_t i = 0; i < chosen.size(); ++i) {
         const Case& c = *chosen[i];
-        auto ps = RunPsOps(c.op, clients, floats, warmup, duration);
+        auto [ps, cpu] = WithCpu(c.bytes, int64_t{W} * warmup,
+                                 [&] { return RunPsOps(c.op, clients, floats, warmup, duration); });
         if (!ps.ok()) return ps.status();
         Row r;
         r.name = absl::StrCat(c.name, "/", transport_name);
@@ -251,6 +285,8 @@ absl::StatusOr<std::vector<Row>> Transport() {
         r.p50_us = Percentile(ps->latencies, 0.5);
         r.p99_us = Percentile(ps->latencies, 0.99);
         r.baseline_p50_us = Percentile(raw[i].latencies, 0.5);
+        r.cpu_us_per_mb = cpu;
+        r.baseline_cpu_us_per_mb = raw_cpu[i];
         rows.push_back(r);
       }
     }
@@ -386,12 +422,14 @@ absl::StatusOr<std::vector<Row>> Train() {
 
 void PrintTable(const std::string& section, const std::vector<Row>& rows) {
   if (section == "transport") {
-    std::printf("%-16s %8s %10s %10s %7s %10s %10s %10s\n", "op/transport", "payload", "GB/s",
-                "tcp GB/s", "ratio", "p50 us", "p99 us", "tcp p50");
+    std::printf("%-16s %8s %10s %10s %7s %10s %10s %10s %9s %9s %9s\n", "op/transport",
+                "payload", "GB/s", "tcp GB/s", "ratio", "p50 us", "p99 us", "tcp p50",
+                "cpu us/MB", "tcp cpu", "cpu ratio");
     for (const Row& r : rows) {
-      std::printf("%-16s %8s %10.3f %10.3f %7.2f %10.1f %10.1f %10.1f\n", r.name.c_str(),
-                  HumanBytes(r.bytes).c_str(), r.value, r.baseline, r.value / r.baseline,
-                  r.p50_us, r.p99_us, r.baseline_p50_us);
+      std::printf("%-16s %8s %10.3f %10.3f %7.2f %10.1f %10.1f %10.1f %9.0f %9.0f %9.2f\n",
+                  r.name.c_str(), HumanBytes(r.bytes).c_str(), r.value, r.baseline,
+                  r.value / r.baseline, r.p50_us, r.p99_us, r.baseline_p50_us, r.cpu_us_per_mb,
+                  r.baseline_cpu_us_per_mb, r.baseline_cpu_us_per_mb / r.cpu_us_per_mb);
     }
   } else if (section == "apply") {
     std::printf("%-16s %12s %10s %10s %7s\n", "apply", "elements", "GB/s", "axpy GB/s",

@@ -23,9 +23,15 @@ import json, sys
 d = json.loads(sys.argv[1])
 assert d["mode"] == "transport" and len(d["rows"]) == 6, d
 for r in d["rows"]:
-    for k in ("value", "baseline", "ratio", "p50_us", "p99_us"):
+    for k in ("value", "baseline", "ratio", "p50_us", "p99_us", "cpu_us_per_mb",
+              "baseline_cpu_us_per_mb"):
         assert r[k] > 0, (k, r)
 ' "$json"
+
+out=$("$BENCH" transport --sizes=4096 --seconds=0.05 --warmup=1 --ops=pull --transports=stream)
+echo "$out"
+[ "$(grep -c "^pu" <<<"$out")" -eq 1 ] || fail "--ops=pull should give one pull row"
+if "$BENCH" transport --ops=fetch 2>/dev/null; then fail "--ops=fetch should be an error"; fi
 
 out=$("$BENCH" apply --apply_elements=100000 --seconds=0.05)
 echo "$out"
