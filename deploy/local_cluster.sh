@@ -26,11 +26,16 @@ options:
   --server_bin=PATH    the ps_server binary (overrides --bin_dir)
   --worker_bin=PATH    the ps_worker binary (overrides --bin_dir)
   --startup_timeout=SEC  how long to wait for servers to listen (default 30)
+  --gpus_per_host=N    GPU workers: worker i gets --device=cuda --gpu=(i mod N),
+                       one worker per GPU when W = N (default 0: no GPU flags;
+                       workers then pick with their own --device, default auto)
   -h, --help           this text
 
 Worker flags after "--" pass through unchanged (e.g. --epochs=2
 --batch_size=64 --save_model=/tmp/model). Unless given there, each worker gets
---threads=max(1, nproc/W) so that the workers share the cores.
+--threads=max(1, nproc/W) so that the workers share the cores, and with
+--gpus_per_host, --device=cuda (pass --device=auto there to let a worker fall
+back to the CPU where its GPU is missing).
 USAGE
 }
 
@@ -41,6 +46,7 @@ MODE=sync
 LR=0.1
 PULL_TIMEOUT=120
 STARTUP_TIMEOUT=30
+GPUS_PER_HOST=0
 SERVER_BIN="$ROOT/bazel-bin/server/ps_server"
 WORKER_BIN="$ROOT/bazel-bin/worker/ps_worker"
 WORKER_ARGS=()
@@ -55,6 +61,7 @@ while [ $# -gt 0 ]; do
     --lr=*) LR="${1#*=}" ;;
     --pull_timeout=*) PULL_TIMEOUT="${1#*=}" ;;
     --startup_timeout=*) STARTUP_TIMEOUT="${1#*=}" ;;
+    --gpus_per_host=*) GPUS_PER_HOST="${1#*=}" ;;
     --bin_dir=*) SERVER_BIN="${1#*=}/ps_server"; WORKER_BIN="${1#*=}/ps_worker" ;;
     --server_bin=*) SERVER_BIN="${1#*=}" ;;
     --worker_bin=*) WORKER_BIN="${1#*=}" ;;
@@ -67,15 +74,22 @@ done
 
 [[ "$NUM_SERVERS" =~ ^[1-9][0-9]*$ ]] || die "--servers must be a positive integer, got '$NUM_SERVERS'"
 [[ "$NUM_WORKERS" =~ ^[1-9][0-9]*$ ]] || die "--workers must be a positive integer, got '$NUM_WORKERS'"
+[[ "$GPUS_PER_HOST" =~ ^[0-9]+$ ]] || die "--gpus_per_host must be a non-negative integer, got '$GPUS_PER_HOST'"
 [[ "$MODE" == sync || "$MODE" == async ]] || die "--mode must be sync or async, got '$MODE'"
 for b in "$SERVER_BIN" "$WORKER_BIN"; do
   [ -x "$b" ] || die "$b not found: build first (bazel build //:ps_server //:ps_worker) or pass --bin_dir"
 done
 
 has_threads=0
+has_device=0
 for a in "${WORKER_ARGS[@]+"${WORKER_ARGS[@]}"}"; do
   [[ "$a" == --threads=* ]] && has_threads=1
+  [[ "$a" == --device=* ]] && has_device=1
+  [[ "$a" == --gpu=* && $GPUS_PER_HOST -gt 0 ]] && die "--gpu is set per worker by --gpus_per_host; do not pass it after --"
 done
+if [ $GPUS_PER_HOST -gt 0 ] && [ $has_device -eq 0 ]; then
+  WORKER_ARGS+=("--device=cuda")
+fi
 if [ $has_threads -eq 0 ]; then
   t=$(( $(nproc) / NUM_WORKERS ))
   [ $t -ge 1 ] || t=1
@@ -136,8 +150,10 @@ SERVERS_FLAG=$(IFS=,; echo "${ADDRS[*]}")
 echo "local_cluster: $NUM_SERVERS servers ($MODE mode) at $SERVERS_FLAG; starting $NUM_WORKERS workers"
 
 for ((w = 0; w < NUM_WORKERS; w++)); do
+  gpu=()
+  [ $GPUS_PER_HOST -gt 0 ] && gpu=("--gpu=$((w % GPUS_PER_HOST))")
   start "worker $w" "$WORKER_BIN" --servers="$SERVERS_FLAG" --worker_id=$w \
-    --num_workers=$NUM_WORKERS "${WORKER_ARGS[@]}"
+    --num_workers=$NUM_WORKERS "${WORKER_ARGS[@]}" "${gpu[@]+"${gpu[@]}"}"
   WORKER_PIDS+=($LAST_PID)
 done
 

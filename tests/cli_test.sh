@@ -56,5 +56,31 @@ expect "ps_ctl reports an unreachable server" 1 "127.0.0.1:1" \
 expect "ps_ctl rejects an unknown command" 2 "usage: ps_ctl" "$CTL" frobnicate --servers=x:1
 expect "launcher rejects an unknown option" 2 "unknown option '--bogus'" "$LAUNCHER" --bogus
 
+expect "launcher rejects a bad --gpus_per_host" 2 "--gpus_per_host must be a non-negative integer" \
+  "$LAUNCHER" --gpus_per_host=two
+
+# --gpus_per_host: worker i gets --gpu=(i mod n) and --device=cuda. A stand-in
+# worker prints the flags it was given.
+fake="$TEST_TMPDIR/fake_worker"
+printf '#!/bin/sh\necho "args: $*"\n' >"$fake"
+chmod +x "$fake"
+out=$(timeout 30 "$LAUNCHER" --servers=1 --workers=3 --gpus_per_host=2 --server_bin="$SERVER" \
+  --worker_bin="$fake" -- --epochs=1 2>&1)
+for want in "worker 0\] args: .*--device=cuda.* --gpu=0" "worker 1\] args: .*--gpu=1" \
+            "worker 2\] args: .*--gpu=0"; do
+  if grep -qE -- "$want" <<<"$out"; then
+    echo "ok   launcher --gpus_per_host: $want"
+  else
+    echo "FAIL launcher --gpus_per_host: no line matching '$want' in:"
+    echo "$out" | head -20
+    failures=$((failures + 1))
+  fi
+done
+expect "launcher keeps an explicit --device" 0 "worker 0\] args: .*--device=auto --threads" \
+  "$LAUNCHER" --servers=1 --workers=1 --gpus_per_host=1 --server_bin="$SERVER" \
+  --worker_bin="$fake" -- --device=auto
+expect "launcher refuses --gpu with --gpus_per_host" 2 "--gpu is set per worker" \
+  "$LAUNCHER" --gpus_per_host=1 --server_bin="$SERVER" --worker_bin="$fake" -- --gpu=3
+
 echo "$failures failures"
 [ "$failures" -eq 0 ]
