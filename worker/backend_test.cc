@@ -1,9 +1,14 @@
 // Backend conformance: every backend in the build computes each op like a
 // plain reference implementation, on random shapes (including sizes that are
-// not multiples of 32) with fresh random inputs each run.
+// not multiples of 32) with fresh random inputs each run; and the CUDA
+// backend agrees with the CPU backend op by op and on a model's gradients.
+// Failures print the seed; BACKEND_TEST_SEED=<seed> replays a run.
 #include <cmath>
+#include <cstdlib>
+#include <functional>
 #include <random>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "worker/backend.h"
 #include "worker/model.h"
@@ -11,19 +16,41 @@
 namespace ps {
 namespace {
 
-std::vector<std::string> Backends() { return {"cpu"}; }
+std::vector<std::string> Backends() {
+#ifdef PS_WITH_CUDA
+  return {"cpu", "cuda"};
+#else
+  return {"cpu"};
+#endif
+}
 
-class BackendTest : public ::testing::TestWithParam<std::string> {
+// A backend for the test, or the reason it must skip: no CUDA device
+// (FAILED_PRECONDITION) or no CUDA support in this build (UNIMPLEMENTED).
+absl::StatusOr<std::unique_ptr<ComputeBackend>> NewBackend(const std::string& device) {
+  BackendOptions options;
+  options.device = device;
+  options.threads = 1;
+  return CreateBackend(options);
+}
+
+bool Unavailable(const absl::Status& s) {
+  return s.code() == absl::StatusCode::kFailedPrecondition ||
+         s.code() == absl::StatusCode::kUnimplemented;
+}
+
+// Random inputs from a fresh seed, named in every failure message.
+class RandomTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto b = CreateBackend({GetParam(), 1});
-    if (!b.ok() && b.status().code() == absl::StatusCode::kUnimplemented) {
-      GTEST_SKIP() << GetParam() << " backend not available: " << b.status();
-    }
-    ASSERT_TRUE(b.ok()) << b.status();
-    backend_ = *std::move(b);
-    rng_.seed(std::random_device{}());
+    const char* replay = std::getenv("BACKEND_TEST_SEED");
+    const unsigned seed = replay != nullptr ? std::strtoul(replay, nullptr, 10)
+                                            : std::random_device{}();
+    rng_.seed(seed);
+    trace_ = std::make_unique<::testing::ScopedTrace>(
+        __FILE__, __LINE__,
+        absl::StrCat("random seed ", seed, " (replay: --test_env=BACKEND_TEST_SEED=", seed, ")"));
   }
+  void TearDown() override { trace_.reset(); }
 
   std::vector<float> Random(size_t n) {
     std::uniform_real_distribution<float> u(-1, 1);
@@ -31,18 +58,54 @@ class BackendTest : public ::testing::TestWithParam<std::string> {
     for (float& x : v) x = u(rng_);
     return v;
   }
-  int Dim() { return 1 + rng_() % 77; }
+  std::vector<float> Labels(int rows, int classes) {
+    std::vector<float> v(rows);
+    for (float& l : v) l = float(rng_() % classes);
+    return v;
+  }
+  int Dim(int max = 77) { return 1 + rng_() % max; }
+
+  std::mt19937 rng_;
+
+ private:
+  std::unique_ptr<::testing::ScopedTrace> trace_;
+};
+
+std::unique_ptr<DeviceBuffer> Upload(ComputeBackend* backend, const std::vector<float>& v) {
+  auto b = backend->Allocate(v.size());
+  EXPECT_TRUE(b.ok()) << b.status();
+  if (!b.ok()) return nullptr;
+  absl::Status s = backend->CopyToDevice(v, b->get());
+  EXPECT_TRUE(s.ok()) << s;
+  return *std::move(b);
+}
+
+std::vector<float> Download(ComputeBackend* backend, const DeviceBuffer& b, size_t n) {
+  std::vector<float> v(n);
+  absl::Status s = backend->CopyToHost(b, absl::MakeSpan(v));
+  EXPECT_TRUE(s.ok()) << s;
+  return v;
+}
+
+class BackendTest : public RandomTest, public ::testing::WithParamInterface<std::string> {
+ protected:
+  void SetUp() override {
+    RandomTest::SetUp();
+    auto b = NewBackend(GetParam());
+    if (Unavailable(b.status())) GTEST_SKIP() << "no CUDA device: " << b.status();
+    ASSERT_TRUE(b.ok()) << b.status();
+    backend_ = *std::move(b);
+  }
+  void TearDown() override {
+    backend_.reset();
+    RandomTest::TearDown();
+  }
 
   std::unique_ptr<DeviceBuffer> Upload(const std::vector<float>& v) {
-    auto b = backend_->Allocate(v.size());
-    EXPECT_TRUE(b.ok());
-    EXPECT_TRUE(backend_->CopyToDevice(v, b->get()).ok());
-    return *std::move(b);
+    return ps::Upload(backend_.get(), v);
   }
   std::vector<float> Download(const DeviceBuffer& b, size_t n) {
-    std::vector<float> v(n);
-    EXPECT_TRUE(backend_->CopyToHost(b, absl::MakeSpan(v)).ok());
-    return v;
+    return ps::Download(backend_.get(), b, n);
   }
   static void ExpectClose(const std::vector<float>& got, const std::vector<double>& want,
                           double rel = 1e-5) {
@@ -53,8 +116,12 @@ class BackendTest : public ::testing::TestWithParam<std::string> {
   }
 
   std::unique_ptr<ComputeBackend> backend_;
-  std::mt19937 rng_;
 };
+
+TEST_P(BackendTest, NameAndDescriptionSayWhichBackend) {
+  EXPECT_EQ(backend_->name(), GetParam());
+  EXPECT_EQ(backend_->description().rfind(GetParam(), 0), 0u) << backend_->description();
+}
 
 TEST_P(BackendTest, GemmMatchesReferenceForAllTransposes) {
   for (int iter = 0; iter < 20; ++iter) {
@@ -88,7 +155,7 @@ TEST_P(BackendTest, ElementwiseOpsMatchReference) {
       biased[i] = float(x[i] + bias[c]);
       relu[i] = std::max(biased[i], 0.0);
       drelu[i] = relu[i] > 0 ? dy[i] : 0.0;
-      colsum[c] += dy[i];
+      colsum[c] += drelu[i];
     }
   }
   auto dx = Upload(x), db = Upload(bias), ddy = Upload(dy), out = Upload(std::vector<float>(cols));
@@ -99,18 +166,33 @@ TEST_P(BackendTest, ElementwiseOpsMatchReference) {
   ASSERT_TRUE(backend_->ReluBackward(rows * cols, *dx, ddy.get()).ok());
   ExpectClose(Download(*ddy, x.size()), drelu);
   ASSERT_TRUE(backend_->ColumnSums(rows, cols, *ddy, out.get()).ok());
-  std::vector<double> want_sums(cols, 0.0);
-  for (size_t i = 0; i < drelu.size(); ++i) want_sums[i % cols] += drelu[i];
-  ExpectClose(Download(*out, cols), want_sums);
-  (void)colsum;
+  ExpectClose(Download(*out, cols), colsum);
+}
+
+TEST_P(BackendTest, GatherRowsCopiesTheIndexedRows) {
+  const int table_rows = Dim(), cols = Dim(), rows = Dim(200);
+  auto table = Random(size_t(table_rows) * cols);
+  std::vector<int64_t> index(rows);
+  for (int64_t& i : index) i = rng_() % table_rows;
+  std::vector<float> want;
+  for (int64_t i : index) want.insert(want.end(), &table[i * cols], &table[(i + 1) * cols]);
+  auto dt = Upload(table), dd = Upload(std::vector<float>(want.size()));
+  ASSERT_TRUE(backend_->GatherRows(*dt, cols, index, dd.get()).ok());
+  EXPECT_EQ(Download(*dd, want.size()), want);
+
+  for (int64_t bad : {int64_t{-1}, int64_t{table_rows}}) {
+    index[rng_() % rows] = bad;
+    EXPECT_EQ(backend_->GatherRows(*dt, cols, index, dd.get()).code(),
+              absl::StatusCode::kInvalidArgument)
+        << bad;
+  }
 }
 
 TEST_P(BackendTest, SoftmaxCrossEntropyMatchesReference) {
-  const int rows = Dim(), classes = 2 + rng_() % 15;
+  const int rows = Dim(), classes = 2 + rng_() % 40;
   auto logits = Random(size_t(rows) * classes);
   for (float& v : logits) v *= 5;
-  std::vector<float> labels(rows);
-  for (float& l : labels) l = float(rng_() % classes);
+  std::vector<float> labels = Labels(rows, classes);
   const float scale = 1.0f / rows;
   double loss = 0;
   int64_t correct = 0;
@@ -132,15 +214,62 @@ TEST_P(BackendTest, SoftmaxCrossEntropyMatchesReference) {
   EXPECT_NEAR(sums->loss_sum, loss, 1e-4 * std::max(1.0, loss));
   EXPECT_EQ(sums->correct, correct);
   ExpectClose(Download(*dg, logits.size()), grad);
+  // Without a gradient, the same sums.
+  auto again = backend_->SoftmaxCrossEntropy(rows, classes, *dl, *dy, scale, nullptr);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->loss_sum, sums->loss_sum);
+  EXPECT_EQ(again->correct, sums->correct);
 }
 
 TEST_P(BackendTest, BadSizesAndLabelsAreErrors) {
   auto small = Upload(std::vector<float>(4));
   EXPECT_EQ(backend_->Gemm(false, false, 3, 3, 3, 1, *small, *small, 0, small.get()).code(),
             absl::StatusCode::kInvalidArgument);
-  auto labels = Upload({7.0f});
-  EXPECT_EQ(backend_->SoftmaxCrossEntropy(1, 4, *small, *labels, 1, nullptr).status().code(),
+  EXPECT_EQ(backend_->AddBias(-1, 2, *small, small.get()).code(),
             absl::StatusCode::kInvalidArgument);
+  std::vector<float> five(5);
+  EXPECT_EQ(backend_->CopyToDevice(five, small.get()).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(backend_->StartCopyToHost(*small, absl::MakeSpan(five)).code(),
+            absl::StatusCode::kInvalidArgument);
+  for (float bad : {7.0f, -1.0f, 1.5f, std::nanf("")}) {
+    // The bad label sits among good ones, in a row the device must find.
+    auto labels = Upload({1.0f, 0.0f, bad, 3.0f});
+    auto logits = Upload(Random(16));
+    auto sums = backend_->SoftmaxCrossEntropy(4, 4, *logits, *labels, 1, nullptr);
+    EXPECT_EQ(sums.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(sums.status().message().find("row 2"), absl::string_view::npos) << sums.status();
+  }
+}
+
+// A started copy delivers its source as it was when started, however later
+// ops change it, and has landed once FinishCopiesToHost returns; copies larger
+// than any staging buffer and more copies than fit one at once both work.
+TEST_P(BackendTest, StartedCopiesDeliverTheSourceAsStarted) {
+  std::vector<float> big = Random((3 << 20) + Dim());
+  std::vector<float> small = Random(size_t(Dim()) * Dim());
+  auto dbig = Upload(big), dsmall = Upload(small);
+  auto one = Upload(std::vector<float>(small.size(), 1.0f));
+  std::vector<float> got_big(big.size());
+  constexpr int kCopies = 40;
+  std::vector<std::vector<float>> got(kCopies, std::vector<float>(small.size()));
+  ASSERT_TRUE(backend_->StartCopyToHost(*dbig, absl::MakeSpan(got_big)).ok());
+  ASSERT_TRUE(backend_->Relu(big.size(), dbig.get()).ok());
+  std::vector<std::vector<float>> want;
+  for (int i = 0; i < kCopies; ++i) {
+    ASSERT_TRUE(backend_->StartCopyToHost(*dsmall, absl::MakeSpan(got[i])).ok());
+    want.push_back(small);
+    ASSERT_TRUE(backend_->AddBias(1, small.size(), *one, dsmall.get()).ok());
+    for (float& v : small) v += 1.0f;
+  }
+  ASSERT_TRUE(backend_->FinishCopiesToHost().ok());
+  EXPECT_TRUE(got_big == big);
+  for (int i = 0; i < kCopies; ++i) EXPECT_TRUE(got[i] == want[i]) << "copy " << i;
+  EXPECT_TRUE(backend_->FinishCopiesToHost().ok()) << "nothing left to finish";
+  // The ops after the copies ran too.
+  EXPECT_TRUE(Download(*dsmall, small.size()) == small);
+  for (float& v : big) v = std::max(v, 0.0f);
+  EXPECT_TRUE(Download(*dbig, big.size()) == big);
+  EXPECT_TRUE(backend_->Synchronize().ok());
 }
 
 // The model's analytic gradient agrees with central finite differences. A
@@ -153,8 +282,7 @@ TEST_P(BackendTest, MlpGradientMatchesFiniteDifferences) {
   for (float& b : w[1]) b = 0.1f;  // keep ReLUs away from their kink
   const int rows = 6;
   auto x = Random(rows * 5);
-  std::vector<float> y(rows);
-  for (float& l : y) l = float(rng_() % 4);
+  std::vector<float> y = Labels(rows, 4);
   TensorList grads;
   ASSERT_TRUE((*model)->SetWeights(w).ok());
   ASSERT_TRUE((*model)->TrainStep(x.data(), y.data(), rows, &grads).ok());
