@@ -87,6 +87,18 @@ std::vector<float> Download(ComputeBackend* backend, const DeviceBuffer& b, size
   return v;
 }
 
+// max |got - want| relative to max |want|: an fp32 error measure that is
+// not fooled by entries that cancel to nearly zero.
+double MaxRelDiff(const std::vector<float>& got, const std::vector<float>& want) {
+  EXPECT_EQ(got.size(), want.size());
+  double diff = 0, scale = 1e-30;
+  for (size_t i = 0; i < got.size() && i < want.size(); ++i) {
+    diff = std::max(diff, std::fabs(double(got[i]) - want[i]));
+    scale = std::max(scale, std::fabs(double(want[i])));
+  }
+  return diff / scale;
+}
+
 class BackendTest : public RandomTest, public ::testing::WithParamInterface<std::string> {
  protected:
   void SetUp() override {
@@ -299,6 +311,48 @@ TEST_P(BackendTest, MlpGradientMatchesFiniteDifferences) {
       const double numeric = (loss_at(plus) - loss_at(minus)) / (2 * eps);
       EXPECT_NEAR(grads[t][i], numeric, 2e-3) << "tensor " << t << " element " << i;
     }
+  }
+}
+
+// TrainStep on a held dataset gathers the batch that TrainStep would upload,
+// and computes the same; on_ready reports each layer once, last first, with
+// its gradients already in place.
+TEST_P(BackendTest, MlpTrainStepOnHeldDatasetMatchesUploadedBatch) {
+  const std::vector<int> dims = {Dim(), Dim(), Dim(), 2 + int(rng_() % 9)};
+  const int n = 100, rows = Dim(50);
+  auto model = Mlp::Create(backend_.get(), dims, rows);
+  ASSERT_TRUE(model.ok()) << model.status();
+  ASSERT_TRUE((*model)->SetWeights((*model)->InitialValues(rng_())).ok());
+  const std::vector<float> images = Random(size_t(n) * dims[0]), labels = Labels(n, dims.back());
+  std::vector<int64_t> examples(rows);
+  std::vector<float> x, y;
+  for (int64_t& e : examples) {
+    e = rng_() % n;
+    x.insert(x.end(), &images[e * dims[0]], &images[(e + 1) * dims[0]]);
+    y.push_back(labels[e]);
+  }
+  TensorList want, got;
+  EXPECT_EQ((*model)->TrainStep(examples, &got).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  auto uploaded = (*model)->TrainStep(x.data(), y.data(), rows, &want);
+  ASSERT_TRUE(uploaded.ok()) << uploaded.status();
+
+  ASSERT_TRUE((*model)->HoldDataset(images, labels).ok());
+  std::vector<int> order;
+  TensorList at_ready((*model)->spec().size());
+  auto gathered = (*model)->TrainStep(examples, &got, [&](const std::vector<int>& ready) {
+    for (int t : ready) {
+      order.push_back(t);
+      at_ready[t] = got[t];
+    }
+  });
+  ASSERT_TRUE(gathered.ok()) << gathered.status();
+  EXPECT_EQ(order, (std::vector<int>{4, 5, 2, 3, 0, 1}));
+  EXPECT_TRUE(at_ready == got);
+  EXPECT_NEAR(gathered->loss_sum, uploaded->loss_sum, 1e-6 * uploaded->loss_sum);
+  EXPECT_EQ(gathered->correct, uploaded->correct);
+  for (size_t t = 0; t < want.size(); ++t) {
+    EXPECT_LE(MaxRelDiff(got[t], want[t]), 1e-6) << "tensor " << t;
   }
 }
 
