@@ -120,6 +120,11 @@ absl::StatusOr<LossSums> ComputeBackend::SoftmaxCrossEntropy(int rows, int class
   return DoSoftmaxCrossEntropy(rows, classes, logits, labels, grad_scale, grad);
 }
 
+absl::Status ComputeBackend::BadLabelError(int row, float label, int classes) {
+  return absl::InvalidArgumentError(absl::StrCat("SoftmaxCrossEntropy: label ", label, " of row ",
+                                                 row, " is not an integer in [0, ", classes, ")"));
+}
+
 absl::StatusOr<std::unique_ptr<ComputeBackend>> CreateBackend(const BackendOptions& options) {
   if (options.threads < 0) {
     return absl::InvalidArgumentError(absl::StrCat("threads must be >= 0, got ", options.threads));

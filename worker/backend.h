@@ -111,6 +111,11 @@ class ComputeBackend {
                                                const DeviceBuffer& labels, float grad_scale,
                                                DeviceBuffer* grad);
 
+ protected:
+  // What SoftmaxCrossEntropy returns for `label` in row `row`, which is not an
+  // integer in [0, classes).
+  static absl::Status BadLabelError(int row, float label, int classes);
+
  private:
   // The ops above, called with checked arguments and non-empty shapes: every
   // buffer is large enough, and every index of GatherRows is in its table.

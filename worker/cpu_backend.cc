@@ -120,9 +120,7 @@ class CpuBackend final : public ComputeBackend {
     for (int r = 0; r < rows; ++r) {
       const float* z = H(logits).data() + size_t(r) * classes;
       if (!(lab[r] >= 0 && lab[r] < classes) || lab[r] != std::floor(lab[r])) {
-        return absl::InvalidArgumentError(absl::StrCat("SoftmaxCrossEntropy: label ", lab[r],
-                                                       " of row ", r, " is not an integer in [0, ",
-                                                       classes, ")"));
+        return BadLabelError(r, lab[r], classes);
       }
       const int y = static_cast<int>(lab[r]);
       const float zmax = *std::max_element(z, z + classes);
