@@ -38,6 +38,12 @@ bool Unavailable(const absl::Status& s) {
          s.code() == absl::StatusCode::kUnimplemented;
 }
 
+std::string SkipReason(const absl::Status& s) {
+  return absl::StrCat(s.code() == absl::StatusCode::kUnimplemented ? "no CUDA support: "
+                                                                    : "no CUDA device: ",
+                      s.message());
+}
+
 // Random inputs from a fresh seed, named in every failure message.
 class RandomTest : public ::testing::Test {
  protected:
@@ -104,7 +110,7 @@ class BackendTest : public RandomTest, public ::testing::WithParamInterface<std:
   void SetUp() override {
     RandomTest::SetUp();
     auto b = NewBackend(GetParam());
-    if (Unavailable(b.status())) GTEST_SKIP() << "no CUDA device: " << b.status();
+    if (Unavailable(b.status())) GTEST_SKIP() << SkipReason(b.status());
     ASSERT_TRUE(b.ok()) << b.status();
     backend_ = *std::move(b);
   }
@@ -358,6 +364,151 @@ TEST_P(BackendTest, MlpTrainStepOnHeldDatasetMatchesUploadedBatch) {
 
 INSTANTIATE_TEST_SUITE_P(AllBackends, BackendTest, ::testing::ValuesIn(Backends()),
                          [](const auto& info) { return info.param; });
+
+// The CUDA backend and the CPU backend agree, on the same random inputs, to
+// an fp32 relative error of 1e-5: op by op, and on a model's gradients.
+class CudaAgreesWithCpu : public RandomTest {
+ protected:
+  static constexpr double kTolerance = 1e-5;
+
+  void SetUp() override {
+    RandomTest::SetUp();
+    auto cuda = NewBackend("cuda");
+    if (Unavailable(cuda.status())) GTEST_SKIP() << SkipReason(cuda.status());
+    ASSERT_TRUE(cuda.ok()) << cuda.status();
+    cuda_ = *std::move(cuda);
+    auto cpu = NewBackend("cpu");
+    ASSERT_TRUE(cpu.ok()) << cpu.status();
+    cpu_ = *std::move(cpu);
+  }
+  void TearDown() override {
+    cuda_.reset();
+    RandomTest::TearDown();
+  }
+
+  // Runs `op` (which returns its output) on both backends.
+  void ExpectSame(const std::string& what,
+                  const std::function<std::vector<float>(ComputeBackend*)>& op) {
+    const std::vector<float> want = op(cpu_.get()), got = op(cuda_.get());
+    EXPECT_LE(MaxRelDiff(got, want), kTolerance) << what;
+  }
+
+  std::unique_ptr<ComputeBackend> cpu_, cuda_;
+};
+
+TEST_F(CudaAgreesWithCpu, OnEveryOp) {
+  for (int iter = 0; iter < 8; ++iter) {
+    const int m = Dim(300), n = Dim(300), k = Dim(800);
+    const bool ta = iter & 1, tb = iter & 2;
+    const float beta = iter % 3 == 0 ? 0.0f : 0.5f;
+    const auto a = Random(size_t(m) * k), b = Random(size_t(k) * n), c = Random(size_t(m) * n);
+    ExpectSame(absl::StrCat("Gemm ", m, "x", n, "x", k, " ta=", ta, " tb=", tb),
+               [&](ComputeBackend* be) {
+                 auto da = Upload(be, a), db = Upload(be, b), dc = Upload(be, c);
+                 EXPECT_TRUE(be->Gemm(ta, tb, m, n, k, 0.75f, *da, *db, beta, dc.get()).ok());
+                 return Download(be, *dc, c.size());
+               });
+  }
+
+  const int rows = Dim(300), cols = Dim(300);
+  const auto x = Random(size_t(rows) * cols), bias = Random(cols), dy = Random(x.size());
+  ExpectSame("AddBias", [&](ComputeBackend* be) {
+    auto dx = Upload(be, x), db = Upload(be, bias);
+    EXPECT_TRUE(be->AddBias(rows, cols, *db, dx.get()).ok());
+    return Download(be, *dx, x.size());
+  });
+  ExpectSame("Relu", [&](ComputeBackend* be) {
+    auto dx = Upload(be, x);
+    EXPECT_TRUE(be->Relu(x.size(), dx.get()).ok());
+    return Download(be, *dx, x.size());
+  });
+  ExpectSame("ReluBackward", [&](ComputeBackend* be) {
+    auto dx = Upload(be, x), ddy = Upload(be, dy);
+    EXPECT_TRUE(be->ReluBackward(x.size(), *dx, ddy.get()).ok());
+    return Download(be, *ddy, dy.size());
+  });
+  ExpectSame("ColumnSums", [&](ComputeBackend* be) {
+    auto dx = Upload(be, x), out = Upload(be, std::vector<float>(cols));
+    EXPECT_TRUE(be->ColumnSums(rows, cols, *dx, out.get()).ok());
+    return Download(be, *out, cols);
+  });
+  std::vector<int64_t> index(Dim(500));
+  for (int64_t& i : index) i = rng_() % rows;
+  ExpectSame("GatherRows", [&](ComputeBackend* be) {
+    auto dx = Upload(be, x), out = Upload(be, std::vector<float>(index.size() * cols));
+    EXPECT_TRUE(be->GatherRows(*dx, cols, index, out.get()).ok());
+    return Download(be, *out, index.size() * cols);
+  });
+
+  const int classes = 1 + Dim(40);
+  auto logits = Random(size_t(rows) * classes);
+  for (float& v : logits) v *= 5;
+  const std::vector<float> labels = Labels(rows, classes);
+  std::vector<LossSums> sums;
+  ExpectSame("SoftmaxCrossEntropy", [&](ComputeBackend* be) {
+    auto dl = Upload(be, logits), dy = Upload(be, labels);
+    auto dg = Upload(be, std::vector<float>(logits.size()));
+    auto s = be->SoftmaxCrossEntropy(rows, classes, *dl, *dy, 1.0f / rows, dg.get());
+    EXPECT_TRUE(s.ok()) << s.status();
+    sums.push_back(s.value_or(LossSums{}));
+    return Download(be, *dg, logits.size());
+  });
+  ASSERT_EQ(sums.size(), 2u);
+  EXPECT_NEAR(sums[1].loss_sum, sums[0].loss_sum, kTolerance * sums[0].loss_sum);
+  EXPECT_EQ(sums[1].correct, sums[0].correct);
+}
+
+// The smallest |pre-activation| of the hidden layers of an MLP with weights
+// w on x [rows, dims[0]], in double precision.
+double ClosestToReluKink(const std::vector<int>& dims, const TensorList& w,
+                         const std::vector<float>& x, int rows) {
+  std::vector<double> act(x.begin(), x.end());
+  double closest = INFINITY;
+  for (size_t l = 0; l + 2 < dims.size(); ++l) {
+    const int in = dims[l], out = dims[l + 1];
+    std::vector<double> next(size_t(rows) * out);
+    for (int r = 0; r < rows; ++r) {
+      for (int o = 0; o < out; ++o) {
+        double z = w[2 * l + 1][o];
+        for (int i = 0; i < in; ++i) z += act[size_t(r) * in + i] * w[2 * l][size_t(i) * out + o];
+        closest = std::min(closest, std::fabs(z));
+        next[size_t(r) * out + o] = std::max(z, 0.0);
+      }
+    }
+    act = std::move(next);
+  }
+  return closest;
+}
+
+TEST_F(CudaAgreesWithCpu, OnMlpGradients) {
+  const std::vector<int> dims = {784, 200 + Dim(100), 50 + Dim(50), 10};
+  const int rows = 33 + Dim(60);
+  auto cpu_model = Mlp::Create(cpu_.get(), dims, rows);
+  auto cuda_model = Mlp::Create(cuda_.get(), dims, rows);
+  ASSERT_TRUE(cpu_model.ok()) << cpu_model.status();
+  ASSERT_TRUE(cuda_model.ok()) << cuda_model.status();
+  const TensorList w = (*cpu_model)->InitialValues(rng_());
+  // A pre-activation within rounding of 0 could pass one backend's ReLU and
+  // not the other's; inputs keep every one far from there.
+  std::vector<float> x;
+  do {
+    x = Random(size_t(rows) * dims[0]);
+  } while (ClosestToReluKink(dims, w, x, rows) < 1e-5);
+  const std::vector<float> labels = Labels(rows, dims.back());
+
+  TensorList want, got;
+  ASSERT_TRUE((*cpu_model)->SetWeights(w).ok());
+  ASSERT_TRUE((*cuda_model)->SetWeights(w).ok());
+  auto cpu_stats = (*cpu_model)->TrainStep(x.data(), labels.data(), rows, &want);
+  auto cuda_stats = (*cuda_model)->TrainStep(x.data(), labels.data(), rows, &got);
+  ASSERT_TRUE(cpu_stats.ok()) << cpu_stats.status();
+  ASSERT_TRUE(cuda_stats.ok()) << cuda_stats.status();
+  EXPECT_NEAR(cuda_stats->loss_sum, cpu_stats->loss_sum, kTolerance * cpu_stats->loss_sum);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t t = 0; t < want.size(); ++t) {
+    EXPECT_LE(MaxRelDiff(got[t], want[t]), kTolerance) << (*cpu_model)->spec()[t].name;
+  }
+}
 
 }  // namespace
 }  // namespace ps
