@@ -31,6 +31,9 @@ size_t GrownCapacity(size_t capacity, size_t needed) {
 
 absl::Status Check(cudaError_t e, const char* call) {
   if (e == cudaSuccess) return absl::OkStatus();
+  // Reported here: the runtime must not report it again at the next launch
+  // check (cudaGetLastError). Errors that break the context persist anyway.
+  cudaGetLastError();
   const std::string message =
       absl::StrCat(call, " failed: ", cudaGetErrorName(e), " (", cudaGetErrorString(e), ")");
   return e == cudaErrorMemoryAllocation ? absl::ResourceExhaustedError(message)
@@ -223,6 +226,7 @@ class CudaBackend final : public ComputeBackend {
       bool grow = bytes > upload_.capacity;
       const cudaError_t left = cudaEventQuery(uploaded_);
       if (left == cudaErrorNotReady) {
+        cudaGetLastError();  // not an error, so that no launch check reports it
         RETURN_IF_ERROR(CUDA_CHECK(cudaEventSynchronize(uploaded_)));
         grow = true;
       } else {
@@ -353,7 +357,7 @@ absl::StatusOr<CudaDevices> FindCudaDevices() {
   int count = 0;
   const cudaError_t e = cudaGetDeviceCount(&count);
   if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver || e == cudaErrorStubLibrary) {
-    cudaGetLastError();  // clears the error, which is an answer here
+    cudaGetLastError();  // an answer here, not an error for later checks
     return CudaDevices{0, absl::StrCat(cudaGetErrorName(e), ": ", cudaGetErrorString(e))};
   }
   RETURN_IF_ERROR(Check(e, "cudaGetDeviceCount"));
