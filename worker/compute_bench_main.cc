@@ -194,12 +194,12 @@ int main(int argc, char** argv) {
                      r->forward_samples_per_s)
               << std::endl;
   } else {
+    // The figures share the last line, which scripts keep.
     std::cout << absl::StrFormat(
         "backend %s\nmlp %s, batch %d (%s), %d steps after %d warm-up\n"
-        "train_step_ms          %10.4f  SetWeights + TrainStep with the gradient download\n"
-        "gemm_floor_ms          %10.4f  the step's matrix products alone\n"
-        "step_over_gemm         %10.2f\n"
-        "forward_samples_per_s  %10.0f\n",
+        "train_step_ms: SetWeights + TrainStep with the gradient download; gemm_floor_ms: the "
+        "step's matrix products alone\n"
+        "train_step_ms %.4f gemm_floor_ms %.4f step_over_gemm %.2f forward_samples_per_s %.0f\n",
         r->backend, absl::StrJoin(o.dims, "-"), o.batch,
         r->held ? "gathered from a held dataset" : "uploaded each step", o.steps, o.warmup,
         r->train_step_ms, r->gemm_floor_ms, ratio, r->forward_samples_per_s);

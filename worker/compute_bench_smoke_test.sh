@@ -12,8 +12,9 @@ args=(--device=cpu --threads=1 --steps=3 --warmup=1 --batch=16 --dims=50,20,10)
 out=$("$BENCH" "${args[@]}")
 echo "$out"
 grep -q "^backend cpu" <<<"$out" || fail "no backend line"
+last=$(tail -1 <<<"$out")
 for figure in train_step_ms gemm_floor_ms step_over_gemm forward_samples_per_s; do
-  grep -qE "^$figure +[0-9.]+" <<<"$out" || fail "no $figure figure"
+  grep -qE "(^| )$figure [0-9.]+" <<<"$last" || fail "no $figure figure on the last line"
 done
 
 json=$("$BENCH" "${args[@]}" --json)
