@@ -117,8 +117,9 @@ class ComputeBackend {
   static absl::Status BadLabelError(int row, float label, int classes);
 
  private:
-  // The ops above, called with checked arguments and non-empty shapes: every
-  // buffer is large enough, and every index of GatherRows is in its table.
+  // The ops above, called with checked arguments and non-empty shapes (only
+  // ColumnSums may get rows == 0, and then writes zeros): every buffer is
+  // large enough, and every index of GatherRows is in its table.
   virtual absl::Status DoCopyToDevice(absl::Span<const float> src, DeviceBuffer* dst) = 0;
   virtual absl::Status DoStartCopyToHost(const DeviceBuffer& src, absl::Span<float> dst) = 0;
   virtual absl::Status DoGemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
