@@ -45,7 +45,7 @@ expect "worker names the dataset package" 1 "dataset-fashion-mnist" \
   "$WORKER" --standalone --dataset_dir=/nonexistent
 expect "worker rejects a bad --hidden" 1 "--hidden=5,x: 'x' is not a positive integer" \
   "$WORKER" --standalone --hidden=5,x
-expect "worker without a GPU build rejects --device=cuda" 1 "built without CUDA" \
+expect "worker without CUDA support or a GPU rejects --device=cuda" 1 "no CUDA (support|device)" \
   "$WORKER" --standalone --device=cuda --max_steps=1
 expect "worker gives up on unreachable servers" 1 "cannot register.*127.0.0.1:1" \
   "$WORKER" --servers=127.0.0.1:1 --connect_timeout=1 --max_steps=1

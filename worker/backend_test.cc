@@ -1,9 +1,14 @@
 // Backend conformance: every backend in the build computes each op like a
 // plain reference implementation, on random shapes (including sizes that are
-// not multiples of 32) with fresh random inputs each run.
+// not multiples of 32) with fresh random inputs each run; and the CUDA
+// backend agrees with the CPU backend op by op and on a model's gradients.
+// Failures print the seed; BACKEND_TEST_SEED=<seed> replays a run.
 #include <cmath>
+#include <cstdlib>
+#include <functional>
 #include <random>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "worker/backend.h"
 #include "worker/model.h"
@@ -11,19 +16,47 @@
 namespace ps {
 namespace {
 
-std::vector<std::string> Backends() { return {"cpu"}; }
+std::vector<std::string> Backends() {
+#ifdef PS_WITH_CUDA
+  return {"cpu", "cuda"};
+#else
+  return {"cpu"};
+#endif
+}
 
-class BackendTest : public ::testing::TestWithParam<std::string> {
+// A backend for the test, or the reason it must skip: no CUDA device
+// (FAILED_PRECONDITION) or no CUDA support in this build (UNIMPLEMENTED).
+absl::StatusOr<std::unique_ptr<ComputeBackend>> NewBackend(const std::string& device) {
+  BackendOptions options;
+  options.device = device;
+  options.threads = 1;
+  return CreateBackend(options);
+}
+
+bool Unavailable(const absl::Status& s) {
+  return s.code() == absl::StatusCode::kFailedPrecondition ||
+         s.code() == absl::StatusCode::kUnimplemented;
+}
+
+std::string SkipReason(const absl::Status& s) {
+  return absl::StrCat(s.code() == absl::StatusCode::kUnimplemented ? "no CUDA support: "
+                                                                    : "no CUDA device: ",
+                      s.message());
+}
+
+// Random inputs from a fresh seed, named in every failure message.
+class RandomTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto b = CreateBackend({GetParam(), 1});
-    if (!b.ok() && b.status().code() == absl::StatusCode::kUnimplemented) {
-      GTEST_SKIP() << GetParam() << " backend not available: " << b.status();
-    }
-    ASSERT_TRUE(b.ok()) << b.status();
-    backend_ = *std::move(b);
-    rng_.seed(std::random_device{}());
+    const char* replay = std::getenv("BACKEND_TEST_SEED");
+    const unsigned seed = replay != nullptr ? std::strtoul(replay, nullptr, 10)
+                                            : std::random_device{}();
+    rng_.seed(seed);
+    trace_ = std::make_unique<::testing::ScopedTrace>(
+        __FILE__, __LINE__,
+        absl::StrCat("random seed ", seed, " (replay: --test_env=BACKEND_TEST_SEED=", seed, ")"));
   }
+  void TearDown() override { trace_.reset(); }
 
   std::vector<float> Random(size_t n) {
     std::uniform_real_distribution<float> u(-1, 1);
@@ -31,18 +64,66 @@ class BackendTest : public ::testing::TestWithParam<std::string> {
     for (float& x : v) x = u(rng_);
     return v;
   }
-  int Dim() { return 1 + rng_() % 77; }
+  std::vector<float> Labels(int rows, int classes) {
+    std::vector<float> v(rows);
+    for (float& l : v) l = float(rng_() % classes);
+    return v;
+  }
+  int Dim(int max = 77) { return 1 + rng_() % max; }
+
+  std::mt19937 rng_;
+
+ private:
+  std::unique_ptr<::testing::ScopedTrace> trace_;
+};
+
+std::unique_ptr<DeviceBuffer> Upload(ComputeBackend* backend, const std::vector<float>& v) {
+  auto b = backend->Allocate(v.size());
+  EXPECT_TRUE(b.ok()) << b.status();
+  if (!b.ok()) return nullptr;
+  absl::Status s = backend->CopyToDevice(v, b->get());
+  EXPECT_TRUE(s.ok()) << s;
+  return *std::move(b);
+}
+
+std::vector<float> Download(ComputeBackend* backend, const DeviceBuffer& b, size_t n) {
+  std::vector<float> v(n);
+  absl::Status s = backend->CopyToHost(b, absl::MakeSpan(v));
+  EXPECT_TRUE(s.ok()) << s;
+  return v;
+}
+
+// max |got - want| relative to max |want|: an fp32 error measure that is
+// not fooled by entries that cancel to nearly zero.
+double MaxRelDiff(const std::vector<float>& got, const std::vector<float>& want) {
+  EXPECT_EQ(got.size(), want.size());
+  double diff = 0, scale = 1e-30;
+  for (size_t i = 0; i < got.size() && i < want.size(); ++i) {
+    diff = std::max(diff, std::fabs(double(got[i]) - want[i]));
+    scale = std::max(scale, std::fabs(double(want[i])));
+  }
+  return diff / scale;
+}
+
+class BackendTest : public RandomTest, public ::testing::WithParamInterface<std::string> {
+ protected:
+  void SetUp() override {
+    RandomTest::SetUp();
+    auto b = NewBackend(GetParam());
+    if (Unavailable(b.status())) GTEST_SKIP() << SkipReason(b.status());
+    ASSERT_TRUE(b.ok()) << b.status();
+    backend_ = *std::move(b);
+  }
+  void TearDown() override {
+    backend_.reset();
+    RandomTest::TearDown();
+  }
 
   std::unique_ptr<DeviceBuffer> Upload(const std::vector<float>& v) {
-    auto b = backend_->Allocate(v.size());
-    EXPECT_TRUE(b.ok());
-    EXPECT_TRUE(backend_->CopyToDevice(v, b->get()).ok());
-    return *std::move(b);
+    return ps::Upload(backend_.get(), v);
   }
   std::vector<float> Download(const DeviceBuffer& b, size_t n) {
-    std::vector<float> v(n);
-    EXPECT_TRUE(backend_->CopyToHost(b, absl::MakeSpan(v)).ok());
-    return v;
+    return ps::Download(backend_.get(), b, n);
   }
   static void ExpectClose(const std::vector<float>& got, const std::vector<double>& want,
                           double rel = 1e-5) {
@@ -53,8 +134,12 @@ class BackendTest : public ::testing::TestWithParam<std::string> {
   }
 
   std::unique_ptr<ComputeBackend> backend_;
-  std::mt19937 rng_;
 };
+
+TEST_P(BackendTest, NameAndDescriptionSayWhichBackend) {
+  EXPECT_EQ(backend_->name(), GetParam());
+  EXPECT_EQ(backend_->description().rfind(GetParam(), 0), 0u) << backend_->description();
+}
 
 TEST_P(BackendTest, GemmMatchesReferenceForAllTransposes) {
   for (int iter = 0; iter < 20; ++iter) {
@@ -88,7 +173,7 @@ TEST_P(BackendTest, ElementwiseOpsMatchReference) {
       biased[i] = float(x[i] + bias[c]);
       relu[i] = std::max(biased[i], 0.0);
       drelu[i] = relu[i] > 0 ? dy[i] : 0.0;
-      colsum[c] += dy[i];
+      colsum[c] += drelu[i];
     }
   }
   auto dx = Upload(x), db = Upload(bias), ddy = Upload(dy), out = Upload(std::vector<float>(cols));
@@ -99,18 +184,33 @@ TEST_P(BackendTest, ElementwiseOpsMatchReference) {
   ASSERT_TRUE(backend_->ReluBackward(rows * cols, *dx, ddy.get()).ok());
   ExpectClose(Download(*ddy, x.size()), drelu);
   ASSERT_TRUE(backend_->ColumnSums(rows, cols, *ddy, out.get()).ok());
-  std::vector<double> want_sums(cols, 0.0);
-  for (size_t i = 0; i < drelu.size(); ++i) want_sums[i % cols] += drelu[i];
-  ExpectClose(Download(*out, cols), want_sums);
-  (void)colsum;
+  ExpectClose(Download(*out, cols), colsum);
+}
+
+TEST_P(BackendTest, GatherRowsCopiesTheIndexedRows) {
+  const int table_rows = Dim(), cols = Dim(), rows = Dim(200);
+  auto table = Random(size_t(table_rows) * cols);
+  std::vector<int64_t> index(rows);
+  for (int64_t& i : index) i = rng_() % table_rows;
+  std::vector<float> want;
+  for (int64_t i : index) want.insert(want.end(), &table[i * cols], &table[(i + 1) * cols]);
+  auto dt = Upload(table), dd = Upload(std::vector<float>(want.size()));
+  ASSERT_TRUE(backend_->GatherRows(*dt, cols, index, dd.get()).ok());
+  EXPECT_EQ(Download(*dd, want.size()), want);
+
+  for (int64_t bad : {int64_t{-1}, int64_t{table_rows}}) {
+    index[rng_() % rows] = bad;
+    EXPECT_EQ(backend_->GatherRows(*dt, cols, index, dd.get()).code(),
+              absl::StatusCode::kInvalidArgument)
+        << bad;
+  }
 }
 
 TEST_P(BackendTest, SoftmaxCrossEntropyMatchesReference) {
-  const int rows = Dim(), classes = 2 + rng_() % 15;
+  const int rows = Dim(), classes = 2 + rng_() % 40;
   auto logits = Random(size_t(rows) * classes);
   for (float& v : logits) v *= 5;
-  std::vector<float> labels(rows);
-  for (float& l : labels) l = float(rng_() % classes);
+  std::vector<float> labels = Labels(rows, classes);
   const float scale = 1.0f / rows;
   double loss = 0;
   int64_t correct = 0;
@@ -132,15 +232,62 @@ TEST_P(BackendTest, SoftmaxCrossEntropyMatchesReference) {
   EXPECT_NEAR(sums->loss_sum, loss, 1e-4 * std::max(1.0, loss));
   EXPECT_EQ(sums->correct, correct);
   ExpectClose(Download(*dg, logits.size()), grad);
+  // Without a gradient, the same sums.
+  auto again = backend_->SoftmaxCrossEntropy(rows, classes, *dl, *dy, scale, nullptr);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->loss_sum, sums->loss_sum);
+  EXPECT_EQ(again->correct, sums->correct);
 }
 
 TEST_P(BackendTest, BadSizesAndLabelsAreErrors) {
   auto small = Upload(std::vector<float>(4));
   EXPECT_EQ(backend_->Gemm(false, false, 3, 3, 3, 1, *small, *small, 0, small.get()).code(),
             absl::StatusCode::kInvalidArgument);
-  auto labels = Upload({7.0f});
-  EXPECT_EQ(backend_->SoftmaxCrossEntropy(1, 4, *small, *labels, 1, nullptr).status().code(),
+  EXPECT_EQ(backend_->AddBias(-1, 2, *small, small.get()).code(),
             absl::StatusCode::kInvalidArgument);
+  std::vector<float> five(5);
+  EXPECT_EQ(backend_->CopyToDevice(five, small.get()).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(backend_->StartCopyToHost(*small, absl::MakeSpan(five)).code(),
+            absl::StatusCode::kInvalidArgument);
+  for (float bad : {7.0f, -1.0f, 1.5f, std::nanf("")}) {
+    // The bad label sits among good ones, in a row the device must find.
+    auto labels = Upload({1.0f, 0.0f, bad, 3.0f});
+    auto logits = Upload(Random(16));
+    auto sums = backend_->SoftmaxCrossEntropy(4, 4, *logits, *labels, 1, nullptr);
+    EXPECT_EQ(sums.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(sums.status().message().find("row 2"), absl::string_view::npos) << sums.status();
+  }
+}
+
+// A started copy delivers its source as it was when started, however later
+// ops change it, and has landed once FinishCopiesToHost returns; copies larger
+// than any staging buffer and more copies than fit one at once both work.
+TEST_P(BackendTest, StartedCopiesDeliverTheSourceAsStarted) {
+  std::vector<float> big = Random((3 << 20) + Dim());
+  std::vector<float> small = Random(size_t(Dim()) * Dim());
+  auto dbig = Upload(big), dsmall = Upload(small);
+  auto one = Upload(std::vector<float>(small.size(), 1.0f));
+  std::vector<float> got_big(big.size());
+  constexpr int kCopies = 40;
+  std::vector<std::vector<float>> got(kCopies, std::vector<float>(small.size()));
+  ASSERT_TRUE(backend_->StartCopyToHost(*dbig, absl::MakeSpan(got_big)).ok());
+  ASSERT_TRUE(backend_->Relu(big.size(), dbig.get()).ok());
+  std::vector<std::vector<float>> want;
+  for (int i = 0; i < kCopies; ++i) {
+    ASSERT_TRUE(backend_->StartCopyToHost(*dsmall, absl::MakeSpan(got[i])).ok());
+    want.push_back(small);
+    ASSERT_TRUE(backend_->AddBias(1, small.size(), *one, dsmall.get()).ok());
+    for (float& v : small) v += 1.0f;
+  }
+  ASSERT_TRUE(backend_->FinishCopiesToHost().ok());
+  EXPECT_TRUE(got_big == big);
+  for (int i = 0; i < kCopies; ++i) EXPECT_TRUE(got[i] == want[i]) << "copy " << i;
+  EXPECT_TRUE(backend_->FinishCopiesToHost().ok()) << "nothing left to finish";
+  // The ops after the copies ran too.
+  EXPECT_TRUE(Download(*dsmall, small.size()) == small);
+  for (float& v : big) v = std::max(v, 0.0f);
+  EXPECT_TRUE(Download(*dbig, big.size()) == big);
+  EXPECT_TRUE(backend_->Synchronize().ok());
 }
 
 // The model's analytic gradient agrees with central finite differences. A
@@ -153,8 +300,7 @@ TEST_P(BackendTest, MlpGradientMatchesFiniteDifferences) {
   for (float& b : w[1]) b = 0.1f;  // keep ReLUs away from their kink
   const int rows = 6;
   auto x = Random(rows * 5);
-  std::vector<float> y(rows);
-  for (float& l : y) l = float(rng_() % 4);
+  std::vector<float> y = Labels(rows, 4);
   TensorList grads;
   ASSERT_TRUE((*model)->SetWeights(w).ok());
   ASSERT_TRUE((*model)->TrainStep(x.data(), y.data(), rows, &grads).ok());
@@ -174,8 +320,195 @@ TEST_P(BackendTest, MlpGradientMatchesFiniteDifferences) {
   }
 }
 
+// TrainStep on a held dataset gathers the batch that TrainStep would upload,
+// and computes the same; on_ready reports each layer once, last first, with
+// its gradients already in place.
+TEST_P(BackendTest, MlpTrainStepOnHeldDatasetMatchesUploadedBatch) {
+  const std::vector<int> dims = {Dim(), Dim(), Dim(), 2 + int(rng_() % 9)};
+  const int n = 100, rows = Dim(50);
+  auto model = Mlp::Create(backend_.get(), dims, rows);
+  ASSERT_TRUE(model.ok()) << model.status();
+  ASSERT_TRUE((*model)->SetWeights((*model)->InitialValues(rng_())).ok());
+  const std::vector<float> images = Random(size_t(n) * dims[0]), labels = Labels(n, dims.back());
+  std::vector<int64_t> examples(rows);
+  std::vector<float> x, y;
+  for (int64_t& e : examples) {
+    e = rng_() % n;
+    x.insert(x.end(), &images[e * dims[0]], &images[(e + 1) * dims[0]]);
+    y.push_back(labels[e]);
+  }
+  TensorList want, got;
+  EXPECT_EQ((*model)->TrainStep(examples, &got).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  auto uploaded = (*model)->TrainStep(x.data(), y.data(), rows, &want);
+  ASSERT_TRUE(uploaded.ok()) << uploaded.status();
+
+  ASSERT_TRUE((*model)->HoldDataset(images, labels).ok());
+  std::vector<int> order;
+  TensorList at_ready((*model)->spec().size());
+  auto gathered = (*model)->TrainStep(examples, &got, [&](const std::vector<int>& ready) {
+    for (int t : ready) {
+      order.push_back(t);
+      at_ready[t] = got[t];
+    }
+  });
+  ASSERT_TRUE(gathered.ok()) << gathered.status();
+  EXPECT_EQ(order, (std::vector<int>{4, 5, 2, 3, 0, 1}));
+  EXPECT_TRUE(at_ready == got);
+  EXPECT_NEAR(gathered->loss_sum, uploaded->loss_sum, 1e-6 * uploaded->loss_sum);
+  EXPECT_EQ(gathered->correct, uploaded->correct);
+  for (size_t t = 0; t < want.size(); ++t) {
+    EXPECT_LE(MaxRelDiff(got[t], want[t]), 1e-6) << "tensor " << t;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllBackends, BackendTest, ::testing::ValuesIn(Backends()),
                          [](const auto& info) { return info.param; });
+
+// The CUDA backend and the CPU backend agree, on the same random inputs, to
+// an fp32 relative error of 1e-5: op by op, and on a model's gradients.
+class CudaAgreesWithCpu : public RandomTest {
+ protected:
+  static constexpr double kTolerance = 1e-5;
+
+  void SetUp() override {
+    RandomTest::SetUp();
+    auto cuda = NewBackend("cuda");
+    if (Unavailable(cuda.status())) GTEST_SKIP() << SkipReason(cuda.status());
+    ASSERT_TRUE(cuda.ok()) << cuda.status();
+    cuda_ = *std::move(cuda);
+    auto cpu = NewBackend("cpu");
+    ASSERT_TRUE(cpu.ok()) << cpu.status();
+    cpu_ = *std::move(cpu);
+  }
+  void TearDown() override {
+    cuda_.reset();
+    RandomTest::TearDown();
+  }
+
+  // Runs `op` (which returns its output) on both backends.
+  void ExpectSame(const std::string& what,
+                  const std::function<std::vector<float>(ComputeBackend*)>& op) {
+    const std::vector<float> want = op(cpu_.get()), got = op(cuda_.get());
+    EXPECT_LE(MaxRelDiff(got, want), kTolerance) << what;
+  }
+
+  std::unique_ptr<ComputeBackend> cpu_, cuda_;
+};
+
+TEST_F(CudaAgreesWithCpu, OnEveryOp) {
+  for (int iter = 0; iter < 8; ++iter) {
+    const int m = Dim(300), n = Dim(300), k = Dim(800);
+    const bool ta = iter & 1, tb = iter & 2;
+    const float beta = iter % 3 == 0 ? 0.0f : 0.5f;
+    const auto a = Random(size_t(m) * k), b = Random(size_t(k) * n), c = Random(size_t(m) * n);
+    ExpectSame(absl::StrCat("Gemm ", m, "x", n, "x", k, " ta=", ta, " tb=", tb),
+               [&](ComputeBackend* be) {
+                 auto da = Upload(be, a), db = Upload(be, b), dc = Upload(be, c);
+                 EXPECT_TRUE(be->Gemm(ta, tb, m, n, k, 0.75f, *da, *db, beta, dc.get()).ok());
+                 return Download(be, *dc, c.size());
+               });
+  }
+
+  const int rows = Dim(300), cols = Dim(300);
+  const auto x = Random(size_t(rows) * cols), bias = Random(cols), dy = Random(x.size());
+  ExpectSame("AddBias", [&](ComputeBackend* be) {
+    auto dx = Upload(be, x), db = Upload(be, bias);
+    EXPECT_TRUE(be->AddBias(rows, cols, *db, dx.get()).ok());
+    return Download(be, *dx, x.size());
+  });
+  ExpectSame("Relu", [&](ComputeBackend* be) {
+    auto dx = Upload(be, x);
+    EXPECT_TRUE(be->Relu(x.size(), dx.get()).ok());
+    return Download(be, *dx, x.size());
+  });
+  ExpectSame("ReluBackward", [&](ComputeBackend* be) {
+    auto dx = Upload(be, x), ddy = Upload(be, dy);
+    EXPECT_TRUE(be->ReluBackward(x.size(), *dx, ddy.get()).ok());
+    return Download(be, *ddy, dy.size());
+  });
+  ExpectSame("ColumnSums", [&](ComputeBackend* be) {
+    auto dx = Upload(be, x), out = Upload(be, std::vector<float>(cols));
+    EXPECT_TRUE(be->ColumnSums(rows, cols, *dx, out.get()).ok());
+    return Download(be, *out, cols);
+  });
+  std::vector<int64_t> index(Dim(500));
+  for (int64_t& i : index) i = rng_() % rows;
+  ExpectSame("GatherRows", [&](ComputeBackend* be) {
+    auto dx = Upload(be, x), out = Upload(be, std::vector<float>(index.size() * cols));
+    EXPECT_TRUE(be->GatherRows(*dx, cols, index, out.get()).ok());
+    return Download(be, *out, index.size() * cols);
+  });
+
+  const int classes = 1 + Dim(40);
+  auto logits = Random(size_t(rows) * classes);
+  for (float& v : logits) v *= 5;
+  const std::vector<float> labels = Labels(rows, classes);
+  std::vector<LossSums> sums;
+  ExpectSame("SoftmaxCrossEntropy", [&](ComputeBackend* be) {
+    auto dl = Upload(be, logits), dy = Upload(be, labels);
+    auto dg = Upload(be, std::vector<float>(logits.size()));
+    auto s = be->SoftmaxCrossEntropy(rows, classes, *dl, *dy, 1.0f / rows, dg.get());
+    EXPECT_TRUE(s.ok()) << s.status();
+    sums.push_back(s.value_or(LossSums{}));
+    return Download(be, *dg, logits.size());
+  });
+  ASSERT_EQ(sums.size(), 2u);
+  EXPECT_NEAR(sums[1].loss_sum, sums[0].loss_sum, kTolerance * sums[0].loss_sum);
+  EXPECT_EQ(sums[1].correct, sums[0].correct);
+}
+
+// The smallest |pre-activation| of the hidden layers of an MLP with weights
+// w on x [rows, dims[0]], in double precision.
+double ClosestToReluKink(const std::vector<int>& dims, const TensorList& w,
+                         const std::vector<float>& x, int rows) {
+  std::vector<double> act(x.begin(), x.end());
+  double closest = INFINITY;
+  for (size_t l = 0; l + 2 < dims.size(); ++l) {
+    const int in = dims[l], out = dims[l + 1];
+    std::vector<double> next(size_t(rows) * out);
+    for (int r = 0; r < rows; ++r) {
+      for (int o = 0; o < out; ++o) {
+        double z = w[2 * l + 1][o];
+        for (int i = 0; i < in; ++i) z += act[size_t(r) * in + i] * w[2 * l][size_t(i) * out + o];
+        closest = std::min(closest, std::fabs(z));
+        next[size_t(r) * out + o] = std::max(z, 0.0);
+      }
+    }
+    act = std::move(next);
+  }
+  return closest;
+}
+
+TEST_F(CudaAgreesWithCpu, OnMlpGradients) {
+  const std::vector<int> dims = {784, 200 + Dim(100), 50 + Dim(50), 10};
+  const int rows = 33 + Dim(60);
+  auto cpu_model = Mlp::Create(cpu_.get(), dims, rows);
+  auto cuda_model = Mlp::Create(cuda_.get(), dims, rows);
+  ASSERT_TRUE(cpu_model.ok()) << cpu_model.status();
+  ASSERT_TRUE(cuda_model.ok()) << cuda_model.status();
+  const TensorList w = (*cpu_model)->InitialValues(rng_());
+  // A pre-activation within rounding of 0 could pass one backend's ReLU and
+  // not the other's; inputs keep every one far from there.
+  std::vector<float> x;
+  do {
+    x = Random(size_t(rows) * dims[0]);
+  } while (ClosestToReluKink(dims, w, x, rows) < 1e-5);
+  const std::vector<float> labels = Labels(rows, dims.back());
+
+  TensorList want, got;
+  ASSERT_TRUE((*cpu_model)->SetWeights(w).ok());
+  ASSERT_TRUE((*cuda_model)->SetWeights(w).ok());
+  auto cpu_stats = (*cpu_model)->TrainStep(x.data(), labels.data(), rows, &want);
+  auto cuda_stats = (*cuda_model)->TrainStep(x.data(), labels.data(), rows, &got);
+  ASSERT_TRUE(cpu_stats.ok()) << cpu_stats.status();
+  ASSERT_TRUE(cuda_stats.ok()) << cuda_stats.status();
+  EXPECT_NEAR(cuda_stats->loss_sum, cpu_stats->loss_sum, kTolerance * cpu_stats->loss_sum);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t t = 0; t < want.size(); ++t) {
+    EXPECT_LE(MaxRelDiff(got[t], want[t]), kTolerance) << (*cpu_model)->spec()[t].name;
+  }
+}
 
 }  // namespace
 }  // namespace ps

@@ -79,16 +79,49 @@ absl::Status Mlp::SetWeights(const TensorList& weights) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<BatchStats> Mlp::Forward(const float* x, const float* labels, int rows,
-                                        bool want_grad) {
+absl::Status Mlp::HoldDataset(absl::Span<const float> images, absl::Span<const float> labels) {
+  if (images.size() != labels.size() * inputs()) {
+    return absl::InvalidArgumentError(absl::StrCat("dataset of ", labels.size(), " labels needs ",
+                                                   labels.size() * inputs(), " input values, got ",
+                                                   images.size()));
+  }
+  held_images_.reset();
+  held_labels_.reset();
+  ASSIGN_OR_RETURN(std::unique_ptr<DeviceBuffer> held_images, backend_->Allocate(images.size()));
+  ASSIGN_OR_RETURN(std::unique_ptr<DeviceBuffer> held_labels, backend_->Allocate(labels.size()));
+  RETURN_IF_ERROR(backend_->CopyToDevice(images, held_images.get()));
+  RETURN_IF_ERROR(backend_->CopyToDevice(labels, held_labels.get()));
+  held_images_ = std::move(held_images);
+  held_labels_ = std::move(held_labels);
+  return absl::OkStatus();
+}
+
+absl::Status Mlp::CheckRows(int64_t rows) const {
   if (rows <= 0 || rows > max_batch_) {
     return absl::InvalidArgumentError(
         absl::StrCat("batch of ", rows, " rows; this model takes 1..", max_batch_));
   }
-  const size_t L = w_.size();
+  return absl::OkStatus();
+}
+
+absl::Status Mlp::UploadBatch(const float* x, const float* labels, int rows) {
+  RETURN_IF_ERROR(CheckRows(rows));
   RETURN_IF_ERROR(backend_->CopyToDevice(absl::MakeConstSpan(x, size_t(rows) * dims_[0]),
                                          acts_[0].get()));
-  RETURN_IF_ERROR(backend_->CopyToDevice(absl::MakeConstSpan(labels, rows), labels_.get()));
+  return backend_->CopyToDevice(absl::MakeConstSpan(labels, rows), labels_.get());
+}
+
+absl::Status Mlp::GatherBatch(absl::Span<const int64_t> examples) {
+  RETURN_IF_ERROR(CheckRows(examples.size()));
+  if (held_images_ == nullptr) {
+    return absl::FailedPreconditionError("no dataset held: call HoldDataset first");
+  }
+  RETURN_IF_ERROR(backend_->GatherRows(*held_images_, dims_[0], examples, acts_[0].get()));
+  return backend_->GatherRows(*held_labels_, 1, examples, labels_.get());
+}
+
+absl::StatusOr<BatchStats> Mlp::Forward(int rows, bool want_grad) {
+  const size_t L = w_.size();
   for (size_t l = 0; l < L; ++l) {
     const int in = dims_[l], out = dims_[l + 1];
     RETURN_IF_ERROR(
@@ -102,10 +135,9 @@ absl::StatusOr<BatchStats> Mlp::Forward(const float* x, const float* labels, int
   return BatchStats{sums.loss_sum, sums.correct, rows};
 }
 
-absl::StatusOr<BatchStats> Mlp::TrainStep(
-    const float* x, const float* labels, int rows, TensorList* grads,
-    const std::function<void(const std::vector<int>&)>& on_ready) {
-  ASSIGN_OR_RETURN(BatchStats stats, Forward(x, labels, rows, /*want_grad=*/true));
+absl::StatusOr<BatchStats> Mlp::ForwardBackward(int rows, TensorList* grads,
+                                                const OnReady& on_ready) {
+  ASSIGN_OR_RETURN(BatchStats stats, Forward(rows, /*want_grad=*/true));
   const size_t L = w_.size();
   grads->resize(spec_.size());
   for (size_t l = L; l-- > 0;) {
@@ -114,23 +146,43 @@ absl::StatusOr<BatchStats> Mlp::TrainStep(
     RETURN_IF_ERROR(
         backend_->Gemm(true, false, in, out, rows, 1.0f, *acts_[l], *deltas_[l], 0.0f, dw_[l].get()));
     RETURN_IF_ERROR(backend_->ColumnSums(rows, out, *deltas_[l], db_[l].get()));
-    if (l > 0) {
-      // delta of the layer below = (delta W^T) masked by its ReLU.
-      RETURN_IF_ERROR(backend_->Gemm(false, true, rows, in, out, 1.0f, *deltas_[l], *w_[l], 0.0f,
-                                     deltas_[l - 1].get()));
-      RETURN_IF_ERROR(backend_->ReluBackward(rows * in, *acts_[l], deltas_[l - 1].get()));
+    std::vector<float>& dw = (*grads)[2 * l];
+    std::vector<float>& db = (*grads)[2 * l + 1];
+    dw.resize(dw_[l]->size());
+    db.resize(db_[l]->size());
+    absl::Status s = backend_->StartCopyToHost(*dw_[l], absl::MakeSpan(dw));
+    if (s.ok()) s = backend_->StartCopyToHost(*db_[l], absl::MakeSpan(db));
+    if (s.ok() && l > 0) {
+      // While the gradients travel and on_ready sends them, the device goes
+      // on with the delta of the layer below = (delta W^T) masked by its ReLU.
+      s = backend_->Gemm(false, true, rows, in, out, 1.0f, *deltas_[l], *w_[l], 0.0f,
+                         deltas_[l - 1].get());
+      if (s.ok()) s = backend_->ReluBackward(rows * in, *acts_[l], deltas_[l - 1].get());
     }
-    (*grads)[2 * l].resize(dw_[l]->size());
-    (*grads)[2 * l + 1].resize(db_[l]->size());
-    RETURN_IF_ERROR(backend_->CopyToHost(*dw_[l], absl::MakeSpan((*grads)[2 * l])));
-    RETURN_IF_ERROR(backend_->CopyToHost(*db_[l], absl::MakeSpan((*grads)[2 * l + 1])));
+    // Even after an error: no copy may land in `grads` once this returns.
+    const absl::Status landed = backend_->FinishCopiesToHost();
+    RETURN_IF_ERROR(s);
+    RETURN_IF_ERROR(landed);
     if (on_ready) on_ready({static_cast<int>(2 * l), static_cast<int>(2 * l + 1)});
   }
   return stats;
 }
 
+absl::StatusOr<BatchStats> Mlp::TrainStep(const float* x, const float* labels, int rows,
+                                          TensorList* grads, const OnReady& on_ready) {
+  RETURN_IF_ERROR(UploadBatch(x, labels, rows));
+  return ForwardBackward(rows, grads, on_ready);
+}
+
+absl::StatusOr<BatchStats> Mlp::TrainStep(absl::Span<const int64_t> examples, TensorList* grads,
+                                          const OnReady& on_ready) {
+  RETURN_IF_ERROR(GatherBatch(examples));
+  return ForwardBackward(static_cast<int>(examples.size()), grads, on_ready);
+}
+
 absl::StatusOr<BatchStats> Mlp::Evaluate(const float* x, const float* labels, int rows) {
-  return Forward(x, labels, rows, /*want_grad=*/false);
+  RETURN_IF_ERROR(UploadBatch(x, labels, rows));
+  return Forward(rows, /*want_grad=*/false);
 }
 
 }  // namespace ps

@@ -6,8 +6,10 @@
 // shape [in, out] and "fc<i>.bias" of shape [out]; logits = x W + b.
 //
 // Weights, activations and gradients stay in the backend's buffers; a step
-// uploads weights once (SetWeights) and downloads gradients once. Not
-// thread-safe. Borrows the backend, which must outlive the model.
+// uploads weights once (SetWeights) and downloads gradients once. The batch is
+// uploaded with the step, or gathered from a dataset the backend holds
+// (HoldDataset). Not thread-safe. Borrows the backend, which must outlive the
+// model.
 #ifndef PS_WORKER_MODEL_H_
 #define PS_WORKER_MODEL_H_
 
@@ -18,6 +20,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "common/model_spec.h"
 #include "worker/backend.h"
 
@@ -50,14 +53,24 @@ class Mlp {
   // Uploads the weights used by the next steps.
   absl::Status SetWeights(const TensorList& weights);
 
+  using OnReady = std::function<void(const std::vector<int>&)>;
+
   // Forward and backward on `rows` examples (x: rows*inputs floats, labels:
   // rows class ids as floats). Writes the gradient of the batch's mean loss
   // into `grads` (resized to the spec). If given, `on_ready(indices)` runs
   // as soon as those tensors of `grads` are final (last layer first), so the
-  // caller can send them while the earlier layers are still computed.
-  absl::StatusOr<BatchStats> TrainStep(
-      const float* x, const float* labels, int rows, TensorList* grads,
-      const std::function<void(const std::vector<int>&)>& on_ready = nullptr);
+  // caller can send them while the backend computes the earlier layers.
+  absl::StatusOr<BatchStats> TrainStep(const float* x, const float* labels, int rows,
+                                       TensorList* grads, const OnReady& on_ready = nullptr);
+
+  // Copies a dataset into the backend once (images: inputs() floats per
+  // example, labels: one class id per example), replacing any held before.
+  // Worth it where ComputeBackend::ShouldHoldDataset says so.
+  absl::Status HoldDataset(absl::Span<const float> images, absl::Span<const float> labels);
+  // TrainStep on the held dataset's `examples` (indices), gathered by the
+  // backend. FAILED_PRECONDITION when no dataset is held.
+  absl::StatusOr<BatchStats> TrainStep(absl::Span<const int64_t> examples, TensorList* grads,
+                                       const OnReady& on_ready = nullptr);
 
   // Forward only.
   absl::StatusOr<BatchStats> Evaluate(const float* x, const float* labels, int rows);
@@ -65,8 +78,14 @@ class Mlp {
  private:
   Mlp(ComputeBackend* backend, std::vector<int> dims, int max_batch);
   absl::Status Allocate();
-  absl::StatusOr<BatchStats> Forward(const float* x, const float* labels, int rows,
-                                     bool want_grad);
+  absl::Status CheckRows(int64_t rows) const;
+  // Put a batch into acts_[0] and labels_.
+  absl::Status UploadBatch(const float* x, const float* labels, int rows);
+  absl::Status GatherBatch(absl::Span<const int64_t> examples);
+  // On the batch in acts_[0] and labels_.
+  absl::StatusOr<BatchStats> Forward(int rows, bool want_grad);
+  absl::StatusOr<BatchStats> ForwardBackward(int rows, TensorList* grads,
+                                             const OnReady& on_ready);
 
   ComputeBackend* const backend_;  // not owned
   const std::vector<int> dims_;
@@ -79,6 +98,8 @@ class Mlp {
   // Gradient w.r.t. acts_[l+1], for l = 0..L-1.
   std::vector<std::unique_ptr<DeviceBuffer>> deltas_;
   std::unique_ptr<DeviceBuffer> labels_;
+  // HoldDataset's copy; null until then.
+  std::unique_ptr<DeviceBuffer> held_images_, held_labels_;
 };
 
 }  // namespace ps

@@ -87,6 +87,12 @@ absl::StatusOr<TrainResult> Trainer::Run() {
     }
   }
 
+  // On a GPU the training set goes to the device once, if it fits; each
+  // step then gathers its batch there instead of uploading it.
+  ASSIGN_OR_RETURN(const bool hold, backend_->ShouldHoldDataset(
+                                        (train.images.size() + train.labels.size()) * sizeof(float)));
+  if (hold) RETURN_IF_ERROR(model->HoldDataset(train.images, train.labels));
+
   TensorList weights, grads;
   RETURN_IF_ERROR(store_->Init(model->spec(), model->InitialValues(o.seed), o.worker_id == 0,
                                &weights));
@@ -96,12 +102,16 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   if (o.log != nullptr && o.worker_id == 0) {
     *o.log << absl::StrFormat(
         "worker %d/%d: mlp %s (%d parameters), %s, %d steps/epoch x %d epochs (%d steps), "
-        "batch %d per worker\n",
+        "batch %d per worker, on %s%s\n",
         o.worker_id, o.num_workers, absl::StrJoin(dims, "-"), TotalElements(model->spec()),
-        store_->mode_name(), per_epoch, o.epochs, total_steps, o.batch_size) << std::flush;
+        store_->mode_name(), per_epoch, o.epochs, total_steps, o.batch_size,
+        backend_->description(), hold ? " holding the training set" : "") << std::flush;
   }
 
-  std::vector<float> x(size_t(o.batch_size) * train.features), y(o.batch_size);
+  std::vector<int64_t> examples(o.batch_size);
+  // The batch when it is uploaded rather than gathered on the device.
+  std::vector<float> x(hold ? 0 : size_t(o.batch_size) * train.features);
+  std::vector<float> y(hold ? 0 : o.batch_size);
   const absl::Time start = absl::Now();
   absl::Time last_log = start;
   int64_t step = 0, samples_since_log = 0;
@@ -155,7 +165,9 @@ absl::StatusOr<TrainResult> Trainer::Run() {
     const std::vector<int64_t> perm = EpochPermutation(train.size, o.seed, epoch, o.shuffle);
     for (int64_t t = 0; t < per_epoch && step < total_steps; ++t) {
       for (int i = 0; i < o.batch_size; ++i) {
-        const int64_t e = BatchExample(perm, o.num_workers, o.worker_id, o.batch_size, t, i);
+        examples[i] = BatchExample(perm, o.num_workers, o.worker_id, o.batch_size, t, i);
+        if (hold) continue;
+        const int64_t e = examples[i];
         std::copy(train.image(e), train.image(e) + train.features,
                   x.begin() + size_t(i) * train.features);
         y[i] = train.labels[e];
@@ -165,9 +177,10 @@ absl::StatusOr<TrainResult> Trainer::Run() {
       // Each layer's gradient goes out as soon as backward has it; the next
       // weights land in `weights` (the model already holds this step's).
       RETURN_IF_ERROR(store_->BeginPushPull(&grads, &weights));
+      const Mlp::OnReady send = [this](const std::vector<int>& t) { store_->SendGradients(t); };
       absl::StatusOr<BatchStats> s =
-          model->TrainStep(x.data(), y.data(), o.batch_size, &grads,
-                           [this](const std::vector<int>& t) { store_->SendGradients(t); });
+          hold ? model->TrainStep(examples, &grads, send)
+               : model->TrainStep(x.data(), y.data(), o.batch_size, &grads, send);
       const absl::Time comm_start = absl::Now();
       absl::Status pushed = store_->FinishPushPull();
       RETURN_IF_ERROR(s.status());
