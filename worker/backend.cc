@@ -140,7 +140,10 @@ absl::StatusOr<std::unique_ptr<ComputeBackend>> CreateBackend(const BackendOptio
 #ifdef PS_WITH_CUDA
   ASSIGN_OR_RETURN(CudaDevices devices, FindCudaDevices());
   if (devices.count == 0) {
-    if (options.device == "auto") return CreateCpuBackend(options.threads);
+    if (options.device == "auto") {
+      return CreateCpuBackend(options.threads,
+                              absl::StrCat("auto: no CUDA device found (", devices.why_none, ")"));
+    }
     return absl::FailedPreconditionError(
         absl::StrCat("no CUDA device found (", devices.why_none, "); use --device=cpu or auto"));
   }
@@ -151,7 +154,9 @@ absl::StatusOr<std::unique_ptr<ComputeBackend>> CreateBackend(const BackendOptio
   }
   return CreateCudaBackend(options);
 #else
-  if (options.device == "auto") return CreateCpuBackend(options.threads);
+  if (options.device == "auto") {
+    return CreateCpuBackend(options.threads, "auto: built without CUDA support");
+  }
   return absl::UnimplementedError(
       "device cuda: this build has no CUDA support; rebuild with --config=cuda, or use "
       "--device=cpu or auto");

@@ -30,13 +30,14 @@ HostBuffer& H(DeviceBuffer* b) { return *static_cast<HostBuffer*>(b); }
 
 class CpuBackend final : public ComputeBackend {
  public:
-  explicit CpuBackend(int threads) {
+  CpuBackend(int threads, std::string why) : why_(std::move(why)) {
     if (threads > 0) openblas_set_num_threads(threads);
   }
 
   std::string name() const override { return "cpu"; }
   std::string description() const override {
-    return absl::StrCat("cpu (OpenBLAS, ", openblas_get_num_threads(), " threads)");
+    return absl::StrCat("cpu (OpenBLAS, ", openblas_get_num_threads(), " threads)",
+                        why_.empty() ? "" : "; ", why_);
   }
 
   // The host already holds the dataset.
@@ -138,12 +139,14 @@ class CpuBackend final : public ComputeBackend {
     }
     return sums;
   }
+
+  const std::string why_;  // see CreateCpuBackend
 };
 
 }  // namespace
 
-std::unique_ptr<ComputeBackend> CreateCpuBackend(int threads) {
-  return std::make_unique<CpuBackend>(threads);
+std::unique_ptr<ComputeBackend> CreateCpuBackend(int threads, std::string why) {
+  return std::make_unique<CpuBackend>(threads, std::move(why));
 }
 
 }  // namespace ps

@@ -4,13 +4,16 @@
 #define PS_WORKER_CPU_BACKEND_H_
 
 #include <memory>
+#include <string>
 
 #include "worker/backend.h"
 
 namespace ps {
 
 // threads: OpenBLAS threads; 0 = its default. REQUIRES: threads >= 0.
-std::unique_ptr<ComputeBackend> CreateCpuBackend(int threads);
+// `why`, if not empty, ends description(): why the CPU was chosen (e.g. by
+// --device=auto on a machine without a GPU).
+std::unique_ptr<ComputeBackend> CreateCpuBackend(int threads, std::string why = "");
 
 }  // namespace ps
 

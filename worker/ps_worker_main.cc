@@ -46,7 +46,14 @@ ABSL_FLAG(std::string, metrics_file, "",
           "worker's id, so that workers started with the same flags write separate files.");
 ABSL_FLAG(std::string, save_model, "",
           "At the end, worker 0 writes each tensor as DIR/<name>.npy (float32, C order).");
-ABSL_FLAG(std::string, device, "auto", "Compute backend: auto, cpu or cuda.");
+ABSL_FLAG(std::string, device, "auto",
+          "Compute backend: cuda (a GPU; an error where there is none), cpu, or auto (cuda "
+          "when this binary was built with --config=cuda and a GPU is found, else cpu; the "
+          "choice is logged at startup).");
+ABSL_FLAG(int, gpu, 0, "CUDA device index for --device=cuda|auto (one worker per GPU).");
+ABSL_FLAG(bool, tf32, false,
+          "Let cuBLAS use TF32 tensor cores: faster, but products keep only 10 mantissa bits, "
+          "so results differ from the CPU's.");
 ABSL_FLAG(int, threads, 0, "CPU math threads; 0 = all cores.");
 ABSL_FLAG(double, connect_timeout, 60, "Seconds to wait for the servers to come up.");
 ABSL_FLAG(std::string, transport, "stream",
@@ -123,6 +130,8 @@ int main(int argc, char** argv) {
   ps::BackendOptions backend_options;
   backend_options.device = absl::GetFlag(FLAGS_device);
   backend_options.threads = absl::GetFlag(FLAGS_threads);
+  backend_options.gpu = absl::GetFlag(FLAGS_gpu);
+  backend_options.tf32 = absl::GetFlag(FLAGS_tf32);
 
   ps::ClientOptions client_options;
   if (!standalone) {
