@@ -68,9 +68,12 @@ train() {
   local device="$1" log
   log=$(mktemp)
   section "training: 2 servers, 2 workers, --device=$device, $EPOCHS epoch(s)"
-  local gpu_flags=()
-  [ "$device" = cuda ] && gpu_flags=(--gpus_per_host="$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || echo 1)")
-  [ "${gpu_flags[0]:-}" = "--gpus_per_host=0" ] && gpu_flags=(--gpus_per_host=1)
+  local gpu_flags=() gpus
+  if [ "$device" = cuda ]; then
+    gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+    [ "$gpus" -ge 1 ] 2>/dev/null || gpus=1
+    gpu_flags=(--gpus_per_host="$gpus")
+  fi
   timeout 1200 "$BIN/local_cluster.sh" --bin_dir="$BIN" --servers=2 --workers=2 "${gpu_flags[@]}" -- \
     --device="$device" --epochs="$EPOCHS" --dataset_dir="$DATA" 2>&1 | tee -a "$OUT" >"$log"
   local rc=${PIPESTATUS[0]}
