@@ -1,0 +1,484 @@
+#!/usr/bin/env bash
+# Multi-host test cluster on one Linux machine: the docker-compose topology
+# (ps-server-0..S-1, ps-worker-0..W-1) with one network namespace per host,
+# all joined by a bridge that lives in a namespace of its own, on a private
+# /24 that no route or address of this machine uses. The real binaries run
+# inside the namespaces and reach each other by the compose names, which each
+# host's /etc/hosts (/etc/netns/NS/hosts, bind-mounted by `ip netns exec`)
+# resolves. Nothing is created in the root network namespace.
+#
+#   deploy/netns_cluster.sh up --mode=sync -- --epochs=1
+#   deploy/netns_cluster.sh wait --timeout=300
+#   deploy/netns_cluster.sh down
+#
+# Needs root and iproute2. Every namespace is named psns-ID-HOST and recorded,
+# with its inode, in the cluster's state folder; `down` removes only those, so
+# clusters with different ids can run side by side.
+set -euo pipefail
+PATH="$PATH:/usr/sbin:/sbin"
+
+usage() {
+  cat <<'USAGE'
+usage: deploy/netns_cluster.sh COMMAND [options] [-- worker flags...]
+
+commands:
+  check              exit 0 if this machine can run a cluster; else print why, exit 1
+  up                 create the hosts, start the servers, wait until every server
+                     answers the gRPC health check, start the workers, return
+  wait               wait for every worker to exit; exit 0 iff all succeeded
+  status             hosts, addresses, links, processes and server health
+  logs [HOST]        the output of every process (or of HOST), lines prefixed [HOST]
+  exec HOST -- CMD   run CMD inside HOST's network namespace
+  link HOST up|down  connect or cut HOST's cable to the bridge (a partition)
+  down               stop every process and remove everything `up` created
+
+options of every command:
+  --id=ID            cluster id, 1-8 of [a-z0-9] (default 0); namespaces are psns-ID-HOST
+  --state_dir=DIR    folder holding each cluster's state (default /run/psns)
+
+options of up:
+  --servers=S        parameter-server hosts ps-server-0.. (default 2)
+  --workers=W        worker hosts ps-worker-0.. (default 3)
+  --mode=sync|async  consistency mode of the servers (default sync)
+  --lr=LR            servers' SGD learning rate (default 0.1)
+  --pull_timeout=SEC servers' longest wait for missing workers (default 120)
+  --port=PORT        servers' port (default 50051)
+  --subnet=A.B.C     use A.B.C.0/24 (default: the first 10.213.X.0/24 that no
+                     address, route or other cluster of this machine uses)
+  --bin_dir=DIR      folder holding ps_server, ps_worker and ps_ctl (default:
+                     bazel-bin/server and bazel-bin/worker of this repository)
+  --server_bin=PATH, --worker_bin=PATH, --ctl_bin=PATH   the binaries themselves
+  --startup_timeout=SEC  how long servers may take to become healthy (default 30)
+
+options of wait:
+  --timeout=SEC      give up (exit 1, cluster left up) after SEC seconds (default 600)
+
+Worker flags after "--" (up only) pass through unchanged. Unless given there,
+each worker gets --threads=max(1, nproc/W). Hosts get addresses .10+i
+(ps-server-i) and .100+i (ps-worker-i) of the subnet.
+USAGE
+}
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+ID=0
+STATE_ROOT=/run/psns
+NUM_SERVERS=2
+NUM_WORKERS=3
+MODE=sync
+LR=0.1
+PULL_TIMEOUT=120
+PORT=50051
+SUBNET=""
+STARTUP_TIMEOUT=30
+WAIT_TIMEOUT=600
+SERVER_BIN="$ROOT/bazel-bin/server/ps_server"
+WORKER_BIN="$ROOT/bazel-bin/worker/ps_worker"
+CTL_BIN="$ROOT/bazel-bin/server/ps_ctl"
+WORKER_ARGS=()
+POSITIONAL=()
+
+die() { echo "netns_cluster: $*" >&2; exit 2; }
+log() { echo "netns_cluster: $*"; }
+
+[ $# -gt 0 ] || { usage >&2; die "missing COMMAND"; }
+COMMAND="$1"
+shift
+case "$COMMAND" in
+  -h|--help) usage; exit 0 ;;
+  check|up|wait|status|logs|exec|link|down) ;;
+  *) usage >&2; die "unknown command '$COMMAND'" ;;
+esac
+
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --id=*) ID="${1#*=}" ;;
+    --state_dir=*) STATE_ROOT="${1#*=}" ;;
+    --servers=*) NUM_SERVERS="${1#*=}" ;;
+    --workers=*) NUM_WORKERS="${1#*=}" ;;
+    --mode=*) MODE="${1#*=}" ;;
+    --lr=*) LR="${1#*=}" ;;
+    --pull_timeout=*) PULL_TIMEOUT="${1#*=}" ;;
+    --port=*) PORT="${1#*=}" ;;
+    --subnet=*) SUBNET="${1#*=}" ;;
+    --bin_dir=*)
+      SERVER_BIN="${1#*=}/ps_server"; WORKER_BIN="${1#*=}/ps_worker"; CTL_BIN="${1#*=}/ps_ctl" ;;
+    --server_bin=*) SERVER_BIN="${1#*=}" ;;
+    --worker_bin=*) WORKER_BIN="${1#*=}" ;;
+    --ctl_bin=*) CTL_BIN="${1#*=}" ;;
+    --startup_timeout=*) STARTUP_TIMEOUT="${1#*=}" ;;
+    --timeout=*) WAIT_TIMEOUT="${1#*=}" ;;
+    -h|--help) usage; exit 0 ;;
+    --) shift; WORKER_ARGS=("$@"); break ;;
+    --*) usage >&2; die "unknown option '$1'" ;;
+    *) POSITIONAL+=("$1") ;;
+  esac
+  shift
+done
+
+is_uint() { [[ "$1" =~ ^[0-9]+$ ]]; }
+[[ "$ID" =~ ^[a-z0-9]{1,8}$ ]] || die "--id must be 1-8 characters of [a-z0-9], got '$ID'"
+for v in NUM_SERVERS NUM_WORKERS PORT STARTUP_TIMEOUT WAIT_TIMEOUT; do
+  is_uint "${!v}" && [ "${!v}" -gt 0 ] || die "${v,,} must be a positive integer, got '${!v}'"
+done
+[ "$NUM_SERVERS" -le 80 ] || die "--servers must be at most 80 (addresses .10-.89)"
+[ "$NUM_WORKERS" -le 150 ] || die "--workers must be at most 150 (addresses .100-.249)"
+[[ "$MODE" == sync || "$MODE" == async ]] || die "--mode must be sync or async, got '$MODE'"
+
+PREFIX="psns-$ID-"
+STATE="$STATE_ROOT/$ID"
+NET_NS="${PREFIX}net"  # holds the bridge
+
+ns_of() { echo "$PREFIX$1"; }
+# The bridge-side end of HOST's cable: s<i> or w<i> (interface names are short).
+veth_of() {
+  case "$1" in
+    ps-server-*) echo "s${1#ps-server-}" ;;
+    ps-worker-*) echo "w${1#ps-worker-}" ;;
+  esac
+}
+
+# --- state -----------------------------------------------------------------
+# $STATE/namespaces: one "NAME INODE" line per namespace that up created.
+# $STATE/hosts: "HOST ADDRESS" per host; $STATE/config: key=value lines.
+# $STATE/logs/HOST.log, $STATE/run/HOST.rc (exit status once it exited).
+
+ns_inode() { stat -L -c %i "/run/netns/$1" 2>/dev/null; }
+
+# owned NS: true iff NS carries our prefix, is recorded in our state and is
+# still the namespace (same inode) that we created.
+owned() {
+  local ns="$1" name inode
+  [[ "$ns" == "$PREFIX"* ]] || return 1
+  [ -f "$STATE/namespaces" ] || return 1
+  while read -r name inode; do
+    if [ "$name" = "$ns" ]; then
+      [ "$(ns_inode "$ns")" = "$inode" ] && return 0
+      return 1
+    fi
+  done <"$STATE/namespaces"
+  return 1
+}
+
+require_state() {
+  [ -f "$STATE/config" ] || die "no cluster '$ID' (no $STATE/config); start one with: $0 up --id=$ID"
+  # shellcheck disable=SC1091
+  source "$STATE/config"
+}
+
+hosts() { awk '{print $1}' "$STATE/hosts"; }
+addr_of() { awk -v h="$1" '$1 == h {print $2}' "$STATE/hosts"; }
+require_host() {
+  [ -n "$(addr_of "$1")" ] || die "no host '$1' in cluster '$ID' (hosts: $(hosts | tr '\n' ' '))"
+}
+
+# --- check -------------------------------------------------------------------
+
+# Prints why this machine cannot run a cluster, or nothing if it can.
+why_not() {
+  if [ "$(id -u)" -ne 0 ]; then echo "not root (uid $(id -u)): network namespaces need root"; return; fi
+  if ! command -v ip >/dev/null; then echo "'ip' not found: install iproute2"; return; fi
+  local probe="${PREFIX}probe$$" err
+  if ! err=$(ip netns add "$probe" 2>&1); then
+    echo "cannot create a network namespace (ip netns add: $err)"; return
+  fi
+  if ! err=$(ip -n "$probe" link add pa type veth peer name pb 2>&1 &&
+             ip -n "$probe" link add pbr type bridge 2>&1); then
+    ip netns del "$probe" 2>/dev/null || true
+    echo "cannot create veth pairs or bridges in a namespace ($err)"; return
+  fi
+  ip netns del "$probe"
+}
+
+cmd_check() {
+  local reason
+  reason=$(why_not)
+  if [ -n "$reason" ]; then echo "$reason"; exit 1; fi
+  echo "netns_cluster: this machine can run network-namespace clusters"
+}
+
+# --- up ----------------------------------------------------------------------
+
+ip2int() { local IFS=.; set -- $1; echo $(( ($1 << 24) | ($2 << 16) | ($3 << 8) | $4 )); }
+
+# True iff A.B.C.0/24 overlaps an IPv4 address or route of the root namespace
+# (the default route aside) or the subnet of another cluster under STATE_ROOT.
+subnet_taken() {
+  local lo hi cidr net len n_lo n_hi
+  lo=$(ip2int "$1.0"); hi=$((lo + 255))
+  while read -r cidr; do
+    [[ "$cidr" =~ ^([0-9.]+)(/([0-9]+))?$ ]] || continue
+    net=${BASH_REMATCH[1]}; len=${BASH_REMATCH[3]:-32}
+    [ "$len" -gt 0 ] || continue
+    n_lo=$(( $(ip2int "$net") & ~((1 << (32 - len)) - 1) & 0xffffffff ))
+    n_hi=$(( n_lo + (1 << (32 - len)) - 1 ))
+    [ $n_lo -le $hi ] && [ $lo -le $n_hi ] && return 0
+  done < <(ip -4 -o addr show | awk '{print $4}'
+           # A route line starts with its prefix, or with its type and then the prefix.
+           ip -4 route show table all | awk '$1 ~ /^[0-9]/ {print $1} $1 !~ /^[0-9]/ && $2 ~ /^[0-9]/ {print $2}')
+  grep -qsxF "SUBNET=$1" "$STATE_ROOT"/*/config && return 0
+  return 1
+}
+
+pick_subnet() {
+  local x
+  for x in $(seq 0 255); do
+    subnet_taken "10.213.$x" || { echo "10.213.$x"; return; }
+  done
+  die "every 10.213.X.0/24 is in use; pass --subnet=A.B.C"
+}
+
+# add_ns NAME: creates a namespace, records it, turns IPv6 off in it (so that
+# its only addresses are 127.0.0.1 and its test address) and brings lo up.
+add_ns() {
+  local ns="$1"
+  ip netns add "$ns" || die "cannot create network namespace $ns"
+  echo "$ns $(ns_inode "$ns")" >>"$STATE/namespaces"
+  if [ -d /proc/sys/net/ipv6 ]; then
+    ip netns exec "$ns" sh -c 'for f in all default; do echo 1 > /proc/sys/net/ipv6/conf/$f/disable_ipv6; done'
+  fi
+  ip -n "$ns" link set lo up
+}
+
+# start HOST BINARY ARGS...: runs BINARY inside HOST's namespace with its output
+# in logs/HOST.log and, once it exits, its status in run/HOST.rc. The process
+# stays in this script's process group (so a test runner's kill reaches it)
+# but ignores SIGHUP, so it outlives the terminal that ran `up`.
+start() {
+  local host="$1"; shift
+  (
+    trap '' HUP
+    rc=0
+    ip netns exec "$(ns_of "$host")" "$@" >"$STATE/logs/$host.log" 2>&1 </dev/null || rc=$?
+    echo "$rc" >"$STATE/run/$host.rc" 2>/dev/null
+  ) &
+  echo $! >"$STATE/run/$host.pid"
+}
+
+server_list() {
+  local s out=()
+  for ((s = 0; s < NUM_SERVERS; s++)); do out+=("ps-server-$s:$PORT"); done
+  (IFS=,; echo "${out[*]}")
+}
+
+cmd_up() {
+  [ ${#POSITIONAL[@]} -eq 0 ] || die "up takes no arguments besides options, got '${POSITIONAL[*]}'"
+  local reason
+  reason=$(why_not)
+  [ -z "$reason" ] || die "cannot run a cluster here: $reason"
+  for b in "$SERVER_BIN" "$WORKER_BIN" "$CTL_BIN"; do
+    [ -x "$b" ] || die "$b not found: build first (bazel build //:ps_server //:ps_worker //:ps_ctl) or pass --bin_dir"
+  done
+  SERVER_BIN=$(realpath "$SERVER_BIN"); WORKER_BIN=$(realpath "$WORKER_BIN"); CTL_BIN=$(realpath "$CTL_BIN")
+  [ -z "$(ip netns list | awk -v p="$PREFIX" 'index($1, p) == 1')" ] ||
+    die "namespaces named $PREFIX* exist already: cluster '$ID' is up (run: $0 down --id=$ID) or someone else uses the prefix; pick another --id"
+  ! compgen -G "/etc/netns/$PREFIX*" >/dev/null ||
+    die "/etc/netns/$PREFIX* exists already, left by an earlier cluster '$ID' or someone else; pick another --id"
+
+  mkdir -p "$STATE_ROOT"
+  # One up at a time picks a subnet and claims its state folder.
+  exec 9>"$STATE_ROOT/.lock"
+  flock -w 30 9 || die "could not lock $STATE_ROOT/.lock within 30s"
+  [ ! -e "$STATE" ] || die "$STATE exists: cluster '$ID' is up or was not taken down (run: $0 down --id=$ID)"
+  if [ -z "$SUBNET" ]; then
+    SUBNET=$(pick_subnet)
+  else
+    [[ "$SUBNET" =~ ^([0-9]{1,3}\.){2}[0-9]{1,3}$ ]] || die "--subnet must look like A.B.C, got '$SUBNET'"
+    ! subnet_taken "$SUBNET" || die "--subnet=$SUBNET: $SUBNET.0/24 overlaps an address, route or cluster of this machine"
+  fi
+  mkdir -p "$STATE/logs" "$STATE/run"
+  : >"$STATE/namespaces"
+  cat >"$STATE/config" <<EOF
+SUBNET=$SUBNET
+NUM_SERVERS=$NUM_SERVERS
+NUM_WORKERS=$NUM_WORKERS
+MODE=$MODE
+PORT=$PORT
+CTL_BIN=$CTL_BIN
+EOF
+  flock -u 9
+  exec 9>&-
+
+  # From here on, any failure or interruption takes the cluster down again.
+  trap 'echo "netns_cluster: up failed; removing cluster $ID" >&2; trap - EXIT; cmd_down >&2' EXIT
+  trap 'exit 130' INT TERM
+
+  local s w host
+  : >"$STATE/hosts"
+  for ((s = 0; s < NUM_SERVERS; s++)); do echo "ps-server-$s $SUBNET.$((10 + s))" >>"$STATE/hosts"; done
+  for ((w = 0; w < NUM_WORKERS; w++)); do echo "ps-worker-$w $SUBNET.$((100 + w))" >>"$STATE/hosts"; done
+
+  add_ns "$NET_NS"
+  ip -n "$NET_NS" link add br0 type bridge
+  ip -n "$NET_NS" link set br0 up
+  if [ ! -d /etc/netns ]; then
+    mkdir /etc/netns
+    echo "CREATED_ETC_NETNS=1" >>"$STATE/config"
+  fi
+  for host in $(hosts); do
+    local ns veth
+    ns=$(ns_of "$host"); veth=$(veth_of "$host")
+    add_ns "$ns"
+    ip -n "$NET_NS" link add "$veth" type veth peer name eth0 netns "$ns"
+    ip -n "$NET_NS" link set "$veth" master br0 up
+    ip -n "$ns" addr add "$(addr_of "$host")/24" dev eth0
+    ip -n "$ns" link set eth0 up
+    mkdir "/etc/netns/$ns"
+    { echo "127.0.0.1 localhost"; awk '{print $2, $1}' "$STATE/hosts"; } >"/etc/netns/$ns/hosts"
+  done
+  log "cluster $ID: $NUM_SERVERS servers, $NUM_WORKERS workers on $SUBNET.0/24 (namespaces $PREFIX*)"
+
+  for ((s = 0; s < NUM_SERVERS; s++)); do
+    start "ps-server-$s" "$SERVER_BIN" --listen="$(addr_of "ps-server-$s"):$PORT" \
+      --shard_id=$s --num_shards=$NUM_SERVERS --num_workers=$NUM_WORKERS --mode="$MODE" \
+      --lr="$LR" --pull_timeout="$PULL_TIMEOUT"
+  done
+
+  # Healthy = every server answers grpc.health.v1 SERVING to a worker host,
+  # through the hosts file and the bridge.
+  local servers deadline
+  servers=$(server_list)
+  deadline=$(( $(date +%s) + STARTUP_TIMEOUT ))
+  until ip netns exec "$(ns_of ps-worker-0)" "$CTL_BIN" health --servers="$servers" --timeout=1 >/dev/null 2>&1; do
+    for ((s = 0; s < NUM_SERVERS; s++)); do
+      if [ -f "$STATE/run/ps-server-$s.rc" ]; then
+        tail -5 "$STATE/logs/ps-server-$s.log" | sed "s/^/[ps-server-$s] /" >&2
+        die "ps-server-$s exited during startup"
+      fi
+    done
+    [ "$(date +%s)" -lt $deadline ] || die "servers not healthy within ${STARTUP_TIMEOUT}s ($CTL_BIN health --servers=$servers)"
+    sleep 0.2
+  done
+  log "servers healthy: $servers ($MODE mode)"
+
+  local has_threads=0 a t
+  for a in "${WORKER_ARGS[@]+"${WORKER_ARGS[@]}"}"; do [[ "$a" == --threads=* ]] && has_threads=1; done
+  if [ $has_threads -eq 0 ]; then
+    t=$(( $(nproc) / NUM_WORKERS )); [ $t -ge 1 ] || t=1
+    WORKER_ARGS+=("--threads=$t")
+  fi
+  for ((w = 0; w < NUM_WORKERS; w++)); do
+    start "ps-worker-$w" "$WORKER_BIN" --servers="$servers" --worker_id=$w \
+      --num_workers=$NUM_WORKERS "${WORKER_ARGS[@]}"
+  done
+  log "started $NUM_WORKERS workers; follow with: $0 logs --id=$ID; then: $0 wait --id=$ID; $0 down --id=$ID"
+  trap - EXIT INT TERM
+}
+
+# --- wait / status / logs / exec / link --------------------------------------
+
+cmd_wait() {
+  require_state
+  local deadline w rc failed=0
+  deadline=$(( $(date +%s) + WAIT_TIMEOUT ))
+  for ((w = 0; w < NUM_WORKERS; w++)); do
+    while [ ! -f "$STATE/run/ps-worker-$w.rc" ]; do
+      if [ "$(date +%s)" -ge $deadline ]; then
+        echo "netns_cluster: ps-worker-$w still running after ${WAIT_TIMEOUT}s (cluster left up)" >&2
+        exit 1
+      fi
+      sleep 0.2
+    done
+  done
+  for ((w = 0; w < NUM_WORKERS; w++)); do
+    rc=$(cat "$STATE/run/ps-worker-$w.rc")
+    [ "$rc" -eq 0 ] || failed=$((failed + 1))
+    echo "ps-worker-$w: exit $rc: $(tail -1 "$STATE/logs/ps-worker-$w.log")"
+  done
+  [ $failed -eq 0 ] || { echo "netns_cluster: $failed of $NUM_WORKERS workers failed" >&2; exit 1; }
+  log "all $NUM_WORKERS workers finished"
+}
+
+cmd_status() {
+  require_state
+  local host ns state
+  echo "cluster $ID: $SUBNET.0/24, $MODE mode, state in $STATE"
+  for host in $(hosts); do
+    ns=$(ns_of "$host")
+    if ! owned "$ns"; then echo "$host: namespace $ns missing"; continue; fi
+    if [ -f "$STATE/run/$host.rc" ]; then state="exited $(cat "$STATE/run/$host.rc")"
+    elif [ -n "$(ip netns pids "$ns")" ]; then state="running"
+    else state="not started"; fi
+    printf '%-12s %-15s link %-4s %s\n' "$host" "$(addr_of "$host")" \
+      "$(ip -n "$NET_NS" -o link show "$(veth_of "$host")" | grep -q 'state UP' && echo up || echo down)" "$state"
+  done
+  ip netns exec "$(ns_of ps-worker-0)" "$CTL_BIN" health --servers="$(server_list)" --timeout=2 || true
+}
+
+cmd_logs() {
+  require_state
+  local host list
+  if [ ${#POSITIONAL[@]} -gt 0 ]; then list=("${POSITIONAL[@]}"); else mapfile -t list < <(hosts); fi
+  for host in "${list[@]}"; do
+    require_host "$host"
+    [ -f "$STATE/logs/$host.log" ] && sed "s/^/[$host] /" "$STATE/logs/$host.log"
+  done
+  return 0
+}
+
+cmd_exec() {
+  require_state
+  [ ${#POSITIONAL[@]} -eq 1 ] && [ ${#WORKER_ARGS[@]} -gt 0 ] || die "usage: $0 exec HOST -- CMD..."
+  require_host "${POSITIONAL[0]}"
+  exec ip netns exec "$(ns_of "${POSITIONAL[0]}")" "${WORKER_ARGS[@]}"
+}
+
+cmd_link() {
+  require_state
+  [ ${#POSITIONAL[@]} -eq 2 ] && [[ "${POSITIONAL[1]}" == up || "${POSITIONAL[1]}" == down ]] ||
+    die "usage: $0 link HOST up|down"
+  require_host "${POSITIONAL[0]}"
+  owned "$NET_NS" || die "bridge namespace $NET_NS is not this cluster's"
+  ip -n "$NET_NS" link set "$(veth_of "${POSITIONAL[0]}")" "${POSITIONAL[1]}"
+  log "${POSITIONAL[0]}: link ${POSITIONAL[1]}"
+}
+
+# --- down --------------------------------------------------------------------
+
+cmd_down() {
+  [ -d "$STATE" ] || die "no cluster '$ID' ($STATE does not exist)"
+  [ -f "$STATE/namespaces" ] || die "$STATE has no namespaces file: not a cluster folder, leaving it alone"
+  local ns inode ours=() pids=() p
+  while read -r ns inode; do
+    if owned "$ns"; then
+      ours+=("$ns")
+    elif [ -e "/run/netns/$ns" ]; then
+      echo "netns_cluster: leaving $ns alone: it is not the namespace cluster $ID created" >&2
+    fi
+  done <"$STATE/namespaces"
+  for ns in "${ours[@]+"${ours[@]}"}"; do
+    for p in $(ip netns pids "$ns"); do pids+=("$p"); done
+  done
+  if [ ${#pids[@]} -gt 0 ]; then
+    kill -TERM "${pids[@]}" 2>/dev/null || true
+    # Give them 5 s to exit, then force.
+    local deadline=$(( $(date +%s) + 5 ))
+    while [ "$(date +%s)" -lt $deadline ]; do
+      local alive=0
+      for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+      [ $alive -eq 0 ] && break
+      sleep 0.1
+    done
+    kill -KILL "${pids[@]}" 2>/dev/null || true
+  fi
+  # The wrappers started by `start` write their exit status when their
+  # process ends; let them finish before the state folder goes.
+  local deadline=$(( $(date +%s) + 5 )) f
+  for f in "$STATE"/run/*.pid; do
+    [ -f "$f" ] || continue
+    while kill -0 "$(cat "$f")" 2>/dev/null && [ "$(date +%s)" -lt $deadline ]; do sleep 0.1; done
+  done
+  for ns in "${ours[@]+"${ours[@]}"}"; do
+    ip netns del "$ns"
+    if [ -d "/etc/netns/$ns" ]; then
+      rm -f "/etc/netns/$ns/hosts"
+      rmdir "/etc/netns/$ns"
+    fi
+  done
+  if grep -qsx "CREATED_ETC_NETNS=1" "$STATE/config"; then
+    rmdir /etc/netns 2>/dev/null || true  # only if no other cluster uses it
+  fi
+  rm -rf "$STATE"
+  log "cluster $ID down: removed ${#ours[@]} namespaces, stopped ${#pids[@]} processes"
+}
+
+"cmd_$COMMAND"
