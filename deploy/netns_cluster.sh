@@ -25,7 +25,8 @@ commands:
   check              exit 0 if this machine can run a cluster; else print why, exit 1
   up                 create the hosts, start the servers, wait until every server
                      answers the gRPC health check, start the workers, return
-  wait               wait for every worker to exit; exit 0 iff all succeeded
+  wait [HOST...]     wait for every worker (or each HOST) to exit; exit 0 iff all
+                     succeeded
   status             hosts, addresses, links, processes and server health
   logs [HOST]        the output of every process (or of HOST), lines prefixed [HOST]
   exec HOST -- CMD   run CMD inside HOST's network namespace
@@ -249,8 +250,8 @@ start() {
     trap '' HUP
     rc=0
     ip netns exec "$(ns_of "$host")" "$@" >"$STATE/logs/$host.log" 2>&1 </dev/null || rc=$?
-    echo "$rc" >"$STATE/run/$host.rc" 2>/dev/null
-  ) &
+    echo "$rc" >"$STATE/run/$host.rc"
+  ) 2>/dev/null &
   echo $! >"$STATE/run/$host.pid"
 }
 
@@ -368,24 +369,26 @@ EOF
 
 cmd_wait() {
   require_state
-  local deadline w rc failed=0
+  local deadline host rc failed=0 list
+  if [ ${#POSITIONAL[@]} -gt 0 ]; then list=("${POSITIONAL[@]}"); else mapfile -t list < <(hosts | grep '^ps-worker-'); fi
   deadline=$(( $(date +%s) + WAIT_TIMEOUT ))
-  for ((w = 0; w < NUM_WORKERS; w++)); do
-    while [ ! -f "$STATE/run/ps-worker-$w.rc" ]; do
+  for host in "${list[@]}"; do
+    require_host "$host"
+    while [ ! -f "$STATE/run/$host.rc" ]; do
       if [ "$(date +%s)" -ge $deadline ]; then
-        echo "netns_cluster: ps-worker-$w still running after ${WAIT_TIMEOUT}s (cluster left up)" >&2
+        echo "netns_cluster: $host still running after ${WAIT_TIMEOUT}s (cluster left up)" >&2
         exit 1
       fi
       sleep 0.2
     done
   done
-  for ((w = 0; w < NUM_WORKERS; w++)); do
-    rc=$(cat "$STATE/run/ps-worker-$w.rc")
+  for host in "${list[@]}"; do
+    rc=$(cat "$STATE/run/$host.rc")
     [ "$rc" -eq 0 ] || failed=$((failed + 1))
-    echo "ps-worker-$w: exit $rc: $(tail -1 "$STATE/logs/ps-worker-$w.log")"
+    echo "$host: exit $rc: $(tail -1 "$STATE/logs/$host.log")"
   done
-  [ $failed -eq 0 ] || { echo "netns_cluster: $failed of $NUM_WORKERS workers failed" >&2; exit 1; }
-  log "all $NUM_WORKERS workers finished"
+  [ $failed -eq 0 ] || { echo "netns_cluster: $failed of ${#list[@]} processes failed" >&2; exit 1; }
+  log "all ${#list[@]} processes finished"
 }
 
 cmd_status() {
