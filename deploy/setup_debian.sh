@@ -11,8 +11,9 @@ PACKAGES=(
   libabsl-dev libgtest-dev libgmock-dev libopenblas-dev zlib1g-dev
   # The default workload: Fashion-MNIST IDX files in /usr/share/datasets/fashion-mnist.
   dataset-fashion-mnist
-  # Tests: numpy checks the .npy model files; iproute2 for network namespaces.
-  python3 python3-numpy iproute2 procps
+  # Tests: numpy checks the .npy model files, yaml reads the cluster configs;
+  # iproute2 for network namespaces.
+  python3 python3-numpy python3-yaml iproute2 procps
 )
 
 missing=()

@@ -1,0 +1,1035 @@
+#!/usr/bin/env python3
+"""Checks the cluster configurations in deploy/ against the binaries and
+against each other, so that a renamed flag or a mismatched count breaks this
+test instead of a user's cluster.
+
+usage: deploy_config_check.py --root=DIR --bin=ps_server=PATH --bin=ps_worker=PATH
+                              --bin=ps_ctl=PATH --bin=ps_bench=PATH [--no_self_check]
+
+What it checks:
+  - Every container command (docker-compose.yml alone and with
+    docker-compose.gpu.yml; every kustomization under k8s/, rendered) names a
+    binary of the build, and every flag it passes is accepted by that binary:
+    the name is in the binary's --helpfull, enumerations (--mode, --device,
+    --transport, --model, ps_ctl's command) have an allowed value, and the
+    real binary parses the whole command line (run with --helpfull appended,
+    Abseil reports unknown flags and bad values before printing help).
+  - Compose variables (${VAR:-default}) are expanded with their defaults and
+    with alternative values; Kubernetes $(VAR) references are expanded from
+    the ConfigMap, the downward API and JOB_COMPLETION_INDEX, per pod.
+  - Servers, workers and mode agree: shard ids, --num_shards, --num_workers,
+    every --servers list naming exactly the server services in shard order,
+    ports, health checks and probes, depends_on, volumes, resources, GPUs,
+    the Job's completions and parallelism, the StatefulSet's replicas.
+  - Kustomize overlays are built by this file's own model (resources,
+    configMapGenerator create/merge, strategic-merge patches), compared with
+    `kubectl kustomize` where kubectl exists.
+  - The Dockerfiles build and copy the binaries the commands use, run as the
+    user the Kubernetes manifests expect, install the dataset and the runtime
+    packages; .dockerignore keeps Bazel's trees out of the build context.
+Then, unless --no_self_check, it proves that it can fail: each of a list of
+mutations (a renamed flag in a file or in a binary, a wrong count, a bad
+enumeration value, ...) applied to a copy of deploy/ must make it report an
+error.
+"""
+
+import argparse
+import copy
+import fnmatch
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+try:
+    import yaml
+except ImportError:
+    sys.exit("deploy_config_check: python3-yaml is missing: run deploy/setup_debian.sh")
+
+# Values the binaries accept for enumerated flags. Each value must also appear
+# in the flag's --help text (checked), so a value the binary drops breaks
+# this test.
+ENUMS = {
+    "ps_server": {"mode": ["sync", "async"]},
+    "ps_worker": {"device": ["auto", "cpu", "cuda"], "transport": ["stream", "unary"],
+                  "model": ["mlp", "softmax"]},
+}
+# ps_ctl's positional command.
+CTL_COMMANDS = ["status", "health"]
+
+# Alternative values for compose variables, checked besides the defaults.
+ALTERNATIVES = {
+    "PS_MODE": ["sync", "async"],
+    "PS_WORKERS": ["1", "2"],
+    "PS_LR": ["0.05"],
+    "PS_EPOCHS": ["3"],
+    "PS_PULL_TIMEOUT": ["30"],
+    "PS_THREADS": ["1"],
+    "PS_IMAGE": ["registry.example/ps:1.0"],
+    "PS_CUDA_IMAGE": ["registry.example/ps:1.0-cuda"],
+}
+
+# Every kustomization under deploy/k8s, with the mode it must run and
+# whether its workers use GPUs.
+KUSTOMIZATIONS = {
+    "base": {"mode": "sync", "gpu": False},
+    "sync": {"mode": "sync", "gpu": False},
+    "async": {"mode": "async", "gpu": False},
+    "gpu": {"mode": "sync", "gpu": True},
+}
+
+BINARY_NAMES = ["ps_server", "ps_worker", "ps_ctl", "ps_bench"]
+
+
+def run(argv, **kw):
+    return subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          timeout=60, **kw)
+
+
+# --- binaries -----------------------------------------------------------------
+
+class Binary:
+    """A binary of the build and the flags it accepts, as it reports them."""
+
+    _parse_cache = {}
+
+    def __init__(self, name, path):
+        self.name, self.path = name, path
+        self.help = run([path, "--helpfull"]).stdout
+        self.flags = {}  # name -> help text
+        # "    --name (help...); default: value;", wrapped over indented lines.
+        for chunk in re.split(r"\n(?=    --)", self.help):
+            m = re.match(r"--(\w+) \((.*)\); default: ", " ".join(chunk.split()))
+            if m:
+                self.flags[m.group(1)] = m.group(2)
+        if not self.flags:
+            raise SystemExit(f"deploy_config_check: {path} --helpfull listed no flags")
+
+    def parse_errors(self, args):
+        """Errors Abseil reports for ARGS, parsed by the real binary."""
+        key = (self.path, tuple(args))
+        if key not in Binary._parse_cache:
+            out = run([self.path] + list(args) + ["--helpfull"])
+            Binary._parse_cache[key] = [l for l in (out.stderr + out.stdout).splitlines()
+                                        if l.startswith("ERROR:")]
+        return Binary._parse_cache[key]
+
+
+def check_enum_help(bins, errors):
+    """Each enumeration value must appear in its flag's help text."""
+    for binary, flags in ENUMS.items():
+        for flag, values in flags.items():
+            text = bins[binary].flags.get(flag)
+            if text is None:
+                errors.append(f"{binary} has no --{flag}, which the test's ENUMS table lists")
+                continue
+            for v in values:
+                if not re.search(rf"\b{v}\b", text):
+                    errors.append(f"{binary} --{flag}: help text does not mention '{v}': {text}")
+    for c in CTL_COMMANDS:
+        if f"ps_ctl {c}" not in bins["ps_ctl"].help:
+            errors.append(f"ps_ctl --help does not mention the command '{c}'")
+
+
+def parse_flags(argv):
+    """{name: value} of --name=value arguments (value True for bare --name)."""
+    out = {}
+    for a in argv[1:]:
+        if a.startswith("--"):
+            name, eq, value = a[2:].partition("=")
+            out[name] = value if eq else True
+    return out
+
+
+def check_argv(argv, bins, where, errors):
+    """Checks one container command line against its binary."""
+    if not argv:
+        errors.append(f"{where}: empty command")
+        return
+    name = argv[0]
+    if name not in bins:
+        errors.append(f"{where}: runs '{name}', which is not a binary of the build "
+                      f"({', '.join(sorted(bins))})")
+        return
+    b = bins[name]
+    positional = [a for a in argv[1:] if not a.startswith("--")]
+    if name == "ps_ctl":
+        if len(positional) != 1 or positional[0] not in CTL_COMMANDS:
+            errors.append(f"{where}: ps_ctl needs one command of {CTL_COMMANDS}, got {positional}")
+    elif positional:
+        errors.append(f"{where}: {name} takes no positional arguments, got {positional}")
+    for a in argv[1:]:
+        if re.search(r"\$\{|\$\(|\$[A-Za-z_]", a):
+            errors.append(f"{where}: unexpanded variable in '{a}'")
+    for flag, value in parse_flags(argv).items():
+        base = flag[2:] if flag.startswith("no") and flag[2:] in b.flags else flag
+        if base not in b.flags:
+            errors.append(f"{where}: --{flag} is not a flag of {name} (its flags: "
+                          f"{', '.join(sorted(b.flags))})")
+            continue
+        allowed = ENUMS.get(name, {}).get(base)
+        if allowed and value not in allowed:
+            errors.append(f"{where}: --{flag}={value}: {name} accepts {'|'.join(allowed)}")
+    for e in b.parse_errors(argv[1:]):
+        errors.append(f"{where}: {name} rejects its command line: {e}")
+
+
+def int_flag(flags, name, where, errors):
+    v = flags.get(name)
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        errors.append(f"{where}: --{name} must be an integer, got {v!r}")
+        return None
+
+
+def host_port(value, where, errors):
+    m = re.fullmatch(r"(.+):(\d+)", str(value))
+    if not m:
+        errors.append(f"{where}: '{value}' is not HOST:PORT")
+        return None, None
+    return m.group(1), int(m.group(2))
+
+
+# --- docker compose -----------------------------------------------------------
+
+VAR_RE = re.compile(r"\$(?:(\$)|\{([A-Za-z_]\w*)(?:(:?[-?+])([^}]*))?\}|([A-Za-z_]\w*))")
+
+
+def compose_variables(obj, found):
+    """Collects {name: default or None} of every ${...} in OBJ."""
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            compose_variables(k, found)
+            compose_variables(v, found)
+    elif isinstance(obj, list):
+        for v in obj:
+            compose_variables(v, found)
+    elif isinstance(obj, str):
+        for m in VAR_RE.finditer(obj):
+            name = m.group(2) or m.group(5)
+            if name:
+                default = m.group(4) if m.group(3) in (":-", "-") else None
+                if found.get(name) is None:
+                    found[name] = default
+    return found
+
+
+def interpolate(obj, env, where, errors):
+    """Compose's variable substitution, with ENV as the environment."""
+    if isinstance(obj, dict):
+        return {interpolate(k, env, where, errors): interpolate(v, env, where, errors)
+                for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [interpolate(v, env, where, errors) for v in obj]
+    if not isinstance(obj, str):
+        return obj
+
+    def sub(m):
+        if m.group(1):
+            return "$"
+        name, op, arg = m.group(2) or m.group(5), m.group(3), m.group(4)
+        value = env.get(name)
+        if op in (":-", "-"):
+            if value is None or (op == ":-" and value == ""):
+                return arg
+            return value
+        if op == ":+":
+            return arg if value else ""
+        if value is None:
+            errors.append(f"{where}: ${{{name}}} has no default and is not set")
+            return ""
+        return value
+    return VAR_RE.sub(sub, obj)
+
+
+# Keys of a service that the override merge below models (mappings merge,
+# everything else replaces): enough for docker-compose.gpu.yml.
+OVERRIDE_KEYS = {"image", "build", "deploy", "command", "environment"}
+
+
+def merge_override(base, override, where, errors):
+    def merge(a, b):
+        if isinstance(a, dict) and isinstance(b, dict):
+            out = dict(a)
+            for k, v in b.items():
+                out[k] = merge(a[k], v) if k in a else v
+            return out
+        return b
+    out = copy.deepcopy(base)
+    for name, svc in (override.get("services") or {}).items():
+        if name not in out["services"]:
+            errors.append(f"{where}: overrides service '{name}', which the base file lacks")
+            continue
+        extra = set(svc) - OVERRIDE_KEYS
+        if extra:
+            errors.append(f"{where}: service {name} overrides {sorted(extra)}, which this "
+                          f"test's merge does not model (it handles {sorted(OVERRIDE_KEYS)})")
+        out["services"][name] = merge(out["services"][name], svc)
+    for k, v in override.items():
+        if k not in ("services",) and not k.startswith("x-"):
+            out[k] = merge(out.get(k), v) if k in out else v
+    return out
+
+
+def compose_argv(svc, where, errors):
+    argv = []
+    for key in ("entrypoint", "command"):
+        v = svc.get(key, [])
+        if isinstance(v, str):
+            errors.append(f"{where}: {key} must be a list (exec form), got a string")
+            return []
+        argv += [str(x) for x in v]
+    return argv
+
+
+def check_compose(doc, env, files, root, bins, errors):
+    where = f"{' + '.join(files)} with {env or 'defaults'}"
+    services = doc.get("services") or {}
+    servers, workers = {}, {}
+    for name, svc in services.items():
+        argv = compose_argv(svc, f"{where}: {name}", errors)
+        if not argv:
+            errors.append(f"{where}: {name} has no entrypoint/command")
+            continue
+        check_argv(argv, bins, f"{where}: {name}", errors)
+        if argv[0] == "ps_server":
+            servers[name] = (svc, parse_flags(argv))
+        elif argv[0] == "ps_worker":
+            workers[name] = (svc, parse_flags(argv))
+        build = svc.get("build") or {}
+        dockerfile = build.get("dockerfile")
+        if not svc.get("image") or not dockerfile:
+            errors.append(f"{where}: {name} needs an image and a build with a dockerfile")
+        else:
+            context = os.path.normpath(os.path.join(root, "deploy", build.get("context", ".")))
+            if context != os.path.normpath(root):
+                errors.append(f"{where}: {name}'s build context is {context}, not the repository root")
+            if not os.path.isfile(os.path.join(context, dockerfile)):
+                errors.append(f"{where}: {name}'s dockerfile {dockerfile} does not exist")
+
+    S = len(servers)
+    if S == 0 or not workers:
+        errors.append(f"{where}: needs ps_server and ps_worker services, has {sorted(services)}")
+        return
+    for i in range(S):
+        if f"ps-server-{i}" not in servers:
+            errors.append(f"{where}: server services must be ps-server-0..{S - 1}, got {sorted(servers)}")
+            return
+    for i in range(len(workers)):
+        if f"ps-worker-{i}" not in workers:
+            errors.append(f"{where}: worker services must be ps-worker-0..{len(workers) - 1}, "
+                          f"got {sorted(workers)}")
+            return
+
+    # PS_WORKERS=k means: start ps-worker-0 .. ps-worker-<k-1> (README).
+    W = len(workers)
+    if "PS_WORKERS" in env:
+        W = int(env["PS_WORKERS"])
+        if W > len(workers):
+            errors.append(f"{where}: PS_WORKERS={W} but only {len(workers)} worker services")
+            return
+    started = [f"ps-worker-{i}" for i in range(W)]
+
+    ports, modes = {}, set()
+    for i in range(S):
+        name = f"ps-server-{i}"
+        svc, f = servers[name]
+        w = f"{where}: {name}"
+        if int_flag(f, "shard_id", w, errors) != i:
+            errors.append(f"{w}: --shard_id={f.get('shard_id')}, expected {i} (its name)")
+        if int_flag(f, "num_shards", w, errors) != S:
+            errors.append(f"{w}: --num_shards={f.get('num_shards')}, but there are {S} server services")
+        if int_flag(f, "num_workers", w, errors) != W:
+            errors.append(f"{w}: --num_workers={f.get('num_workers')}, but {W} worker services run")
+        modes.add(f.get("mode", "sync"))
+        _, ports[name] = host_port(f.get("listen", "0.0.0.0:50051"), w, errors)
+        hc = (svc.get("healthcheck") or {}).get("test")
+        if not isinstance(hc, list) or hc[:1] != ["CMD"]:
+            errors.append(f"{w}: healthcheck.test must be [\"CMD\", \"ps_ctl\", \"health\", ...], got {hc}")
+        else:
+            check_argv(hc[1:], bins, f"{w}: healthcheck", errors)
+            hf = parse_flags(hc[1:])
+            if hc[1:3] != ["ps_ctl", "health"]:
+                errors.append(f"{w}: healthcheck does not run 'ps_ctl health': {hc}")
+            elif hf.get("servers") not in (f"localhost:{ports[name]}", f"127.0.0.1:{ports[name]}"):
+                errors.append(f"{w}: healthcheck asks --servers={hf.get('servers')}, but the server "
+                              f"listens on port {ports[name]}")
+        mounts = [str(v).split(":")[1] for v in svc.get("volumes", []) if ":" in str(v)]
+        if "/checkpoints" not in mounts:
+            errors.append(f"{w}: mounts no checkpoints volume at /checkpoints")
+    if len(modes) != 1:
+        errors.append(f"{where}: the servers disagree on --mode: {sorted(modes)}")
+    if "PS_MODE" in env and modes != {env["PS_MODE"]}:
+        errors.append(f"{where}: PS_MODE={env['PS_MODE']} but the servers run --mode={sorted(modes)}")
+
+    want_servers = ",".join(f"ps-server-{i}:{ports[f'ps-server-{i}']}" for i in range(S))
+    for i, name in enumerate(started):
+        svc, f = workers[name]
+        w = f"{where}: {name}"
+        if int_flag(f, "worker_id", w, errors) != i:
+            errors.append(f"{w}: --worker_id={f.get('worker_id')}, expected {i} (its name)")
+        if int_flag(f, "num_workers", w, errors) != W:
+            errors.append(f"{w}: --num_workers={f.get('num_workers')}, but {W} worker services run")
+        if f.get("servers") != want_servers:
+            errors.append(f"{w}: --servers={f.get('servers')}, expected every server service in "
+                          f"shard order: {want_servers}")
+        deps = svc.get("depends_on") or {}
+        for s in servers:
+            cond = deps.get(s, {}).get("condition") if isinstance(deps, dict) else None
+            if cond != "service_healthy":
+                errors.append(f"{w}: must depend on {s} with condition service_healthy, has {cond}")
+        mounts = {str(v).split(":")[1]: str(v).split(":")[0]
+                  for v in svc.get("volumes", []) if ":" in str(v)}
+        for flag in ("save_model", "metrics_file"):
+            path = f.get(flag)
+            if path and not any(path.startswith(m.rstrip("/") + "/") for m in mounts):
+                errors.append(f"{w}: --{flag}={path} is not on a mounted volume ({mounts})")
+        for vol in mounts.values():
+            if vol not in (doc.get("volumes") or {}):
+                errors.append(f"{w}: volume '{vol}' is not declared under volumes:")
+    for vol in ("model", "checkpoints"):
+        if vol not in (doc.get("volumes") or {}):
+            errors.append(f"{where}: named volume '{vol}' is not declared")
+    return workers
+
+
+def check_compose_files(root, bins, errors):
+    cases = 0
+    base_path = os.path.join(root, "deploy", "docker-compose.yml")
+    gpu_path = os.path.join(root, "deploy", "docker-compose.gpu.yml")
+    with open(base_path) as f:
+        base_raw = yaml.safe_load(f)
+    with open(gpu_path) as f:
+        gpu_raw = yaml.safe_load(f)
+    variables = compose_variables(base_raw, {})
+    compose_variables(gpu_raw, variables)
+    for name, default in variables.items():
+        if default is None:
+            errors.append(f"compose: ${{{name}}} has no default (write ${{{name}:-VALUE}})")
+    for needed in ("PS_MODE", "PS_WORKERS", "PS_LR", "PS_EPOCHS"):
+        if needed not in variables:
+            errors.append(f"compose: no ${{{needed}:-...}} variable; the README promises it")
+    envs = [{}]
+    for name in sorted(variables):
+        for alt in ALTERNATIVES.get(name, []):
+            envs.append({name: alt})
+    for env in envs:
+        doc = interpolate(base_raw, env, "docker-compose.yml", errors)
+        check_compose(doc, env, ["docker-compose.yml"], root, bins, errors)
+        gpu = interpolate(gpu_raw, env, "docker-compose.gpu.yml", errors)
+        merged = merge_override(doc, gpu, "docker-compose.gpu.yml", errors)
+        files = ["docker-compose.yml", "docker-compose.gpu.yml"]
+        workers = check_compose(merged, env, files, root, bins, errors) or {}
+        for name, (svc, f) in workers.items():
+            w = f"{' + '.join(files)}: {name}"
+            if f.get("device") != "cuda":
+                errors.append(f"{w}: GPU workers must pass --device=cuda, got {f.get('device')}")
+            devices = (((svc.get("deploy") or {}).get("resources") or {})
+                       .get("reservations") or {}).get("devices") or []
+            if not any("gpu" in (d.get("capabilities") or []) for d in devices):
+                errors.append(f"{w}: reserves no GPU (deploy.resources.reservations.devices)")
+            if (svc.get("build") or {}).get("dockerfile") != "deploy/Dockerfile.cuda":
+                errors.append(f"{w}: GPU workers must build deploy/Dockerfile.cuda")
+        cases += 1
+    # Without the override, no worker asks for CUDA.
+    doc = interpolate(base_raw, {}, "docker-compose.yml", errors)
+    for name, svc in doc["services"].items():
+        if "--device=cuda" in compose_argv(svc, name, errors):
+            errors.append(f"docker-compose.yml: {name} passes --device=cuda without the GPU override")
+    alts = "; ".join(f"{k}={'|'.join(v)}" for k, v in ALTERNATIVES.items() if k in variables)
+    return (f"compose: {len(base_raw.get('services', {}))} services, alone and with the GPU "
+            f"override, in {cases} environments: the defaults, then one of {alts}")
+
+
+# --- Kubernetes ---------------------------------------------------------------
+
+KUSTOMIZATION_KEYS = {"apiVersion", "kind", "resources", "configMapGenerator", "patches"}
+
+
+def strategic_merge(base, patch):
+    """Strategic merge for the shapes our patches use: mappings merge, lists
+    of named mappings (containers, env) merge by name, other lists replace."""
+    if isinstance(base, dict) and isinstance(patch, dict):
+        out = dict(base)
+        for k, v in patch.items():
+            if v is None:
+                out.pop(k, None)
+            else:
+                out[k] = strategic_merge(base[k], v) if k in base else copy.deepcopy(v)
+        return out
+    if (isinstance(base, list) and isinstance(patch, list) and base and patch
+            and all(isinstance(x, dict) and "name" in x for x in base + patch)):
+        out = [copy.deepcopy(x) for x in base]
+        for p in patch:
+            for i, x in enumerate(out):
+                if x["name"] == p["name"]:
+                    out[i] = strategic_merge(x, p)
+                    break
+            else:
+                out.append(copy.deepcopy(p))
+        return out
+    return copy.deepcopy(patch)
+
+
+def kustomize(path, errors, used_files):
+    """Builds the kustomization in PATH: a list of resources."""
+    kfile = os.path.join(path, "kustomization.yaml")
+    used_files.add(os.path.normpath(kfile))
+    with open(kfile) as f:
+        k = yaml.safe_load(f) or {}
+    extra = set(k) - KUSTOMIZATION_KEYS
+    if extra:
+        errors.append(f"{kfile}: uses {sorted(extra)}, which this test's kustomize model does not "
+                      f"handle ({sorted(KUSTOMIZATION_KEYS)}); extend the test")
+    out = []
+    for r in k.get("resources", []):
+        p = os.path.normpath(os.path.join(path, r))
+        if os.path.isdir(p):
+            out += kustomize(p, errors, used_files)
+        else:
+            used_files.add(p)
+            with open(p) as f:
+                out += [d for d in yaml.safe_load_all(f) if d]
+    for g in k.get("configMapGenerator", []):
+        data = {}
+        for lit in g.get("literals", []):
+            key, _, value = str(lit).partition("=")
+            data[key] = value
+        extra = set(g) - {"name", "literals", "behavior"}
+        if extra:
+            errors.append(f"{kfile}: configMapGenerator uses {sorted(extra)}, not modelled here")
+        behavior = g.get("behavior", "create")
+        existing = [r for r in out if r.get("kind") == "ConfigMap"
+                    and r["metadata"]["name"] == g["name"]]
+        if behavior == "create":
+            if existing:
+                errors.append(f"{kfile}: ConfigMap {g['name']} created twice")
+            out.append({"apiVersion": "v1", "kind": "ConfigMap",
+                        "metadata": {"name": g["name"]}, "data": data})
+        elif behavior in ("merge", "replace"):
+            if not existing:
+                errors.append(f"{kfile}: {behavior}s ConfigMap {g['name']}, which no base creates")
+                continue
+            existing[0]["data"] = ({**existing[0]["data"], **data} if behavior == "merge" else data)
+        else:
+            errors.append(f"{kfile}: unknown configMapGenerator behavior {behavior}")
+    for p in k.get("patches", []):
+        if "path" in p:
+            ppath = os.path.normpath(os.path.join(path, p["path"]))
+            used_files.add(ppath)
+            with open(ppath) as f:
+                patch = yaml.safe_load(f)
+        else:
+            patch = yaml.safe_load(p.get("patch", ""))
+        if not isinstance(patch, dict) or "kind" not in patch:
+            errors.append(f"{kfile}: only strategic-merge patches with kind and name are modelled")
+            continue
+        target = p.get("target") or {}
+        kind = target.get("kind", patch["kind"])
+        name = target.get("name", patch["metadata"]["name"])
+        hits = [i for i, r in enumerate(out)
+                if r.get("kind") == kind and r["metadata"]["name"] == name]
+        if not hits:
+            errors.append(f"{kfile}: patch targets {kind}/{name}, which is not among the resources")
+        for i in hits:
+            out[i] = strategic_merge(out[i], patch)
+    return out
+
+
+def kubectl_kustomize(k8s, name):
+    # kustomize does not follow symlinked files (as in Bazel's runfiles), so
+    # it builds a plain copy.
+    with tempfile.TemporaryDirectory() as tmp:
+        shutil.copytree(k8s, os.path.join(tmp, "k8s"))
+        out = run(["kubectl", "kustomize", os.path.join(tmp, "k8s", name)])
+    if out.returncode != 0:
+        return None, out.stderr.strip()
+    docs = [d for d in yaml.safe_load_all(out.stdout) if d]
+    # kustomize appends a content hash to generated ConfigMap names and
+    # rewrites the references; undo that to compare.
+    renames = {}
+    for d in docs:
+        if d.get("kind") == "ConfigMap":
+            m = re.fullmatch(r"(.+)-[a-z0-9]{10}", d["metadata"]["name"])
+            if m:
+                renames[d["metadata"]["name"]] = m.group(1)
+
+    def undo(o):
+        if isinstance(o, dict):
+            return {k: undo(v) for k, v in o.items()}
+        if isinstance(o, list):
+            return [undo(v) for v in o]
+        return renames.get(o, o) if isinstance(o, str) else o
+    return [undo(d) for d in docs], None
+
+
+def quantity(q):
+    """A Kubernetes CPU quantity in cores."""
+    q = str(q)
+    return float(q[:-1]) / 1000 if q.endswith("m") else float(q)
+
+
+def field_ref(path, pod, where, errors):
+    if path == "metadata.name":
+        return pod["name"]
+    m = re.fullmatch(r"metadata\.(labels|annotations)\['([^']+)'\]", path)
+    if m and m.group(2) in pod[m.group(1)]:
+        return pod[m.group(1)][m.group(2)]
+    errors.append(f"{where}: fieldRef {path} is not set on this pod (pods get "
+                  f"{sorted(pod['labels']) + sorted(pod['annotations'])})")
+    return ""
+
+
+def pod_argv(container, pod, configmaps, where, errors):
+    """The container's command line with $(VAR) expanded as the kubelet would."""
+    env = dict(pod["env"])
+    for ef in container.get("envFrom", []):
+        ref = (ef.get("configMapRef") or {}).get("name")
+        if ref not in configmaps:
+            errors.append(f"{where}: envFrom names ConfigMap {ref}, which is not among the resources")
+            continue
+        env.update(configmaps[ref])
+    for e in container.get("env", []):
+        if "value" in e:
+            env[e["name"]] = str(e["value"])
+        elif "fieldRef" in (e.get("valueFrom") or {}):
+            env[e["name"]] = field_ref(e["valueFrom"]["fieldRef"]["fieldPath"], pod, where, errors)
+        else:
+            errors.append(f"{where}: env {e['name']}: only value and fieldRef are modelled")
+    if "command" not in container:
+        errors.append(f"{where}: set command explicitly (the image's CMD is a standalone job)")
+    argv = [str(a) for a in container.get("command", []) + container.get("args", [])]
+
+    def sub(m):
+        if m.group(0).startswith("$$"):
+            return m.group(0)[1:]
+        if m.group(1) not in env:
+            errors.append(f"{where}: $({m.group(1)}) is defined nowhere (the kubelet would pass "
+                          f"it literally)")
+            return m.group(0)
+        return env[m.group(1)]
+    return [re.sub(r"\$?\$\((\w+)\)", sub, a) for a in argv]
+
+
+def check_resources(container, where, errors):
+    res = container.get("resources") or {}
+    for kind in ("requests", "limits"):
+        for r in ("cpu", "memory"):
+            if r not in (res.get(kind) or {}):
+                errors.append(f"{where}: resources.{kind}.{r} is not set")
+
+
+def check_k8s_build(name, resources, bins, docker_uid, errors):
+    where = f"k8s/{name}"
+    expect = KUSTOMIZATIONS[name]
+    by_kind = {}
+    for r in resources:
+        by_kind.setdefault(r.get("kind"), []).append(r)
+    configmaps = {r["metadata"]["name"]: {k: str(v) for k, v in (r.get("data") or {}).items()}
+                  for r in by_kind.get("ConfigMap", [])}
+    stss, jobs = by_kind.get("StatefulSet", []), by_kind.get("Job", [])
+    if len(stss) != 1 or len(jobs) != 1:
+        errors.append(f"{where}: expected one StatefulSet (servers) and one Job (workers), "
+                      f"got {len(stss)} and {len(jobs)}")
+        return
+    sts, job = stss[0], jobs[0]
+    sname = sts["metadata"]["name"]
+    S = int(sts["spec"].get("replicas", 1))
+
+    # Servers: one pod per ordinal.
+    spec = sts["spec"]["template"]["spec"]
+    labels = sts["spec"]["template"]["metadata"].get("labels", {})
+    svc_name = sts["spec"].get("serviceName")
+    services = [s for s in by_kind.get("Service", []) if s["metadata"]["name"] == svc_name]
+    if len(services) != 1:
+        errors.append(f"{where}: StatefulSet {sname} names serviceName {svc_name}, which is not a Service here")
+        return
+    svc = services[0]
+    if svc["spec"].get("clusterIP") != "None":
+        errors.append(f"{where}: Service {svc_name} must be headless (clusterIP: None) for per-pod DNS names")
+    if any(labels.get(k) != v for k, v in (svc["spec"].get("selector") or {}).items()):
+        errors.append(f"{where}: Service {svc_name}'s selector does not match the server pods' labels")
+    containers = spec.get("containers", [])
+    if len(containers) != 1:
+        errors.append(f"{where}: server pods must have one container")
+        return
+    c = containers[0]
+    check_resources(c, f"{where}: {sname}", errors)
+    modes, ports, num_workers = set(), set(), set()
+    for i in range(S):
+        pod = {"name": f"{sname}-{i}", "env": {},
+               "labels": {**labels, "apps.kubernetes.io/pod-index": str(i),
+                          "statefulset.kubernetes.io/pod-name": f"{sname}-{i}"},
+               "annotations": {}}
+        w = f"{where}: pod {sname}-{i}"
+        argv = pod_argv(c, pod, configmaps, w, errors)
+        check_argv(argv, bins, w, errors)
+        if argv[:1] != ["ps_server"]:
+            errors.append(f"{w}: the StatefulSet must run ps_server, runs {argv[:1]}")
+            return
+        f = parse_flags(argv)
+        if int_flag(f, "shard_id", w, errors) != i:
+            errors.append(f"{w}: --shard_id={f.get('shard_id')}, expected {i} (its ordinal)")
+        if int_flag(f, "num_shards", w, errors) != S:
+            errors.append(f"{w}: --num_shards={f.get('num_shards')}, but the StatefulSet has {S} replicas")
+        num_workers.add(int_flag(f, "num_workers", w, errors))
+        modes.add(f.get("mode", "sync"))
+        ports.add(host_port(f.get("listen", "0.0.0.0:50051"), w, errors)[1])
+    if len(ports) != 1:
+        errors.append(f"{where}: servers listen on different ports {ports}")
+        return
+    port = ports.pop()
+    if modes != {expect["mode"]}:
+        errors.append(f"{where}: servers run --mode={sorted(modes)}, expected {expect['mode']}")
+    named = {p.get("name"): p.get("containerPort") for p in c.get("ports", [])}
+    if port not in named.values():
+        errors.append(f"{where}: server containerPorts {named} do not include the --listen port {port}")
+    for probe in ("readinessProbe", "livenessProbe"):
+        g = (c.get(probe) or {}).get("grpc")
+        if not g:
+            errors.append(f"{where}: {probe} must be a grpc probe (the health service)")
+        elif g.get("port") != port:
+            errors.append(f"{where}: {probe} asks port {g.get('port')}, the server listens on {port}")
+    for sp in svc["spec"].get("ports", []):
+        target = sp.get("targetPort", sp.get("port"))
+        target = named.get(target, target)
+        if sp.get("port") != port or target != port:
+            errors.append(f"{where}: Service port {sp} does not lead to the server port {port}")
+    want_servers = ",".join(f"{sname}-{i}.{svc_name}:{port}" for i in range(S))
+
+    # Workers: one pod per completion index.
+    js = job["spec"]
+    if js.get("completionMode") != "Indexed":
+        errors.append(f"{where}: the worker Job must be completionMode: Indexed")
+    W = js.get("completions")
+    if js.get("parallelism") != W:
+        errors.append(f"{where}: Job parallelism {js.get('parallelism')} != completions {W}: "
+                      f"sync steps need every worker at once")
+    if num_workers != {W}:
+        errors.append(f"{where}: servers' --num_workers={sorted(num_workers, key=str)}, but the Job "
+                      f"has {W} completions")
+    tspec = js["template"]["spec"]
+    if tspec.get("restartPolicy") != "Never":
+        errors.append(f"{where}: worker pods must have restartPolicy: Never")
+    wc = tspec.get("containers", [{}])[0]
+    check_resources(wc, f"{where}: {job['metadata']['name']}", errors)
+    gpus = ((wc.get("resources") or {}).get("limits") or {}).get("nvidia.com/gpu")
+    for i in range(W or 0):
+        pod = {"name": f"{job['metadata']['name']}-{i}",
+               "env": {"JOB_COMPLETION_INDEX": str(i)},
+               "labels": {"batch.kubernetes.io/job-completion-index": str(i)},
+               "annotations": {"batch.kubernetes.io/job-completion-index": str(i)}}
+        w = f"{where}: worker pod {i}"
+        argv = pod_argv(wc, pod, configmaps, w, errors)
+        check_argv(argv, bins, w, errors)
+        if argv[:1] != ["ps_worker"]:
+            errors.append(f"{w}: the Job must run ps_worker, runs {argv[:1]}")
+            return
+        f = parse_flags(argv)
+        if int_flag(f, "worker_id", w, errors) != i:
+            errors.append(f"{w}: --worker_id={f.get('worker_id')}, expected {i} (its completion index)")
+        if int_flag(f, "num_workers", w, errors) != W:
+            errors.append(f"{w}: --num_workers={f.get('num_workers')}, but the Job has {W} completions")
+        if f.get("servers") != want_servers:
+            errors.append(f"{w}: --servers={f.get('servers')}, expected every server pod in shard "
+                          f"order: {want_servers}")
+        threads = f.get("threads")
+        cpu = ((wc.get("resources") or {}).get("limits") or {}).get("cpu")
+        if threads is not None and cpu is not None and int(threads) > quantity(cpu):
+            errors.append(f"{w}: --threads={threads} exceeds the CPU limit {cpu}")
+        if expect["gpu"]:
+            if f.get("device") != "cuda":
+                errors.append(f"{w}: GPU workers must pass --device=cuda, got {f.get('device')}")
+        elif f.get("device") == "cuda":
+            errors.append(f"{w}: passes --device=cuda outside the GPU overlay")
+    if expect["gpu"] and not (gpus and int(gpus) >= 1):
+        errors.append(f"{where}: worker pods request no nvidia.com/gpu (limits)")
+    if not expect["gpu"] and gpus:
+        errors.append(f"{where}: worker pods request nvidia.com/gpu outside the GPU overlay")
+    for kind, pspec in (("servers", spec), ("workers", tspec)):
+        sc = pspec.get("securityContext") or {}
+        if not sc.get("runAsNonRoot"):
+            errors.append(f"{where}: {kind} must set securityContext.runAsNonRoot")
+        if docker_uid is not None and sc.get("runAsUser") != docker_uid:
+            errors.append(f"{where}: {kind} runAsUser {sc.get('runAsUser')} is not the image's "
+                          f"user {docker_uid}")
+
+
+def check_k8s(root, bins, docker_uid, use_kubectl, errors):
+    k8s = os.path.join(root, "deploy", "k8s")
+    found = sorted(d for d in os.listdir(k8s)
+                   if os.path.isfile(os.path.join(k8s, d, "kustomization.yaml")))
+    if found != sorted(KUSTOMIZATIONS):
+        errors.append(f"k8s: kustomizations {found}, expected {sorted(KUSTOMIZATIONS)} "
+                      f"(add new ones to the test's KUSTOMIZATIONS)")
+    used = set()
+    compared = 0
+    for name in found:
+        if name not in KUSTOMIZATIONS:
+            continue
+        resources = kustomize(os.path.join(k8s, name), errors, used)
+        check_k8s_build(name, resources, bins, docker_uid, errors)
+        if use_kubectl:
+            theirs, err = kubectl_kustomize(k8s, name)
+            if theirs is None:
+                errors.append(f"k8s/{name}: kubectl kustomize fails: {err}")
+                continue
+            key = lambda r: (r["kind"], r["metadata"]["name"])
+            mine = {key(r): r for r in resources}
+            theirs = {key(r): r for r in theirs}
+            if mine != theirs:
+                for k in sorted(set(mine) | set(theirs)):
+                    if mine.get(k) != theirs.get(k):
+                        errors.append(f"k8s/{name}: this test's kustomize model and kubectl disagree "
+                                      f"on {k}: {mine.get(k)} vs {theirs.get(k)}")
+            compared += 1
+    # Every YAML file under k8s/ parses and is part of some kustomization.
+    for dirpath, _, files in os.walk(k8s):
+        for fn in files:
+            p = os.path.normpath(os.path.join(dirpath, fn))
+            if fn.endswith((".yaml", ".yml")):
+                with open(p) as f:
+                    list(yaml.safe_load_all(f))
+                if p not in used:
+                    errors.append(f"{os.path.relpath(p, root)} is not used by any kustomization")
+    kubectl_note = (f"each compared with kubectl kustomize" if use_kubectl
+                    else "kubectl not found: not compared with kubectl kustomize")
+    return f"k8s: {len(found)} kustomizations ({', '.join(found)}), {kubectl_note}"
+
+
+# --- Dockerfiles --------------------------------------------------------------
+
+def dockerfile_stages(path):
+    """[(FROM line, [instruction lines])], continuation lines joined."""
+    with open(path) as f:
+        text = re.sub(r"\\\n", " ", f.read())
+    stages = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.upper().startswith("FROM "):
+            stages.append((line, []))
+        elif stages:
+            stages[-1][1].append(line)
+    return stages
+
+
+def check_dockerfiles(root, bins, locations, errors):
+    uid = None
+    used = {"ps_server", "ps_worker", "ps_ctl"}  # what compose and k8s run
+    for fn, cuda in (("Dockerfile", False), ("Dockerfile.cuda", True)):
+        path = os.path.join(root, "deploy", fn)
+        where = f"deploy/{fn}"
+        stages = dockerfile_stages(path)
+        if len(stages) < 2:
+            errors.append(f"{where}: needs a build stage and a runtime stage")
+            continue
+        build = " ".join(stages[0][1])
+        if "deploy/setup_debian.sh" not in build:
+            errors.append(f"{where}: the build stage must install with deploy/setup_debian.sh")
+        m = re.search(r"bazel build ([^&]*)", build)
+        if not m:
+            errors.append(f"{where}: no 'bazel build' in the build stage")
+            continue
+        args = m.group(1).split()
+        if cuda != ("--config=cuda" in args):
+            errors.append(f"{where}: --config=cuda must be {'set' if cuda else 'absent'}: {args}")
+        targets = {a[3:] for a in args if a.startswith("//:")}
+        for b in BINARY_NAMES:
+            if b not in targets:
+                errors.append(f"{where}: does not build //:{b}")
+        copied = {}
+        for cp in re.findall(r"cp -L ([^&]*)", build):
+            for p in cp.split()[:-1]:
+                if p.startswith("bazel-bin/"):
+                    copied[os.path.basename(p)] = p[len("bazel-bin/"):]
+        for b in BINARY_NAMES:
+            if copied.get(b) != locations[b]:
+                errors.append(f"{where}: copies {copied.get(b)} for {b}; the build puts it at "
+                              f"bazel-bin/{locations[b]}")
+        runtime = stages[-1][1]
+        rt = " ".join(runtime)
+        users = [l.split()[1] for l in runtime if l.upper().startswith("USER ")]
+        if not users or users[-1].split(":")[0] in ("root", "0"):
+            errors.append(f"{where}: the runtime stage must end as a non-root USER, has {users}")
+        elif not users[-1].split(":")[0].isdigit():
+            errors.append(f"{where}: USER should be numeric so runAsNonRoot can verify it")
+        else:
+            this_uid = int(users[-1].split(":")[0])
+            if uid is not None and this_uid != uid:
+                errors.append(f"{where}: USER {this_uid} differs from deploy/Dockerfile's {uid}")
+            uid = this_uid
+        for need, why in (("dataset-fashion-mnist", "the default job needs the dataset"),
+                          ("runtime-packages.txt", "the shared libraries"),
+                          ("COPY --from=build /out/bin/ /usr/local/bin/", "the binaries on PATH")):
+            if need not in rt:
+                errors.append(f"{where}: the runtime stage lacks {need} ({why})")
+        if "runtime_packages.sh" not in build:
+            errors.append(f"{where}: the build stage must list runtime packages with runtime_packages.sh")
+    # .dockerignore keeps Bazel's output trees and .git out of the context.
+    ignore_path = os.path.join(root, ".dockerignore")
+    patterns = []
+    if os.path.isfile(ignore_path):
+        with open(ignore_path) as f:
+            patterns = [l.strip() for l in f if l.strip() and not l.startswith("#")]
+    workspace = os.path.basename(os.path.abspath(root))
+    for name in ["bazel-bin", "bazel-out", "bazel-testlogs", f"bazel-{workspace}", "bazel-ps", ".git",
+                 "third_party/bazel-bin"]:
+        if not any(fnmatch.fnmatch(name, p) for p in patterns if not p.startswith("!")):
+            errors.append(f".dockerignore does not exclude {name} (patterns {patterns})")
+    return uid, f"Dockerfiles: build and runtime stages, runtime user {uid}"
+
+
+def check_runtime_packages(root, bins, errors):
+    """deploy/runtime_packages.sh, which the Dockerfiles run, works on this build."""
+    out = run([os.path.join(root, "deploy", "runtime_packages.sh")] + [bins[b].path for b in BINARY_NAMES])
+    pkgs = out.stdout.split()
+    if out.returncode != 0 or not any(p.startswith("libgrpc++") for p in pkgs):
+        errors.append(f"deploy/runtime_packages.sh on the binaries: exit {out.returncode}, "
+                      f"packages {pkgs}, {out.stderr.strip()}")
+    return f"runtime packages of the binaries: {' '.join(pkgs)}"
+
+
+# --- all checks and the self-check ---------------------------------------------
+
+def check_all(root, bins, locations, use_kubectl):
+    """Checks the configuration files under ROOT; [errors], [notes]."""
+    errors, notes = [], []
+    uid, note = check_dockerfiles(root, bins, locations, errors)
+    notes.append(note)
+    notes.append(check_compose_files(root, bins, errors))
+    notes.append(check_k8s(root, bins, uid, use_kubectl, errors))
+    return errors, notes
+
+
+# (description, file under the root, old text, new text, expected error part)
+MUTATIONS = [
+    ("a server flag renamed in compose", "deploy/docker-compose.yml",
+     "- --num_workers=${PS_WORKERS:-3}\n    - --mode", "- --num_worker=${PS_WORKERS:-3}\n    - --mode",
+     "--num_worker is not a flag of ps_server"),
+    ("a bad mode default in compose", "deploy/docker-compose.yml",
+     "${PS_MODE:-sync}", "${PS_MODE:-synchronous}", "--mode=synchronous: ps_server accepts"),
+    ("the compose server list out of shard order", "deploy/docker-compose.yml",
+     "--servers=ps-server-0:50051,ps-server-1:50051", "--servers=ps-server-1:50051,ps-server-0:50051",
+     "in shard order"),
+    ("a compose worker count that is not the number of workers", "deploy/docker-compose.yml",
+     "${PS_WORKERS:-3}", "${PS_WORKERS:-4}", "worker services"),
+    ("a compose worker with the wrong id", "deploy/docker-compose.yml",
+     "command: [--worker_id=2]", "command: [--worker_id=1]", "expected 2 (its name)"),
+    ("a healthcheck flag renamed", "deploy/docker-compose.yml",
+     "--servers=localhost:50051", "--server=localhost:50051", "--server is not a flag of ps_ctl"),
+    ("workers not waiting for healthy servers", "deploy/docker-compose.yml",
+     "condition: service_healthy", "condition: service_started", "condition service_healthy"),
+    ("a bad --device in the GPU override", "deploy/docker-compose.gpu.yml",
+     "[--worker_id=1, --device=cuda]", "[--worker_id=1, --device=gpu]", "--device=gpu: ps_worker accepts"),
+    ("a Job completions not matching --num_workers", "deploy/k8s/base/worker-job.yaml",
+     "completions: 3", "completions: 4", "completions"),
+    ("a server flag renamed in the StatefulSet", "deploy/k8s/base/server-statefulset.yaml",
+     "--num_shards=$(PS_NUM_SHARDS)", "--shards=$(PS_NUM_SHARDS)", "--shards is not a flag of ps_server"),
+    ("a bad mode in the async overlay", "deploy/k8s/async/kustomization.yaml",
+     "PS_MODE=async", "PS_MODE=asynch", "--mode=asynch: ps_server accepts"),
+    ("the ConfigMap server list out of order", "deploy/k8s/base/kustomization.yaml",
+     "PS_SERVERS=ps-server-0.ps-server:50051,ps-server-1.ps-server:50051",
+     "PS_SERVERS=ps-server-1.ps-server:50051,ps-server-0.ps-server:50051", "in shard order"),
+    ("more StatefulSet replicas than servers listed", "deploy/k8s/base/server-statefulset.yaml",
+     "replicas: 2", "replicas: 3", "--num_shards=2, but the StatefulSet has 3 replicas"),
+    ("an undefined $(VAR)", "deploy/k8s/base/server-statefulset.yaml",
+     "$(PS_LR)", "$(PS_LEARNING_RATE)", "$(PS_LEARNING_RATE) is defined nowhere"),
+    ("the GPU overlay without a GPU", "deploy/k8s/gpu/worker-gpu.yaml",
+     "nvidia.com/gpu: 1", "example.com/fpga: 1", "request no nvidia.com/gpu"),
+    ("a readiness probe on the wrong port", "deploy/k8s/base/server-statefulset.yaml",
+     "readinessProbe:\n            grpc:\n              port: 50051",
+     "readinessProbe:\n            grpc:\n              port: 50052", "readinessProbe asks port 50052"),
+    ("a runtime image running as root", "deploy/Dockerfile",
+     "USER 10001:10001", "USER root", "non-root USER"),
+    ("ps_ctl left out of the image", "deploy/Dockerfile",
+     "bazel build //:ps_server //:ps_worker //:ps_ctl", "bazel build //:ps_server //:ps_worker",
+     "does not build //:ps_ctl"),
+    ("Bazel trees in the Docker context", ".dockerignore",
+     "bazel-*\n**/bazel-*\n", "", ".dockerignore does not exclude bazel-bin"),
+]
+
+
+def self_check(root, bins, locations):
+    """Each mutation of a copy of deploy/ (or of a binary's flags) must fail."""
+    failures = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for desc, rel, old, new, expect in MUTATIONS:
+            copy_root = os.path.join(tmp, "root")
+            shutil.rmtree(copy_root, ignore_errors=True)
+            shutil.copytree(os.path.join(root, "deploy"), os.path.join(copy_root, "deploy"))
+            shutil.copy(os.path.join(root, ".dockerignore"), copy_root)
+            target = os.path.join(copy_root, rel)
+            with open(target) as f:
+                text = f.read()
+            if old not in text:
+                failures.append(f"self-check '{desc}': '{old}' not found in {rel}; update MUTATIONS")
+                continue
+            with open(target, "w") as f:
+                f.write(text.replace(old, new))
+            errors, _ = check_all(copy_root, bins, locations, use_kubectl=False)
+            hits = [e for e in errors if expect in e]
+            if hits:
+                print(f"self-check: {desc}: caught: {hits[0][:160]}")
+            else:
+                failures.append(f"self-check '{desc}' was not caught (wanted '{expect}'; "
+                                f"errors: {errors[:3]})")
+        # A flag renamed in a binary: ps_server without --num_workers.
+        renamed = copy.copy(bins["ps_server"])
+        renamed.flags = {("workers" if k == "num_workers" else k): v
+                         for k, v in bins["ps_server"].flags.items()}
+        errors, _ = check_all(root, {**bins, "ps_server": renamed}, locations, use_kubectl=False)
+        hits = [e for e in errors if "--num_workers is not a flag of ps_server" in e]
+        if hits:
+            print(f"self-check: ps_server renaming --num_workers: caught: {hits[0][:160]}")
+        else:
+            failures.append("self-check: a flag renamed in ps_server was not caught")
+    return failures
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--root", required=True, help="repository root")
+    ap.add_argument("--bin", action="append", default=[],
+                    help="NAME=PATH of a binary, PATH relative to bazel-bin (as $(location) gives it) "
+                         "or starting with bazel-bin/")
+    ap.add_argument("--no_self_check", action="store_true")
+    a = ap.parse_args()
+    paths = dict(b.split("=", 1) for b in a.bin)
+    missing = [b for b in BINARY_NAMES if b not in paths]
+    if missing:
+        ap.error(f"missing --bin for {missing}")
+    bins = {name: Binary(name, path) for name, path in paths.items()}
+    # Where each binary is under bazel-bin: its path as $(location) gives it.
+    locations = {name: os.path.normpath(path).removeprefix("bazel-bin/")
+                 for name, path in paths.items()}
+    use_kubectl = shutil.which("kubectl") is not None
+    errors, notes = check_all(a.root, bins, locations, use_kubectl)
+    check_enum_help(bins, errors)
+    notes.append(check_runtime_packages(a.root, bins, errors))
+    for n in notes:
+        print(n)
+    for e in errors[:50]:
+        print(f"ERROR: {e}")
+    if len(errors) > 50:
+        print(f"... and {len(errors) - 50} more")
+    if errors:
+        print(f"{len(errors)} errors")
+        return 1
+    print("deploy configs agree with the binaries and with each other")
+    if not a.no_self_check:
+        failures = self_check(a.root, bins, locations)
+        for f in failures:
+            print(f"ERROR: {f}")
+        if failures:
+            return 1
+        print(f"self-check: all {len(MUTATIONS) + 1} mutations were caught")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
