@@ -68,7 +68,7 @@ ALTERNATIVES = {
     "PS_PULL_TIMEOUT": ["30"],
     "PS_THREADS": ["1"],
     "PS_IMAGE": ["registry.example/ps:1.0"],
-    "PS_CUDA_IMAGE": ["registry.example/ps:1.0-cuda"],
+    "PS_CUDA_IMAGE": ["registry.example/ps-cuda:1.0"],
 }
 
 # Every kustomization under deploy/k8s, with the mode it must run and
@@ -745,6 +745,10 @@ def check_k8s_build(name, resources, bins, docker_uid, errors):
                 errors.append(f"{w}: GPU workers must pass --device=cuda, got {f.get('device')}")
         elif f.get("device") == "cuda":
             errors.append(f"{w}: passes --device=cuda outside the GPU overlay")
+    images = (c.get("image"), wc.get("image"))
+    if expect["gpu"] == (images[0] == images[1]):
+        errors.append(f"{where}: server image {images[0]}, worker image {images[1]}: workers must run "
+                      f"{'the CUDA image' if expect['gpu'] else 'the same image as the servers'}")
     if expect["gpu"] and not (gpus and int(gpus) >= 1):
         errors.append(f"{where}: worker pods request no nvidia.com/gpu (limits)")
     if not expect["gpu"] and gpus:
