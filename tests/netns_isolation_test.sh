@@ -19,7 +19,7 @@ netns_init "$@"
 
 # A namespace that this test creates to play "someone else's" namespace.
 DECOY="psns-$ID-decoy"
-trap 'ip netns del "$DECOY" 2>/dev/null || true; netns_cleanup' EXIT
+NETNS_EXTRA_CLEANUP='ip netns del "$DECOY" 2>/dev/null'
 
 root_state() {
   echo "# links"; ip -o link show | awk -F': ' '{print $2}' | sort

@@ -5,6 +5,7 @@
 #   cluster CMD ARGS...  runs deploy/netns_cluster.sh CMD --id=$ID ARGS...
 #   up ARGS...           cluster up with this build's binaries
 #   fail MSG             prints FAIL: MSG and exits 1 (the cluster is taken down)
+#   NETNS_EXTRA_CLEANUP  a command to run on exit besides taking the cluster down
 # netns_init skips the test (prints "SKIPPED: <reason>" and exits 0) where
 # this machine cannot create network namespaces, and takes the cluster down
 # on exit however the test ends.
@@ -33,8 +34,11 @@ netns_init() {
   trap 'exit 130' INT
 }
 
+# Runs on exit: takes the cluster down (and runs $NETNS_EXTRA_CLEANUP, a
+# command a test may set), keeping the test's exit status.
 netns_cleanup() {
   local rc=$?
+  [ -z "${NETNS_EXTRA_CLEANUP:-}" ] || eval "$NETNS_EXTRA_CLEANUP" || true
   if [ -d "/run/psns/$ID" ]; then
     if [ $rc -ne 0 ]; then
       echo "--- logs of cluster $ID"
