@@ -83,9 +83,9 @@ KUSTOMIZATIONS = {
 BINARY_NAMES = ["ps_server", "ps_worker", "ps_ctl", "ps_bench"]
 
 
-def run(argv, **kw):
+def run(argv):
     return subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          timeout=60, **kw)
+                          timeout=60)
 
 
 # --- binaries -----------------------------------------------------------------
