@@ -31,8 +31,8 @@ ABSL_FLAG(std::string, mode, "sync",
           "async: apply every gradient as it arrives.");
 ABSL_FLAG(double, lr, 0.1, "SGD learning rate applied by this shard.");
 ABSL_FLAG(double, pull_timeout, 120,
-          "Seconds a pull (or a worker's init) waits for a version that has not arrived when "
-          "the request names no wait of its own (ps_worker sends its --wait_timeout). Past it "
+          "Longest wait, in seconds, of a pull (or a worker's init) for a version that has not "
+          "arrived; a request may ask for less (ps_worker sends its --wait_timeout). Past it "
           "the call fails with DEADLINE_EXCEEDED naming the workers that have not pushed.");
 
 namespace {
@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
   const double timeout = absl::GetFlag(FLAGS_pull_timeout);
   if (!(timeout > 0)) return Fail(absl::InvalidArgumentError("--pull_timeout must be > 0"));
   options.shard.default_wait = absl::Seconds(timeout);
-  options.shard.max_wait = std::max(options.shard.max_wait, options.shard.default_wait);
+  options.shard.max_wait = options.shard.default_wait;
 
   // Block the stop signals before any thread starts, so that only sigwait below
   // receives them.

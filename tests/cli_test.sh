@@ -60,6 +60,19 @@ expect "ps_ctl reports an unreachable server" 1 "127.0.0.1:1" \
 expect "ps_ctl rejects an unknown command" 2 "usage: ps_ctl" "$CTL" frobnicate --servers=x:1
 expect "launcher rejects an unknown option" 2 "unknown option '--bogus'" "$LAUNCHER" --bogus
 
+# The server's --pull_timeout caps the wait a worker asks for: worker 0 of 2
+# asks for 60 s, but its step fails after the server's 1 s, naming worker 1.
+"$SERVER" --listen=127.0.0.1:0 --port_file="$TEST_TMPDIR/cap.port" --num_workers=2 \
+  --pull_timeout=1 >/dev/null 2>&1 &
+cap_server=$!
+for _ in $(seq 100); do [ -s "$TEST_TMPDIR/cap.port" ] && break; sleep 0.1; done
+expect "server --pull_timeout caps a worker's longer --wait_timeout" 1 \
+  "DEADLINE_EXCEEDED.*missing gradients from workers \[1\]" \
+  "$WORKER" --servers="$(cat "$TEST_TMPDIR/cap.port")" --worker_id=0 --num_workers=2 \
+  --wait_timeout=60 --max_steps=2
+kill "$cap_server" 2>/dev/null
+wait "$cap_server" 2>/dev/null
+
 expect "launcher rejects a bad --gpus_per_host" 2 "--gpus_per_host must be a non-negative integer" \
   "$LAUNCHER" --gpus_per_host=two
 

@@ -69,6 +69,7 @@ fi
 cut_s=$(( $(date +%s) - cut ))
 cut_msg=$(cluster logs ps-worker-2 | tail -1)
 grep -q 'shard [0-9] (ps-server-[0-9]:50051)' <<<"$cut_msg" || fail "ps-worker-2's error names no shard: $cut_msg"
+grep -q 'no answer from shard' <<<"$cut_msg" || fail "ps-worker-2's error does not say the shards went silent: $cut_msg"
 
 echo "--- what happens today when a sync worker is cut off (wait ${WAIT} s)"
 echo "ps-worker-0, ps-worker-1: failed ${others_s} s after the cut: $(cluster logs ps-worker-0 | tail -1)"

@@ -5,6 +5,8 @@
 #include <climits>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "common/wire.h"
 #include "grpcpp/create_channel.h"
@@ -60,6 +62,7 @@ PendingOp::~PendingOp() {
 
 void PendingOp::Done(int shard, const std::string& address, absl::Status s) {
   absl::MutexLock l(&mu_);
+  if (shard >= 0 && shard < static_cast<int>(answered_.size())) answered_[shard] = true;
   if (!s.ok() && status_.ok()) {
     status_ = absl::Status(s.code(), absl::StrCat("shard ", shard, " (", address, "): ",
                                                   s.message()));
@@ -72,6 +75,17 @@ absl::Status PendingOp::Wait() {
   auto all_done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return outstanding_ == 0; };
   if (!mu_.AwaitWithDeadline(absl::Condition(&all_done), deadline_)) {
     // Unary calls carry their own deadline, so this matters for stream calls.
+    if (status_.ok()) {
+      std::vector<std::string> silent;
+      for (size_t s = 0; s < answered_.size(); ++s) {
+        if (!answered_[s]) silent.push_back(absl::StrCat("shard ", s, " (", addresses_[s], ")"));
+      }
+      status_ = absl::DeadlineExceededError(absl::StrCat(
+          "no answer from ", absl::StrJoin(silent, ", "), " within ",
+          absl::StrFormat("%.0f s", absl::ToDoubleSeconds(deadline_ - started_)),
+          " (the wait timeout plus the RPC timeout): the server or the network to it may be "
+          "down"));
+    }
     for (auto& cancel : cancels_) cancel();
     mu_.Await(absl::Condition(&all_done));
   }
@@ -90,6 +104,8 @@ std::unique_ptr<PendingOp> PsClient::FanOut(absl::Duration timeout, bool wait_fo
   {
     absl::MutexLock l(&op->mu_);
     op->outstanding_ = S;
+    op->answered_.assign(S, false);
+    op->addresses_ = options_.servers;
   }
   for (int s = 0; s < S; ++s) {
     op->calls_.push_back(std::make_unique<PendingOp::Call>());
@@ -404,6 +420,8 @@ std::unique_ptr<PendingOp> PsClient::StartStreamCalls(
   {
     absl::MutexLock l(&op->mu_);
     op->outstanding_ = S;
+    op->answered_.assign(S, false);
+    op->addresses_ = options_.servers;
   }
   for (int s = 0; s < S; ++s) {
     ShardStream* stream = StreamTo(s);

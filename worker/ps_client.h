@@ -87,7 +87,10 @@ class PendingOp {
 
   absl::Mutex mu_;
   int outstanding_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<bool> answered_ ABSL_GUARDED_BY(mu_);  // per shard: its call is done
+  std::vector<std::string> addresses_;               // per shard, for messages
   absl::Status status_ ABSL_GUARDED_BY(mu_);
+  absl::Time started_ = absl::Now();
   absl::Time deadline_;  // latest call deadline, plus a margin
   std::vector<std::unique_ptr<Call>> calls_;     // unary calls
   std::vector<std::function<void()>> cancels_;   // one per call in flight
