@@ -1,6 +1,6 @@
 // ps_server: serves one shard of the model's parameters over gRPC.
 //
-//   ps_server --listen=0.0.0.0:50051 --shard_id=0 --num_shards=2 \
+//   ps_server --listen=0.0.0.0:50051 --shard_id=0 --num_shards=2
 //             --num_workers=2 --mode=sync --lr=0.1
 //
 // Prints "listening on HOST:PORT" as its first stdout line once serving, and
