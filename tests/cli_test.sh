@@ -28,7 +28,7 @@ for flag in listen port_file shard_id num_shards num_workers mode lr pull_timeou
   expect "ps_server --help lists --$flag" 1 "--$flag \(" "$SERVER" --help
 done
 for flag in servers worker_id num_workers standalone model hidden dataset_dir batch_size \
-            epochs max_steps seed shuffle eval_every metrics_file save_model transport device gpu tf32; do
+            epochs max_steps seed shuffle eval_every metrics_file save_model transport device gpu tf32 keepalive wait_timeout; do
   expect "ps_worker --help lists --$flag" 1 "--$flag \(" "$WORKER" --help
 done
 expect "ps_ctl --help names its commands" 1 "ps_ctl status" "$CTL" --help
@@ -47,6 +47,8 @@ expect "worker rejects a bad --hidden" 1 "--hidden=5,x: 'x' is not a positive in
   "$WORKER" --standalone --hidden=5,x
 expect "worker without CUDA support or a GPU rejects --device=cuda" 1 "no CUDA (support|device)" \
   "$WORKER" --standalone --device=cuda --max_steps=1
+expect "worker rejects a negative --keepalive" 1 "--keepalive must be >= 0" \
+  "$WORKER" --servers=127.0.0.1:1 --keepalive=-1 --max_steps=1
 expect "worker rejects a negative --gpu" 1 "gpu must be >= 0, got -1" \
   "$WORKER" --standalone --gpu=-1 --max_steps=1
 expect "worker logs why --device=auto chose the CPU" 0 "on cpu .*auto: (built without CUDA|no CUDA device)" \

@@ -7,8 +7,9 @@
 #     with DEADLINE_EXCEEDED from the server, naming worker 2 as missing;
 #   - the servers stay up and healthy, report worker 2 in waiting_for, and
 #     hold no waiting calls;
-#   - ps-worker-2 itself fails once its call deadline (wait 10 s + the
-#     client's 60 s RPC allowance) has passed.
+#   - ps-worker-2 itself fails once its connections' keepalive pings go
+#     unanswered (--keepalive=5: within about 10 s), with an error naming a
+#     shard, well before its calls' deadline (wait + 60 s RPC allowance).
 # The test prints what happened, with timings.
 #
 # usage: netns_partition_test.sh NETNS_CLUSTER PS_SERVER PS_WORKER PS_CTL
@@ -17,14 +18,14 @@ source "$(dirname "$0")/netns_lib.sh"
 netns_init "$@"
 
 WAIT=10          # the servers' --pull_timeout and the workers' --wait_timeout
-RPC_ALLOWANCE=60 # ClientOptions::rpc_timeout, added to the wait on each call
+KEEPALIVE=5      # the workers' --keepalive: a dead link shows within ~2x this
 MARGIN=20
 SERVERS=ps-server-0:50051,ps-server-1:50051
 
-# ps_worker sends its own --wait_timeout with every request, which overrides
-# the server's --pull_timeout, so both are set short.
+# A wait is the shorter of the worker's --wait_timeout and the server's
+# --pull_timeout; both are set short.
 up --mode=sync --servers=2 --workers=3 --pull_timeout=$WAIT -- \
-  --epochs=3 --wait_timeout=$WAIT
+  --epochs=3 --wait_timeout=$WAIT --keepalive=$KEEPALIVE
 
 shard_version() {
   cluster exec ps-server-0 -- "$CTL" status --servers=ps-server-0:50051 --timeout=2 |
@@ -61,15 +62,17 @@ cluster exec ps-server-0 -- "$CTL" health --servers=$SERVERS --timeout=5 >/dev/n
 grep -q '"waiting_for":\[[0-9,]*2\]' <<<"$status" || fail "no shard lists worker 2 in waiting_for"
 [ "$(grep -c '"waiting_calls":"0"' <<<"$status")" -eq 2 ] || fail "calls still waiting on the servers"
 
-if cluster wait ps-worker-2 --timeout=$((WAIT + RPC_ALLOWANCE + MARGIN)); then
+# The cut-off worker: its keepalive pings go unanswered. It may already have
+# failed while the checks above ran; its time is measured from the cut.
+if cluster wait ps-worker-2 --timeout=$((2 * KEEPALIVE + MARGIN)); then
   fail "ps-worker-2 finished training although its link was cut"
 fi
 [ -f "/run/psns/$ID/run/ps-worker-2.rc" ] ||
-  fail "ps-worker-2 still running $((WAIT + RPC_ALLOWANCE + MARGIN)) s after the cut"
-cut_s=$(( $(date +%s) - cut ))
+  fail "ps-worker-2 still running $((2 * KEEPALIVE + MARGIN)) s after the cut"
+cut_s=$(( $(stat -c %Y "/run/psns/$ID/run/ps-worker-2.rc") - cut ))
 cut_msg=$(cluster logs ps-worker-2 | tail -1)
 grep -q 'shard [0-9] (ps-server-[0-9]:50051)' <<<"$cut_msg" || fail "ps-worker-2's error names no shard: $cut_msg"
-grep -q 'no answer from shard' <<<"$cut_msg" || fail "ps-worker-2's error does not say the shards went silent: $cut_msg"
+grep -qE 'UNAVAILABLE|DEADLINE_EXCEEDED' <<<"$cut_msg" || fail "ps-worker-2's error: $cut_msg"
 
 echo "--- what happens today when a sync worker is cut off (wait ${WAIT} s)"
 echo "ps-worker-0, ps-worker-1: failed ${others_s} s after the cut: $(cluster logs ps-worker-0 | tail -1)"

@@ -35,12 +35,19 @@ auto RawCall(std::vector<std::unique_ptr<grpc::GenericStub>>* stubs, const char*
 
 std::chrono::system_clock::time_point ToChrono(absl::Time t) { return absl::ToChronoTime(t); }
 
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
+                                           absl::Duration keepalive) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(INT_MAX);
   args.SetMaxSendMessageSize(INT_MAX);
   // Each client gets its own connection rather than sharing one per process.
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  if (keepalive > absl::ZeroDuration()) {
+    const int ms = static_cast<int>(absl::ToInt64Milliseconds(keepalive));
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, ms);
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, ms);
+    args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);  // also while a call waits
+  }
   return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
 }
 
@@ -142,7 +149,7 @@ absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Connect(const ClientOptions&
   c->options_ = options;
   const int S = static_cast<int>(options.servers.size());
   for (const std::string& addr : options.servers) {
-    std::shared_ptr<grpc::Channel> channel = MakeChannel(addr);
+    std::shared_ptr<grpc::Channel> channel = MakeChannel(addr, options.keepalive);
     c->stubs_.push_back(v1::ParameterServer::NewStub(channel));
     c->raw_stubs_.push_back(std::make_unique<grpc::GenericStub>(channel));
   }
@@ -547,7 +554,7 @@ absl::StatusOr<std::vector<v1::StatusResponse>> QueryStatus(
     const std::vector<std::string>& servers, absl::Duration timeout) {
   std::vector<v1::StatusResponse> out(servers.size());
   for (size_t s = 0; s < servers.size(); ++s) {
-    auto stub = v1::ParameterServer::NewStub(MakeChannel(servers[s]));
+    auto stub = v1::ParameterServer::NewStub(MakeChannel(servers[s], absl::ZeroDuration()));
     grpc::ClientContext ctx;
     ctx.set_deadline(ToChrono(absl::Now() + timeout));
     grpc::Status st = stub->GetStatus(&ctx, v1::StatusRequest(), &out[s]);

@@ -56,6 +56,12 @@ struct ClientOptions {
   // How long a pull may wait for other workers (sync) or for worker 0's init.
   // The server answers DEADLINE_EXCEEDED naming the missing workers past it.
   absl::Duration wait_timeout = absl::Seconds(120);
+  // Liveness of each connection: an HTTP/2 ping goes out after this much
+  // time without traffic and must be answered within as long again, or the
+  // connection is closed and its calls fail with UNAVAILABLE. So a server or
+  // link that dies mid-call is noticed within about twice this, not at the
+  // call's deadline. Zero: no pings. (Servers accept pings every 5 s.)
+  absl::Duration keepalive = absl::Seconds(10);
   // How Push, Pull and PushPull travel:
   //   kStream: one long-lived stream per shard, tensors in ~1 MB chunks that
   //            are copied (and applied) while the next is on the wire;

@@ -59,6 +59,10 @@ ABSL_FLAG(double, connect_timeout, 60, "Seconds to wait for the servers to come 
 ABSL_FLAG(std::string, transport, "stream",
           "stream: one long-lived gRPC stream per server, tensors in ~1 MB chunks (fastest); "
           "unary: one RPC per server per step.");
+ABSL_FLAG(double, keepalive, 10,
+          "Seconds without traffic before a connection to a server is pinged; an unanswered "
+          "ping closes it after as long again, failing its calls with UNAVAILABLE (a dead "
+          "server or link is noticed in about twice this). 0 = no pings.");
 ABSL_FLAG(double, wait_timeout, 120,
           "Seconds a step may wait for the other workers (sync) or for worker 0's init before "
           "failing with an error that names the missing workers.");
@@ -145,6 +149,10 @@ int main(int argc, char** argv) {
     client_options.num_workers = options.num_workers;
     client_options.connect_timeout = absl::Seconds(absl::GetFlag(FLAGS_connect_timeout));
     client_options.wait_timeout = absl::Seconds(absl::GetFlag(FLAGS_wait_timeout));
+    if (!(absl::GetFlag(FLAGS_keepalive) >= 0)) {
+      return Fail(absl::InvalidArgumentError("--keepalive must be >= 0"));
+    }
+    client_options.keepalive = absl::Seconds(absl::GetFlag(FLAGS_keepalive));
     absl::StatusOr<ps::ClientOptions::Transport> transport =
         ps::ParseTransport(absl::GetFlag(FLAGS_transport));
     if (!transport.ok()) return Fail(transport.status());
