@@ -94,5 +94,7 @@ export PS_BUNDLE
 export PATH="$PS_BUNDLE/bin:$PATH"
 export LD_LIBRARY_PATH="$PS_BUNDLE/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 ENV
-(cd "$OUT" && find bin lib data -type f 2>/dev/null | sort | xargs du -k) >"$OUT/MANIFEST"
+folders=(bin lib)
+[ $DATASET -eq 0 ] || folders+=(data)
+(cd "$OUT" && find "${folders[@]}" -type f | sort | xargs du -k) >"$OUT/MANIFEST"
 echo "bundle: $(ls "$OUT/bin" | wc -l) files in bin/, $(ls "$OUT/lib" | wc -l) libraries, $(du -sh "$OUT" | cut -f1) in $OUT"

@@ -250,8 +250,9 @@ start() {
     trap '' HUP
     rc=0
     ip netns exec "$(ns_of "$host")" "$@" >"$STATE/logs/$host.log" 2>&1 </dev/null || rc=$?
-    echo "$rc" >"$STATE/run/$host.rc"
-  ) 2>/dev/null &
+    # Readers wait for the file to exist: it must appear whole.
+    echo "$rc" >"$STATE/run/$host.rc.tmp" && mv "$STATE/run/$host.rc.tmp" "$STATE/run/$host.rc"
+  ) >/dev/null 2>&1 &  # holds no pipe of the caller open (`up | tee` returns)
   echo $! >"$STATE/run/$host.pid"
 }
 
@@ -461,7 +462,13 @@ cmd_down() {
       [ $alive -eq 0 ] && break
       sleep 0.1
     done
-    kill -KILL "${pids[@]}" 2>/dev/null || true
+    # Only what still runs in our namespaces: a pid that exited meanwhile
+    # may belong to someone else by now.
+    local left=()
+    for ns in "${ours[@]+"${ours[@]}"}"; do
+      for p in $(ip netns pids "$ns" 2>/dev/null); do left+=("$p"); done
+    done
+    [ ${#left[@]} -eq 0 ] || kill -KILL "${left[@]}" 2>/dev/null || true
   fi
   # The wrappers started by `start` write their exit status when their
   # process ends; let them finish before the state folder goes.
@@ -470,11 +477,13 @@ cmd_down() {
     [ -f "$f" ] || continue
     while kill -0 "$(cat "$f")" 2>/dev/null && [ "$(date +%s)" -lt $deadline ]; do sleep 0.1; done
   done
+  # Best effort from here: one failed removal must not stop the others
+  # (this also runs as the cleanup of a failed `up`, under set -e).
   for ns in "${ours[@]+"${ours[@]}"}"; do
-    ip netns del "$ns"
+    ip netns del "$ns" || echo "netns_cluster: could not delete namespace $ns" >&2
     if [ -d "/etc/netns/$ns" ]; then
-      rm -f "/etc/netns/$ns/hosts"
-      rmdir "/etc/netns/$ns"
+      rm -f "/etc/netns/$ns/hosts" || true
+      rmdir "/etc/netns/$ns" || true
     fi
   done
   if grep -qsx "CREATED_ETC_NETNS=1" "$STATE/config"; then

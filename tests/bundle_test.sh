@@ -31,4 +31,6 @@ run_on_gpu.sh --help | grep -q -- "--out=FILE" || fail "run_on_gpu.sh --help"
 if msg=$(run_on_gpu.sh --out="$TEST_TMPDIR/r.txt" 2>&1); then fail "run_on_gpu.sh ran without compute_bench"; fi
 grep -q "config=cuda" <<<"$msg" || fail "run_on_gpu.sh said: $msg"
 if "$BUNDLE_SH" 2>/dev/null; then fail "bundle.sh without OUT_DIR should fail"; fi
+"$BUNDLE_SH" "$TEST_TMPDIR/lean" --binary="$SERVER" --no_dataset || fail "bundle.sh --no_dataset failed"
+[ ! -e "$TEST_TMPDIR/lean/data" ] && [ -s "$TEST_TMPDIR/lean/MANIFEST" ] || fail "--no_dataset bundle"
 echo PASS

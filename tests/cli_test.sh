@@ -47,8 +47,10 @@ expect "worker rejects a bad --hidden" 1 "--hidden=5,x: 'x' is not a positive in
   "$WORKER" --standalone --hidden=5,x
 expect "worker without CUDA support or a GPU rejects --device=cuda" 1 "no CUDA (support|device)" \
   "$WORKER" --standalone --device=cuda --max_steps=1
-expect "worker rejects a negative --keepalive" 1 "--keepalive must be >= 0" \
+expect "worker rejects a negative --keepalive" 1 "--keepalive must be 0 .off. or 1..86400 seconds, got -1" \
   "$WORKER" --servers=127.0.0.1:1 --keepalive=-1 --max_steps=1
+expect "worker rejects a --keepalive under 1 s" 1 "--keepalive must be 0 .off. or 1..86400 seconds, got 0.5" \
+  "$WORKER" --servers=127.0.0.1:1 --keepalive=0.5 --max_steps=1
 expect "worker rejects a negative --gpu" 1 "gpu must be >= 0, got -1" \
   "$WORKER" --standalone --gpu=-1 --max_steps=1
 expect "worker logs why --device=auto chose the CPU" 0 "on cpu .*auto: (built without CUDA|no CUDA device)" \

@@ -152,7 +152,13 @@ absl::StatusOr<std::unique_ptr<ComputeBackend>> CreateBackend(const BackendOptio
                                                    devices.count, " CUDA device(s), 0..",
                                                    devices.count - 1));
   }
-  return CreateCudaBackend(options);
+  absl::StatusOr<std::unique_ptr<ComputeBackend>> cuda = CreateCudaBackend(options);
+  if (!cuda.ok() && options.device == "auto" &&
+      cuda.status().code() == absl::StatusCode::kFailedPrecondition) {
+    // A device this build cannot use (e.g. too old): auto means the CPU.
+    return CreateCpuBackend(options.threads, absl::StrCat("auto: ", cuda.status().message()));
+  }
+  return cuda;
 #else
   if (options.device == "auto") {
     return CreateCpuBackend(options.threads, "auto: built without CUDA support");

@@ -158,9 +158,10 @@ struct BackendOptions {
 //   "cpu":  the OpenBLAS backend.
 //   "cuda": the CUDA backend on device `gpu`. UNIMPLEMENTED in a build without
 //           CUDA support; FAILED_PRECONDITION when no CUDA device or driver is
-//           found; INVALID_ARGUMENT when `gpu` is not a device's index.
-//   "auto": "cuda" in a build with CUDA support where a device is found, else
-//           "cpu".
+//           found or the device is older than sm_80; INVALID_ARGUMENT when
+//           `gpu` is not a device's index.
+//   "auto": "cuda" in a build with CUDA support where a usable device is
+//           found, else "cpu", whose description() then says why.
 // INVALID_ARGUMENT for an unknown device or negative threads or gpu.
 absl::StatusOr<std::unique_ptr<ComputeBackend>> CreateBackend(const BackendOptions& options);
 

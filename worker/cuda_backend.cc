@@ -190,6 +190,13 @@ class CudaBackend final : public ComputeBackend {
     description_ = absl::StrFormat("cuda:%d (%s, sm_%d%d, %.1f GiB, tf32 %s)", gpu_, prop.name,
                                    prop.major, prop.minor, prop.totalGlobalMem / double(1 << 30),
                                    tf32 ? "on" : "off");
+    // The kernels are built for sm_80 and sm_90 (which run on 8.x and 9.0)
+    // and as compute_90 PTX (which newer GPUs compile); older GPUs have none.
+    if (prop.major < 8) {
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "CUDA device %d (%s) is sm_%d%d; this build's kernels need sm_80 or newer", gpu_,
+          prop.name, prop.major, prop.minor));
+    }
     RETURN_IF_ERROR(CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)));
     RETURN_IF_ERROR(CUDA_CHECK(cudaEventCreateWithFlags(&uploaded_, cudaEventDisableTiming)));
     RETURN_IF_ERROR(CUDA_CHECK(cudaEventCreateWithFlags(&downloaded_, cudaEventDisableTiming)));

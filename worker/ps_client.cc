@@ -43,7 +43,8 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
   // Each client gets its own connection rather than sharing one per process.
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   if (keepalive > absl::ZeroDuration()) {
-    const int ms = static_cast<int>(absl::ToInt64Milliseconds(keepalive));
+    const int ms = static_cast<int>(
+        std::clamp<int64_t>(absl::ToInt64Milliseconds(keepalive), 1000, INT_MAX));
     args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, ms);
     args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, ms);
     args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);  // also while a call waits
@@ -90,8 +91,7 @@ absl::Status PendingOp::Wait() {
       status_ = absl::DeadlineExceededError(absl::StrCat(
           "no answer from ", absl::StrJoin(silent, ", "), " within ",
           absl::StrFormat("%.0f s", absl::ToDoubleSeconds(deadline_ - started_)),
-          " (the wait timeout plus the RPC timeout): the server or the network to it may be "
-          "down"));
+          " (", deadline_why_, "): the server or the network to it may be down"));
     }
     for (auto& cancel : cancels_) cancel();
     mu_.Await(absl::Condition(&all_done));
@@ -108,6 +108,7 @@ std::unique_ptr<PendingOp> PsClient::FanOut(absl::Duration timeout, bool wait_fo
   std::unique_ptr<PendingOp> op(new PendingOp());
   const absl::Time deadline = absl::Now() + timeout;
   op->deadline_ = deadline + absl::Seconds(5);
+  op->deadline_why_ = "the call timeout plus 5 s";
   {
     absl::MutexLock l(&op->mu_);
     op->outstanding_ = S;
@@ -424,6 +425,7 @@ std::unique_ptr<PendingOp> PsClient::StartStreamCalls(
   const int S = num_shards();
   std::unique_ptr<PendingOp> op(new PendingOp());
   op->deadline_ = absl::Now() + options_.wait_timeout + options_.rpc_timeout;
+  op->deadline_why_ = "the wait timeout plus the RPC timeout";
   {
     absl::MutexLock l(&op->mu_);
     op->outstanding_ = S;

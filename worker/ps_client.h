@@ -60,7 +60,8 @@ struct ClientOptions {
   // time without traffic and must be answered within as long again, or the
   // connection is closed and its calls fail with UNAVAILABLE. So a server or
   // link that dies mid-call is noticed within about twice this, not at the
-  // call's deadline. Zero: no pings. (Servers accept pings every 5 s.)
+  // call's deadline. Zero: no pings; else at least 1 s (servers refuse
+  // pings more frequent than that).
   absl::Duration keepalive = absl::Seconds(10);
   // How Push, Pull and PushPull travel:
   //   kStream: one long-lived stream per shard, tensors in ~1 MB chunks that
@@ -98,6 +99,7 @@ class PendingOp {
   absl::Status status_ ABSL_GUARDED_BY(mu_);
   absl::Time started_ = absl::Now();
   absl::Time deadline_;  // latest call deadline, plus a margin
+  const char* deadline_why_ = "";  // what deadline_ is made of, for the message
   std::vector<std::unique_ptr<Call>> calls_;     // unary calls
   std::vector<std::function<void()>> cancels_;   // one per call in flight
 };

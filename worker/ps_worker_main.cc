@@ -62,7 +62,7 @@ ABSL_FLAG(std::string, transport, "stream",
 ABSL_FLAG(double, keepalive, 10,
           "Seconds without traffic before a connection to a server is pinged; an unanswered "
           "ping closes it after as long again, failing its calls with UNAVAILABLE (a dead "
-          "server or link is noticed in about twice this). 0 = no pings.");
+          "server or link is noticed in about twice this). 0 = no pings; else >= 1.");
 ABSL_FLAG(double, wait_timeout, 120,
           "Seconds a step may wait for the other workers (sync) or for worker 0's init before "
           "failing with an error that names the missing workers.");
@@ -149,8 +149,10 @@ int main(int argc, char** argv) {
     client_options.num_workers = options.num_workers;
     client_options.connect_timeout = absl::Seconds(absl::GetFlag(FLAGS_connect_timeout));
     client_options.wait_timeout = absl::Seconds(absl::GetFlag(FLAGS_wait_timeout));
-    if (!(absl::GetFlag(FLAGS_keepalive) >= 0)) {
-      return Fail(absl::InvalidArgumentError("--keepalive must be >= 0"));
+    const double keepalive = absl::GetFlag(FLAGS_keepalive);
+    if (!(keepalive == 0 || (keepalive >= 1 && keepalive <= 86400))) {
+      return Fail(absl::InvalidArgumentError(
+          absl::StrCat("--keepalive must be 0 (off) or 1..86400 seconds, got ", keepalive)));
     }
     client_options.keepalive = absl::Seconds(absl::GetFlag(FLAGS_keepalive));
     absl::StatusOr<ps::ClientOptions::Transport> transport =

@@ -60,7 +60,8 @@ timeout 600 "$BIN/backend_test" >>"$OUT" 2>&1
 rc=$?
 skipped=$(grep -c '^\[  SKIPPED \]' "$OUT" || true)
 if [ $rc -ne 0 ]; then fail "backend_test exited $rc"
-elif grep -q '^\[  SKIPPED \].*cuda' "$OUT"; then fail "backend_test skipped CUDA cases (no usable GPU?)"
+elif grep -qi '^\[  SKIPPED \].*cuda' "$OUT"; then fail "backend_test skipped CUDA cases (no usable GPU?)"
+elif ! grep -q '^\[ RUN      \] .*/cuda' "$OUT"; then fail "backend_test has no CUDA cases: is this a --config=cuda build?"
 else note "conformance: backend_test passed ($skipped skipped)"; fi
 
 # train DEVICE: 2 servers, 2 workers on DEVICE; sets SPS (total samples/s) and ACC.
