@@ -60,33 +60,42 @@ PendingOp::PendingOp() = default;
 
 PendingOp::~PendingOp() {
   absl::MutexLock l(&mu_);
-  if (outstanding_ > 0) {
+  if (!unanswered_.empty()) {
     for (auto& cancel : cancels_) cancel();
     // Cancelled calls complete promptly; their callbacks reference this object.
     mu_.Await(absl::Condition(
-        +[](int* n) { return *n == 0; }, &outstanding_));
+        +[](std::map<int, std::string>* m) { return m->empty(); }, &unanswered_));
   }
 }
 
-void PendingOp::Done(int shard, const std::string& address, absl::Status s) {
+void PendingOp::Expect(const std::vector<std::string>& servers, absl::Time deadline,
+                       const char* why) {
+  deadline_ = deadline;
+  deadline_why_ = why;
   absl::MutexLock l(&mu_);
-  if (shard >= 0 && shard < static_cast<int>(answered_.size())) answered_[shard] = true;
+  for (size_t s = 0; s < servers.size(); ++s) unanswered_[static_cast<int>(s)] = servers[s];
+}
+
+void PendingOp::Done(int shard, absl::Status s) {
+  absl::MutexLock l(&mu_);
+  auto it = unanswered_.find(shard);
+  if (it == unanswered_.end()) return;  // our bug; never twice per shard
   if (!s.ok() && status_.ok()) {
-    status_ = absl::Status(s.code(), absl::StrCat("shard ", shard, " (", address, "): ",
+    status_ = absl::Status(s.code(), absl::StrCat("shard ", shard, " (", it->second, "): ",
                                                   s.message()));
   }
-  --outstanding_;
+  unanswered_.erase(it);
 }
 
 absl::Status PendingOp::Wait() {
   absl::MutexLock l(&mu_);
-  auto all_done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return outstanding_ == 0; };
+  auto all_done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return unanswered_.empty(); };
   if (!mu_.AwaitWithDeadline(absl::Condition(&all_done), deadline_)) {
     // Unary calls carry their own deadline, so this matters for stream calls.
     if (status_.ok()) {
       std::vector<std::string> silent;
-      for (size_t s = 0; s < answered_.size(); ++s) {
-        if (!answered_[s]) silent.push_back(absl::StrCat("shard ", s, " (", addresses_[s], ")"));
+      for (const auto& [s, address] : unanswered_) {
+        silent.push_back(absl::StrCat("shard ", s, " (", address, ")"));
       }
       status_ = absl::DeadlineExceededError(absl::StrCat(
           "no answer from ", absl::StrJoin(silent, ", "), " within ",
@@ -107,14 +116,7 @@ std::unique_ptr<PendingOp> PsClient::FanOut(absl::Duration timeout, bool wait_fo
   const int S = num_shards();
   std::unique_ptr<PendingOp> op(new PendingOp());
   const absl::Time deadline = absl::Now() + timeout;
-  op->deadline_ = deadline + absl::Seconds(5);
-  op->deadline_why_ = "the call timeout plus 5 s";
-  {
-    absl::MutexLock l(&op->mu_);
-    op->outstanding_ = S;
-    op->answered_.assign(S, false);
-    op->addresses_ = options_.servers;
-  }
+  op->Expect(options_.servers, deadline + absl::Seconds(5), "the call timeout plus 5 s");
   for (int s = 0; s < S; ++s) {
     op->calls_.push_back(std::make_unique<PendingOp::Call>());
     PendingOp::Call* call = op->calls_.back().get();
@@ -129,10 +131,10 @@ std::unique_ptr<PendingOp> PsClient::FanOut(absl::Duration timeout, bool wait_fo
     call->req = std::move(req);
     call->resp = std::move(resp);
     start(s, &call->ctx, req_ptr, resp_ptr,
-          [op = op.get(), s, resp_ptr, on_reply, address = options_.servers[s]](grpc::Status g) {
+          [op = op.get(), s, resp_ptr, on_reply](grpc::Status g) {
             absl::Status st = FromGrpcStatus(g);
             if (st.ok() && on_reply) st = on_reply(s, *resp_ptr);
-            op->Done(s, address, st);
+            op->Done(s, st);
           });
   }
   return op;
@@ -424,14 +426,8 @@ std::unique_ptr<PendingOp> PsClient::StartStreamCalls(
     std::vector<std::vector<grpc::ByteBuffer>> first_requests, TensorList* weights) {
   const int S = num_shards();
   std::unique_ptr<PendingOp> op(new PendingOp());
-  op->deadline_ = absl::Now() + options_.wait_timeout + options_.rpc_timeout;
-  op->deadline_why_ = "the wait timeout plus the RPC timeout";
-  {
-    absl::MutexLock l(&op->mu_);
-    op->outstanding_ = S;
-    op->answered_.assign(S, false);
-    op->addresses_ = options_.servers;
-  }
+  op->Expect(options_.servers, absl::Now() + options_.wait_timeout + options_.rpc_timeout,
+             "the wait timeout plus the RPC timeout");
   for (int s = 0; s < S; ++s) {
     ShardStream* stream = StreamTo(s);
     op->cancels_.push_back([stream] { stream->Cancel(); });
@@ -444,9 +440,9 @@ std::unique_ptr<PendingOp> PsClient::StartStreamCalls(
           if (r.last) shard_version_[s] = r.version;
           return absl::OkStatus();
         },
-        [this, op = op.get(), s, kind, next, address = options_.servers[s]](absl::Status st) {
+        [this, op = op.get(), s, kind, next](absl::Status st) {
           if (st.ok() && kind != StreamCall::kPush) st = CheckPullComplete(s, *next);
-          op->Done(s, address, st);
+          op->Done(s, st);
         });
   }
   return op;

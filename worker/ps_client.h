@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -90,12 +91,16 @@ class PendingOp {
   PendingOp();
   // An operation that failed before starting: Wait() returns `s`.
   static std::unique_ptr<PendingOp> Failed(absl::Status s);
-  void Done(int shard, const std::string& address, absl::Status s);
+  // Before the calls start: one call per server (shard i at servers[i]),
+  // all done by `deadline`, which `why` explains in the message of a call
+  // that is not.
+  void Expect(const std::vector<std::string>& servers, absl::Time deadline, const char* why);
+  // Shard `shard`'s call ended with `s`.
+  void Done(int shard, absl::Status s);
 
   absl::Mutex mu_;
-  int outstanding_ ABSL_GUARDED_BY(mu_) = 0;
-  std::vector<bool> answered_ ABSL_GUARDED_BY(mu_);  // per shard: its call is done
-  std::vector<std::string> addresses_;               // per shard, for messages
+  // Shards whose call has not ended, with their addresses.
+  std::map<int, std::string> unanswered_ ABSL_GUARDED_BY(mu_);
   absl::Status status_ ABSL_GUARDED_BY(mu_);
   absl::Time started_ = absl::Now();
   absl::Time deadline_;  // latest call deadline, plus a margin
