@@ -29,7 +29,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/allocator.h"
 #include "server/optimizer.h"
-#include "server/ps_server.h"
+#include "tests/local_servers.h"
 #include "tests/raw_tcp.h"
 #include "worker/backend.h"
 #include "worker/dataset.h"
@@ -208,21 +208,8 @@ absl::StatusOr<std::vector<Row>> Transport() {
     if (size % 4 != 0) return absl::InvalidArgumentError("--sizes must be multiples of 4");
     const int64_t floats = size / 4;
     // Async shards: a push is applied at once and a pull never waits.
-    std::vector<std::unique_ptr<PsServer>> servers;
-    std::vector<std::string> addresses;
-    for (int s = 0; s < S; ++s) {
-      ServerOptions o;
-      o.listen = "127.0.0.1:0";
-      o.shard.shard_id = s;
-      o.shard.num_shards = S;
-      o.shard.num_workers = W;
-      o.shard.mode = Mode::kAsync;
-      o.shard.optimizer.learning_rate = 1e-6f;
-      auto server = PsServer::Start(o);
-      if (!server.ok()) return server.status();
-      addresses.push_back((*server)->address());
-      servers.push_back(*std::move(server));
-    }
+    absl::StatusOr<LocalServers> cluster = LocalServers::Start(S, W, Mode::kAsync, 1e-6f);
+    if (!cluster.ok()) return cluster.status();
     const ModelSpec spec = {{"payload", {floats}}};
     struct Case {
       const char* name;
@@ -259,7 +246,7 @@ absl::StatusOr<std::vector<Row>> Transport() {
       std::vector<std::unique_ptr<PsClient>> clients;
       for (int w = 0; w < W; ++w) {
         ClientOptions co;
-        co.servers = addresses;
+        co.servers = cluster->addresses;
         co.worker_id = w;
         co.num_workers = W;
         co.transport = *transport;
@@ -364,19 +351,15 @@ absl::StatusOr<TrainRun> Standalone(const FashionMnist& data) {
 
 absl::StatusOr<TrainRun> Distributed(const FashionMnist& data, Mode mode) {
   constexpr int kWorkers = 2;
-  ServerOptions so;
-  so.listen = "127.0.0.1:0";
-  so.shard.num_workers = kWorkers;
-  so.shard.mode = mode;
-  so.shard.optimizer.learning_rate = static_cast<float>(absl::GetFlag(FLAGS_lr));
-  auto server = PsServer::Start(so);
+  absl::StatusOr<LocalServers> server =
+      LocalServers::Start(1, kWorkers, mode, static_cast<float>(absl::GetFlag(FLAGS_lr)));
   if (!server.ok()) return server.status();
   std::vector<absl::StatusOr<TrainResult>> results(kWorkers, absl::UnknownError("not run"));
   std::vector<std::thread> threads;
   for (int w = 0; w < kWorkers; ++w) {
     threads.emplace_back([&, w] {
       ClientOptions co;
-      co.servers = {(*server)->address()};
+      co.servers = server->addresses;
       co.worker_id = w;
       co.num_workers = kWorkers;
       results[w] = RunWorker(TrainOptions(w, kWorkers, 64), &data, {"cpu", 1}, &co, 0);

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "server/ps_server.h"
+#include "tests/local_servers.h"
 #include "worker/ps_client.h"
 
 namespace ps {
@@ -18,24 +18,12 @@ class TestCluster {
  public:
   TestCluster(int num_shards, int num_workers, Mode mode, float lr,
               absl::Duration default_wait = absl::Seconds(60)) {
-    for (int s = 0; s < num_shards; ++s) {
-      ServerOptions o;
-      o.listen = "127.0.0.1:0";
-      o.shard.shard_id = s;
-      o.shard.num_shards = num_shards;
-      o.shard.num_workers = num_workers;
-      o.shard.mode = mode;
-      o.shard.optimizer.learning_rate = lr;
-      o.shard.default_wait = default_wait;
-      auto server = PsServer::Start(o);
-      EXPECT_TRUE(server.ok()) << server.status();
-      if (!server.ok()) return;
-      addresses_.push_back((*server)->address());
-      servers_.push_back(*std::move(server));
-    }
+    auto started = LocalServers::Start(num_shards, num_workers, mode, lr, default_wait);
+    EXPECT_TRUE(started.ok()) << started.status();
+    if (started.ok()) local_ = *std::move(started);
   }
 
-  const std::vector<std::string>& addresses() const { return addresses_; }
+  const std::vector<std::string>& addresses() const { return local_.addresses; }
 
   // A client for worker `worker_id` of `num_workers`, connected to every shard.
   absl::StatusOr<std::unique_ptr<PsClient>> Connect(
@@ -47,17 +35,16 @@ class TestCluster {
   ClientOptions ClientOptionsFor(int worker_id, int num_workers,
                                  ClientOptions::Transport transport) const {
     ClientOptions co;
-    co.servers = addresses_;
+    co.servers = local_.addresses;
     co.worker_id = worker_id;
     co.num_workers = num_workers;
     co.transport = transport;
     return co;
   }
-  PsServer* server(int s) { return servers_[s].get(); }
+  PsServer* server(int s) { return local_.servers[s].get(); }
 
  private:
-  std::vector<std::unique_ptr<PsServer>> servers_;
-  std::vector<std::string> addresses_;
+  LocalServers local_;
 };
 
 // For tests parameterized over the client transports.

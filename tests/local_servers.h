@@ -1,0 +1,45 @@
+// LocalServers: S parameter-server shards started in this process on
+// 127.0.0.1 with ephemeral ports, for tests and benchmarks. Stops them on
+// destruction. Not thread-safe to create; the servers themselves are.
+#ifndef PS_TESTS_LOCAL_SERVERS_H_
+#define PS_TESTS_LOCAL_SERVERS_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "server/ps_server.h"
+
+namespace ps {
+
+struct LocalServers {
+  // Shard s of num_shards for num_workers workers, in `mode` with SGD at `lr`.
+  static absl::StatusOr<LocalServers> Start(int num_shards, int num_workers, Mode mode, float lr,
+                                            absl::Duration default_wait = absl::Seconds(60)) {
+    LocalServers out;
+    for (int s = 0; s < num_shards; ++s) {
+      ServerOptions o;
+      o.listen = "127.0.0.1:0";
+      o.shard.shard_id = s;
+      o.shard.num_shards = num_shards;
+      o.shard.num_workers = num_workers;
+      o.shard.mode = mode;
+      o.shard.optimizer.learning_rate = lr;
+      o.shard.default_wait = default_wait;
+      absl::StatusOr<std::unique_ptr<PsServer>> server = PsServer::Start(o);
+      if (!server.ok()) return server.status();
+      out.addresses.push_back((*server)->address());
+      out.servers.push_back(*std::move(server));
+    }
+    return out;
+  }
+
+  std::vector<std::unique_ptr<PsServer>> servers;
+  std::vector<std::string> addresses;  // HOST:PORT of shard 0, 1, ...
+};
+
+}  // namespace ps
+
+#endif  // PS_TESTS_LOCAL_SERVERS_H_
