@@ -17,26 +17,59 @@ std::string TensorSpecToString(const TensorSpec& t) {
   return absl::StrCat(t.name, "[", absl::StrJoin(t.shape, ","), "]");
 }
 
-absl::Status ValidateModelSpec(const ModelSpec& spec) {
+absl::StatusOr<int64_t> CheckedElements(absl::Span<const int64_t> shape, int64_t max) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d <= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("shape [", absl::StrJoin(shape, ","), "] has a dimension < 1"));
+    }
+    if (__builtin_mul_overflow(n, d, &n) || n > max) {
+      return absl::InvalidArgumentError(absl::StrCat("shape [", absl::StrJoin(shape, ","),
+                                                     "] has more than ", max, " elements"));
+    }
+  }
+  return n;
+}
+
+absl::Status ValidateModelSpec(const ModelSpec& spec, const SpecLimits& limits) {
   if (spec.empty()) return absl::InvalidArgumentError("model spec has no tensors");
-  std::set<std::string> names;
+  if (spec.size() > static_cast<size_t>(limits.max_tensors)) {
+    return absl::InvalidArgumentError(absl::StrCat("model spec has ", spec.size(),
+                                                   " tensors; the limit is ",
+                                                   limits.max_tensors, " (--max_tensors)"));
+  }
+  std::set<absl::string_view> names;
+  int64_t total = 0;
   for (const TensorSpec& t : spec) {
     if (t.name.empty()) {
       return absl::InvalidArgumentError("model spec has a tensor with an empty name");
+    }
+    if (t.name.size() > static_cast<size_t>(limits.max_name_bytes)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tensor name '", t.name.substr(0, 32), "...' has ", t.name.size(),
+          " bytes; the limit is ", limits.max_name_bytes));
     }
     if (!names.insert(t.name).second) {
       return absl::InvalidArgumentError(
           absl::StrCat("model spec names tensor '", t.name, "' twice"));
     }
-    for (int64_t d : t.shape) {
-      if (d <= 0 || d > (int64_t{1} << 40)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "tensor ", TensorSpecToString(t), " has a dimension outside [1, 2^40]"));
-      }
+    if (t.shape.size() > static_cast<size_t>(limits.max_rank)) {
+      return absl::InvalidArgumentError(absl::StrCat("tensor '", t.name, "' has rank ",
+                                                     t.shape.size(), "; the limit is ",
+                                                     limits.max_rank));
     }
-    if (t.num_elements() > (int64_t{1} << 40)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("tensor ", TensorSpecToString(t), " has more than 2^40 elements"));
+    absl::StatusOr<int64_t> n = CheckedElements(t.shape, limits.max_tensor_elements);
+    if (!n.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("tensor '", t.name, "': ",
+                                                     n.status().message(),
+                                                     " (--max_tensor_elements)"));
+    }
+    total += *n;  // both terms <= 2^62: no overflow
+    if (total > limits.max_model_elements) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "model spec has more than ", limits.max_model_elements,
+          " elements (--max_model_elements); reached at tensor '", t.name, "'"));
     }
   }
   return absl::OkStatus();

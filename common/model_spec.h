@@ -1,7 +1,7 @@
 // ModelSpec: the names and shapes of a model's tensors, in a fixed order.
 //
-// A plain value type, independent of the wire format; common/proto_convert.h
-// translates it to and from ps::ModelSpec. Thread-compatible.
+// A plain value type, independent of the wire format; common/wire.h
+// translates it to and from ps::v1::ModelSpec. Thread-compatible.
 #ifndef PS_COMMON_MODEL_SPEC_H_
 #define PS_COMMON_MODEL_SPEC_H_
 
@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
 
 namespace ps {
 
@@ -34,9 +36,25 @@ using ModelSpec = std::vector<TensorSpec>;
 // spec order, each holding the tensor's elements in row-major order.
 using TensorList = std::vector<std::vector<float>>;
 
-// Checks that names are non-empty and unique, dimensions positive, and the
-// model is not empty. The message names the offending tensor.
-absl::Status ValidateModelSpec(const ModelSpec& spec);
+// What a model spec from the network may ask for. Checked before anything is
+// sized from the spec; every product is computed overflow-safe.
+struct SpecLimits {
+  int max_tensors = 4096;                         // tensors in the model
+  int max_name_bytes = 256;                       // bytes of a tensor name
+  int max_rank = 8;                               // dimensions of a shape
+  int64_t max_tensor_elements = int64_t{1} << 30;  // elements of one tensor
+  int64_t max_model_elements = int64_t{1} << 30;   // elements of all tensors
+};
+
+// Checks that the model is not empty, names are non-empty and unique,
+// dimensions positive, and every count within `limits`. INVALID_ARGUMENT
+// naming the offending tensor and the limit otherwise (RESOURCE_EXHAUSTED for
+// a model over max_model_elements).
+absl::Status ValidateModelSpec(const ModelSpec& spec, const SpecLimits& limits = SpecLimits());
+
+// The product of `shape` (1 for a scalar), or INVALID_ARGUMENT if a
+// dimension is not positive or the product exceeds `max`. Overflow-safe.
+absl::StatusOr<int64_t> CheckedElements(absl::Span<const int64_t> shape, int64_t max);
 
 // OK if equal; otherwise FAILED_PRECONDITION describing the first difference.
 absl::Status CompareModelSpecs(const ModelSpec& expected, const ModelSpec& got);

@@ -35,4 +35,16 @@ int64_t SliceElements(const std::vector<SliceRange>& slices) {
   return n;
 }
 
+std::shared_ptr<const SliceLayout> MakeSliceLayout(const ModelSpec& spec, int num_shards,
+                                                   int shard) {
+  auto p = std::make_shared<SliceLayout>();
+  p->spec = spec;
+  p->slices = ShardSlices(spec, num_shards, shard);
+  for (size_t i = 0; i < p->slices.size(); ++i) {
+    p->by_name[spec[p->slices[i].tensor_index].name] = static_cast<int>(i);
+  }
+  p->num_elements = SliceElements(p->slices);
+  return p;
+}
+
 }  // namespace ps

@@ -11,7 +11,9 @@
 #define PS_COMMON_PARTITION_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "common/model_spec.h"
@@ -35,6 +37,21 @@ std::vector<std::vector<SliceRange>> PartitionModel(const ModelSpec& spec, int n
 
 // Sum of the lengths of `slices`.
 int64_t SliceElements(const std::vector<SliceRange>& slices);
+
+// One shard's slices of a model and where each sits in the shard's flat
+// buffer: what a server holds, and what a client expects from that server.
+// Immutable once built; shared by readers.
+struct SliceLayout {
+  ModelSpec spec;
+  std::vector<SliceRange> slices;                // ShardSlices(spec, S, shard)
+  std::unordered_map<std::string, int> by_name;  // tensor name -> index in slices
+  int64_t num_elements = 0;                      // SliceElements(slices)
+};
+
+// The layout of shard `shard` of `num_shards`. REQUIRES: a valid spec
+// (ValidateModelSpec), 0 <= shard < num_shards.
+std::shared_ptr<const SliceLayout> MakeSliceLayout(const ModelSpec& spec, int num_shards,
+                                                   int shard);
 
 }  // namespace ps
 

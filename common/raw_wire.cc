@@ -183,11 +183,11 @@ absl::Status ReadTensorSlice(const Pieces& bytes, RawTensorSlice* out) {
       if (!r.ReadVarint(&v) || !r.ReadPieces(v, &packed)) return bad("bad shape");
       ProtoReader pr(std::move(packed));
       while (!pr.done()) {
-        if (!pr.ReadVarint(&v)) return bad("bad shape");
+        if (!pr.ReadVarint(&v) || out->shape.size() == kMaxWireRank) return bad("bad shape");
         out->shape.push_back(static_cast<int64_t>(v));
       }
     } else if (field == 2 && wt == kVarint) {  // unpacked shape
-      if (!r.ReadVarint(&v)) return bad("bad shape");
+      if (!r.ReadVarint(&v) || out->shape.size() == kMaxWireRank) return bad("bad shape");
       out->shape.push_back(static_cast<int64_t>(v));
     } else if (field == 3 && wt == kVarint) {
       if (!r.ReadVarint(&v)) return bad("bad offset");
@@ -356,6 +356,9 @@ absl::Status DecodeStreamRequest(const Pieces& bytes, RawStreamRequest* out) {
       if (!r.ReadVarint(&v) || !r.ReadPieces(v, &p)) {
         return Malformed("StreamRequest", "truncated gradient");
       }
+      if (out->gradients.size() == kMaxSlicesPerMessage) {
+        return Malformed("StreamRequest", "too many slices");
+      }
       out->gradients.emplace_back();
       if (absl::Status s = ReadTensorSlice(p, &out->gradients.back()); !s.ok()) return s;
     } else if (field >= 1 && field <= 8 && wt == 0) {
@@ -393,6 +396,9 @@ absl::Status DecodeStreamResponse(const Pieces& bytes, RawStreamResponse* out) {
       Pieces p;
       if (!r.ReadVarint(&v) || !r.ReadPieces(v, &p)) {
         return Malformed("StreamResponse", "truncated weights");
+      }
+      if (out->weights.size() == kMaxSlicesPerMessage) {
+        return Malformed("StreamResponse", "too many slices");
       }
       out->weights.emplace_back();
       if (absl::Status s = ReadTensorSlice(p, &out->weights.back()); !s.ok()) return s;
@@ -432,6 +438,9 @@ absl::Status DecodePushRequest(const Pieces& bytes, RawPush* out) {
       Pieces p;
       if (!r.ReadVarint(&v) || !r.ReadPieces(v, &p)) {
         return Malformed("PushRequest", "truncated gradient");
+      }
+      if (out->gradients.size() == kMaxSlicesPerMessage) {
+        return Malformed("PushRequest", "too many slices");
       }
       out->gradients.emplace_back();
       if (absl::Status s = ReadTensorSlice(p, &out->gradients.back()); !s.ok()) return s;
@@ -497,6 +506,9 @@ absl::Status DecodePullResponse(const Pieces& bytes, int64_t* version,
       Pieces p;
       if (!r.ReadVarint(&v) || !r.ReadPieces(v, &p)) {
         return Malformed("PullResponse", "truncated weights");
+      }
+      if (weights->size() == kMaxSlicesPerMessage) {
+        return Malformed("PullResponse", "too many slices");
       }
       weights->emplace_back();
       if (absl::Status s = ReadTensorSlice(p, &weights->back()); !s.ok()) return s;

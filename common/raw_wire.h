@@ -27,6 +27,7 @@
 #include "common/float_bytes.h"
 #include "common/model_spec.h"
 #include "common/partition.h"
+#include "common/slice_assembler.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/support/slice.h"
 
@@ -106,14 +107,12 @@ struct ReceivedBytes {
 };
 absl::Status Receive(const grpc::ByteBuffer& buffer, ReceivedBytes* out);
 
-// One decoded TensorSlice; `data` views the received bytes.
-struct RawTensorSlice {
-  std::string name;
-  std::vector<int64_t> shape;
-  int64_t offset = 0;
-  int64_t length = 0;
-  Pieces data;
-};
+// Limits of the decoders, whatever the message size: a shape has at most
+// kMaxWireRank dimensions and a message at most kMaxSlicesPerMessage slices
+// (so a message of tiny slices cannot make the decoded form many times its
+// own size). Past them a message is malformed.
+inline constexpr size_t kMaxWireRank = 8;
+inline constexpr size_t kMaxSlicesPerMessage = 1 << 16;
 
 // Decodes a TensorSlice message from `bytes`.
 absl::Status ReadTensorSlice(const Pieces& bytes, RawTensorSlice* out);

@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 #define PS_STATUS_CONCAT_INNER_(a, b) a##b
 #define PS_STATUS_CONCAT_(a, b) PS_STATUS_CONCAT_INNER_(a, b)
@@ -24,5 +25,15 @@
 
 #define ASSIGN_OR_RETURN(lhs, expr) \
   PS_ASSIGN_OR_RETURN_IMPL_(PS_STATUS_CONCAT_(ps_statusor_, __LINE__), lhs, expr)
+
+namespace ps {
+
+// The status for the exception being handled; call only inside a catch
+// block. Out of memory (std::bad_alloc, std::length_error) is
+// RESOURCE_EXHAUSTED, anything else INTERNAL; the message starts with
+// `where`. For the gRPC callbacks, which must never let an exception escape.
+absl::Status StatusFromCurrentException(absl::string_view where);
+
+}  // namespace ps
 
 #endif  // PS_COMMON_STATUS_MACROS_H_

@@ -1,7 +1,11 @@
 #include "server/ps_server.h"
 
 #include <chrono>
+#include <algorithm>
 #include <climits>
+#include <thread>
+
+#include "absl/synchronization/notification.h"
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -11,24 +15,43 @@
 
 namespace ps {
 
+int MaxReceiveMessageBytes(const ServerOptions& options) {
+  const SpecLimits& l = options.shard.spec_limits;
+  const int64_t shards = std::max(1, options.shard.num_shards);
+  const int64_t elements = l.max_model_elements / shards + l.max_tensors;  // rounding
+  // A TensorSlice header: tags, name, shape and offset/length varints.
+  const int64_t per_slice = 64 + l.max_name_bytes + 10 * int64_t{l.max_rank};
+  const int64_t bytes = 4 * elements + l.max_tensors * per_slice + 1024;
+  return static_cast<int>(std::min<int64_t>(bytes, INT_MAX));
+}
+
 absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& options) {
   const size_t colon = options.listen.rfind(':');
   if (colon == std::string::npos || colon == 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("listen address '", options.listen, "' is not HOST:PORT"));
   }
-  std::unique_ptr<PsServer> s(new PsServer());
+  if (options.max_concurrent_streams < 1) {
+    return absl::InvalidArgumentError("max_concurrent_streams must be >= 1");
+  }
+  std::unique_ptr<PsServer> s(new PsServer(options));
   ASSIGN_OR_RETURN(s->shard_, Shard::Create(options.shard));
-  s->service_ = std::make_unique<ParameterServerService>(s->shard_.get());
+  s->service_ = std::make_unique<ParameterServerService>(s->shard_.get(), options.service);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &s->port_);
   builder.RegisterService(s->service_.get());
-  // Tensors can be large; the transport, not a message cap, is the limit.
-  builder.SetMaxReceiveMessageSize(INT_MAX);
+  // Requests may be as large as the limits let a model be, no larger.
+  builder.SetMaxReceiveMessageSize(MaxReceiveMessageBytes(options));
   builder.SetMaxSendMessageSize(INT_MAX);
+  // Compressed requests are refused (UNIMPLEMENTED): a small compressed
+  // message could otherwise inflate past any size check. float32 tensors
+  // barely compress anyway.
+  builder.AddChannelArgument(GRPC_COMPRESSION_CHANNEL_ENABLED_ALGORITHMS_BITSET,
+                             1 << GRPC_COMPRESS_NONE);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options.max_concurrent_streams);
   // Clients ping idle connections to notice dead peers (ClientOptions::
   // keepalive, at least 1 s apart); accept them however quiet the connection,
   // e.g. while a sync step waits for a slow worker.
@@ -43,16 +66,39 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
   return s;
 }
 
-PsServer::~PsServer() { Shutdown(); }
+PsServer::~PsServer() {
+  if (!Shutdown().ok()) {
+    // gRPC still holds calls that reference the shard and service; freeing
+    // them would be worse than leaking them.
+    server_.release();
+    service_.release();
+    shard_.release();
+  }
+}
 
-void PsServer::Shutdown(absl::Duration grace) {
-  if (shut_down_) return;
+absl::Status PsServer::Shutdown() {
+  if (shut_down_) return shutdown_status_;
   shut_down_ = true;
   if (shard_ != nullptr) shard_->Close();
-  if (server_ == nullptr) return;  // Start() failed before the server ran
+  if (server_ == nullptr) return absl::OkStatus();  // Start() failed before the server ran
   server_->GetHealthCheckService()->Shutdown();
-  server_->Shutdown(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(grace));
-  server_->Wait();
+  // grpc::Server::Shutdown cancels what still runs at the deadline and then
+  // waits for the reactors to finish, which ours always do once cancelled.
+  // Should one not, don't hang: report it after a margin.
+  auto done = std::make_shared<absl::Notification>();
+  grpc::Server* server = server_.get();
+  const absl::Duration grace = options_.shutdown_grace;
+  std::thread([server, done, grace] {
+    server->Shutdown(absl::ToChronoTime(absl::Now() + grace));
+    server->Wait();
+    done->Notify();
+  }).detach();
+  if (!done->WaitForNotificationWithTimeout(grace + absl::Seconds(5))) {
+    shutdown_status_ = absl::DeadlineExceededError(absl::StrCat(
+        "calls still running ", absl::FormatDuration(grace + absl::Seconds(5)),
+        " after shutdown began (--shutdown_grace=", absl::FormatDuration(grace), ")"));
+  }
+  return shutdown_status_;
 }
 
 }  // namespace ps

@@ -22,7 +22,20 @@ struct ServerOptions {
   // HOST:PORT to listen on; port 0 picks a free port (see PsServer::address()).
   std::string listen = "0.0.0.0:50051";
   ShardOptions shard;
+  ServiceOptions service;
+  // Concurrent calls (streams and unary calls, waiting pulls included) one
+  // client connection may have open; more wait for a free slot in gRPC.
+  int max_concurrent_streams = 1000;
+  // How long Shutdown lets calls finish before it cancels them.
+  absl::Duration shutdown_grace = absl::Seconds(10);
 };
+
+// The largest message a server of these options accepts: what the largest
+// model the limits allow needs on this shard (its share of
+// max_model_elements as float32, plus every tensor's slice header), capped
+// at gRPC's 2 GiB. Compressed messages are refused outright, so this bounds
+// what a request can make the server buffer.
+int MaxReceiveMessageBytes(const ServerOptions& options);
 
 class PsServer {
  public:
@@ -41,12 +54,16 @@ class PsServer {
   Shard* shard() { return shard_.get(); }
 
   // Fails waiting pulls with UNAVAILABLE, marks the health service NOT_SERVING
-  // and stops the server, cancelling calls still running after `grace`.
-  // Idempotent.
-  void Shutdown(absl::Duration grace = absl::Seconds(2));
+  // and stops the server, cancelling calls still running after
+  // options.shutdown_grace. Returns DEADLINE_EXCEEDED if calls still have
+  // not ended a further 5 s after that (gRPC has not let go of them; the
+  // caller should then exit the process); OK once all ended. Idempotent.
+  absl::Status Shutdown();
 
  private:
-  PsServer() = default;
+  explicit PsServer(const ServerOptions& options) : options_(options) {}
+
+  const ServerOptions options_;
 
   std::unique_ptr<Shard> shard_;
   std::unique_ptr<ParameterServerService> service_;
@@ -54,6 +71,7 @@ class PsServer {
   std::string address_;
   int port_ = 0;
   bool shut_down_ = false;  // only touched by Shutdown, which callers serialize
+  absl::Status shutdown_status_;
 };
 
 }  // namespace ps

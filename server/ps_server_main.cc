@@ -8,6 +8,7 @@
 #include <signal.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <string>
@@ -17,6 +18,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "common/allocator.h"
+#include "common/raw_wire.h"
 #include "server/ps_server.h"
 
 ABSL_FLAG(std::string, listen, "0.0.0.0:50051",
@@ -34,6 +36,32 @@ ABSL_FLAG(double, pull_timeout, 120,
           "Longest wait, in seconds, of a pull (or a worker's init) for a version that has not "
           "arrived; a request may ask for less (ps_worker sends its --wait_timeout). Past it "
           "the call fails with DEADLINE_EXCEEDED naming the workers that have not pushed.");
+ABSL_FLAG(double, call_timeout, 60,
+          "Longest time, in seconds, a stream call may take to arrive in full after its first "
+          "message; past it the stream is closed with DEADLINE_EXCEEDED and the call's buffer "
+          "freed. 0 = no limit.");
+ABSL_FLAG(double, shutdown_grace, 10,
+          "On SIGINT/SIGTERM, seconds that running calls get to finish before they are "
+          "cancelled. The process exits within this plus 5 s whatever its clients do.");
+ABSL_FLAG(int64_t, max_model_elements, int64_t{1} << 30,
+          "Largest model an init may create, in float32 elements over all tensors "
+          "(RESOURCE_EXHAUSTED past it). Also sizes the largest request accepted.");
+ABSL_FLAG(int64_t, max_tensor_elements, int64_t{1} << 30,
+          "Largest tensor of a model, in elements (INVALID_ARGUMENT past it).");
+ABSL_FLAG(int, max_tensors, 4096, "Most tensors a model may have (INVALID_ARGUMENT past it).");
+ABSL_FLAG(int, max_name_bytes, 256, "Longest tensor name, in bytes (INVALID_ARGUMENT past it).");
+ABSL_FLAG(int64_t, max_waiting_calls, 10000,
+          "Most pulls and inits waiting for a version at once; more fail with "
+          "RESOURCE_EXHAUSTED.");
+ABSL_FLAG(int, max_pending_pushes, 0,
+          "Most pushes being received at once, each holding a buffer of the shard's size; more "
+          "fail with RESOURCE_EXHAUSTED. 0 = 2 * num_workers + 2.");
+ABSL_FLAG(int, max_concurrent_streams, 1000,
+          "Most calls (streams, unary calls, waiting pulls) open at once on one client "
+          "connection; more wait in gRPC for a free slot.");
+ABSL_FLAG(bool, reject_nonfinite, true,
+          "Refuse gradients and initial values holding NaN or Inf (INVALID_ARGUMENT), so that "
+          "one bad worker cannot poison the model silently.");
 
 namespace {
 
@@ -64,6 +92,43 @@ int main(int argc, char** argv) {
   if (!(timeout > 0)) return Fail(absl::InvalidArgumentError("--pull_timeout must be > 0"));
   options.shard.default_wait = absl::Seconds(timeout);
   options.shard.max_wait = options.shard.default_wait;
+  const double call_timeout = absl::GetFlag(FLAGS_call_timeout);
+  if (!(call_timeout >= 0)) return Fail(absl::InvalidArgumentError("--call_timeout must be >= 0"));
+  options.service.call_timeout = absl::Seconds(call_timeout);
+  const double grace = absl::GetFlag(FLAGS_shutdown_grace);
+  if (!(grace >= 0)) return Fail(absl::InvalidArgumentError("--shutdown_grace must be >= 0"));
+  options.shutdown_grace = absl::Seconds(grace);
+  ps::SpecLimits& limits = options.shard.spec_limits;
+  limits.max_model_elements = absl::GetFlag(FLAGS_max_model_elements);
+  limits.max_tensor_elements = absl::GetFlag(FLAGS_max_tensor_elements);
+  limits.max_tensors = absl::GetFlag(FLAGS_max_tensors);
+  limits.max_name_bytes = absl::GetFlag(FLAGS_max_name_bytes);
+  constexpr int64_t kMaxElements = int64_t{1} << 40;
+  if (limits.max_model_elements < 1 || limits.max_model_elements > kMaxElements ||
+      limits.max_tensor_elements < 1 || limits.max_tensor_elements > kMaxElements) {
+    return Fail(absl::InvalidArgumentError(
+        "--max_model_elements and --max_tensor_elements must be in [1, 2^40]"));
+  }
+  if (limits.max_tensors < 1 || limits.max_tensors >= int{ps::kMaxSlicesPerMessage}) {
+    return Fail(absl::InvalidArgumentError(absl::StrCat("--max_tensors must be in [1, ",
+                                                        ps::kMaxSlicesPerMessage, ")")));
+  }
+  if (limits.max_name_bytes < 1 || limits.max_name_bytes > (1 << 20)) {
+    return Fail(absl::InvalidArgumentError("--max_name_bytes must be in [1, 2^20]"));
+  }
+  options.shard.max_waiting_calls = absl::GetFlag(FLAGS_max_waiting_calls);
+  if (options.shard.max_waiting_calls < 1) {
+    return Fail(absl::InvalidArgumentError("--max_waiting_calls must be >= 1"));
+  }
+  options.shard.max_pending_pushes = absl::GetFlag(FLAGS_max_pending_pushes);
+  if (options.shard.max_pending_pushes < 0) {
+    return Fail(absl::InvalidArgumentError("--max_pending_pushes must be >= 0"));
+  }
+  options.max_concurrent_streams = absl::GetFlag(FLAGS_max_concurrent_streams);
+  if (options.max_concurrent_streams < 1) {
+    return Fail(absl::InvalidArgumentError("--max_concurrent_streams must be >= 1"));
+  }
+  options.shard.reject_nonfinite = absl::GetFlag(FLAGS_reject_nonfinite);
 
   // Block the stop signals before any thread starts, so that only sigwait below
   // receives them.
@@ -92,6 +157,12 @@ int main(int argc, char** argv) {
   sigwait(&stop, &sig);
   std::cout << "received " << (sig == SIGINT ? "SIGINT" : "SIGTERM") << ", shutting down"
             << std::endl;
-  (*server)->Shutdown();
+  absl::Status s = (*server)->Shutdown();
+  if (!s.ok()) {
+    // Calls gRPC could not end still reference the server: don't run
+    // destructors that would wait on them.
+    std::cerr << "ps_server: " << s.message() << "; exiting anyway" << std::endl;
+    std::_Exit(3);
+  }
   return 0;
 }

@@ -5,6 +5,7 @@
 
 #include "absl/time/time.h"
 #include "common/raw_wire.h"
+#include "common/status_macros.h"
 #include "common/wire.h"
 #include "server/stream_reactor.h"
 
@@ -13,25 +14,22 @@ namespace {
 
 v1::Mode ModeToProto(Mode m) { return m == Mode::kSync ? v1::MODE_SYNC : v1::MODE_ASYNC; }
 
-// Borrowed views of the request's slices; valid while the request lives.
-std::vector<SliceData> SlicesFromProto(
+// The request's slices as the shard takes them; `data` views the request,
+// which must outlive the result.
+std::vector<RawTensorSlice> SlicesFromProto(
     const google::protobuf::RepeatedPtrField<v1::TensorSlice>& slices) {
-  std::vector<SliceData> out;
+  std::vector<RawTensorSlice> out;
   out.reserve(slices.size());
   for (const v1::TensorSlice& s : slices) {
-    out.push_back(SliceData{s.name(), {s.shape().begin(), s.shape().end()}, s.offset(),
-                            s.length(), {s.data()}});
+    out.push_back(RawTensorSlice{s.name(), {s.shape().begin(), s.shape().end()}, s.offset(),
+                                 s.length(), {s.data()}});
   }
   return out;
 }
 
-std::vector<SliceData> SlicesFromRaw(const std::vector<RawTensorSlice>& slices) {
-  std::vector<SliceData> out;
-  out.reserve(slices.size());
-  for (const RawTensorSlice& s : slices) {
-    out.push_back(SliceData{s.name, s.shape, s.offset, s.length, s.data});
-  }
-  return out;
+// Finishes `reactor` with the status of the exception being handled.
+void FinishWithException(grpc::ServerUnaryReactor* reactor, const char* method) {
+  reactor->Finish(ToGrpcStatus(StatusFromCurrentException(method)));
 }
 
 // The snapshot as PullResponse bytes that point into it; the slices keep it
@@ -95,8 +93,12 @@ void PullAndFinish(Shard* shard, const RawPull& pull, grpc::ByteBuffer* resp,
   reactor->SetTicket(shard->Pull(static_cast<int>(pull.worker_id), pull.min_version,
                                  Millis(pull.wait_timeout_ms),
                                  [resp, reactor](absl::StatusOr<WeightsSnapshot> snap) {
-                                   if (snap.ok()) *resp = SnapshotToBytes(*snap);
-                                   reactor->Finish(ToGrpcStatus(snap.status()));
+                                   try {
+                                     if (snap.ok()) *resp = SnapshotToBytes(*snap);
+                                     reactor->Finish(ToGrpcStatus(snap.status()));
+                                   } catch (...) {
+                                     FinishWithException(reactor, "Pull");
+                                   }
                                  }));
 }
 
@@ -106,6 +108,7 @@ grpc::ServerUnaryReactor* ParameterServerService::Register(grpc::CallbackServerC
                                                            const v1::RegisterRequest* req,
                                                            v1::RegisterResponse* resp) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  try {
   absl::Status s = shard_->Register(req->worker_id(), req->num_workers());
   if (s.ok()) {
     const ShardStats st = shard_->Stats();
@@ -129,6 +132,9 @@ grpc::ServerUnaryReactor* ParameterServerService::Register(grpc::CallbackServerC
     }
   }
   reactor->Finish(ToGrpcStatus(s));
+  } catch (...) {
+    FinishWithException(reactor, "Register");
+  }
   return reactor;
 }
 
@@ -136,16 +142,20 @@ grpc::ServerUnaryReactor* ParameterServerService::InitParams(grpc::CallbackServe
                                                              const v1::InitRequest* req,
                                                              v1::InitResponse* resp) {
   auto* reactor = new WaitingReactor(shard_);
-  reactor->SetTicket(shard_->Init(
-      req->worker_id(), ModelSpecFromProto(req->spec()), SlicesFromProto(req->values()),
-      Millis(req->wait_timeout_ms()),
-      [resp, reactor](absl::StatusOr<int64_t> version, bool created) {
-        if (version.ok()) {
-          resp->set_version(*version);
-          resp->set_created(created);
-        }
-        reactor->Finish(ToGrpcStatus(version.status()));
-      }));
+  try {
+    reactor->SetTicket(shard_->Init(
+        req->worker_id(), ModelSpecFromProto(req->spec()), SlicesFromProto(req->values()),
+        Millis(req->wait_timeout_ms()),
+        [resp, reactor](absl::StatusOr<int64_t> version, bool created) {
+          if (version.ok()) {
+            resp->set_version(*version);
+            resp->set_created(created);
+          }
+          reactor->Finish(ToGrpcStatus(version.status()));
+        }));
+  } catch (...) {
+    FinishWithException(reactor, "InitParams");
+  }
   return reactor;
 }
 
@@ -153,17 +163,21 @@ grpc::ServerUnaryReactor* ParameterServerService::Push(grpc::CallbackServerConte
                                                        const grpc::ByteBuffer* req,
                                                        grpc::ByteBuffer* resp) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  ReceivedBytes bytes;
-  RawPush push;
-  absl::Status s = Receive(*req, &bytes);
-  if (s.ok()) s = DecodePushRequest(bytes.pieces, &push);
-  if (s.ok()) {
-    absl::StatusOr<int64_t> v = shard_->Push(static_cast<int>(push.worker_id), push.version,
-                                             SlicesFromRaw(push.gradients));
-    if (v.ok()) *resp = VersionToBytes(*v);
-    s = v.status();
+  try {
+    ReceivedBytes bytes;
+    RawPush push;
+    absl::Status s = Receive(*req, &bytes);
+    if (s.ok()) s = DecodePushRequest(bytes.pieces, &push);
+    if (s.ok()) {
+      absl::StatusOr<int64_t> v =
+          shard_->Push(static_cast<int>(push.worker_id), push.version, push.gradients);
+      if (v.ok()) *resp = VersionToBytes(*v);
+      s = v.status();
+    }
+    reactor->Finish(ToGrpcStatus(s));
+  } catch (...) {
+    FinishWithException(reactor, "Push");
   }
-  reactor->Finish(ToGrpcStatus(s));
   return reactor;
 }
 
@@ -171,15 +185,19 @@ grpc::ServerUnaryReactor* ParameterServerService::Pull(grpc::CallbackServerConte
                                                        const grpc::ByteBuffer* req,
                                                        grpc::ByteBuffer* resp) {
   auto* reactor = new WaitingReactor(shard_);
-  ReceivedBytes bytes;
-  RawPull pull;
-  absl::Status s = Receive(*req, &bytes);
-  if (s.ok()) s = DecodePullRequest(bytes.pieces, &pull);
-  if (!s.ok()) {
-    reactor->Finish(ToGrpcStatus(s));
-    return reactor;
+  try {
+    ReceivedBytes bytes;
+    RawPull pull;
+    absl::Status s = Receive(*req, &bytes);
+    if (s.ok()) s = DecodePullRequest(bytes.pieces, &pull);
+    if (s.ok()) {
+      PullAndFinish(shard_, pull, resp, reactor);
+    } else {
+      reactor->Finish(ToGrpcStatus(s));
+    }
+  } catch (...) {
+    FinishWithException(reactor, "Pull");
   }
-  PullAndFinish(shard_, pull, resp, reactor);
   return reactor;
 }
 
@@ -187,27 +205,29 @@ grpc::ServerUnaryReactor* ParameterServerService::PushPull(grpc::CallbackServerC
                                                            const grpc::ByteBuffer* req,
                                                            grpc::ByteBuffer* resp) {
   auto* reactor = new WaitingReactor(shard_);
-  ReceivedBytes bytes;
-  RawPush push;
-  RawPull pull;
-  absl::Status s = Receive(*req, &bytes);
-  if (s.ok()) s = DecodePushPullRequest(bytes.pieces, &push, &pull);
-  if (s.ok()) {
-    s = shard_->Push(static_cast<int>(push.worker_id), push.version,
-                     SlicesFromRaw(push.gradients))
-            .status();
+  try {
+    ReceivedBytes bytes;
+    RawPush push;
+    RawPull pull;
+    absl::Status s = Receive(*req, &bytes);
+    if (s.ok()) s = DecodePushPullRequest(bytes.pieces, &push, &pull);
+    if (s.ok()) {
+      s = shard_->Push(static_cast<int>(push.worker_id), push.version, push.gradients).status();
+    }
+    if (s.ok()) {
+      PullAndFinish(shard_, pull, resp, reactor);
+    } else {
+      reactor->Finish(ToGrpcStatus(s));
+    }
+  } catch (...) {
+    FinishWithException(reactor, "PushPull");
   }
-  if (!s.ok()) {
-    reactor->Finish(ToGrpcStatus(s));
-    return reactor;
-  }
-  PullAndFinish(shard_, pull, resp, reactor);
   return reactor;
 }
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ParameterServerService::Stream(
     grpc::CallbackServerContext* /*ctx*/) {
-  return NewStreamReactor(shard_);
+  return NewStreamReactor(shard_, options_.call_timeout);
 }
 
 grpc::ServerUnaryReactor* ParameterServerService::GetStatus(grpc::CallbackServerContext* ctx,

@@ -11,11 +11,15 @@
 // the shard's buffer, and pulled weights are sent straight from the shard's
 // immutable snapshot without a copy.
 //
+// No exception escapes a handler or a callback: one thrown below (e.g.
+// std::bad_alloc) finishes the call with RESOURCE_EXHAUSTED or INTERNAL.
+//
 // Thread-safe. Borrows the Shard, which must outlive the grpc::Server this
 // service is registered with.
 #ifndef PS_SERVER_SERVICE_H_
 #define PS_SERVER_SERVICE_H_
 
+#include "absl/time/time.h"
 #include "proto/ps.grpc.pb.h"
 #include "server/shard.h"
 
@@ -32,9 +36,16 @@ using ParameterServerBase = v1::ParameterServer::WithCallbackMethod_Register<
                         v1::ParameterServer::WithRawCallbackMethod_Stream<
                             v1::ParameterServer::Service>>>>>>>;
 
+struct ServiceOptions {
+  // Longest time a stream call may take to arrive in full (see
+  // server/stream_reactor.h); zero = no limit.
+  absl::Duration call_timeout = absl::Seconds(60);
+};
+
 class ParameterServerService final : public ParameterServerBase {
  public:
-  explicit ParameterServerService(Shard* shard) : shard_(shard) {}
+  ParameterServerService(Shard* shard, const ServiceOptions& options)
+      : shard_(shard), options_(options) {}
 
   grpc::ServerUnaryReactor* Register(grpc::CallbackServerContext* ctx,
                                      const v1::RegisterRequest* req,
@@ -61,6 +72,7 @@ class ParameterServerService final : public ParameterServerBase {
 
  private:
   Shard* const shard_;  // not owned
+  const ServiceOptions options_;
 };
 
 }  // namespace ps

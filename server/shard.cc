@@ -28,6 +28,9 @@ absl::StatusOr<std::unique_ptr<Shard>> Shard::Create(const ShardOptions& options
   if (options.default_wait <= absl::ZeroDuration() || options.max_wait < options.default_wait) {
     return absl::InvalidArgumentError("need 0 < default_wait <= max_wait");
   }
+  if (options.max_waiting_calls < 1 || options.max_pending_pushes < 0) {
+    return absl::InvalidArgumentError("need max_waiting_calls >= 1 and max_pending_pushes >= 0");
+  }
   // The optimizer is sized when the parameters arrive; validate its options now.
   ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> opt, CreateOptimizer(options.optimizer, 0));
   return std::unique_ptr<Shard>(new Shard(options, std::move(opt)));
@@ -48,14 +51,16 @@ Shard::~Shard() {
 }
 
 void Shard::Close() {
-  std::list<Waiter> failed;
+  std::unordered_map<uint64_t, Waiter> failed;
   {
     absl::MutexLock l(&mu_);
     closed_ = true;
     failed.swap(waiters_);
+    by_version_.clear();
+    by_deadline_.clear();
     timer_cv_.SignalAll();
   }
-  for (Waiter& w : failed) {
+  for (auto& [ticket, w] : failed) {
     w.done(absl::UnavailableError(
         absl::StrCat("shard ", options_.shard_id, " is shutting down")));
   }
@@ -88,66 +93,11 @@ absl::Status Shard::Register(int worker_id, int num_workers) {
   return absl::OkStatus();
 }
 
-std::shared_ptr<const ShardLayout> Shard::MakeLayout(const ModelSpec& spec) const {
-  auto p = std::make_shared<ShardLayout>();
-  p->spec = spec;
-  p->slices = ShardSlices(spec, options_.num_shards, options_.shard_id);
-  for (size_t i = 0; i < p->slices.size(); ++i) {
-    p->by_name[spec[p->slices[i].tensor_index].name] = static_cast<int>(i);
-  }
-  p->num_elements = SliceElements(p->slices);
-  return p;
-}
-
-absl::StatusOr<std::vector<float>> Shard::Gather(const ShardLayout& p,
-                                                 const std::vector<SliceData>& slices,
-                                                 absl::string_view what,
-                                                 std::vector<float> flat) const {
-  std::vector<bool> seen(p.slices.size(), false);
-  for (const SliceData& s : slices) {
-    auto it = p.by_name.find(std::string(s.name));
-    if (it == p.by_name.end()) {
-      const bool in_model = std::any_of(p.spec.begin(), p.spec.end(),
-                                        [&](const TensorSpec& t) { return t.name == s.name; });
-      return in_model ? absl::InvalidArgumentError(absl::StrCat(
-                            what, ": tensor '", s.name, "' has no elements on shard ",
-                            options_.shard_id))
-                      : absl::NotFoundError(absl::StrCat(what, ": unknown tensor '", s.name,
-                                                         "' (not in the model spec)"));
-    }
-    const int idx = it->second;
-    const SliceRange& r = p.slices[idx];
-    const TensorSpec& t = p.spec[r.tensor_index];
-    if (seen[idx]) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(what, ": tensor '", s.name, "' appears twice"));
-    }
-    seen[idx] = true;
-    if (s.shape != t.shape) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          what, ": tensor '", s.name, "' has shape [", absl::StrJoin(s.shape, ","),
-          "] but the model has ", TensorSpecToString(t)));
-    }
-    if (s.offset != r.offset || s.length != r.length) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          what, ": slice of '", s.name, "' is [", s.offset, ", ", s.offset + s.length,
-          ") but shard ", options_.shard_id, " owns [", r.offset, ", ", r.offset + r.length,
-          ")"));
-    }
-    RETURN_IF_ERROR(DecodeFloatPieces(s.data,
-                                      absl::MakeSpan(flat).subspan(r.flat_offset, r.length),
-                                      absl::StrCat(what, ": tensor '", s.name, "'")));
-  }
-  for (size_t i = 0; i < p.slices.size(); ++i) {
-    if (!seen[i]) {
-      const SliceRange& r = p.slices[i];
-      return absl::InvalidArgumentError(absl::StrCat(
-          what, ": missing tensor '", p.spec[r.tensor_index].name, "' (shard ",
-          options_.shard_id, " owns elements [", r.offset, ", ", r.offset + r.length,
-          ") of it)"));
-    }
-  }
-  return flat;
+SliceAssembler::Options Shard::AssemblerOptions(absl::string_view what) const {
+  SliceAssembler::Options o;
+  o.what = absl::StrCat(what, " to shard ", options_.shard_id);
+  o.reject_nonfinite = options_.reject_nonfinite;
+  return o;
 }
 
 absl::Status Shard::InstallLocked(std::shared_ptr<const ShardLayout> layout,
@@ -168,11 +118,11 @@ absl::Status Shard::InstallLocked(std::shared_ptr<const ShardLayout> layout,
   return absl::OkStatus();
 }
 
-uint64_t Shard::Init(int worker_id, const ModelSpec& spec, const std::vector<SliceData>& values,
-                     absl::Duration wait,
+uint64_t Shard::Init(int worker_id, const ModelSpec& spec,
+                     const std::vector<RawTensorSlice>& values, absl::Duration wait,
                      std::function<void(absl::StatusOr<int64_t>, bool)> done) {
   absl::Status s = CheckWorker(worker_id);
-  if (s.ok()) s = ValidateModelSpec(spec);
+  if (s.ok()) s = ValidateModelSpec(spec, options_.spec_limits);
   const bool creator = worker_id == 0;
   if (s.ok() && !values.empty() && !creator) {
     s = absl::InvalidArgumentError(absl::StrCat(
@@ -183,9 +133,38 @@ uint64_t Shard::Init(int worker_id, const ModelSpec& spec, const std::vector<Sli
     return 0;
   }
 
+  // The creator's values are checked in full before the weights are
+  // allocated, and copied outside the lock. (Parameters, once created, are
+  // never replaced by an init: then the spec is only compared, below.)
+  std::shared_ptr<const ShardLayout> layout;
+  std::vector<float> initial;
+  bool initialized;
+  {
+    absl::MutexLock l(&mu_);
+    initialized = initialized_;
+  }
+  if (creator && !initialized) {
+    layout = MakeSliceLayout(spec, options_.num_shards, options_.shard_id);
+    SliceAssembler assembler(layout, AssemblerOptions("init"));
+    s = assembler.Validate(values);
+    if (s.ok()) {
+      initial.resize(layout->num_elements);
+      for (const RawTensorSlice& v : values) {
+        s = assembler.Add(v, [&](const SliceRange& r) -> absl::StatusOr<float*> {
+          return initial.data() + r.flat_offset;
+        });
+        if (!s.ok()) break;
+      }
+    }
+    if (!s.ok()) {
+      done(s, false);
+      return 0;
+    }
+  }
+
   absl::StatusOr<int64_t> result;
   bool created = false;
-  std::vector<std::pair<SnapshotCallback, WeightsSnapshot>> ready;
+  ReadyList ready;
   {
     absl::MutexLock l(&mu_);
     if (closed_) {
@@ -201,18 +180,16 @@ uint64_t Shard::Init(int worker_id, const ModelSpec& spec, const std::vector<Sli
       }
     } else if (!creator) {
       // Wait for worker 0, then check the spec.
-      return AddWaiterLocked(0, wait, [spec, done](absl::StatusOr<WeightsSnapshot> snap) {
+      SnapshotCallback check = [spec, done](absl::StatusOr<WeightsSnapshot> snap) {
         if (!snap.ok()) return done(snap.status(), false);
         absl::Status cmp = CompareModelSpecs(snap->layout->spec, spec);
         if (!cmp.ok()) return done(cmp, false);
         done(snap->version, false);
-      });
+      };
+      if (uint64_t ticket = AddWaiterLocked(0, wait, &check); ticket != 0) return ticket;
+      result = TooManyWaitersLocked();
     } else {
-      std::shared_ptr<const ShardLayout> p = MakeLayout(spec);
-      absl::StatusOr<std::vector<float>> flat =
-          Gather(*p, values, "init", std::vector<float>(p->num_elements));
-      absl::Status installed =
-          flat.ok() ? InstallLocked(std::move(p), *std::move(flat), 0) : flat.status();
+      absl::Status installed = InstallLocked(std::move(layout), std::move(initial), 0);
       if (installed.ok()) {
         result = int64_t{0};
         created = true;
@@ -239,27 +216,63 @@ absl::Status Shard::CheckInitializedLocked() const {
                    " has no parameters yet: worker 0 must call InitParams before anyone pushes"));
 }
 
-absl::StatusOr<int64_t> Shard::Push(int worker_id, int64_t computed_version,
-                                    const std::vector<SliceData>& gradients) {
+absl::StatusOr<SliceAssembler> Shard::StartPush(int worker_id, int64_t computed_version) const {
   RETURN_IF_ERROR(CheckWorker(worker_id));
-  RETURN_IF_ERROR(CheckInitialized());
-  // If the parameters are replaced meanwhile, PushFlat notices.
-  std::shared_ptr<const ShardLayout> layout = Layout();
-  ASSIGN_OR_RETURN(std::vector<float> grad,
-                   Gather(*layout, gradients, "push", GradientBuffer(*layout)));
-  return PushFlat(worker_id, computed_version, layout, std::move(grad));
+  if (computed_version < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("push from worker ", worker_id, ": version ",
+                                                   computed_version, " is negative"));
+  }
+  std::shared_ptr<const ShardLayout> layout;
+  {
+    absl::MutexLock l(&mu_);
+    RETURN_IF_ERROR(CheckInitializedLocked());
+    layout = layout_;
+  }
+  return SliceAssembler(std::move(layout), AssemblerOptions("push"));
+}
+
+absl::StatusOr<PushBuffer> Shard::TakePushBuffer(const SliceAssembler& assembler) {
+  const int limit = options_.max_pending_pushes > 0 ? options_.max_pending_pushes
+                                                    : 2 * options_.num_workers + 2;
+  if (pending_pushes_->fetch_add(1) >= limit) {
+    pending_pushes_->fetch_sub(1);
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "shard ", options_.shard_id, " already has ", limit,
+        " pushes in progress (--max_pending_pushes); a client may be starting pushes that it "
+        "never finishes"));
+  }
+  PushBuffer b;
+  b.pending_ = pending_pushes_;
+  b.values_ = gradient_pool_->Take(assembler.layout().num_elements);
+  return b;
+}
+
+absl::StatusOr<int64_t> Shard::Push(int worker_id, int64_t computed_version,
+                                    const std::vector<RawTensorSlice>& gradients) {
+  ASSIGN_OR_RETURN(SliceAssembler assembler, StartPush(worker_id, computed_version));
+  // Every chunk is checked before the buffer is taken.
+  RETURN_IF_ERROR(assembler.Validate(gradients));
+  ASSIGN_OR_RETURN(PushBuffer grad, TakePushBuffer(assembler));
+  for (const RawTensorSlice& g : gradients) {
+    RETURN_IF_ERROR(assembler.Add(g, [&grad](const SliceRange& r) -> absl::StatusOr<float*> {
+      return grad.data() + r.flat_offset;
+    }));
+  }
+  return PushFlat(worker_id, computed_version, assembler, std::move(grad));
 }
 
 absl::StatusOr<int64_t> Shard::PushFlat(int worker_id, int64_t computed_version,
-                                        const std::shared_ptr<const ShardLayout>& layout,
-                                        std::vector<float> grad) {
+                                        const SliceAssembler& assembler, PushBuffer buffer) {
   RETURN_IF_ERROR(CheckWorker(worker_id));
-  std::vector<std::pair<SnapshotCallback, WeightsSnapshot>> ready;
+  RETURN_IF_ERROR(assembler.Finish());
+  std::vector<float> grad = std::move(buffer.values_);
+  buffer.Release();
+  ReadyList ready;
   int64_t version;
   {
     absl::MutexLock l(&mu_);
     RETURN_IF_ERROR(CheckInitializedLocked());
-    if (layout != layout_) {
+    if (&assembler.layout() != layout_.get()) {
       return absl::AbortedError(absl::StrCat(
           "shard ", options_.shard_id, "'s parameters were replaced during the push; retry"));
     }
@@ -273,8 +286,9 @@ absl::StatusOr<int64_t> Shard::PushFlat(int worker_id, int64_t computed_version,
                                                        std::move(grad), &to_apply));
     workers_seen_.insert(worker_id);
     ++pushes_applied_;
+    // The policy accepted it: 0 <= computed_version <= version_, no overflow.
     const int64_t staleness = version_ - computed_version;
-    staleness_sum_ += staleness;
+    staleness_sum_ += static_cast<double>(staleness);
     ++staleness_count_;
     max_staleness_ = std::max(max_staleness_, staleness);
     if (apply) {
@@ -301,17 +315,32 @@ absl::StatusOr<int64_t> Shard::PushFlat(int worker_id, int64_t computed_version,
   return version;
 }
 
-std::vector<float> Shard::GradientBuffer(const ShardLayout& layout) {
-  return gradient_pool_->Take(layout.num_elements);
-}
-
 uint64_t Shard::AddWaiterLocked(int64_t min_version, absl::Duration wait,
-                                SnapshotCallback done) {
+                                SnapshotCallback* done) {
+  if (static_cast<int64_t>(waiters_.size()) >= options_.max_waiting_calls) return 0;
   const absl::Duration w = ClampWait(wait);
   const uint64_t ticket = ++last_ticket_;
-  waiters_.push_back(Waiter{ticket, min_version, w, absl::Now() + w, std::move(done)});
+  const absl::Time deadline = absl::Now() + w;
+  waiters_.emplace(ticket, Waiter{min_version, w, deadline, std::move(*done)});
+  by_version_.emplace(min_version, ticket);
+  by_deadline_.emplace(deadline, ticket);
   timer_cv_.Signal();
   return ticket;
+}
+
+absl::Status Shard::TooManyWaitersLocked() const {
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "shard ", options_.shard_id, " already has ", waiters_.size(),
+      " calls waiting for a version (--max_waiting_calls)"));
+}
+
+Shard::SnapshotCallback Shard::EraseWaiterLocked(
+    std::unordered_map<uint64_t, Waiter>::iterator it) {
+  by_version_.erase({it->second.min_version, it->first});
+  by_deadline_.erase({it->second.deadline, it->first});
+  SnapshotCallback done = std::move(it->second.done);
+  waiters_.erase(it);
+  return done;
 }
 
 uint64_t Shard::Pull(int worker_id, int64_t min_version, absl::Duration wait,
@@ -325,7 +354,8 @@ uint64_t Shard::Pull(int worker_id, int64_t min_version, absl::Duration wait,
     if (closed_) {
       result = absl::UnavailableError(absl::StrCat("shard ", options_.shard_id, " is shutting down"));
     } else if (!initialized_ || version_ < min_version) {
-      return AddWaiterLocked(min_version, wait, std::move(done));
+      if (uint64_t ticket = AddWaiterLocked(min_version, wait, &done); ticket != 0) return ticket;
+      result = TooManyWaitersLocked();
     } else {
       result = SnapshotLocked();
     }
@@ -338,11 +368,9 @@ void Shard::CancelWait(uint64_t ticket) {
   SnapshotCallback done;
   {
     absl::MutexLock l(&mu_);
-    auto it = std::find_if(waiters_.begin(), waiters_.end(),
-                           [ticket](const Waiter& w) { return w.ticket == ticket; });
+    auto it = waiters_.find(ticket);
     if (it == waiters_.end()) return;
-    done = std::move(it->done);
-    waiters_.erase(it);
+    done = EraseWaiterLocked(it);
   }
   done(absl::CancelledError(absl::StrCat("shard ", options_.shard_id, ": call cancelled")));
 }
@@ -351,15 +379,11 @@ WeightsSnapshot Shard::SnapshotLocked() const {
   return WeightsSnapshot{version_, layout_, weights_};
 }
 
-void Shard::CollectReadyLocked(
-    std::vector<std::pair<SnapshotCallback, WeightsSnapshot>>* ready) {
-  for (auto it = waiters_.begin(); it != waiters_.end();) {
-    if (initialized_ && version_ >= it->min_version) {
-      ready->emplace_back(std::move(it->done), SnapshotLocked());
-      it = waiters_.erase(it);
-    } else {
-      ++it;
-    }
+void Shard::CollectReadyLocked(ReadyList* ready) {
+  if (!initialized_) return;
+  while (!by_version_.empty() && by_version_.begin()->first <= version_) {
+    ready->emplace_back(EraseWaiterLocked(waiters_.find(by_version_.begin()->second)),
+                        SnapshotLocked());
   }
 }
 
@@ -383,18 +407,15 @@ void Shard::TimerLoop() {
   absl::MutexLock l(&mu_);
   while (!closed_) {
     absl::Time next = absl::Now() + absl::Seconds(1);
-    for (const Waiter& w : waiters_) next = std::min(next, w.deadline);
+    if (!by_deadline_.empty()) next = std::min(next, by_deadline_.begin()->first);
     timer_cv_.WaitWithDeadline(&mu_, next);
     const absl::Time now = absl::Now();
     std::vector<std::pair<SnapshotCallback, absl::Status>> expired;
-    for (auto it = waiters_.begin(); it != waiters_.end();) {
-      if (it->deadline <= now) {
-        expired.emplace_back(std::move(it->done), absl::DeadlineExceededError(WaitTimeoutMessage(
-                                                      it->min_version, it->wait)));
-        it = waiters_.erase(it);
-      } else {
-        ++it;
-      }
+    while (!by_deadline_.empty() && by_deadline_.begin()->first <= now) {
+      auto it = waiters_.find(by_deadline_.begin()->second);
+      absl::Status s =
+          absl::DeadlineExceededError(WaitTimeoutMessage(it->second.min_version, it->second.wait));
+      expired.emplace_back(EraseWaiterLocked(it), std::move(s));
     }
     if (!expired.empty()) {
       mu_.Unlock();
@@ -416,8 +437,7 @@ ShardStats Shard::Stats() const {
   s.workers_seen.assign(workers_seen_.begin(), workers_seen_.end());
   s.pushes_applied = pushes_applied_;
   s.max_staleness = max_staleness_;
-  s.mean_staleness =
-      staleness_count_ == 0 ? 0.0 : static_cast<double>(staleness_sum_) / staleness_count_;
+  s.mean_staleness = staleness_count_ == 0 ? 0.0 : staleness_sum_ / staleness_count_;
   if (initialized_) s.waiting_for = policy_->MissingWorkers();
   s.num_elements = layout_->num_elements;
   s.learning_rate = options_.optimizer.learning_rate;
@@ -440,11 +460,13 @@ absl::StatusOr<ShardState> Shard::ExportState() const {
 }
 
 absl::Status Shard::RestoreState(const ShardState& state) {
-  RETURN_IF_ERROR(ValidateModelSpec(state.spec));
-  std::vector<std::pair<SnapshotCallback, WeightsSnapshot>> ready;
+  RETURN_IF_ERROR(ValidateModelSpec(state.spec, options_.spec_limits));
+  ReadyList ready;
   {
     absl::MutexLock l(&mu_);
-    RETURN_IF_ERROR(InstallLocked(MakeLayout(state.spec), state.weights, state.version));
+    RETURN_IF_ERROR(InstallLocked(MakeSliceLayout(state.spec, options_.num_shards,
+                                                  options_.shard_id),
+                                  state.weights, state.version));
     CollectReadyLocked(&ready);
   }
   for (auto& r : ready) r.first(std::move(r.second));

@@ -17,9 +17,9 @@
 #ifndef PS_SERVER_SHARD_H_
 #define PS_SERVER_SHARD_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
-#include <list>
 #include <memory>
 #include <set>
 #include <string>
@@ -36,6 +36,7 @@
 #include "common/float_bytes.h"
 #include "common/model_spec.h"
 #include "common/partition.h"
+#include "common/slice_assembler.h"
 #include "server/buffer_pool.h"
 #include "server/consistency.h"
 #include "server/optimizer.h"
@@ -52,26 +53,53 @@ struct ShardOptions {
   // timeout; requests may ask for less or more, up to max_wait.
   absl::Duration default_wait = absl::Seconds(60);
   absl::Duration max_wait = absl::Minutes(30);
+
+  // Limits on what requests may ask for; see "Limits and hostile input" in
+  // README.md. Past them a request fails with the status named.
+  SpecLimits spec_limits;  // the model spec an init may create (INVALID_ARGUMENT)
+  // Gradients or initial values holding NaN or +-Inf are refused
+  // (INVALID_ARGUMENT), so one bad worker cannot poison the model silently.
+  bool reject_nonfinite = true;
+  // Pulls and inits waiting for a version at once; more fail at once with
+  // RESOURCE_EXHAUSTED.
+  int64_t max_waiting_calls = 10000;
+  // Pushes being assembled at once (each holds a gradient buffer of the
+  // shard's size until it is handed to the shard); more fail with
+  // RESOURCE_EXHAUSTED. 0 = 2 * num_workers + 2.
+  int max_pending_pushes = 0;
 };
 
-// One slice of a request, borrowed from the caller for the duration of the
-// call: `data` is 4 * length bytes of little-endian float32, possibly in
-// several pieces (as received).
-struct SliceData {
-  absl::string_view name;
-  std::vector<int64_t> shape;  // of the full tensor
-  int64_t offset = 0;
-  int64_t length = 0;
-  Pieces data;
-};
+// What a shard holds: its slices of the model and where each sits in its
+// flat buffer (common/partition.h).
+using ShardLayout = SliceLayout;
 
-// The model spec and where each of the shard's slices sits in its flat
-// buffer. Immutable once built; shared with readers.
-struct ShardLayout {
-  ModelSpec spec;
-  std::vector<SliceRange> slices;                // spec order
-  std::unordered_map<std::string, int> by_name;  // tensor name -> index in slices
-  int64_t num_elements = 0;                      // sum of slice lengths
+// The buffer of one push being assembled (see Shard::StartPush): the shard's
+// size, recycled from applied pushes when one is spare, contents unspecified
+// until written. Counts against ShardOptions::max_pending_pushes until
+// PushFlat takes it or it is destroyed. Move-only.
+class PushBuffer {
+ public:
+  PushBuffer() = default;
+  PushBuffer(PushBuffer&& o) noexcept = default;
+  PushBuffer& operator=(PushBuffer&& o) noexcept {
+    Release();
+    values_ = std::move(o.values_);
+    pending_ = std::move(o.pending_);
+    return *this;
+  }
+  ~PushBuffer() { Release(); }
+
+  float* data() { return values_.data(); }
+  size_t size() const { return values_.size(); }
+
+ private:
+  friend class Shard;
+  void Release() {
+    if (pending_ != nullptr) pending_->fetch_sub(1);
+    pending_.reset();
+  }
+  std::vector<float> values_;
+  std::shared_ptr<std::atomic<int>> pending_;  // the shard's count; null once released
 };
 
 // An immutable view of the weights at one version.
@@ -134,32 +162,35 @@ class Shard {
   // once, possibly before Init returns.
   //
   // Returns a ticket for CancelWait while the call waits; 0 if it is done.
-  uint64_t Init(int worker_id, const ModelSpec& spec, const std::vector<SliceData>& values,
+  uint64_t Init(int worker_id, const ModelSpec& spec, const std::vector<RawTensorSlice>& values,
                 absl::Duration wait,
                 std::function<void(absl::StatusOr<int64_t> version, bool created)> done);
 
-  // Validates and offers one worker's gradient (every owned slice exactly
-  // once) computed on weights of `computed_version`. Returns the version after
-  // the push.
+  // Validates and offers one worker's gradient (every owned range, in
+  // order, as chunks; see common/slice_assembler.h) computed on weights of
+  // `computed_version`. Returns the version after the push.
   absl::StatusOr<int64_t> Push(int worker_id, int64_t computed_version,
-                               const std::vector<SliceData>& gradients);
+                               const std::vector<RawTensorSlice>& gradients);
 
   // OK once worker 0 created the parameters; else FAILED_PRECONDITION saying
   // that pushes must wait for it.
   absl::Status CheckInitialized() const;
 
-  // Push with the gradient already in flat layout order: `layout` is the
-  // shard's Layout() the caller assembled `grad` for. ABORTED if the
-  // parameters were replaced (restored) since.
-  absl::StatusOr<int64_t> PushFlat(int worker_id, int64_t computed_version,
-                                   const std::shared_ptr<const ShardLayout>& layout,
-                                   std::vector<float> grad);
+  // For pushes assembled piece by piece (the stream transport): checks the
+  // worker id and version, and returns an assembler for the current layout
+  // (the caller hands it to PushFlat), with the shard's nonfinite rule.
+  absl::StatusOr<SliceAssembler> StartPush(int worker_id, int64_t computed_version) const;
 
-  // A buffer of layout.num_elements floats to assemble a gradient in for
-  // PushFlat, recycled from applied pushes when one is spare (so large pushes
-  // neither allocate nor page-fault). Its contents are unspecified: the caller
-  // must overwrite every element.
-  std::vector<float> GradientBuffer(const ShardLayout& layout);
+  // A buffer for the push that `assembler` assembles, once its first chunk
+  // passed the checks. RESOURCE_EXHAUSTED when max_pending_pushes buffers
+  // are out.
+  absl::StatusOr<PushBuffer> TakePushBuffer(const SliceAssembler& assembler);
+
+  // Offers a gradient assembled in `grad` (every range complete: the caller
+  // checked assembler.Finish()). ABORTED if the parameters were replaced
+  // (restored) since StartPush.
+  absl::StatusOr<int64_t> PushFlat(int worker_id, int64_t computed_version,
+                                   const SliceAssembler& assembler, PushBuffer grad);
 
   // Calls `done` with the weights once the shard is initialized and at
   // version >= min_version, or with DEADLINE_EXCEEDED after `wait` (0 = the
@@ -187,36 +218,33 @@ class Shard {
 
  private:
   struct Waiter {
-    uint64_t ticket;      // > 0, unique
     int64_t min_version;  // ready when initialized_ && version_ >= min_version
     absl::Duration wait;  // as granted, for the timeout message
     absl::Time deadline;
     SnapshotCallback done;
   };
-
+  using ReadyList = std::vector<std::pair<SnapshotCallback, WeightsSnapshot>>;
 
   explicit Shard(const ShardOptions& options, std::unique_ptr<Optimizer> optimizer);
 
   absl::Status CheckWorker(int worker_id) const;
   absl::Status CheckInitializedLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  std::shared_ptr<const ShardLayout> MakeLayout(const ModelSpec& spec) const;
-  // Decodes `slices` (every slice of `p` exactly once) into `flat`, a buffer
-  // of p.num_elements floats.
-  absl::StatusOr<std::vector<float>> Gather(const ShardLayout& p,
-                                            const std::vector<SliceData>& slices,
-                                            absl::string_view what,
-                                            std::vector<float> flat) const;
-  absl::Status InstallLocked(std::shared_ptr<const ShardLayout> layout, std::vector<float> weights, int64_t version)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  SliceAssembler::Options AssemblerOptions(absl::string_view what) const;
+  absl::Status InstallLocked(std::shared_ptr<const ShardLayout> layout, std::vector<float> weights,
+                             int64_t version) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   WeightsSnapshot SnapshotLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Moves the waiters that are now ready into `ready`, with their snapshots.
-  void CollectReadyLocked(std::vector<std::pair<SnapshotCallback, WeightsSnapshot>>* ready)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void CollectReadyLocked(ReadyList* ready) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string WaitTimeoutMessage(int64_t min_version, absl::Duration waited) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
   absl::Duration ClampWait(absl::Duration wait) const;
-  // Queues a waiter and returns its ticket.
-  uint64_t AddWaiterLocked(int64_t min_version, absl::Duration wait, SnapshotCallback done)
+  // Queues a waiter and returns its ticket; 0 (and `done` is not kept) when
+  // max_waiting_calls are already waiting.
+  uint64_t AddWaiterLocked(int64_t min_version, absl::Duration wait, SnapshotCallback* done)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status TooManyWaitersLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Removes waiter `it` from every index and returns its callback.
+  SnapshotCallback EraseWaiterLocked(std::unordered_map<uint64_t, Waiter>::iterator it)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void TimerLoop();
 
@@ -239,11 +267,18 @@ class Shard {
   std::unique_ptr<ConsistencyPolicy> policy_ ABSL_GUARDED_BY(mu_);
   std::set<int> workers_seen_ ABSL_GUARDED_BY(mu_);
   int64_t pushes_applied_ ABSL_GUARDED_BY(mu_) = 0;
-  int64_t staleness_sum_ ABSL_GUARDED_BY(mu_) = 0;
+  double staleness_sum_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t staleness_count_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t max_staleness_ ABSL_GUARDED_BY(mu_) = 0;
-  std::list<Waiter> waiters_ ABSL_GUARDED_BY(mu_);
+  // Waiting calls, by ticket, indexed by the version they wait for (so a new
+  // version releases exactly the ready ones) and by deadline (for the timer):
+  // adding, cancelling and releasing one costs O(log n).
+  std::unordered_map<uint64_t, Waiter> waiters_ ABSL_GUARDED_BY(mu_);
+  std::set<std::pair<int64_t, uint64_t>> by_version_ ABSL_GUARDED_BY(mu_);
+  std::set<std::pair<absl::Time, uint64_t>> by_deadline_ ABSL_GUARDED_BY(mu_);
   uint64_t last_ticket_ ABSL_GUARDED_BY(mu_) = 0;
+  // PushBuffers out (StartPush ... PushFlat); shared with them.
+  const std::shared_ptr<std::atomic<int>> pending_pushes_ = std::make_shared<std::atomic<int>>(0);
 
   std::thread timer_;  // fails waiters whose deadline passed
 };

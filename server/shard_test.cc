@@ -16,7 +16,7 @@ using ::testing::HasSubstr;
 // Encoded slices of `values` for every slice of `layout`.
 struct Slices {
   std::vector<std::string> bytes;
-  std::vector<SliceData> data;
+  std::vector<RawTensorSlice> data;
 };
 
 Slices Encode(const ModelSpec& spec, int num_shards, int shard, const TensorList& values) {
@@ -26,8 +26,8 @@ Slices Encode(const ModelSpec& spec, int num_shards, int shard, const TensorList
   for (const SliceRange& r : layout) {
     const float* p = values[r.tensor_index].data() + r.offset;
     s.bytes.emplace_back(reinterpret_cast<const char*>(p), r.length * sizeof(float));
-    s.data.push_back(SliceData{spec[r.tensor_index].name, spec[r.tensor_index].shape, r.offset,
-                               r.length, {s.bytes.back()}});
+    s.data.push_back(RawTensorSlice{spec[r.tensor_index].name, spec[r.tensor_index].shape,
+                                    r.offset, r.length, {s.bytes.back()}});
   }
   return s;
 }
@@ -46,7 +46,7 @@ void StartPull(Shard* shard, int worker, int64_t min_version, absl::Duration wai
 }
 
 absl::StatusOr<int64_t> InitSync(Shard* shard, int worker, const ModelSpec& spec,
-                                 const std::vector<SliceData>& values) {
+                                 const std::vector<RawTensorSlice>& values) {
   absl::Notification n;
   absl::StatusOr<int64_t> result;
   shard->Init(worker, spec, values, absl::Seconds(5), [&](absl::StatusOr<int64_t> v, bool) {
@@ -157,16 +157,27 @@ TEST(Shard, AppliedGradientBuffersAreRecycled) {
   for (Mode mode : {Mode::kAsync, Mode::kSync}) {
     auto shard = MakeShard(mode, 1, 1.0f);
     InitShard(shard.get(), {{1, 1, 1, 1}, {1, 1, 1}});
-    const auto layout = shard->Layout();
-    std::vector<float> grad = shard->GradientBuffer(*layout);
-    ASSERT_EQ(grad.size(), 7u);
-    grad.assign(7, 0.5f);
-    const float* data = grad.data();
-    ASSERT_EQ(*shard->PushFlat(0, 0, layout, std::move(grad)), 1);
+    Slices g = Encode(kSpec, 1, 0, {{0.5f, 0.5f, 0.5f, 0.5f}, {0.5f, 0.5f, 0.5f}});
+    absl::StatusOr<SliceAssembler> a = shard->StartPush(0, 0);
+    ASSERT_TRUE(a.ok()) << a.status();
+    absl::StatusOr<PushBuffer> grad = shard->TakePushBuffer(*a);
+    ASSERT_TRUE(grad.ok()) << grad.status();
+    ASSERT_EQ(grad->size(), 7u);
+    const float* data = grad->data();
+    for (const RawTensorSlice& c : g.data) {
+      ASSERT_TRUE(a->Add(c, [&](const SliceRange& r) -> absl::StatusOr<float*> {
+                     return grad->data() + r.flat_offset;
+                   }).ok());
+    }
+    ASSERT_EQ(*shard->PushFlat(0, 0, *a, *std::move(grad)), 1);
     // The same memory, still holding the applied gradient (a fresh one is zeroed).
-    std::vector<float> again = shard->GradientBuffer(*layout);
-    EXPECT_EQ(again.data(), data) << ModeName(mode);
-    EXPECT_EQ(again, std::vector<float>(7, 0.5f)) << ModeName(mode);
+    absl::StatusOr<SliceAssembler> b = shard->StartPush(0, 1);
+    ASSERT_TRUE(b.ok());
+    absl::StatusOr<PushBuffer> again = shard->TakePushBuffer(*b);
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(again->data(), data) << ModeName(mode);
+    EXPECT_EQ(std::vector<float>(again->data(), again->data() + 7), std::vector<float>(7, 0.5f))
+        << ModeName(mode);
     PullResult pull;
     StartPull(shard.get(), 0, 1, absl::Seconds(1), &pull);
     EXPECT_EQ(*pull.snap->weights, std::vector<float>(7, 0.5f));
@@ -211,8 +222,7 @@ TEST(Shard, PushBeforeInitIsRejected) {
   auto shard = MakeShard(Mode::kSync, 2);
   Slices g = Encode(kSpec, 1, 0, {{1, 1, 1, 1}, {1, 1, 1}});
   EXPECT_EQ(shard->Push(0, 0, g.data).status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(shard->PushFlat(0, 0, shard->Layout(), {}).status().code(),
-            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(shard->StartPush(0, 0).status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(shard->Stats().pushes_applied, 0);
 }
 

@@ -5,8 +5,16 @@
 // into the call's flat gradient buffer while the next chunk is still on the
 // wire; on the call's last chunk it pushes the gradient into the Shard and,
 // for pulls, answers with the weights in chunks that point into the shard's
-// snapshot. Calls on a stream run one at a time; a failed call is answered
-// with its error and the stream stays open. A waiting pull holds no thread.
+// snapshot. Calls on a stream run one at a time: a call that starts before
+// the previous one was answered ends the stream (INVALID_ARGUMENT). A failed
+// call is answered with its error and the stream stays open. A waiting pull
+// holds no thread.
+//
+// Nothing a client does can keep a call's resources forever: a call whose
+// last message has not arrived `call_timeout` after its first ends the stream
+// with DEADLINE_EXCEEDED, a stream half-closed in the middle of a call ends
+// with INVALID_ARGUMENT, and an exception below a callback ends the stream
+// with RESOURCE_EXHAUSTED or INTERNAL. Each frees the call's gradient buffer.
 //
 // Thread-safe (gRPC and the shard's callbacks call in from several threads).
 // The reactor deletes itself when gRPC is done with it; the Shard must outlive
@@ -14,13 +22,16 @@
 #ifndef PS_SERVER_STREAM_REACTOR_H_
 #define PS_SERVER_STREAM_REACTOR_H_
 
+#include "absl/time/time.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/support/server_callback.h"
 #include "server/shard.h"
 
 namespace ps {
 
-grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* NewStreamReactor(Shard* shard);
+// `call_timeout` > 0: the longest a call may take to arrive in full.
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* NewStreamReactor(
+    Shard* shard, absl::Duration call_timeout);
 
 }  // namespace ps
 

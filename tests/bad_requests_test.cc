@@ -97,7 +97,7 @@ TEST_F(BadRequests, WrongTensorSize) {
 
 TEST_F(BadRequests, UnknownTensorName) {
   grpc::Status s = Push(0, 0, "nope", {4}, 0, 4, std::string(16, '\0'));
-  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(s.error_message(), HasSubstr("unknown tensor 'nope'"));
   ExpectStillServing();
 }

@@ -88,7 +88,7 @@ TEST_F(StreamSync, ServerShutdownFailsWaitingCallsPromptly) {
   std::unique_ptr<PendingOp> op = client_->PullAsync(1, &weights);  // waits for worker 1
   ASSERT_TRUE(AwaitWaitingCalls(cluster_, 1));
   const absl::Time start = absl::Now();
-  cluster_.server(0)->Shutdown();
+  EXPECT_TRUE(cluster_.server(0)->Shutdown().ok());
   absl::Status s = op->Wait();
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
   EXPECT_NE(s.message().find("shutting down"), absl::string_view::npos) << s;

@@ -205,7 +205,7 @@ void PsClient::Resize(TensorList* weights) const {
 
 void PsClient::FillSlices(int shard, const TensorList& values,
                           google::protobuf::RepeatedPtrField<v1::TensorSlice>* out) const {
-  for (const SliceRange& r : partition_[shard]) {
+  for (const SliceRange& r : layouts_[shard]->slices) {
     SliceToProto(spec_[r.tensor_index], r,
                  absl::MakeConstSpan(values[r.tensor_index]).subspan(r.offset, r.length),
                  out->Add());
@@ -237,9 +237,9 @@ absl::Status PsClient::ReadPull(int shard, const grpc::ByteBuffer& resp, TensorL
   int64_t version = 0;
   std::vector<RawTensorSlice> slices;
   RETURN_IF_ERROR(DecodePullResponse(bytes.pieces, &version, &slices));
-  std::vector<int64_t> next = PullStart(shard);
-  RETURN_IF_ERROR(ReadWeightChunks(shard, slices, weights, &next));
-  RETURN_IF_ERROR(CheckPullComplete(shard, next));
+  SliceAssembler assembler = PullAssembler(shard);
+  RETURN_IF_ERROR(ReadWeightChunks(shard, &assembler, slices, weights));
+  if (absl::Status s = assembler.Finish(); !s.ok()) return BadReply(shard, s);
   shard_version_[shard] = version;
   return absl::OkStatus();
 }
@@ -247,15 +247,8 @@ absl::Status PsClient::ReadPull(int shard, const grpc::ByteBuffer& resp, TensorL
 absl::Status PsClient::Init(const ModelSpec& spec, const TensorList* initial) {
   RETURN_IF_ERROR(ValidateModelSpec(spec));
   spec_ = spec;
-  partition_ = PartitionModel(spec_, num_shards());
-  owned_.assign(num_shards(), std::vector<int>(spec_.size(), -1));
-  for (int s = 0; s < num_shards(); ++s) {
-    for (size_t i = 0; i < partition_[s].size(); ++i) {
-      owned_[s][partition_[s][i].tensor_index] = static_cast<int>(i);
-    }
-  }
-  tensor_index_.clear();
-  for (size_t i = 0; i < spec_.size(); ++i) tensor_index_[spec_[i].name] = static_cast<int>(i);
+  layouts_.clear();
+  for (int s = 0; s < num_shards(); ++s) layouts_.push_back(MakeSliceLayout(spec_, num_shards(), s));
   absl::Status status = initial != nullptr ? CheckGrads(*initial) : absl::OkStatus();
   if (status.ok()) {
     status = FanOut<v1::InitRequest, v1::InitResponse>(
@@ -272,7 +265,7 @@ absl::Status PsClient::Init(const ModelSpec& spec, const TensorList* initial) {
   if (!status.ok()) {
     // Not initialized: later calls must fail with "Init must be called first".
     spec_.clear();
-    partition_.clear();
+    layouts_.clear();
   }
   return status;
 }
@@ -318,7 +311,7 @@ absl::Status PsClient::Push(const TensorList& grads) {
              options_.rpc_timeout, false,
              [this, &grads](int s, grpc::ByteBuffer* req) {
                *req = EncodePushRequest(options_.worker_id, shard_version_[s], spec_,
-                                        partition_[s], TensorValues(grads));
+                                        layouts_[s]->slices, TensorValues(grads));
              },
              RawCall(&raw_stubs_, kPushMethod),
              nullptr)
@@ -337,7 +330,7 @@ std::unique_ptr<PendingOp> PsClient::PushPullAsync(const TensorList& grads,
       options_.wait_timeout + options_.rpc_timeout, false,
       [this, &grads](int s, grpc::ByteBuffer* req) {
         *req = EncodePushPullRequest(
-            options_.worker_id, shard_version_[s], spec_, partition_[s], TensorValues(grads),
+            options_.worker_id, shard_version_[s], spec_, layouts_[s]->slices, TensorValues(grads),
             mode_ == Mode::kSync ? shard_version_[s] + 1 : 0,
             absl::ToInt64Milliseconds(options_.wait_timeout));
       },
@@ -367,45 +360,29 @@ ShardStream* PsClient::StreamTo(int shard) {
   return st.get();
 }
 
-std::vector<int64_t> PsClient::PullStart(int shard) const {
-  std::vector<int64_t> next;
-  for (const SliceRange& r : partition_[shard]) next.push_back(r.offset);
-  return next;
+SliceAssembler PsClient::PullAssembler(int shard) const {
+  SliceAssembler::Options o;
+  o.what = "pull";
+  return SliceAssembler(layouts_[shard], o);
 }
 
-absl::Status PsClient::ReadWeightChunks(int shard, const std::vector<RawTensorSlice>& chunks,
-                                        TensorList* weights, std::vector<int64_t>* next) {
-  for (const RawTensorSlice& s : chunks) {
-    auto it = tensor_index_.find(s.name);
-    const int owned = it == tensor_index_.end() ? -1 : owned_[shard][it->second];
-    if (owned < 0) {
-      return absl::InternalError(
-          absl::StrCat("pulled tensor '", s.name, "' that this shard does not own"));
-    }
-    const SliceRange& range = partition_[shard][owned];
-    int64_t& at = (*next)[owned];
-    if (s.offset != at || s.length < 0 || s.offset + s.length > range.offset + range.length) {
-      return absl::InternalError(absl::StrCat(
-          "pulled chunk [", s.offset, ", ", s.offset + s.length, ") of '", s.name,
-          "' is out of order or outside the shard's range [", range.offset, ", ",
-          range.offset + range.length, ")"));
-    }
-    RETURN_IF_ERROR(DecodeFloatPieces(
-        s.data, absl::MakeSpan((*weights)[it->second]).subspan(s.offset, s.length),
-        absl::StrCat("pulled tensor '", s.name, "'")));
-    at += s.length;
-  }
-  return absl::OkStatus();
+SliceAssembler::Destination PsClient::Into(TensorList* weights) {
+  return [weights](const SliceRange& r) -> absl::StatusOr<float*> {
+    return (*weights)[r.tensor_index].data() + r.offset;
+  };
 }
 
-absl::Status PsClient::CheckPullComplete(int shard, const std::vector<int64_t>& next) const {
-  for (size_t i = 0; i < next.size(); ++i) {
-    const SliceRange& r = partition_[shard][i];
-    if (next[i] != r.offset + r.length) {
-      return absl::InternalError(absl::StrCat("pull reply is missing elements [", next[i], ", ",
-                                              r.offset + r.length, ") of '",
-                                              spec_[r.tensor_index].name, "'"));
-    }
+absl::Status PsClient::BadReply(int shard, const absl::Status& s) const {
+  return absl::InternalError(
+      absl::StrCat("shard ", shard, " sent a malformed pull reply: ", s.message()));
+}
+
+absl::Status PsClient::ReadWeightChunks(int shard, SliceAssembler* assembler,
+                                        const std::vector<RawTensorSlice>& chunks,
+                                        TensorList* weights) {
+  const SliceAssembler::Destination into = Into(weights);
+  for (const RawTensorSlice& c : chunks) {
+    if (absl::Status s = assembler->Add(c, into); !s.ok()) return BadReply(shard, s);
   }
   return absl::OkStatus();
 }
@@ -431,17 +408,19 @@ std::unique_ptr<PendingOp> PsClient::StartStreamCalls(
   for (int s = 0; s < S; ++s) {
     ShardStream* stream = StreamTo(s);
     op->cancels_.push_back([stream] { stream->Cancel(); });
-    auto next = std::make_shared<std::vector<int64_t>>(PullStart(s));
+    auto assembler = std::make_shared<SliceAssembler>(PullAssembler(s));
     stream->Call(
         headers[s].call_id, std::move(first_requests[s]),
-        [this, s, weights, next](const RawStreamResponse& r) {
+        [this, s, weights, assembler](const RawStreamResponse& r) {
           if (weights == nullptr) return absl::OkStatus();
-          RETURN_IF_ERROR(ReadWeightChunks(s, r.weights, weights, next.get()));
+          RETURN_IF_ERROR(ReadWeightChunks(s, assembler.get(), r.weights, weights));
           if (r.last) shard_version_[s] = r.version;
           return absl::OkStatus();
         },
-        [this, op = op.get(), s, kind, next](absl::Status st) {
-          if (st.ok() && kind != StreamCall::kPush) st = CheckPullComplete(s, *next);
+        [this, op = op.get(), s, kind, assembler](absl::Status st) {
+          if (st.ok() && kind != StreamCall::kPush) {
+            if (absl::Status f = assembler->Finish(); !f.ok()) st = BadReply(s, f);
+          }
           op->Done(s, st);
         });
   }
@@ -456,7 +435,7 @@ std::unique_ptr<PendingOp> PsClient::StreamFanOut(StreamCall kind, const TensorL
     headers.push_back(NextCall(s, kind, min_version));
     requests.push_back(EncodeStreamRequests(
         headers.back(), /*first=*/true, /*last=*/true, spec_,
-        grads != nullptr ? partition_[s] : std::vector<SliceRange>(),
+        grads != nullptr ? layouts_[s]->slices : std::vector<SliceRange>(),
         grads != nullptr ? TensorValues(*grads) : SliceValues()));
   }
   return StartStreamCalls(kind, headers, std::move(requests), weights);
@@ -522,7 +501,7 @@ void PushPullInProgress::Send(const std::vector<int>& indices) {
   }
   for (int s = 0; s < client_->num_shards(); ++s) {
     std::vector<SliceRange> slices;
-    for (const SliceRange& r : client_->partition_[s]) {
+    for (const SliceRange& r : client_->layouts_[s]->slices) {
       if (now[r.tensor_index]) slices.push_back(r);
     }
     if (slices.empty() && !last) continue;

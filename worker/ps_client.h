@@ -37,9 +37,8 @@
 #include "common/mode.h"
 #include "common/model_spec.h"
 #include "common/partition.h"
-#include <unordered_map>
-
 #include "common/raw_wire.h"
+#include "common/slice_assembler.h"
 #include "worker/shard_stream.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "proto/ps.grpc.pb.h"
@@ -210,13 +209,14 @@ class PsClient {
                                           TensorList* weights, int64_t min_version);
   // The shard's stream, reopened if it broke.
   ShardStream* StreamTo(int shard);
-  // Reading pulled weights (both transports): `next[i]` is where slice i of
-  // the shard's partition continues; chunks of a slice must come in order
-  // and, by the end (CheckPullComplete), cover it exactly.
-  std::vector<int64_t> PullStart(int shard) const;
-  absl::Status ReadWeightChunks(int shard, const std::vector<RawTensorSlice>& chunks,
-                                TensorList* weights, std::vector<int64_t>* next);
-  absl::Status CheckPullComplete(int shard, const std::vector<int64_t>& next) const;
+  // Reading pulled weights (both transports): an assembler for shard
+  // `shard`'s reply and where its values go in `weights`. A reply that
+  // breaks the assembler's rules is INTERNAL naming the shard.
+  SliceAssembler PullAssembler(int shard) const;
+  static SliceAssembler::Destination Into(TensorList* weights);
+  absl::Status ReadWeightChunks(int shard, SliceAssembler* assembler,
+                                const std::vector<RawTensorSlice>& chunks, TensorList* weights);
+  absl::Status BadReply(int shard, const absl::Status& s) const;
 
   absl::Status CheckGrads(const TensorList& grads) const;
   void FillSlices(int shard, const TensorList& values,
@@ -236,10 +236,8 @@ class PsClient {
   Mode mode_ = Mode::kSync;
   float learning_rate_ = 0;
   ModelSpec spec_;
-  std::vector<std::vector<SliceRange>> partition_;  // by shard
-  // owned_[shard][tensor index] = index into partition_[shard], or -1.
-  std::vector<std::vector<int>> owned_;
-  std::unordered_map<std::string, int> tensor_index_;  // name -> spec index
+  // By shard: the slices it owns (common/partition.h); empty before Init.
+  std::vector<std::shared_ptr<const SliceLayout>> layouts_;
   std::vector<std::unique_ptr<ShardStream>> streams_;  // by shard; opened lazily
   std::vector<uint64_t> last_call_id_;                 // by shard
   // Per shard, the version of the weights last pulled. Written by reply

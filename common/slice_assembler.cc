@@ -1,0 +1,122 @@
+#include "common/slice_assembler.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+
+namespace ps {
+
+bool AllFinite(const float* values, size_t n) {
+  // A float is NaN or Inf exactly when its exponent bits are all ones. The
+  // branch-free OR over a block vectorizes; blocks let a bad value end early.
+  constexpr uint32_t kExp = 0x7f800000u;
+  for (size_t begin = 0; begin < n; begin += 4096) {
+    const size_t end = std::min(n, begin + 4096);
+    uint32_t bad = 0;
+    for (size_t i = begin; i < end; ++i) {
+      uint32_t bits;
+      std::memcpy(&bits, values + i, sizeof bits);
+      bad |= static_cast<uint32_t>((bits & kExp) == kExp);
+    }
+    if (bad != 0) return false;
+  }
+  return true;
+}
+
+SliceAssembler::SliceAssembler(std::shared_ptr<const SliceLayout> layout, Options options)
+    : layout_(std::move(layout)), options_(std::move(options)) {
+  next_.reserve(layout_->slices.size());
+  for (const SliceRange& r : layout_->slices) next_.push_back(r.offset);
+}
+
+absl::StatusOr<int> SliceAssembler::Check(const RawTensorSlice& c) const {
+  const SliceLayout& p = *layout_;
+  const absl::string_view what = options_.what;
+  auto it = p.by_name.find(c.name);
+  if (it == p.by_name.end()) {
+    const bool in_model = std::any_of(p.spec.begin(), p.spec.end(),
+                                      [&](const TensorSpec& t) { return t.name == c.name; });
+    // Names from the network are echoed at most 64 bytes long.
+    const absl::string_view name = absl::string_view(c.name).substr(0, 64);
+    return absl::InvalidArgumentError(
+        in_model ? absl::StrCat(what, ": tensor '", name, "' has no elements on this shard")
+                 : absl::StrCat(what, ": unknown tensor '", name, "' (not in the model spec)"));
+  }
+  const int idx = it->second;
+  const SliceRange& r = p.slices[idx];
+  const TensorSpec& t = p.spec[r.tensor_index];
+  if (c.shape != t.shape) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": tensor '", t.name, "' has shape [",
+        absl::StrJoin(c.shape.begin(), c.shape.begin() + std::min<size_t>(c.shape.size(), 8), ","),
+        c.shape.size() > 8 ? ",..." : "", "] but the model has ", TensorSpecToString(t)));
+  }
+  const int64_t next = next_[idx];
+  const int64_t end = r.offset + r.length;  // the layout's own values: no overflow
+  // Compare against what remains: offset + length could overflow.
+  if (c.offset != next || c.length < 0 || c.length > end - next) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": chunk at offset ", c.offset, " with length ", c.length, " of tensor '", t.name,
+        "' is out of order or outside [", r.offset, ", ", end,
+        "), the range this shard owns; expected the next chunk to start at ", next));
+  }
+  const size_t bytes = PiecesSize(c.data);
+  if (bytes % sizeof(float) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": chunk [", c.offset, ", ", c.offset + c.length, ") of tensor '", t.name,
+        "': data has ", bytes, " bytes, which is not a multiple of 4 (float32 elements)"));
+  }
+  if (bytes / sizeof(float) != static_cast<uint64_t>(c.length)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": chunk [", c.offset, ", ", c.offset + c.length, ") of tensor '", t.name,
+        "': data has ", bytes / sizeof(float), " float32 elements, expected ", c.length));
+  }
+  return idx;
+}
+
+absl::Status SliceAssembler::Add(const RawTensorSlice& c, const Destination& dst) {
+  ASSIGN_OR_RETURN(const int idx, Check(c));
+  const SliceRange& r = layout_->slices[idx];
+  ASSIGN_OR_RETURN(float* base, dst(r));
+  float* out = base + (c.offset - r.offset);
+  char* bytes = reinterpret_cast<char*>(out);
+  for (absl::string_view piece : c.data) {
+    std::memcpy(bytes, piece.data(), piece.size());
+    bytes += piece.size();
+  }
+  if (options_.reject_nonfinite && !AllFinite(out, static_cast<size_t>(c.length))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(options_.what, ": chunk [", c.offset, ", ", c.offset + c.length,
+                     ") of tensor '", layout_->spec[r.tensor_index].name,
+                     "' holds NaN or Inf values (--reject_nonfinite)"));
+  }
+  next_[idx] += c.length;
+  return absl::OkStatus();
+}
+
+absl::Status SliceAssembler::Validate(const std::vector<RawTensorSlice>& chunks) const {
+  SliceAssembler dry(layout_, options_);
+  dry.next_ = next_;
+  for (const RawTensorSlice& c : chunks) {
+    ASSIGN_OR_RETURN(const int idx, dry.Check(c));
+    dry.next_[idx] += c.length;
+  }
+  return dry.Finish();
+}
+
+absl::Status SliceAssembler::Finish() const {
+  for (size_t i = 0; i < next_.size(); ++i) {
+    const SliceRange& r = layout_->slices[i];
+    if (next_[i] != r.offset + r.length) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          options_.what, ": missing elements [", next_[i], ", ", r.offset + r.length,
+          ") of tensor '", layout_->spec[r.tensor_index].name, "' (this shard owns [", r.offset,
+          ", ", r.offset + r.length, "))"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace ps
