@@ -111,10 +111,15 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
 
   void OnDone() override {
     StopAlarm();
+    uint64_t ticket;
     {
       absl::MutexLock l(&core_->mu);
       core_->reactor = nullptr;
+      ticket = core_->ticket;
     }
+    // A stream that ended with a pull still waiting (it failed, or the client
+    // left): drop the wait; its answer would go nowhere.
+    if (ticket != 0) shard_->CancelWait(ticket);
     delete this;
   }
 
