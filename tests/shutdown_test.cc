@@ -1,0 +1,207 @@
+// SIGTERM stops the real ps_server binary within --shutdown_grace (plus its
+// 5 s margin) whatever its clients do: streams that started a push and went
+// silent, pulls that wait for a step that never comes, streams whose client
+// never reads the weights it asked for (so the server's writes block on flow
+// control), and the overflowing request that used to wedge a reactor.
+//
+// Usage (from Bazel): shutdown_test PATH_TO_ps_server
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <limits>
+#include <string>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "grpcpp/create_channel.h"
+#include "gtest/gtest.h"
+#include "proto/ps.grpc.pb.h"
+#include "worker/ps_client.h"
+
+extern char** environ;
+
+namespace ps {
+namespace {
+
+const char* g_server_binary = nullptr;
+
+constexpr int kGraceSeconds = 2;
+
+class Server {
+ public:
+  // Starts ps_server on an ephemeral port of 127.0.0.1 and waits for it.
+  explicit Server(std::vector<std::string> flags) {
+    const std::string port_file =
+        absl::StrCat(getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp", "/port.", getpid());
+    std::remove(port_file.c_str());
+    std::vector<std::string> args = {g_server_binary, "--listen=127.0.0.1:0",
+                                     "--port_file=" + port_file};
+    args.insert(args.end(), flags.begin(), flags.end());
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    EXPECT_EQ(posix_spawn(&pid_, g_server_binary, nullptr, nullptr, argv.data(), environ), 0);
+    const absl::Time deadline = absl::Now() + absl::Seconds(30);
+    while (absl::Now() < deadline && address_.empty()) {
+      std::ifstream f(port_file);
+      std::getline(f, address_);
+      if (address_.empty()) absl::SleepFor(absl::Milliseconds(20));
+    }
+    EXPECT_FALSE(address_.empty()) << "ps_server did not start";
+  }
+  ~Server() {
+    if (pid_ > 0 && !exited_) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+
+  const std::string& address() const { return address_; }
+
+  // Sends SIGTERM and waits (bounded) for the exit. Returns the time it took,
+  // or an infinite duration if the process was still running after `limit`.
+  absl::Duration Terminate(absl::Duration limit, int* exit_status) {
+    const absl::Time start = absl::Now();
+    kill(pid_, SIGTERM);
+    while (absl::Now() - start < limit) {
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        exited_ = true;
+        *exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        return absl::Now() - start;
+      }
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+    return absl::InfiniteDuration();
+  }
+
+ private:
+  pid_t pid_ = -1;
+  bool exited_ = false;
+  std::string address_;
+};
+
+std::unique_ptr<grpc::ClientContext> Context(int seconds) {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(seconds));
+  return ctx;
+}
+
+TEST(Shutdown, SigtermEndsTheServerWithinTheGraceWhateverClientsDo) {
+  Server server({"--num_workers=2", "--mode=sync", "--pull_timeout=600", "--call_timeout=0",
+                 absl::StrCat("--shutdown_grace=", kGraceSeconds)});
+  ASSERT_FALSE(server.address().empty());
+
+  // Worker 0 creates a 16 MB model (big enough to block on flow control).
+  const ModelSpec spec = {{"big", {4 << 20}}, {"fc1.bias", {10}}};
+  ClientOptions co;
+  co.servers = {server.address()};
+  co.num_workers = 2;
+  auto client = PsClient::Connect(co);
+  ASSERT_TRUE(client.ok()) << client.status();
+  TensorList init = {std::vector<float>(4 << 20, 1.0f), std::vector<float>(10, 0.0f)};
+  ASSERT_TRUE((*client)->Init(spec, &init).ok());
+
+  auto stub = v1::ParameterServer::NewStub(
+      grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials()));
+  struct Open {
+    std::unique_ptr<grpc::ClientContext> ctx;
+    std::unique_ptr<grpc::ClientReaderWriter<v1::StreamRequest, v1::StreamResponse>> rw;
+  };
+  std::vector<Open> open;
+  auto stream = [&]() -> Open& {
+    open.push_back(Open{Context(600), nullptr});
+    open.back().rw = stub->Stream(open.back().ctx.get());
+    return open.back();
+  };
+  // 20 streams that start a push and go silent.
+  for (int i = 0; i < 20; ++i) {
+    v1::StreamRequest req;
+    req.set_call_id(1);
+    req.set_kind(v1::CALL_PUSH);
+    v1::TensorSlice* s = req.add_gradients();
+    s->set_name("fc1.bias");
+    s->add_shape(10);
+    s->set_length(5);
+    s->set_data(std::string(20, '\0'));
+    ASSERT_TRUE(stream().rw->Write(req));
+  }
+  // 5 streams that pull 16 MB and never read it.
+  for (int i = 0; i < 5; ++i) {
+    v1::StreamRequest req;
+    req.set_call_id(1);
+    req.set_kind(v1::CALL_PULL);
+    req.set_last(true);
+    ASSERT_TRUE(stream().rw->Write(req));
+  }
+  // The overflowing push that used to wedge a reactor.
+  {
+    Open& o = stream();
+    int64_t offsets[] = {0, 1, std::numeric_limits<int64_t>::min()};
+    int64_t lengths[] = {1, std::numeric_limits<int64_t>::max(), 0};
+    for (int c = 0; c < 3; ++c) {
+      v1::StreamRequest req;
+      req.set_call_id(1);
+      req.set_kind(v1::CALL_PUSH);
+      v1::TensorSlice* s = req.add_gradients();
+      s->set_name("fc1.bias");
+      s->add_shape(10);
+      s->set_offset(offsets[c]);
+      s->set_length(lengths[c]);
+      s->set_data(std::string(c == 1 ? 36 : 4 * lengths[c] % 64, '\0'));
+      req.set_last(c == 2);
+      o.rw->Write(req);
+    }
+  }
+  // 20 unary pulls waiting for a step that never comes (worker 1 never pushes).
+  std::vector<std::thread> pulls;
+  std::vector<std::unique_ptr<grpc::ClientContext>> pull_ctx;
+  for (int i = 0; i < 20; ++i) pull_ctx.push_back(Context(600));
+  for (int i = 0; i < 20; ++i) {
+    pulls.emplace_back([&, i] {
+      v1::PullRequest req;
+      req.set_min_version(1);
+      v1::PullResponse resp;
+      stub->Pull(pull_ctx[i].get(), req, &resp);
+    });
+  }
+  // Let everything reach the server.
+  auto st = QueryStatus({server.address()}, absl::Seconds(10));
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while (st.ok() && (*st)[0].waiting_calls() < 20 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(20));
+    st = QueryStatus({server.address()}, absl::Seconds(10));
+  }
+  ASSERT_TRUE(st.ok()) << st.status();
+  EXPECT_GE((*st)[0].waiting_calls(), 20);
+
+  int exit_status = -1;
+  const absl::Duration took =
+      server.Terminate(absl::Seconds(kGraceSeconds + 5) + absl::Seconds(10), &exit_status);
+  std::cout << "ps_server exited " << absl::FormatDuration(took) << " after SIGTERM with status "
+            << exit_status << std::endl;
+  EXPECT_LE(took, absl::Seconds(kGraceSeconds + 5)) << "shutdown took too long";
+  EXPECT_EQ(exit_status, 0);
+
+  for (auto& c : pull_ctx) c->TryCancel();
+  for (auto& t : pulls) t.join();
+  for (Open& o : open) o.ctx->TryCancel();
+}
+
+}  // namespace
+}  // namespace ps
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  if (argc < 2) {
+    std::cerr << "usage: shutdown_test PATH_TO_ps_server" << std::endl;
+    return 2;
+  }
+  ps::g_server_binary = argv[1];
+  return RUN_ALL_TESTS();
+}
