@@ -21,16 +21,9 @@ using Pieces = std::vector<absl::string_view>;
 // Total bytes of `pieces`.
 size_t PiecesSize(const Pieces& pieces);
 
-// Copies `pieces` (4 * out.size() bytes of little-endian float32) into `out`.
-// INVALID_ARGUMENT (the message starts with `what`) if the byte count is not
-// a multiple of 4 or not 4 * out.size().
-absl::Status DecodeFloatPieces(const Pieces& pieces, absl::Span<float> out,
-                               absl::string_view what);
-
-// Decodes `bytes` into `out`. INVALID_ARGUMENT (the message starts with `what`)
-// when the byte count is not a multiple of 4 or not 4 * out.size().
-absl::Status DecodeFloats(absl::string_view bytes, absl::Span<float> out,
-                          absl::string_view what);
+// Copies the bytes of `pieces`, in order, to `dst` (PiecesSize(pieces)
+// bytes must be writable there).
+void CopyPieces(const Pieces& pieces, void* dst);
 
 }  // namespace ps
 

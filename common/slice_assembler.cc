@@ -81,11 +81,7 @@ absl::Status SliceAssembler::Add(const RawTensorSlice& c, const Destination& dst
   const SliceRange& r = layout_->slices[idx];
   ASSIGN_OR_RETURN(float* base, dst(r));
   float* out = base + (c.offset - r.offset);
-  char* bytes = reinterpret_cast<char*>(out);
-  for (absl::string_view piece : c.data) {
-    std::memcpy(bytes, piece.data(), piece.size());
-    bytes += piece.size();
-  }
+  CopyPieces(c.data, out);
   if (options_.reject_nonfinite && !AllFinite(out, static_cast<size_t>(c.length))) {
     return absl::InvalidArgumentError(
         absl::StrCat(options_.what, ": chunk [", c.offset, ", ", c.offset + c.length,

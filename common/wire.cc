@@ -40,16 +40,6 @@ void AppendFlatSlices(const ModelSpec& spec, const std::vector<SliceRange>& slic
   }
 }
 
-absl::Status SliceFromProto(const v1::TensorSlice& s, const TensorSpec& t, const SliceRange& r,
-                            absl::Span<float> dst, absl::string_view what) {
-  if (s.name() != t.name || s.offset() != r.offset || s.length() != r.length) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, ": got slice ", s.name(), "[", s.offset(), "+", s.length(), "], expected ", t.name,
-        "[", r.offset, "+", r.length, "]"));
-  }
-  return DecodeFloats(s.data(), dst, absl::StrCat(what, ": tensor '", s.name(), "'"));
-}
-
 grpc::Status ToGrpcStatus(const absl::Status& s) {
   if (s.ok()) return grpc::Status::OK;
   return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));

@@ -35,11 +35,6 @@ void AppendFlatSlices(const ModelSpec& spec, const std::vector<SliceRange>& slic
                       absl::Span<const float> flat,
                       google::protobuf::RepeatedPtrField<v1::TensorSlice>* out);
 
-// Checks that `s` is slice `r` of tensor `t` and decodes its values into
-// `dst` (r.length floats). INVALID_ARGUMENT naming `what` otherwise.
-absl::Status SliceFromProto(const v1::TensorSlice& s, const TensorSpec& t, const SliceRange& r,
-                            absl::Span<float> dst, absl::string_view what);
-
 grpc::Status ToGrpcStatus(const absl::Status& s);
 absl::Status FromGrpcStatus(const grpc::Status& s);
 

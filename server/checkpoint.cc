@@ -33,20 +33,20 @@ absl::Status RestoreCheckpoint(absl::string_view bytes, Shard* shard) {
   }
   ShardState state;
   state.spec = ModelSpecFromProto(snap.spec());
-  RETURN_IF_ERROR(ValidateModelSpec(state.spec));
+  RETURN_IF_ERROR(ValidateModelSpec(state.spec, o.spec_limits));
   state.version = snap.version();
-  const std::vector<SliceRange> slices = ShardSlices(state.spec, o.num_shards, o.shard_id);
-  if (snap.weights_size() != static_cast<int>(slices.size())) {
-    return absl::InvalidArgumentError(absl::StrCat("checkpoint has ", snap.weights_size(),
-                                                   " slices, the layout ", slices.size()));
+  SliceAssembler::Options ao;
+  ao.what = "checkpoint";
+  SliceAssembler assembler(MakeSliceLayout(state.spec, o.num_shards, o.shard_id), ao);
+  state.weights.resize(assembler.layout().num_elements);
+  for (const v1::TensorSlice& w : snap.weights()) {
+    const RawTensorSlice slice{w.name(), {w.shape().begin(), w.shape().end()}, w.offset(),
+                               w.length(), {w.data()}};
+    RETURN_IF_ERROR(assembler.Add(slice, [&state](const SliceRange& r) -> absl::StatusOr<float*> {
+      return state.weights.data() + r.flat_offset;
+    }));
   }
-  state.weights.resize(SliceElements(slices));
-  for (size_t i = 0; i < slices.size(); ++i) {
-    const SliceRange& r = slices[i];
-    RETURN_IF_ERROR(SliceFromProto(snap.weights(i), state.spec[r.tensor_index], r,
-                                   absl::MakeSpan(state.weights).subspan(r.flat_offset, r.length),
-                                   "checkpoint"));
-  }
+  RETURN_IF_ERROR(assembler.Finish());
   return shard->RestoreState(state);
 }
 

@@ -109,29 +109,29 @@ grpc::ServerUnaryReactor* ParameterServerService::Register(grpc::CallbackServerC
                                                            v1::RegisterResponse* resp) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   try {
-  absl::Status s = shard_->Register(req->worker_id(), req->num_workers());
-  if (s.ok()) {
-    const ShardStats st = shard_->Stats();
-    resp->set_mode(ModeToProto(st.mode));
-    resp->set_num_workers(st.num_workers);
-    resp->set_shard_id(st.shard_id);
-    resp->set_num_shards(st.num_shards);
-    resp->set_learning_rate(st.learning_rate);
-    resp->set_initialized(st.initialized);
-    resp->set_version(st.version);
-    if (st.initialized) {
-      std::shared_ptr<const ShardLayout> layout = shard_->Layout();
-      ModelSpecToProto(layout->spec, resp->mutable_spec());
-      for (const SliceRange& r : layout->slices) {
-        v1::ShardRange* p = resp->add_layout();
-        p->set_name(layout->spec[r.tensor_index].name);
-        p->set_shard(r.shard);
-        p->set_offset(r.offset);
-        p->set_length(r.length);
+    absl::Status s = shard_->Register(req->worker_id(), req->num_workers());
+    if (s.ok()) {
+      const ShardStats st = shard_->Stats();
+      resp->set_mode(ModeToProto(st.mode));
+      resp->set_num_workers(st.num_workers);
+      resp->set_shard_id(st.shard_id);
+      resp->set_num_shards(st.num_shards);
+      resp->set_learning_rate(st.learning_rate);
+      resp->set_initialized(st.initialized);
+      resp->set_version(st.version);
+      if (st.initialized) {
+        std::shared_ptr<const ShardLayout> layout = shard_->Layout();
+        ModelSpecToProto(layout->spec, resp->mutable_spec());
+        for (const SliceRange& r : layout->slices) {
+          v1::ShardRange* p = resp->add_layout();
+          p->set_name(layout->spec[r.tensor_index].name);
+          p->set_shard(r.shard);
+          p->set_offset(r.offset);
+          p->set_length(r.length);
+        }
       }
     }
-  }
-  reactor->Finish(ToGrpcStatus(s));
+    reactor->Finish(ToGrpcStatus(s));
   } catch (...) {
     FinishWithException(reactor, "Register");
   }
@@ -233,23 +233,27 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ParameterServerServ
 grpc::ServerUnaryReactor* ParameterServerService::GetStatus(grpc::CallbackServerContext* ctx,
                                                             const v1::StatusRequest* /*req*/,
                                                             v1::StatusResponse* resp) {
-  const ShardStats st = shard_->Stats();
-  resp->set_mode(ModeToProto(st.mode));
-  resp->set_shard_id(st.shard_id);
-  resp->set_num_shards(st.num_shards);
-  resp->set_num_workers(st.num_workers);
-  resp->set_initialized(st.initialized);
-  resp->set_version(st.version);
-  for (int w : st.workers_seen) resp->add_workers_seen(w);
-  resp->set_pushes_applied(st.pushes_applied);
-  resp->set_max_staleness(st.max_staleness);
-  resp->set_mean_staleness(st.mean_staleness);
-  for (int w : st.waiting_for) resp->add_waiting_for(w);
-  resp->set_num_elements(st.num_elements);
-  resp->set_learning_rate(st.learning_rate);
-  resp->set_waiting_calls(st.waiting_calls);
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  reactor->Finish(grpc::Status::OK);
+  try {
+    const ShardStats st = shard_->Stats();
+    resp->set_mode(ModeToProto(st.mode));
+    resp->set_shard_id(st.shard_id);
+    resp->set_num_shards(st.num_shards);
+    resp->set_num_workers(st.num_workers);
+    resp->set_initialized(st.initialized);
+    resp->set_version(st.version);
+    for (int w : st.workers_seen) resp->add_workers_seen(w);
+    resp->set_pushes_applied(st.pushes_applied);
+    resp->set_max_staleness(st.max_staleness);
+    resp->set_mean_staleness(st.mean_staleness);
+    for (int w : st.waiting_for) resp->add_waiting_for(w);
+    resp->set_num_elements(st.num_elements);
+    resp->set_learning_rate(st.learning_rate);
+    resp->set_waiting_calls(st.waiting_calls);
+    reactor->Finish(grpc::Status::OK);
+  } catch (...) {
+    FinishWithException(reactor, "GetStatus");
+  }
   return reactor;
 }
 
