@@ -1,5 +1,8 @@
 // Async mode loses no update: concurrent pushes from several workers are all
 // applied, the version counts them, and the weights equal init - lr * sum.
+// The shards measure staleness against the version each push was computed
+// on: a push computed on version 0 after all the others is exactly as stale
+// as the number of pushes before it.
 #include <thread>
 
 #include "gtest/gtest.h"
@@ -40,6 +43,16 @@ TEST_P(Async, ConcurrentPushesAreAllAppliedExactlyOnce) {
     init.push_back(v);
   }
 
+  // A late worker: it pulls version 0 now, before anyone pushes, and pushes
+  // once everybody else is done. It creates the parameters (as worker 0), so
+  // nothing can have been applied before its pull.
+  auto late = cluster.Connect(0, kWorkers, GetParam());
+  ASSERT_TRUE(late.ok()) << late.status();
+  ASSERT_TRUE((*late)->Init(kSpec, &init).ok());
+  TensorList late_weights;
+  ASSERT_TRUE((*late)->Pull(0, &late_weights).ok());
+  ASSERT_EQ((*late)->version(), 0);
+
   std::vector<absl::Status> status(kWorkers);
   std::vector<std::thread> threads;
   for (int w = 0; w < kWorkers; ++w) {
@@ -52,7 +65,11 @@ TEST_P(Async, ConcurrentPushesAreAllAppliedExactlyOnce) {
       absl::Status s = (*client)->Init(kSpec, w == 0 ? &init : nullptr);
       TensorList weights;
       if (s.ok()) s = (*client)->Pull(0, &weights);
-      // Alternate plain pushes and push-pulls: both paths must apply.
+      // Alternate plain pushes and push-pulls: both paths must apply. A push
+      // carries the version of the worker's last pull, so each push-pull
+      // (odd k) comes after the worker's own push k-1 was applied on top of
+      // that version: its staleness is at least 1, however the pushes of the
+      // workers interleave.
       for (int k = 0; s.ok() && k < kPushes; ++k) {
         s = k % 2 == 0 ? (*client)->Push(Gradient(w, k))
                        : (*client)->PushPull(Gradient(w, k), &weights);
@@ -63,12 +80,23 @@ TEST_P(Async, ConcurrentPushesAreAllAppliedExactlyOnce) {
   for (auto& t : threads) t.join();
   for (int w = 0; w < kWorkers; ++w) ASSERT_TRUE(status[w].ok()) << "worker " << w << ": " << status[w];
 
+  // Every shard is at version N = kWorkers * kPushes now. The late push,
+  // computed on version 0, is N versions stale. Every other push was applied
+  // at a version below N and computed on one >= 0, so N is the maximum.
+  constexpr int kConcurrent = kWorkers * kPushes;
+  ASSERT_TRUE((*late)->Push(Gradient(0, kPushes)).ok());
   auto stats = QueryStatus(cluster.addresses(), absl::Seconds(10));
   ASSERT_TRUE(stats.ok()) << stats.status();
+  ASSERT_EQ(stats->size(), size_t{kShards});
   for (const v1::StatusResponse& st : *stats) {
-    EXPECT_EQ(st.version(), kWorkers * kPushes) << "shard " << st.shard_id();
-    EXPECT_EQ(st.pushes_applied(), kWorkers * kPushes);
-    EXPECT_GE(st.max_staleness(), 0);
+    EXPECT_EQ(st.version(), kConcurrent + 1) << "shard " << st.shard_id();
+    EXPECT_EQ(st.pushes_applied(), kConcurrent + 1) << "shard " << st.shard_id();
+    EXPECT_EQ(st.max_staleness(), kConcurrent) << "shard " << st.shard_id();
+    // The staleness sum is at least N (the late push) plus 1 for each of the
+    // kConcurrent / 2 push-pulls; the mean cannot exceed the maximum.
+    const double min_mean = (kConcurrent + kConcurrent / 2) / double(kConcurrent + 1);
+    EXPECT_GE(st.mean_staleness(), min_mean) << "shard " << st.shard_id();
+    EXPECT_LE(st.mean_staleness(), st.max_staleness()) << "shard " << st.shard_id();
   }
 
   TensorList expected = init;
@@ -78,6 +106,12 @@ TEST_P(Async, ConcurrentPushesAreAllAppliedExactlyOnce) {
       for (size_t t = 0; t < g.size(); ++t) {
         for (size_t i = 0; i < g[t].size(); ++i) expected[t][i] -= kLr * g[t][i];
       }
+    }
+  }
+  const TensorList late_gradient = Gradient(0, kPushes);
+  for (size_t t = 0; t < late_gradient.size(); ++t) {
+    for (size_t i = 0; i < late_gradient[t].size(); ++i) {
+      expected[t][i] -= kLr * late_gradient[t][i];
     }
   }
   auto reader = cluster.Connect(0, kWorkers);

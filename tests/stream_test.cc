@@ -87,12 +87,13 @@ TEST_F(StreamSync, ServerShutdownFailsWaitingCallsPromptly) {
   TensorList weights;
   std::unique_ptr<PendingOp> op = client_->PullAsync(1, &weights);  // waits for worker 1
   ASSERT_TRUE(AwaitWaitingCalls(cluster_, 1));
-  const absl::Time start = absl::Now();
   EXPECT_TRUE(cluster_.server(0)->Shutdown().ok());
+  // The status says who ended the pull, so no clock is needed: left waiting,
+  // it would have ended at its wait timeout with DEADLINE_EXCEEDED, and
+  // "shutting down" comes only from the shard failing its waiting calls.
   absl::Status s = op->Wait();
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
   EXPECT_NE(s.message().find("shutting down"), absl::string_view::npos) << s;
-  EXPECT_LT(absl::Now() - start, absl::Seconds(30));
   // Later calls fail fast too, naming the shard.
   absl::Status later = client_->Pull(0, &weights);
   EXPECT_FALSE(later.ok());
