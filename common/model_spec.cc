@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -11,6 +12,13 @@ int64_t TensorSpec::num_elements() const {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   return n;
+}
+
+std::string EscapeName(absl::string_view name) {
+  constexpr size_t kMax = 64;
+  std::string out = absl::CHexEscape(name.substr(0, kMax));
+  if (name.size() > kMax) out += "...";
+  return out;
 }
 
 std::string TensorSpecToString(const TensorSpec& t) {
@@ -47,21 +55,21 @@ absl::Status ValidateModelSpec(const ModelSpec& spec, const SpecLimits& limits) 
     }
     if (t.name.size() > static_cast<size_t>(limits.max_name_bytes)) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "tensor name '", t.name.substr(0, 32), "...' has ", t.name.size(),
+          "tensor name '", EscapeName(t.name), "' has ", t.name.size(),
           " bytes; the limit is ", limits.max_name_bytes));
     }
     if (!names.insert(t.name).second) {
       return absl::InvalidArgumentError(
-          absl::StrCat("model spec names tensor '", t.name, "' twice"));
+          absl::StrCat("model spec names tensor '", EscapeName(t.name), "' twice"));
     }
     if (t.shape.size() > static_cast<size_t>(limits.max_rank)) {
-      return absl::InvalidArgumentError(absl::StrCat("tensor '", t.name, "' has rank ",
+      return absl::InvalidArgumentError(absl::StrCat("tensor '", EscapeName(t.name), "' has rank ",
                                                      t.shape.size(), "; the limit is ",
                                                      limits.max_rank));
     }
     absl::StatusOr<int64_t> n = CheckedElements(t.shape, limits.max_tensor_elements);
     if (!n.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("tensor '", t.name, "': ",
+      return absl::InvalidArgumentError(absl::StrCat("tensor '", EscapeName(t.name), "': ",
                                                      n.status().message(),
                                                      " (--max_tensor_elements)"));
     }
@@ -69,7 +77,7 @@ absl::Status ValidateModelSpec(const ModelSpec& spec, const SpecLimits& limits) 
     if (total > limits.max_model_elements) {
       return absl::ResourceExhaustedError(absl::StrCat(
           "model spec has more than ", limits.max_model_elements,
-          " elements (--max_model_elements); reached at tensor '", t.name, "'"));
+          " elements (--max_model_elements); reached at tensor '", EscapeName(t.name), "'"));
     }
   }
   return absl::OkStatus();

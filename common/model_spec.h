@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 
 namespace ps {
@@ -26,6 +27,11 @@ struct TensorSpec {
   }
   bool operator!=(const TensorSpec& o) const { return !(*this == o); }
 };
+
+// A tensor name from the network as error messages quote it: C-escaped
+// (so the message stays valid UTF-8 whatever the bytes) and cut to about
+// 64 bytes (so it stays far below gRPC's metadata limits).
+std::string EscapeName(absl::string_view name);
 
 // "name[d0,d1]".
 std::string TensorSpecToString(const TensorSpec& t);

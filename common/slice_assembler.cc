@@ -38,8 +38,7 @@ absl::StatusOr<int> SliceAssembler::Check(const RawTensorSlice& c) const {
   if (it == p.by_name.end()) {
     const bool in_model = std::any_of(p.spec.begin(), p.spec.end(),
                                       [&](const TensorSpec& t) { return t.name == c.name; });
-    // Names from the network are echoed at most 64 bytes long.
-    const absl::string_view name = absl::string_view(c.name).substr(0, 64);
+    const std::string name = EscapeName(c.name);
     return absl::InvalidArgumentError(
         in_model ? absl::StrCat(what, ": tensor '", name, "' has no elements on this shard")
                  : absl::StrCat(what, ": unknown tensor '", name, "' (not in the model spec)"));

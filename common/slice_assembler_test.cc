@@ -118,6 +118,18 @@ TEST_F(Assembler, EveryMistakeIsInvalidArgumentNamingTheTensor) {
               HasSubstr("tensor 'b' has no elements on this shard"));
 }
 
+TEST_F(Assembler, NamesFromTheNetworkAreQuotedEscapedAndShort) {
+  // Invalid UTF-8 and a 1 MB name: the message must stay valid UTF-8 (it
+  // travels in a proto3 string) and short (gRPC metadata limits).
+  SliceAssembler a = Make();
+  const std::string name = "\xc3(" + std::string(1 << 20, 'n');
+  absl::Status s = a.Add(Chunk(name, {3}, 0, 1, {1}), Flat());
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("unknown tensor '\\xc3(nnn"));
+  EXPECT_LT(s.message().size(), 200u);
+  for (unsigned char ch : s.message()) EXPECT_LT(ch, 0x80);
+}
+
 TEST_F(Assembler, NonFiniteValuesAreRejectedWhenAsked) {
   for (float bad : {std::nanf(""), std::numeric_limits<float>::infinity(),
                     -std::numeric_limits<float>::infinity()}) {

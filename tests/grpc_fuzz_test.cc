@@ -115,9 +115,9 @@ constexpr int kPullTimeoutS = 2;
 // a loaded 2-core machine. A call that reaches it got no status from the
 // server, which fails the test.
 constexpr absl::Duration kClientDeadline = absl::Seconds(10);
-// Without --call_timeout, a stream left silent mid-call may wait forever: the
-// server cannot tell a slow worker from a gone one. Those cases cancel
-// themselves after this.
+// Without --call_timeout (FUZZ_SERVER_FLAGS=--call_timeout=0), a stream left
+// silent mid-call may wait forever: the server cannot tell a slow worker from
+// a gone one. Those cases then cancel themselves after this.
 constexpr absl::Duration kSilentGiveUp = absl::Seconds(2);
 // Bound on the server's peak RSS (VmHWM). The model is 535,818 floats
 // (2.1 MB). A correct server holds at most: 2 pooled weight buffers plus one
@@ -144,12 +144,9 @@ constexpr char kDatasetDir[] = "/usr/share/datasets/fashion-mnist";
 std::vector<std::string> ServerFlags() {
   std::vector<std::string> flags = {
       absl::StrCat("--pull_timeout=", kPullTimeoutS),
-      // --call_timeout: once ps_server has it (being added on main), add
-      //     "--call_timeout=2",
-      // here. The server then fails a call left silent mid-way after 2 s,
-      // and the silent-stream cases require it to (see RunStream, End::
-      // kSilent); until then they cancel themselves after kSilentGiveUp.
-      // If rejecting non-finite gradients is opt-in, its flag goes here too.
+      // The server fails a stream call left silent mid-way after 2 s, and
+      // the silent-stream cases require it to (see RunStream, End::kSilent).
+      "--call_timeout=2",
   };
   // FUZZ_SERVER_FLAGS="--call_timeout=2 ..." adds flags without an edit.
   if (const char* extra = std::getenv("FUZZ_SERVER_FLAGS")) {
@@ -402,10 +399,12 @@ bool MetadataTooLarge(const grpc::Status& s) {
 }
 
 // A DEADLINE_EXCEEDED the client made up: the server never answered. The
-// server's own deadline errors say "gave up after".
+// server's own deadline errors say "gave up after" (a wait) or name
+// --call_timeout (a stream call that never arrived in full).
 bool ClientGaveUp(const grpc::Status& s) {
   return s.error_code() == StatusCode::DEADLINE_EXCEEDED &&
-         !absl::StrContains(s.error_message(), "gave up after");
+         !absl::StrContains(s.error_message(), "gave up after") &&
+         !absl::StrContains(s.error_message(), "--call_timeout");
 }
 
 std::shared_ptr<grpc::Channel> NewChannel(const std::string& address) {
