@@ -261,7 +261,7 @@ class Shard {
   // weights_pool_, and returns there when the last reader lets go.
   std::shared_ptr<std::vector<float>> weights_ ABSL_GUARDED_BY(mu_);
   const std::shared_ptr<BufferPool> weights_pool_ = BufferPool::Create(2);
-  // Gradient buffers (GradientBuffer), back here once applied.
+  // Gradient buffers (TakePushBuffer), back here once applied.
   const std::shared_ptr<BufferPool> gradient_pool_;
   std::unique_ptr<Optimizer> optimizer_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<ConsistencyPolicy> policy_ ABSL_GUARDED_BY(mu_);
