@@ -3,16 +3,20 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <iostream>
 #include <iterator>
 
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
@@ -74,6 +78,35 @@ std::string ChildProcess::LogTail(int lines) const {
   std::string out;
   for (size_t i = from; i < all.size(); ++i) absl::StrAppend(&out, "    | ", all[i], "\n");
   return out;
+}
+
+absl::StatusOr<ServerProcess> StartServerProcess(const std::string& binary,
+                                                 const std::vector<std::string>& flags,
+                                                 const std::string& dir, const std::string& tag,
+                                                 uint64_t address_space) {
+  const std::string port_file = absl::StrCat(dir, "/", tag, ".port");
+  std::remove(port_file.c_str());
+  std::vector<std::string> argv = {binary, "--listen=127.0.0.1:0", "--port_file=" + port_file};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  std::cout << "starting " << absl::StrJoin(argv, " ") << std::endl;
+  ServerProcess s;
+  auto child = ChildProcess::Spawn(argv, absl::StrCat(dir, "/", tag, "_server.log"));
+  if (!child.ok()) return child.status();
+  s.process = *std::move(child);
+  const rlimit as = {address_space, address_space};
+  if (prlimit(s.process->pid(), RLIMIT_AS, &as, nullptr) != 0) {
+    return absl::InternalError(absl::StrCat("prlimit: ", strerror(errno)));
+  }
+  // The server writes the file (by rename) once it serves.
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (absl::Now() < deadline && !s.process->Poll()) {
+    std::ifstream in(port_file);
+    if (in && std::getline(in, s.address) && !s.address.empty()) return s;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  return absl::UnavailableError(absl::StrCat("ps_server did not start (",
+                                             DescribeExit(s.process->Poll()), "):\n",
+                                             s.process->LogTail(20)));
 }
 
 std::string DescribeExit(std::optional<int> status) {

@@ -56,6 +56,21 @@ class ChildProcess {
   std::optional<int> status_;  // set once reaped
 };
 
+// A real ps_server started by a test on an ephemeral port of 127.0.0.1.
+struct ServerProcess {
+  std::unique_ptr<ChildProcess> process;
+  std::string address;  // 127.0.0.1:PORT, as the server wrote it to --port_file
+};
+
+// Starts `binary` with --listen=127.0.0.1:0, --port_file in `dir` and
+// `flags`, logging to DIR/TAG_server.log, with its address space limited to
+// `address_space` bytes (so a runaway allocation fails there instead of
+// exhausting a shared machine), and waits up to 30 s until it serves.
+absl::StatusOr<ServerProcess> StartServerProcess(const std::string& binary,
+                                                 const std::vector<std::string>& flags,
+                                                 const std::string& dir, const std::string& tag,
+                                                 uint64_t address_space);
+
 // "exit status N", "killed by signal N (Name)" or "still running".
 std::string DescribeExit(std::optional<int> wait_status);
 

@@ -210,38 +210,12 @@ std::string OutputDir() {
 
 std::string MiB(int64_t bytes) { return absl::StrFormat("%.1f MiB", bytes / 1048576.0); }
 
-struct Server {
-  std::unique_ptr<ChildProcess> process;
-  std::string address;  // 127.0.0.1:PORT
-};
-
-absl::StatusOr<Server> StartServer(const std::string& tag, absl::string_view mode, int num_workers,
-                                   const std::vector<std::string>& flags) {
-  const std::string port_file = absl::StrCat(OutputDir(), "/", tag, ".port");
-  std::remove(port_file.c_str());
-  std::vector<std::string> argv = {g_server_bin, "--listen=127.0.0.1:0", "--port_file=" + port_file,
-                                   absl::StrCat("--mode=", mode),
-                                   absl::StrCat("--num_workers=", num_workers)};
-  argv.insert(argv.end(), flags.begin(), flags.end());
-  std::cout << "starting " << absl::StrJoin(argv, " ") << std::endl;
-  Server s;
-  auto child = ChildProcess::Spawn(argv, absl::StrCat(OutputDir(), "/", tag, "_server.log"));
-  if (!child.ok()) return child.status();
-  s.process = *std::move(child);
-  const rlimit as = {kServerAddressSpace, kServerAddressSpace};
-  if (prlimit(s.process->pid(), RLIMIT_AS, &as, nullptr) != 0) {
-    return absl::InternalError(absl::StrCat("prlimit: ", strerror(errno)));
-  }
-  // The server writes the file (by rename) once it serves.
-  const absl::Time deadline = absl::Now() + absl::Seconds(30);
-  while (absl::Now() < deadline && !s.process->Poll()) {
-    std::ifstream in(port_file);
-    if (in && std::getline(in, s.address) && !s.address.empty()) return s;
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  return absl::UnavailableError(absl::StrCat("ps_server did not start (",
-                                             DescribeExit(s.process->Poll()), "):\n",
-                                             s.process->LogTail(20)));
+absl::StatusOr<ServerProcess> StartServer(const std::string& tag, absl::string_view mode,
+                                          int num_workers, const std::vector<std::string>& flags) {
+  std::vector<std::string> all = {absl::StrCat("--mode=", mode),
+                                  absl::StrCat("--num_workers=", num_workers)};
+  all.insert(all.end(), flags.begin(), flags.end());
+  return StartServerProcess(g_server_bin, all, OutputDir(), tag, kServerAddressSpace);
 }
 
 struct WorkersResult {
@@ -2103,7 +2077,7 @@ TEST(GrpcFuzz, InitFromWorker0RefusesInvalidSpecs) {
   std::cout << "grpc_fuzz init before worker 0: seed " << seed << std::endl;
   Tally tally;
   int cases = 0, servers = 0;
-  std::optional<Server> server;
+  std::optional<ServerProcess> server;
   // Checks a server that is done with: its peak RSS, and whether it died.
   auto retire = [&](const std::string& after) {
     const int64_t hwm = ProcStatusBytes(server->process->pid(), "VmHWM:");

@@ -6,8 +6,8 @@
 //   scenarios: silent_pushes (streams that start a push and go silent),
 //              waiting_pulls (unary pulls waiting for a step that never comes),
 //              huge_init (an init declaring a 1 GiB model and sending 4 MB of it)
-#include <fstream>
 #include <iostream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -18,6 +18,7 @@
 #include "absl/time/clock.h"
 #include "grpcpp/create_channel.h"
 #include "proto/ps.grpc.pb.h"
+#include "tests/child_process.h"
 #include "worker/ps_client.h"
 
 ABSL_FLAG(std::string, server, "", "HOST:PORT of the ps_server (1 shard, 2 workers, sync).");
@@ -29,14 +30,8 @@ ABSL_FLAG(int, per_channel, 900, "Calls per connection (below --max_concurrent_s
 namespace {
 
 std::string Memory(int pid) {
-  std::ifstream f(absl::StrCat("/proc/", pid, "/status"));
-  std::string line, out;
-  while (std::getline(f, line)) {
-    if (line.rfind("VmRSS:", 0) == 0 || line.rfind("VmHWM:", 0) == 0) {
-      absl::StrAppend(&out, line, "  ");
-    }
-  }
-  return out;
+  return absl::StrCat("VmRSS ", ps::ProcStatusBytes(pid, "VmRSS:") >> 10, " kB, VmHWM ",
+                      ps::ProcStatusBytes(pid, "VmHWM:") >> 10, " kB");
 }
 
 const ps::ModelSpec kMlp = {{"fc1.weight", {784, 512}}, {"fc1.bias", {512}},

@@ -2,8 +2,9 @@
 // Stream RPC): each gets an error status that names the problem, within its
 // deadline, without allocating what it declares, and the shard keeps serving
 // real workers afterwards. Regression tests for issue 9's findings.
+#include <unistd.h>
+
 #include <cmath>
-#include <fstream>
 #include <limits>
 #include <string>
 #include <thread>
@@ -14,6 +15,7 @@
 #include "gtest/gtest.h"
 #include "proto/ps.grpc.pb.h"
 #include "server/ps_server.h"
+#include "tests/child_process.h"
 #include "worker/ps_client.h"
 
 namespace ps {
@@ -29,16 +31,6 @@ const ModelSpec kSpec = {{"fc1.weight", {4, 10}}, {"fc1.bias", {10}}};
 
 std::string Floats(std::vector<float> v) {
   return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
-}
-
-// Peak resident set of this process (the server runs in it), in bytes.
-int64_t PeakRssBytes() {
-  std::ifstream f("/proc/self/status");
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
-  }
-  return -1;
 }
 
 // One async or sync shard with its own options, and raw clients for it.
@@ -294,7 +286,7 @@ TEST_F(Hostile, HugeOrMalformedModelSpecsAreRefusedBeforeAllocating) {
   server_ = *std::move(s);
   stub_ = v1::ParameterServer::NewStub(
       grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials()));
-  const int64_t rss_before = PeakRssBytes();
+  const int64_t rss_before = ProcStatusBytes(getpid(), "VmHWM:");
   struct Case {
     std::vector<std::pair<std::string, std::vector<int64_t>>> tensors;
     grpc::StatusCode code;
@@ -330,7 +322,7 @@ TEST_F(Hostile, HugeOrMalformedModelSpecsAreRefusedBeforeAllocating) {
   // Nothing of the declared sizes was allocated (the server runs in this
   // process; a 1 GiB buffer would show, even zero-filled... and untouched
   // pages would not, so the bound is on what was touched).
-  EXPECT_LT(PeakRssBytes() - rss_before, int64_t{64} << 20);
+  EXPECT_LT(ProcStatusBytes(getpid(), "VmHWM:") - rss_before, int64_t{64} << 20);
   EXPECT_FALSE(server_->shard()->Stats().initialized);
 }
 

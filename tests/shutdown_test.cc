@@ -6,12 +6,10 @@
 //
 // Usage (from Bazel): shutdown_test PATH_TO_ps_server
 #include <signal.h>
-#include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdio>
-#include <fstream>
 #include <limits>
 #include <string>
 #include <thread>
@@ -21,9 +19,8 @@
 #include "grpcpp/create_channel.h"
 #include "gtest/gtest.h"
 #include "proto/ps.grpc.pb.h"
+#include "tests/child_process.h"
 #include "worker/ps_client.h"
-
-extern char** environ;
 
 namespace ps {
 namespace {
@@ -32,60 +29,6 @@ const char* g_server_binary = nullptr;
 
 constexpr int kGraceSeconds = 2;
 
-class Server {
- public:
-  // Starts ps_server on an ephemeral port of 127.0.0.1 and waits for it.
-  explicit Server(std::vector<std::string> flags) {
-    const std::string port_file =
-        absl::StrCat(getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp", "/port.", getpid());
-    std::remove(port_file.c_str());
-    std::vector<std::string> args = {g_server_binary, "--listen=127.0.0.1:0",
-                                     "--port_file=" + port_file};
-    args.insert(args.end(), flags.begin(), flags.end());
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    EXPECT_EQ(posix_spawn(&pid_, g_server_binary, nullptr, nullptr, argv.data(), environ), 0);
-    const absl::Time deadline = absl::Now() + absl::Seconds(30);
-    while (absl::Now() < deadline && address_.empty()) {
-      std::ifstream f(port_file);
-      std::getline(f, address_);
-      if (address_.empty()) absl::SleepFor(absl::Milliseconds(20));
-    }
-    EXPECT_FALSE(address_.empty()) << "ps_server did not start";
-  }
-  ~Server() {
-    if (pid_ > 0 && !exited_) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-  }
-
-  const std::string& address() const { return address_; }
-
-  // Sends SIGTERM and waits (bounded) for the exit. Returns the time it took,
-  // or an infinite duration if the process was still running after `limit`.
-  absl::Duration Terminate(absl::Duration limit, int* exit_status) {
-    const absl::Time start = absl::Now();
-    kill(pid_, SIGTERM);
-    while (absl::Now() - start < limit) {
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        exited_ = true;
-        *exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        return absl::Now() - start;
-      }
-      absl::SleepFor(absl::Milliseconds(20));
-    }
-    return absl::InfiniteDuration();
-  }
-
- private:
-  pid_t pid_ = -1;
-  bool exited_ = false;
-  std::string address_;
-};
-
 std::unique_ptr<grpc::ClientContext> Context(int seconds) {
   auto ctx = std::make_unique<grpc::ClientContext>();
   ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(seconds));
@@ -93,14 +36,20 @@ std::unique_ptr<grpc::ClientContext> Context(int seconds) {
 }
 
 TEST(Shutdown, SigtermEndsTheServerWithinTheGraceWhateverClientsDo) {
-  Server server({"--num_workers=2", "--mode=sync", "--pull_timeout=600", "--call_timeout=0",
-                 absl::StrCat("--shutdown_grace=", kGraceSeconds)});
-  ASSERT_FALSE(server.address().empty());
+  const char* dir = getenv("TEST_TMPDIR");
+  auto started = StartServerProcess(
+      g_server_binary,
+      {"--num_workers=2", "--mode=sync", "--pull_timeout=600", "--call_timeout=0",
+       absl::StrCat("--shutdown_grace=", kGraceSeconds)},
+      dir != nullptr ? dir : "/tmp", "shutdown", RLIM_INFINITY);
+  ASSERT_TRUE(started.ok()) << started.status();
+  ChildProcess& server = *started->process;
+  const std::string& address = started->address;
 
   // Worker 0 creates a 16 MB model (big enough to block on flow control).
   const ModelSpec spec = {{"big", {4 << 20}}, {"fc1.bias", {10}}};
   ClientOptions co;
-  co.servers = {server.address()};
+  co.servers = {address};
   co.num_workers = 2;
   auto client = PsClient::Connect(co);
   ASSERT_TRUE(client.ok()) << client.status();
@@ -108,7 +57,7 @@ TEST(Shutdown, SigtermEndsTheServerWithinTheGraceWhateverClientsDo) {
   ASSERT_TRUE((*client)->Init(spec, &init).ok());
 
   auto stub = v1::ParameterServer::NewStub(
-      grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials()));
+      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
   struct Open {
     std::unique_ptr<grpc::ClientContext> ctx;
     std::unique_ptr<grpc::ClientReaderWriter<v1::StreamRequest, v1::StreamResponse>> rw;
@@ -171,22 +120,25 @@ TEST(Shutdown, SigtermEndsTheServerWithinTheGraceWhateverClientsDo) {
     });
   }
   // Let everything reach the server.
-  auto st = QueryStatus({server.address()}, absl::Seconds(10));
+  auto st = QueryStatus({address}, absl::Seconds(10));
   const absl::Time deadline = absl::Now() + absl::Seconds(20);
   while (st.ok() && (*st)[0].waiting_calls() < 20 && absl::Now() < deadline) {
     absl::SleepFor(absl::Milliseconds(20));
-    st = QueryStatus({server.address()}, absl::Seconds(10));
+    st = QueryStatus({address}, absl::Seconds(10));
   }
   ASSERT_TRUE(st.ok()) << st.status();
   EXPECT_GE((*st)[0].waiting_calls(), 20);
 
-  int exit_status = -1;
-  const absl::Duration took =
-      server.Terminate(absl::Seconds(kGraceSeconds + 5) + absl::Seconds(10), &exit_status);
-  std::cout << "ps_server exited " << absl::FormatDuration(took) << " after SIGTERM with status "
-            << exit_status << std::endl;
+  const absl::Time sigterm = absl::Now();
+  server.Signal(SIGTERM);
+  const std::optional<int> status = server.Wait(absl::Seconds(kGraceSeconds + 5 + 10));
+  const absl::Duration took = absl::Now() - sigterm;
+  std::cout << "ps_server: " << DescribeExit(status) << " " << absl::FormatDuration(took)
+            << " after SIGTERM" << std::endl;
   EXPECT_LE(took, absl::Seconds(kGraceSeconds + 5)) << "shutdown took too long";
-  EXPECT_EQ(exit_status, 0);
+  ASSERT_TRUE(status.has_value()) << server.LogTail(20);
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0)
+      << DescribeExit(status) << "\n" << server.LogTail(20);
 
   for (auto& c : pull_ctx) c->TryCancel();
   for (auto& t : pulls) t.join();
