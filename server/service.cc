@@ -250,6 +250,7 @@ grpc::ServerUnaryReactor* ParameterServerService::GetStatus(grpc::CallbackServer
     resp->set_num_elements(st.num_elements);
     resp->set_learning_rate(st.learning_rate);
     resp->set_waiting_calls(st.waiting_calls);
+    resp->set_pending_pushes(st.pending_pushes);
     reactor->Finish(grpc::Status::OK);
   } catch (...) {
     FinishWithException(reactor, "GetStatus");

@@ -442,6 +442,7 @@ ShardStats Shard::Stats() const {
   s.num_elements = layout_->num_elements;
   s.learning_rate = options_.optimizer.learning_rate;
   s.waiting_calls = static_cast<int64_t>(waiters_.size());
+  s.pending_pushes = pending_pushes_->load();
   return s;
 }
 

@@ -125,6 +125,7 @@ struct ShardStats {
   int64_t num_elements = 0;
   float learning_rate = 0;
   int64_t waiting_calls = 0;  // pulls/inits waiting for a version
+  int64_t pending_pushes = 0;  // pushes being received (holding a PushBuffer)
 };
 
 // A shard's full state: enough to rebuild it (checkpoints).

@@ -384,7 +384,13 @@ TEST_F(Hostile, SilentStreamCallIsFailedAfterTheCallTimeout) {
   req.set_kind(v1::CALL_PUSH);
   AddSlice(req.add_gradients(), "fc1.bias", {10}, 0, 5, Floats(std::vector<float>(5, 1)));
   ASSERT_TRUE(rw->Write(req));  // then silence, stream left open
-  // The buffer is taken: another push cannot start meanwhile.
+  // Once the server took the call's buffer (bounded poll: Write returns
+  // before the server has read the message), another push cannot start.
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (server_->shard()->Stats().pending_pushes != 1 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  ASSERT_EQ(server_->shard()->Stats().pending_pushes, 1);
   EXPECT_EQ(StreamPush(0, 0, Good(1)).code(), absl::StatusCode::kResourceExhausted);
   grpc::Status st = rw->Finish();  // returns once the server ends the stream
   EXPECT_EQ(st.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << st.error_message();
