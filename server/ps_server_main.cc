@@ -36,6 +36,11 @@ ABSL_FLAG(double, pull_timeout, 120,
           "Longest wait, in seconds, of a pull (or a worker's init) for a version that has not "
           "arrived; a request may ask for less (ps_worker sends its --wait_timeout). Past it "
           "the call fails with DEADLINE_EXCEEDED naming the workers that have not pushed.");
+ABSL_FLAG(double, stall_report_after, 10,
+          "Sync mode: when a step has waited this many seconds since its first gradient "
+          "arrived for the other workers' gradients, log to stderr which workers it waits for "
+          "(\"shard S: step T has waited ...\"), again every further this many seconds, and "
+          "\"shard S: step T completed after ...\" when it completes. 0 = off.");
 ABSL_FLAG(double, call_timeout, 60,
           "Longest time, in seconds, a stream call may take to arrive in full after its first "
           "message; past it the stream is closed with DEADLINE_EXCEEDED and the call's buffer "
@@ -92,6 +97,11 @@ int main(int argc, char** argv) {
   if (!(timeout > 0)) return Fail(absl::InvalidArgumentError("--pull_timeout must be > 0"));
   options.shard.default_wait = absl::Seconds(timeout);
   options.shard.max_wait = options.shard.default_wait;
+  const double stall_report_after = absl::GetFlag(FLAGS_stall_report_after);
+  if (!(stall_report_after >= 0)) {
+    return Fail(absl::InvalidArgumentError("--stall_report_after must be >= 0"));
+  }
+  options.shard.stall_report_after = absl::Seconds(stall_report_after);
   const double call_timeout = absl::GetFlag(FLAGS_call_timeout);
   if (!(call_timeout >= 0)) return Fail(absl::InvalidArgumentError("--call_timeout must be >= 0"));
   options.service.call_timeout = absl::Seconds(call_timeout);

@@ -2,14 +2,31 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/float_bytes.h"
 #include "common/status_macros.h"
 
 namespace ps {
+
+void WriteLineToStderr(absl::string_view line) {
+  const std::string text = absl::StrCat(line, "\n");
+  std::fwrite(text.data(), 1, text.size(), stderr);
+  std::fflush(stderr);
+}
+
+namespace {
+
+// "34.2s": the form of every duration in the stall reports.
+std::string FormatSeconds(absl::Duration d) {
+  return absl::StrFormat("%.1fs", absl::ToDoubleSeconds(d));
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<Shard>> Shard::Create(const ShardOptions& options) {
   if (options.num_shards < 1) {
@@ -112,6 +129,10 @@ absl::Status Shard::InstallLocked(std::shared_ptr<const ShardLayout> layout,
   weights_ = weights_pool_->Share(std::move(weights));
   version_ = version;
   policy_ = CreateConsistencyPolicy(options_.mode, options_.num_workers);
+  // The pending gradients are gone, so is the open step (unreported).
+  step_opened_ = absl::InfiniteFuture();
+  next_stall_report_ = absl::InfiniteFuture();
+  stall_reports_ = 0;
   weights_pool_->Clear();
   gradient_pool_->Clear();
   initialized_ = true;
@@ -268,6 +289,7 @@ absl::StatusOr<int64_t> Shard::PushFlat(int worker_id, int64_t computed_version,
   std::vector<float> grad = std::move(buffer.values_);
   buffer.Release();
   ReadyList ready;
+  std::vector<std::string> lines;
   int64_t version;
   {
     absl::MutexLock l(&mu_);
@@ -291,6 +313,7 @@ absl::StatusOr<int64_t> Shard::PushFlat(int worker_id, int64_t computed_version,
     staleness_sum_ += static_cast<double>(staleness);
     ++staleness_count_;
     max_staleness_ = std::max(max_staleness_, staleness);
+    OnStepPushLocked(apply, &lines);
     if (apply) {
       // Copy on write: a reader may still be sending the current buffer. New
       // references are only taken under mu_, so a count of 1 means nobody
@@ -311,6 +334,7 @@ absl::StatusOr<int64_t> Shard::PushFlat(int worker_id, int64_t computed_version,
     }
     version = version_;
   }
+  Log(lines);
   for (auto& r : ready) r.first(std::move(r.second));
   return version;
 }
@@ -403,13 +427,68 @@ std::string Shard::WaitTimeoutMessage(int64_t min_version, absl::Duration waited
   return msg;
 }
 
+void Shard::OnStepPushLocked(bool completed, std::vector<std::string>* lines) {
+  if (options_.mode != Mode::kSync) return;
+  if (completed) {
+    if (stall_reports_ > 0) {
+      lines->push_back(absl::StrCat("shard ", options_.shard_id, ": step ", version_,
+                                    " completed after ",
+                                    FormatSeconds(absl::Now() - step_opened_)));
+    }
+    step_opened_ = absl::InfiniteFuture();
+    next_stall_report_ = absl::InfiniteFuture();
+    stall_reports_ = 0;
+  } else if (step_opened_ == absl::InfiniteFuture()) {
+    step_opened_ = absl::Now();
+    if (options_.stall_report_after > absl::ZeroDuration()) {
+      next_stall_report_ = step_opened_ + options_.stall_report_after;
+      timer_cv_.Signal();
+    }
+  }
+}
+
+void Shard::CollectStallReportLocked(absl::Time now, std::vector<std::string>* lines) {
+  if (now < next_stall_report_) return;
+  std::vector<int> received;
+  const std::vector<int> missing = policy_->MissingWorkers();
+  for (int w = 0, m = 0; w < options_.num_workers; ++w) {
+    if (m < static_cast<int>(missing.size()) && missing[m] == w) {
+      ++m;
+    } else {
+      received.push_back(w);
+    }
+  }
+  lines->push_back(absl::StrCat("shard ", options_.shard_id, ": step ", version_,
+                                " has waited ", FormatSeconds(now - step_opened_),
+                                " for gradients from workers [", absl::StrJoin(missing, ", "),
+                                "] (received from [", absl::StrJoin(received, ", "), "])"));
+  ++stall_reports_;
+  // The next report is due at the next multiple of the period after the
+  // first push; a timer that woke late skips the periods it missed rather
+  // than reporting them in a burst.
+  const absl::Duration period = options_.stall_report_after;
+  absl::Duration unused;
+  const int64_t missed = absl::IDivDuration(now - next_stall_report_, period, &unused);
+  next_stall_report_ += (missed + 1) * period;
+}
+
+void Shard::Log(const std::vector<std::string>& lines) const {
+  if (!options_.log) return;
+  for (const std::string& line : lines) options_.log(line);
+}
+
 void Shard::TimerLoop() {
   absl::MutexLock l(&mu_);
   while (!closed_) {
-    absl::Time next = absl::Now() + absl::Seconds(1);
+    // Whatever makes either time earlier signals timer_cv_, so this sleeps
+    // until the earlier of the two (and until signalled when neither is set).
+    absl::Time next = next_stall_report_;
     if (!by_deadline_.empty()) next = std::min(next, by_deadline_.begin()->first);
     timer_cv_.WaitWithDeadline(&mu_, next);
+    if (closed_) break;
     const absl::Time now = absl::Now();
+    std::vector<std::string> lines;
+    CollectStallReportLocked(now, &lines);
     std::vector<std::pair<SnapshotCallback, absl::Status>> expired;
     while (!by_deadline_.empty() && by_deadline_.begin()->first <= now) {
       auto it = waiters_.find(by_deadline_.begin()->second);
@@ -417,8 +496,9 @@ void Shard::TimerLoop() {
           absl::DeadlineExceededError(WaitTimeoutMessage(it->second.min_version, it->second.wait));
       expired.emplace_back(EraseWaiterLocked(it), std::move(s));
     }
-    if (!expired.empty()) {
+    if (!expired.empty() || !lines.empty()) {
       mu_.Unlock();
+      Log(lines);
       for (auto& e : expired) e.first(e.second);
       mu_.Lock();
     }

@@ -11,6 +11,8 @@
 // when its deadline passes (on the shard's single timer thread). Readers get an
 // immutable snapshot of the weights: an update replaces the buffer when a
 // reader still holds the old one, so nobody ever sees a half-applied update.
+// In sync mode the same timer thread logs a step that has waited long for
+// some workers' gradients (ShardOptions::stall_report_after).
 //
 // Knows nothing of gRPC. Thread-safe: every public method may be called
 // concurrently. Callbacks are never invoked with the shard's lock held.
@@ -43,6 +45,9 @@
 
 namespace ps {
 
+// Writes `line` and a newline to stderr in one write, and flushes it.
+void WriteLineToStderr(absl::string_view line);
+
 struct ShardOptions {
   int shard_id = 0;     // 0 <= shard_id < num_shards
   int num_shards = 1;   // S, >= 1
@@ -67,6 +72,25 @@ struct ShardOptions {
   // shard's size until it is handed to the shard); more fail with
   // RESOURCE_EXHAUSTED. 0 = 2 * num_workers + 2.
   int max_pending_pushes = 0;
+
+  // Stall reports (sync mode). Once the current step holds at least one
+  // worker's gradient but not all, and stall_report_after has passed since
+  // its first push, the shard logs
+  //   shard 0: step 17 has waited 10.0s for gradients from workers [2] (received from [0, 1])
+  // and again after every further stall_report_after while the step is still
+  // open (each line giving the total wait since the first push, in seconds
+  // with one decimal). A step that was reported logs, when it completes,
+  //   shard 0: step 17 completed after 34.2s
+  // A step with no push yet is never reported (nobody has started it), nor is
+  // anything in async mode, which has no step barrier. Zero or negative: off.
+  absl::Duration stall_report_after = absl::Seconds(10);
+  // Receives each report as one line, without a newline. Called from the
+  // shard's timer thread or a pushing thread, never with the shard's lock
+  // held, possibly from two threads at once; lines are formed under the lock
+  // but written after it is released, so in a rare race a step's last
+  // report may follow its completion line. Null drops the lines. The default
+  // writes the line to stderr at once (WriteLineToStderr).
+  std::function<void(absl::string_view line)> log = WriteLineToStderr;
 };
 
 // What a shard holds: its slices of the model and where each sits in its
@@ -247,13 +271,23 @@ class Shard {
   // Removes waiter `it` from every index and returns its callback.
   SnapshotCallback EraseWaiterLocked(std::unordered_map<uint64_t, Waiter>::iterator it)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sync stall reports: opens the stall clock at a step's first push (and
+  // wakes the timer), or, when the step completes, closes it and, if it was
+  // reported, appends the completion line to `lines`.
+  void OnStepPushLocked(bool completed, std::vector<std::string>* lines)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Appends a stall report to `lines` if one is due at `now`.
+  void CollectStallReportLocked(absl::Time now, std::vector<std::string>* lines)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Log(const std::vector<std::string>& lines) const;
   void TimerLoop();
 
   // Constant after construction.
   const ShardOptions options_;
 
   mutable absl::Mutex mu_;
-  absl::CondVar timer_cv_;  // signalled when a waiter is added or on Close
+  // Signalled when a waiter is added, a stall clock starts, or on Close.
+  absl::CondVar timer_cv_;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   bool initialized_ ABSL_GUARDED_BY(mu_) = false;
   std::shared_ptr<const ShardLayout> layout_ ABSL_GUARDED_BY(mu_);  // never null
@@ -278,10 +312,16 @@ class Shard {
   std::set<std::pair<int64_t, uint64_t>> by_version_ ABSL_GUARDED_BY(mu_);
   std::set<std::pair<absl::Time, uint64_t>> by_deadline_ ABSL_GUARDED_BY(mu_);
   uint64_t last_ticket_ ABSL_GUARDED_BY(mu_) = 0;
+  // Sync stall reports: when the open step (some gradients in, not all) got
+  // its first push, InfiniteFuture when no step is open; when the timer
+  // reports it next (InfiniteFuture: never); reports logged for it so far.
+  absl::Time step_opened_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
+  absl::Time next_stall_report_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
+  int stall_reports_ ABSL_GUARDED_BY(mu_) = 0;
   // PushBuffers out (StartPush ... PushFlat); shared with them.
   const std::shared_ptr<std::atomic<int>> pending_pushes_ = std::make_shared<std::atomic<int>>(0);
 
-  std::thread timer_;  // fails waiters whose deadline passed
+  std::thread timer_;  // fails waiters whose deadline passed; logs stall reports
 };
 
 }  // namespace ps

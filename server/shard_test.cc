@@ -4,6 +4,8 @@
 
 #include <cstring>
 
+#include "absl/strings/match.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -12,6 +14,7 @@ namespace ps {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::MatchesRegex;
 
 // Encoded slices of `values` for every slice of `layout`.
 struct Slices {
@@ -75,6 +78,57 @@ void InitShard(Shard* shard, const TensorList& init) {
   ASSERT_TRUE(v.ok()) << v.status();
 }
 
+// Collects a shard's log lines (ShardOptions::log). Must outlive the shard.
+class LogCapture {
+ public:
+  std::function<void(absl::string_view)> Sink() {
+    return [this](absl::string_view line) {
+      absl::MutexLock l(&mu_);
+      lines_.emplace_back(line);
+    };
+  }
+
+  // Waits up to `timeout` until `n` lines contain `text`; returns those
+  // lines (fewer if the time ran out).
+  std::vector<std::string> WaitForLines(absl::string_view text, size_t n,
+                                        absl::Duration timeout) {
+    absl::MutexLock l(&mu_);
+    auto enough = [&] { return Matching(text).size() >= n; };
+    mu_.AwaitWithTimeout(absl::Condition(&enough), timeout);
+    return Matching(text);
+  }
+
+  std::vector<std::string> Lines() {
+    absl::MutexLock l(&mu_);
+    return lines_;
+  }
+
+ private:
+  std::vector<std::string> Matching(absl::string_view text) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    std::vector<std::string> found;
+    for (const std::string& line : lines_) {
+      if (absl::StrContains(line, text)) found.push_back(line);
+    }
+    return found;
+  }
+
+  absl::Mutex mu_;
+  std::vector<std::string> lines_ ABSL_GUARDED_BY(mu_);
+};
+
+std::unique_ptr<Shard> MakeReportingShard(Mode mode, int workers, absl::Duration report_after,
+                                          LogCapture* log) {
+  ShardOptions o;
+  o.num_workers = workers;
+  o.mode = mode;
+  o.stall_report_after = report_after;
+  o.log = log->Sink();
+  auto s = Shard::Create(o);
+  EXPECT_TRUE(s.ok()) << s.status();
+  return *std::move(s);
+}
+
 TEST(Shard, SyncAveragesAllWorkersThenAppliesOnce) {
   auto shard = MakeShard(Mode::kSync, 2);
   InitShard(shard.get(), {{1, 2, 3, 4}, {0, 0, 0}});
@@ -125,6 +179,72 @@ TEST(Shard, PullTimesOutNamingMissingWorkers) {
   ASSERT_TRUE(pull.done.WaitForNotificationWithTimeout(absl::Seconds(10)));
   EXPECT_EQ(pull.snap.status().code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_THAT(std::string(pull.snap.status().message()), HasSubstr("workers [0, 2]"));
+}
+
+TEST(Shard, SyncStepWaitingForAWorkerIsReportedUntilItCompletes) {
+  LogCapture log;
+  auto shard = MakeReportingShard(Mode::kSync, 3, absl::Milliseconds(50), &log);
+  InitShard(shard.get(), {{1, 2, 3, 4}, {0, 0, 0}});
+  Slices g = Encode(kSpec, 1, 0, {{1, 1, 1, 1}, {1, 1, 1}});
+  ASSERT_TRUE(shard->Push(0, 0, g.data).ok());
+  ASSERT_TRUE(shard->Push(1, 0, g.data).ok());
+
+  // Reported once the step has waited 50 ms, then again every 50 ms.
+  const std::vector<std::string> reports = log.WaitForLines("has waited", 2, absl::Seconds(30));
+  ASSERT_EQ(reports.size(), 2u) << "no stall report within 30 s";
+  for (const std::string& line : reports) {
+    EXPECT_THAT(line, MatchesRegex("shard 0: step 0 has waited [0-9]+\\.[0-9]s for gradients "
+                                   "from workers \\[2\\] \\(received from \\[0, 1\\]\\)"));
+  }
+  EXPECT_TRUE(log.WaitForLines("completed", 1, absl::ZeroDuration()).empty());
+
+  // The completion line is logged before the completing push returns.
+  ASSERT_EQ(*shard->Push(2, 0, g.data), 1);
+  const std::vector<std::string> done = log.WaitForLines("completed", 1, absl::ZeroDuration());
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_THAT(done[0], MatchesRegex("shard 0: step 0 completed after [0-9]+\\.[0-9]s"));
+
+  // The next step starts its own clock.
+  ASSERT_TRUE(shard->Push(1, 1, g.data).ok());
+  const std::vector<std::string> next = log.WaitForLines("step 1 has waited", 1, absl::Seconds(30));
+  ASSERT_EQ(next.size(), 1u) << "no stall report for step 1 within 30 s";
+  EXPECT_THAT(next[0], HasSubstr("for gradients from workers [0, 2] (received from [1])"));
+}
+
+TEST(Shard, StepThatWaitedLessThanTheReportTimeCompletesSilently) {
+  LogCapture log;
+  auto shard = MakeReportingShard(Mode::kSync, 2, absl::Minutes(10), &log);
+  InitShard(shard.get(), {{1, 2, 3, 4}, {0, 0, 0}});
+  Slices g = Encode(kSpec, 1, 0, {{1, 1, 1, 1}, {1, 1, 1}});
+  ASSERT_TRUE(shard->Push(0, 0, g.data).ok());
+  ASSERT_EQ(*shard->Push(1, 0, g.data), 1);
+  EXPECT_THAT(log.Lines(), ::testing::IsEmpty());
+}
+
+TEST(Shard, StepWithNoPushYetIsNotReported) {
+  LogCapture log;
+  auto shard = MakeReportingShard(Mode::kSync, 3, absl::Milliseconds(10), &log);
+  InitShard(shard.get(), {{1, 2, 3, 4}, {0, 0, 0}});
+  // A waiting pull keeps the timer busy; the step itself has no gradient.
+  PullResult pull;
+  StartPull(shard.get(), 0, 1, absl::Seconds(60), &pull);
+  EXPECT_THAT(log.WaitForLines("", 1, absl::Milliseconds(300)), ::testing::IsEmpty());
+  shard->Close();
+}
+
+TEST(Shard, NothingIsReportedInAsyncModeOrWhenReportsAreOff) {
+  for (const auto& [mode, after] :
+       {std::pair{Mode::kAsync, absl::Milliseconds(10)}, std::pair{Mode::kSync, absl::ZeroDuration()},
+        std::pair{Mode::kSync, absl::Milliseconds(-5)}}) {
+    LogCapture log;
+    auto shard = MakeReportingShard(mode, 3, after, &log);
+    InitShard(shard.get(), {{1, 2, 3, 4}, {0, 0, 0}});
+    Slices g = Encode(kSpec, 1, 0, {{1, 1, 1, 1}, {1, 1, 1}});
+    ASSERT_TRUE(shard->Push(0, 0, g.data).ok());
+    ASSERT_TRUE(shard->Push(1, 0, g.data).ok());
+    EXPECT_THAT(log.WaitForLines("", 1, absl::Milliseconds(300)), ::testing::IsEmpty())
+        << ModeName(mode) << " " << after;
+  }
 }
 
 TEST(Shard, PullBeforeInitWaitsForWorkerZero) {
