@@ -39,7 +39,7 @@ ABSL_FLAG(double, pull_timeout, 120,
 ABSL_FLAG(double, stall_report_after, 10,
           "Sync mode: when a step has waited this many seconds since its first gradient "
           "arrived for the other workers' gradients, log to stderr which workers it waits for "
-          "(\"shard S: step T has waited ...\"), again every further this many seconds, and "
+          "(\"shard S: step T has waited ...\"), again each time the wait doubles, and "
           "\"shard S: step T completed after ...\" when it completes. 0 = off.");
 ABSL_FLAG(double, call_timeout, 60,
           "Longest time, in seconds, a stream call may take to arrive in full after its first "

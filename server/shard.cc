@@ -463,13 +463,12 @@ void Shard::CollectStallReportLocked(absl::Time now, std::vector<std::string>* l
                                 " for gradients from workers [", absl::StrJoin(missing, ", "),
                                 "] (received from [", absl::StrJoin(received, ", "), "])"));
   ++stall_reports_;
-  // The next report is due at the next multiple of the period after the
-  // first push; a timer that woke late skips the periods it missed rather
-  // than reporting them in a burst.
-  const absl::Duration period = options_.stall_report_after;
-  absl::Duration unused;
-  const int64_t missed = absl::IDivDuration(now - next_stall_report_, period, &unused);
-  next_stall_report_ += (missed + 1) * period;
+  // The next report is due when the step has waited twice as long (10 s,
+  // 20 s, 40 s, ...), so a step that never completes logs a few lines, not a
+  // line every period; a timer that woke late skips the reports it missed.
+  while (next_stall_report_ <= now) {
+    next_stall_report_ = step_opened_ + 2 * (next_stall_report_ - step_opened_);
+  }
 }
 
 void Shard::Log(const std::vector<std::string>& lines) const {

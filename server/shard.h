@@ -77,9 +77,9 @@ struct ShardOptions {
   // worker's gradient but not all, and stall_report_after has passed since
   // its first push, the shard logs
   //   shard 0: step 17 has waited 10.0s for gradients from workers [2] (received from [0, 1])
-  // and again after every further stall_report_after while the step is still
-  // open (each line giving the total wait since the first push, in seconds
-  // with one decimal). A step that was reported logs, when it completes,
+  // and again each time its wait has doubled (at 2x, 4x, 8x ... that time)
+  // while the step is still open, each line giving the total wait since the
+  // first push, in seconds with one decimal. A step that was reported logs, when it completes,
   //   shard 0: step 17 completed after 34.2s
   // A step with no push yet is never reported (nobody has started it), nor is
   // anything in async mode, which has no step barrier. Zero or negative: off.

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "gmock/gmock.h"
@@ -189,13 +190,21 @@ TEST(Shard, SyncStepWaitingForAWorkerIsReportedUntilItCompletes) {
   ASSERT_TRUE(shard->Push(0, 0, g.data).ok());
   ASSERT_TRUE(shard->Push(1, 0, g.data).ok());
 
-  // Reported once the step has waited 50 ms, then again every 50 ms.
+  // Reported once the step has waited 50 ms, then again when the wait has
+  // doubled: the second line says at least 0.1 s.
   const std::vector<std::string> reports = log.WaitForLines("has waited", 2, absl::Seconds(30));
   ASSERT_EQ(reports.size(), 2u) << "no stall report within 30 s";
   for (const std::string& line : reports) {
     EXPECT_THAT(line, MatchesRegex("shard 0: step 0 has waited [0-9]+\\.[0-9]s for gradients "
                                    "from workers \\[2\\] \\(received from \\[0, 1\\]\\)"));
   }
+  double second_wait = 0;
+  ASSERT_TRUE(absl::SimpleAtod(
+      reports[1].substr(reports[1].find("waited ") + 7,
+                        reports[1].find("s for") - reports[1].find("waited ") - 7),
+      &second_wait))
+      << reports[1];
+  EXPECT_GE(second_wait, 0.1) << reports[1];
   EXPECT_TRUE(log.WaitForLines("completed", 1, absl::ZeroDuration()).empty());
 
   // The completion line is logged before the completing push returns.
