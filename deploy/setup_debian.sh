@@ -19,6 +19,14 @@ PACKAGES=(
   # (only recommended by clang-14, and recommends are not installed here).
   clang-14 libclang-rt-14-dev
 )
+# Tests: //tests:deploy_config_test renders the Kubernetes overlays with
+# `kubectl kustomize`. Debian's kubernetes-client (kubectl 1.20) is added only
+# where no kubectl exists (the kubectl packages of other apt repositories own
+# /usr/bin/kubectl too, and apt refuses to install both), and only on Debian
+# (Ubuntu 24.04, the build stage of deploy/Dockerfile.cuda, has no such package).
+if ! command -v kubectl >/dev/null && grep -qx 'ID=debian' /etc/os-release; then
+  PACKAGES+=(kubernetes-client)
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -3,39 +3,51 @@
 against each other, so that a renamed flag or a mismatched count breaks this
 test instead of a user's cluster.
 
-usage: deploy_config_check.py --root=DIR --bin=ps_server=PATH --bin=ps_worker=PATH
-                              --bin=ps_ctl=PATH --bin=ps_bench=PATH [--no_self_check]
+usage: [KUBECTL=PATH] deploy_config_check.py --root=DIR --bin=ps_server=PATH
+           --bin=ps_worker=PATH --bin=ps_ctl=PATH --bin=ps_bench=PATH [--no_self_check]
+
+Nothing here runs a cluster: the Kubernetes checks read what
+`kubectl kustomize deploy/k8s/<overlay>` renders, with kubectl = $KUBECTL, else
+`kubectl` on PATH (under `bazel test`: /bin, /usr/bin and /usr/local/bin;
+pass another with --test_env=KUBECTL=PATH). Without a kubectl the check fails
+and says to run deploy/setup_debian.sh. Its output names the kubectl version
+that rendered. The overlays use only kustomize features that both Debian 12's
+kubectl 1.20 (kustomize 2.0.3) and kubectl 1.32 (kustomize 5.5) read.
 
 What it checks:
   - Every container command (docker-compose.yml alone and with
-    docker-compose.gpu.yml; every kustomization under k8s/, rendered) names a
-    binary of the build, and every flag it passes is accepted by that binary:
-    the name is in the binary's --helpfull, enumerations (--mode, --device,
-    --transport, --model, ps_ctl's command) have an allowed value, and the
-    real binary parses the whole command line (run with --helpfull appended,
-    Abseil reports unknown flags and bad values before printing help).
+    docker-compose.gpu.yml; every pod of every kustomization under k8s/ as
+    kubectl renders it) names a binary of the build, and every flag it
+    passes is accepted by that binary: the name is in the binary's
+    --helpfull, enumerations (--mode, --device, --transport, --model,
+    ps_ctl's command) have an allowed value, and the real binary parses the
+    whole command line (run with --helpfull appended, Abseil reports unknown
+    flags and bad values before printing help).
   - Compose variables (${VAR:-default}) are expanded with their defaults and
     with alternative values; Kubernetes $(VAR) references are expanded from
-    the ConfigMap, the downward API and JOB_COMPLETION_INDEX, per pod.
+    the rendered ConfigMap, the downward API and JOB_COMPLETION_INDEX, per
+    pod, and one defined nowhere is an error.
   - Servers, workers and mode agree: shard ids, --num_shards, --num_workers,
     every --servers list naming exactly the server services in shard order,
     ports, health checks and probes, depends_on, volumes, resources, GPUs,
     the Job's completions and parallelism, the StatefulSet's replicas.
-  - Kustomize overlays are built by this file's own model (resources,
-    configMapGenerator create/merge, strategic-merge patches), compared with
-    `kubectl kustomize` where kubectl exists.
+  - Every kustomization under k8s/ (the base and the sync, async and gpu
+    overlays) renders, runs the mode and devices its name says, and every
+    other YAML file under k8s/ is named by some kustomization.
   - The Dockerfiles build and copy the binaries the commands use, run as the
     user the Kubernetes manifests expect, install the dataset and the runtime
     packages; .dockerignore keeps Bazel's trees out of the build context.
 Then, unless --no_self_check, it proves that it can fail: each of a list of
 mutations (a renamed flag in a file or in a binary, a wrong count, a bad
 enumeration value, ...) applied to a copy of deploy/ must make it report an
-error.
+error; the Kubernetes ones are caught in what kubectl renders from the copy.
 """
 
 import argparse
 import copy
 import fnmatch
+import hashlib
+import json
 import os
 import re
 import shutil
@@ -446,124 +458,79 @@ def check_compose_files(root, bins, errors):
 
 # --- Kubernetes ---------------------------------------------------------------
 
-KUSTOMIZATION_KEYS = {"apiVersion", "kind", "resources", "configMapGenerator", "patches"}
+class Kubectl:
+    """The kubectl whose `kubectl kustomize` renders the overlays."""
+
+    def __init__(self, path):
+        self.path = path
+        out = run([path, "version", "--client", "-o", "json"])
+        try:
+            info = json.loads(out.stdout)
+            self.version = info["clientVersion"]["gitVersion"]
+        except (ValueError, KeyError):
+            raise SystemExit(f"deploy_config_check: '{path} version --client -o json' fails: "
+                             f"{out.stderr.strip() or out.stdout.strip()}")
+        # kubectl 1.20 and older do not report the kustomize they contain.
+        self.kustomize_version = info.get("kustomizeVersion", "version not reported")
+        self._rendered = {}  # digest of a k8s/ tree -> {overlay: render()'s result}
+
+    def render(self, k8s, names):
+        """{name: (resources, None) or (None, error)}: `kubectl kustomize` of
+        each overlay K8S/name, parsed. Remembered per content of K8S, so the
+        self-check renders again only the trees that it changed."""
+        digest = hashlib.sha256()
+        for dirpath, dirs, files in os.walk(k8s):
+            dirs.sort()
+            for fn in sorted(files):
+                p = os.path.join(dirpath, fn)
+                digest.update(os.path.relpath(p, k8s).encode() + b"\0")
+                with open(p, "rb") as f:
+                    digest.update(f.read() + b"\0")
+        key = digest.hexdigest()
+        if key not in self._rendered:
+            # kustomize does not follow symlinked files (as in Bazel's
+            # runfiles), so it renders a plain copy.
+            with tempfile.TemporaryDirectory() as tmp:
+                shutil.copytree(k8s, os.path.join(tmp, "k8s"))
+                self._rendered[key] = {
+                    name: self._kustomize(os.path.join(tmp, "k8s", name)) for name in names}
+        return self._rendered[key]
+
+    def _kustomize(self, path):
+        out = run([self.path, "kustomize", path])
+        if out.returncode != 0:
+            # Leaves out kustomize 5's deprecation warnings (bases,
+            # patchesStrategicMerge), which it also prints on success.
+            return None, " ".join(l for l in out.stderr.splitlines()
+                                  if l.strip() and not l.startswith("# Warning:"))
+        try:
+            return [d for d in yaml.safe_load_all(out.stdout) if d], None
+        except yaml.YAMLError as e:
+            return None, f"its output is not YAML: {e}"
 
 
-def strategic_merge(base, patch):
-    """Strategic merge for the shapes our patches use: mappings merge, lists
-    of named mappings (containers, env) merge by name, other lists replace."""
-    if isinstance(base, dict) and isinstance(patch, dict):
-        out = dict(base)
-        for k, v in patch.items():
-            if v is None:
-                out.pop(k, None)
-            else:
-                out[k] = strategic_merge(base[k], v) if k in base else copy.deepcopy(v)
-        return out
-    if (isinstance(base, list) and isinstance(patch, list) and base and patch
-            and all(isinstance(x, dict) and "name" in x for x in base + patch)):
-        out = [copy.deepcopy(x) for x in base]
-        for p in patch:
-            for i, x in enumerate(out):
-                if x["name"] == p["name"]:
-                    out[i] = strategic_merge(x, p)
-                    break
-            else:
-                out.append(copy.deepcopy(p))
-        return out
-    return copy.deepcopy(patch)
-
-
-def kustomize(path, errors, used_files):
-    """Builds the kustomization in PATH: a list of resources."""
-    kfile = os.path.join(path, "kustomization.yaml")
-    used_files.add(os.path.normpath(kfile))
-    with open(kfile) as f:
-        k = yaml.safe_load(f) or {}
-    extra = set(k) - KUSTOMIZATION_KEYS
-    if extra:
-        errors.append(f"{kfile}: uses {sorted(extra)}, which this test's kustomize model does not "
-                      f"handle ({sorted(KUSTOMIZATION_KEYS)}); extend the test")
-    out = []
-    for r in k.get("resources", []):
-        p = os.path.normpath(os.path.join(path, r))
-        if os.path.isdir(p):
-            out += kustomize(p, errors, used_files)
-        else:
-            used_files.add(p)
-            with open(p) as f:
-                out += [d for d in yaml.safe_load_all(f) if d]
-    for g in k.get("configMapGenerator", []):
-        data = {}
-        for lit in g.get("literals", []):
-            key, _, value = str(lit).partition("=")
-            data[key] = value
-        extra = set(g) - {"name", "literals", "behavior"}
-        if extra:
-            errors.append(f"{kfile}: configMapGenerator uses {sorted(extra)}, not modelled here")
-        behavior = g.get("behavior", "create")
-        existing = [r for r in out if r.get("kind") == "ConfigMap"
-                    and r["metadata"]["name"] == g["name"]]
-        if behavior == "create":
-            if existing:
-                errors.append(f"{kfile}: ConfigMap {g['name']} created twice")
-            out.append({"apiVersion": "v1", "kind": "ConfigMap",
-                        "metadata": {"name": g["name"]}, "data": data})
-        elif behavior in ("merge", "replace"):
-            if not existing:
-                errors.append(f"{kfile}: {behavior}s ConfigMap {g['name']}, which no base creates")
-                continue
-            existing[0]["data"] = ({**existing[0]["data"], **data} if behavior == "merge" else data)
-        else:
-            errors.append(f"{kfile}: unknown configMapGenerator behavior {behavior}")
-    for p in k.get("patches", []):
-        if "path" in p:
-            ppath = os.path.normpath(os.path.join(path, p["path"]))
-            used_files.add(ppath)
-            with open(ppath) as f:
-                patch = yaml.safe_load(f)
-        else:
-            patch = yaml.safe_load(p.get("patch", ""))
-        if not isinstance(patch, dict) or "kind" not in patch:
-            errors.append(f"{kfile}: only strategic-merge patches with kind and name are modelled")
+def named_paths(k8s):
+    """Every path that a kustomization under K8S names: each string in a
+    kustomization.yaml (resources, bases, patches, ...) read as a path
+    relative to that kustomization's directory."""
+    out = set()
+    for dirpath, _, files in os.walk(k8s):
+        if "kustomization.yaml" not in files:
             continue
-        target = p.get("target") or {}
-        kind = target.get("kind", patch["kind"])
-        name = target.get("name", patch["metadata"]["name"])
-        hits = [i for i, r in enumerate(out)
-                if r.get("kind") == kind and r["metadata"]["name"] == name]
-        if not hits:
-            errors.append(f"{kfile}: patch targets {kind}/{name}, which is not among the resources")
-        for i in hits:
-            out[i] = strategic_merge(out[i], patch)
+        try:
+            with open(os.path.join(dirpath, "kustomization.yaml")) as f:
+                stack = [yaml.safe_load(f)]
+        except yaml.YAMLError:
+            continue  # kubectl kustomize reports it
+        while stack:
+            o = stack.pop()
+            if isinstance(o, dict):
+                stack += o.values()
+            elif isinstance(o, list):
+                stack += o
+            elif isinstance(o, str):
+                out.add(os.path.normpath(os.path.join(dirpath, o)))
     return out
-
-
-def kubectl_kustomize(k8s, name):
-    # kustomize does not follow symlinked files (as in Bazel's runfiles), so
-    # it builds a plain copy.
-    with tempfile.TemporaryDirectory() as tmp:
-        shutil.copytree(k8s, os.path.join(tmp, "k8s"))
-        out = run(["kubectl", "kustomize", os.path.join(tmp, "k8s", name)])
-    if out.returncode != 0:
-        return None, out.stderr.strip()
-    docs = [d for d in yaml.safe_load_all(out.stdout) if d]
-    # kustomize appends a content hash to generated ConfigMap names and
-    # rewrites the references; undo that to compare.
-    renames = {}
-    for d in docs:
-        if d.get("kind") == "ConfigMap":
-            m = re.fullmatch(r"(.+)-[a-z0-9]{10}", d["metadata"]["name"])
-            if m:
-                renames[d["metadata"]["name"]] = m.group(1)
-
-    def undo(o):
-        if isinstance(o, dict):
-            return {k: undo(v) for k, v in o.items()}
-        if isinstance(o, list):
-            return [undo(v) for v in o]
-        return renames.get(o, o) if isinstance(o, str) else o
-    return [undo(d) for d in docs], None
 
 
 def quantity(q):
@@ -762,46 +729,29 @@ def check_k8s_build(name, resources, bins, docker_uid, errors):
                           f"user {docker_uid}")
 
 
-def check_k8s(root, bins, docker_uid, use_kubectl, errors):
+def check_k8s(root, bins, docker_uid, kubectl, errors):
     k8s = os.path.join(root, "deploy", "k8s")
     found = sorted(d for d in os.listdir(k8s)
                    if os.path.isfile(os.path.join(k8s, d, "kustomization.yaml")))
     if found != sorted(KUSTOMIZATIONS):
         errors.append(f"k8s: kustomizations {found}, expected {sorted(KUSTOMIZATIONS)} "
                       f"(add new ones to the test's KUSTOMIZATIONS)")
-    used = set()
-    compared = 0
-    for name in found:
-        if name not in KUSTOMIZATIONS:
-            continue
-        resources = kustomize(os.path.join(k8s, name), errors, used)
-        check_k8s_build(name, resources, bins, docker_uid, errors)
-        if use_kubectl:
-            theirs, err = kubectl_kustomize(k8s, name)
-            if theirs is None:
-                errors.append(f"k8s/{name}: kubectl kustomize fails: {err}")
-                continue
-            key = lambda r: (r["kind"], r["metadata"]["name"])
-            mine = {key(r): r for r in resources}
-            theirs = {key(r): r for r in theirs}
-            if mine != theirs:
-                for k in sorted(set(mine) | set(theirs)):
-                    if mine.get(k) != theirs.get(k):
-                        errors.append(f"k8s/{name}: this test's kustomize model and kubectl disagree "
-                                      f"on {k}: {mine.get(k)} vs {theirs.get(k)}")
-            compared += 1
-    # Every YAML file under k8s/ parses and is part of some kustomization.
+    names = [n for n in found if n in KUSTOMIZATIONS]
+    for name, (resources, err) in kubectl.render(k8s, names).items():
+        if resources is None:
+            errors.append(f"k8s/{name}: kubectl kustomize deploy/k8s/{name} fails: {err}")
+        else:
+            check_k8s_build(name, resources, bins, docker_uid, errors)
+    # Every other YAML file under k8s/ is named by some kustomization (which,
+    # rendered above, proves that kubectl reads it).
+    named = named_paths(k8s)
     for dirpath, _, files in os.walk(k8s):
         for fn in files:
             p = os.path.normpath(os.path.join(dirpath, fn))
-            if fn.endswith((".yaml", ".yml")):
-                with open(p) as f:
-                    list(yaml.safe_load_all(f))
-                if p not in used:
-                    errors.append(f"{os.path.relpath(p, root)} is not used by any kustomization")
-    kubectl_note = (f"each compared with kubectl kustomize" if use_kubectl
-                    else "kubectl not found: not compared with kubectl kustomize")
-    return f"k8s: {len(found)} kustomizations ({', '.join(found)}), {kubectl_note}"
+            if fn.endswith((".yaml", ".yml")) and fn != "kustomization.yaml" and p not in named:
+                errors.append(f"{os.path.relpath(p, root)} is not used by any kustomization")
+    return (f"k8s: {len(found)} kustomizations ({', '.join(found)}) rendered by "
+            f"{kubectl.path} {kubectl.version} (kustomize {kubectl.kustomize_version})")
 
 
 # --- Dockerfiles --------------------------------------------------------------
@@ -900,13 +850,13 @@ def check_runtime_packages(root, bins, errors):
 
 # --- all checks and the self-check ---------------------------------------------
 
-def check_all(root, bins, locations, use_kubectl):
+def check_all(root, bins, locations, kubectl):
     """Checks the configuration files under ROOT; [errors], [notes]."""
     errors, notes = [], []
     uid, note = check_dockerfiles(root, bins, locations, errors)
     notes.append(note)
     notes.append(check_compose_files(root, bins, errors))
-    notes.append(check_k8s(root, bins, uid, use_kubectl, errors))
+    notes.append(check_k8s(root, bins, uid, kubectl, errors))
     return errors, notes
 
 
@@ -945,6 +895,12 @@ MUTATIONS = [
      "$(PS_LR)", "$(PS_LEARNING_RATE)", "$(PS_LEARNING_RATE) is defined nowhere"),
     ("the GPU overlay without a GPU", "deploy/k8s/gpu/worker-gpu.yaml",
      "nvidia.com/gpu: 1", "example.com/fpga: 1", "request no nvidia.com/gpu"),
+    ("the GPU patch left out of its overlay", "deploy/k8s/gpu/kustomization.yaml",
+     "patchesStrategicMerge:\n  - worker-gpu.yaml\n", "",
+     "deploy/k8s/gpu/worker-gpu.yaml is not used by any kustomization"),
+    ("an overlay merging into a ConfigMap that no base generates", "deploy/k8s/async/kustomization.yaml",
+     "  - name: ps-config\n    behavior: merge", "  - name: ps-settings\n    behavior: merge",
+     "kubectl kustomize deploy/k8s/async fails"),
     ("a readiness probe on the wrong port", "deploy/k8s/base/server-statefulset.yaml",
      "readinessProbe:\n            grpc:\n              port: 50051",
      "readinessProbe:\n            grpc:\n              port: 50052", "readinessProbe asks port 50052"),
@@ -958,7 +914,7 @@ MUTATIONS = [
 ]
 
 
-def self_check(root, bins, locations):
+def self_check(root, bins, locations, kubectl):
     """Each mutation of a copy of deploy/ (or of a binary's flags) must fail."""
     failures = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -975,7 +931,7 @@ def self_check(root, bins, locations):
                 continue
             with open(target, "w") as f:
                 f.write(text.replace(old, new))
-            errors, _ = check_all(copy_root, bins, locations, use_kubectl=False)
+            errors, _ = check_all(copy_root, bins, locations, kubectl)
             hits = [e for e in errors if expect in e]
             if hits:
                 print(f"self-check: {desc}: caught: {hits[0][:160]}")
@@ -986,7 +942,7 @@ def self_check(root, bins, locations):
         renamed = copy.copy(bins["ps_server"])
         renamed.flags = {("workers" if k == "num_workers" else k): v
                          for k, v in bins["ps_server"].flags.items()}
-        errors, _ = check_all(root, {**bins, "ps_server": renamed}, locations, use_kubectl=False)
+        errors, _ = check_all(root, {**bins, "ps_server": renamed}, locations, kubectl)
         hits = [e for e in errors if "--num_workers is not a flag of ps_server" in e]
         if hits:
             print(f"self-check: ps_server renaming --num_workers: caught: {hits[0][:160]}")
@@ -1011,8 +967,14 @@ def main():
     # Where each binary is under bazel-bin: its path as $(location) gives it.
     locations = {name: os.path.normpath(path).removeprefix("bazel-bin/")
                  for name, path in paths.items()}
-    use_kubectl = shutil.which("kubectl") is not None
-    errors, notes = check_all(a.root, bins, locations, use_kubectl)
+    kubectl_path = shutil.which(os.environ.get("KUBECTL") or "kubectl")
+    if kubectl_path is None:
+        sys.exit(f"deploy_config_check: no kubectl (KUBECTL={os.environ.get('KUBECTL', '')!r}, "
+                 f"PATH={os.environ.get('PATH', '')}): the Kubernetes checks read what "
+                 f"`kubectl kustomize` renders; run deploy/setup_debian.sh, which installs "
+                 f"Debian's kubernetes-client")
+    kubectl = Kubectl(kubectl_path)
+    errors, notes = check_all(a.root, bins, locations, kubectl)
     check_enum_help(bins, errors)
     notes.append(check_runtime_packages(a.root, bins, errors))
     for n in notes:
@@ -1026,7 +988,7 @@ def main():
         return 1
     print("deploy configs agree with the binaries and with each other")
     if not a.no_self_check:
-        failures = self_check(a.root, bins, locations)
+        failures = self_check(a.root, bins, locations, kubectl)
         for f in failures:
             print(f"ERROR: {f}")
         if failures:
