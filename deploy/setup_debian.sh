@@ -1,31 +1,45 @@
 #!/usr/bin/env bash
-# Installs every Debian 12 package that building, testing and running this
-# project needs. Idempotent: when everything is present it installs nothing
+# Installs the Debian 12 packages that building, testing and running this
+# project need. Idempotent: when everything is present it installs nothing
 # and touches no network. Runs apt-get through sudo when not root.
+#
+#   deploy/setup_debian.sh           build, run and test (the README's command)
+#   deploy/setup_debian.sh --build   only what `bazel build` needs (the image
+#                                    build stages of deploy/Dockerfile*)
 set -euo pipefail
+
+case "${1:-}" in
+  "") build_only=0 ;;
+  --build) build_only=1 ;;
+  *) echo "usage: setup_debian.sh [--build]" >&2; exit 2 ;;
+esac
 
 PACKAGES=(
   # Build: Bazel, the C++ toolchain, code generators and libraries.
   bazel-bootstrap g++ pkgconf
   protobuf-compiler protobuf-compiler-grpc libprotobuf-dev libgrpc++-dev
   libabsl-dev libgtest-dev libgmock-dev libopenblas-dev zlib1g-dev
-  # The default workload: Fashion-MNIST IDX files in /usr/share/datasets/fashion-mnist.
-  dataset-fashion-mnist
-  # Tests: numpy checks the .npy model files, yaml reads the cluster configs;
-  # iproute2 for network namespaces.
-  python3 python3-numpy python3-yaml iproute2 procps
-  # Fuzzing: tests/fuzz/run_fuzz.sh (run by .ci/run) builds with clang-14 and
-  # links libFuzzer and the sanitizer runtimes, which are in libclang-rt-14-dev
-  # (only recommended by clang-14, and recommends are not installed here).
-  clang-14 libclang-rt-14-dev
 )
-# Tests: //tests:deploy_config_test renders the Kubernetes overlays with
-# `kubectl kustomize`. Debian's kubernetes-client (kubectl 1.20) is added only
-# where no kubectl exists (the kubectl packages of other apt repositories own
-# /usr/bin/kubectl too, and apt refuses to install both), and only on Debian
-# (Ubuntu 24.04, the build stage of deploy/Dockerfile.cuda, has no such package).
-if ! command -v kubectl >/dev/null && grep -qx 'ID=debian' /etc/os-release; then
-  PACKAGES+=(kubernetes-client)
+if [ "$build_only" -eq 0 ]; then
+  PACKAGES+=(
+    # The default workload: Fashion-MNIST IDX files in /usr/share/datasets/fashion-mnist.
+    dataset-fashion-mnist
+    # Tests: numpy checks the .npy model files, yaml reads the cluster configs;
+    # iproute2 for network namespaces.
+    python3 python3-numpy python3-yaml iproute2 procps
+    # Fuzzing: tests/fuzz/run_fuzz.sh (run by .ci/run) builds with clang-14 and
+    # links libFuzzer and the sanitizer runtimes, which are in libclang-rt-14-dev
+    # (only recommended by clang-14, and recommends are not installed here).
+    clang-14 libclang-rt-14-dev
+  )
+  # Tests: //tests:deploy_config_test renders the Kubernetes overlays with
+  # `kubectl kustomize`. Debian's kubernetes-client (kubectl 1.20) is added
+  # only where no kubectl exists (the kubectl packages of other apt
+  # repositories own /usr/bin/kubectl too, and apt refuses to install both),
+  # and only on Debian.
+  if ! command -v kubectl >/dev/null && grep -qx 'ID=debian' /etc/os-release; then
+    PACKAGES+=(kubernetes-client)
+  fi
 fi
 
 missing=()

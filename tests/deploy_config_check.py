@@ -78,7 +78,8 @@ ALTERNATIVES = {
     "PS_LR": ["0.05"],
     "PS_EPOCHS": ["3"],
     "PS_PULL_TIMEOUT": ["30"],
-    "PS_THREADS": ["1"],
+    "PS_STALL_REPORT": ["0", "3"],
+    "PS_THREADS": ["0", "2"],
     "PS_IMAGE": ["registry.example/ps:1.0"],
     "PS_CUDA_IMAGE": ["registry.example/ps-cuda:1.0"],
 }
@@ -416,6 +417,14 @@ def check_compose_files(root, bins, errors):
         base_raw = yaml.safe_load(f)
     with open(gpu_path) as f:
         gpu_raw = yaml.safe_load(f)
+    for fn, raw in (("docker-compose.yml", base_raw), ("docker-compose.gpu.yml", gpu_raw)):
+        if "name" in raw:
+            errors.append(f"{fn}: a top-level 'name:' is rejected by compose v1; the project "
+                          "name belongs in deploy/.env (COMPOSE_PROJECT_NAME)")
+    env_path = os.path.join(root, "deploy", ".env")
+    env_lines = open(env_path).read().splitlines() if os.path.isfile(env_path) else []
+    if "COMPOSE_PROJECT_NAME=ps" not in env_lines:
+        errors.append("deploy/.env: must set COMPOSE_PROJECT_NAME=ps (the README's volume names)")
     variables = compose_variables(base_raw, {})
     compose_variables(gpu_raw, variables)
     for name, default in variables.items():
@@ -778,11 +787,16 @@ def check_dockerfiles(root, bins, locations, errors):
     for fn, cuda in (("Dockerfile", False), ("Dockerfile.cuda", True)):
         path = os.path.join(root, "deploy", fn)
         where = f"deploy/{fn}"
+        with open(path) as f:
+            if re.search(r"^#\s*syntax\s*=", f.read(), re.M | re.I):
+                errors.append(f"{where}: a '# syntax=' line makes BuildKit fetch a frontend from "
+                              "a registry; the built-in one reads these files")
         stages = dockerfile_stages(path)
-        if len(stages) < 2:
-            errors.append(f"{where}: needs a build stage and a runtime stage")
+        builds = [i for i, (line, _) in enumerate(stages) if re.search(r"\sAS build$", line, re.I)]
+        if len(stages) < 2 or not builds or builds[0] == len(stages) - 1:
+            errors.append(f"{where}: needs a stage 'AS build' and a runtime stage after it")
             continue
-        build = " ".join(stages[0][1])
+        build = " ".join(stages[builds[0]][1])
         if "deploy/setup_debian.sh" not in build:
             errors.append(f"{where}: the build stage must install with deploy/setup_debian.sh")
         m = re.search(r"bazel build ([^&]*)", build)
@@ -909,6 +923,11 @@ MUTATIONS = [
     ("ps_ctl left out of the image", "deploy/Dockerfile",
      "bazel build //:ps_server //:ps_worker //:ps_ctl", "bazel build //:ps_server //:ps_worker",
      "does not build //:ps_ctl"),
+    ("a '# syntax' line in the CUDA Dockerfile", "deploy/Dockerfile.cuda",
+     "ARG CUDA_VERSION=13.0\n", "# syntax=docker/dockerfile:1\nARG CUDA_VERSION=13.0\n",
+     "fetch a frontend"),
+    ("a top-level name: in compose", "deploy/docker-compose.yml",
+     "\nservices:\n", "\nname: ps\n\nservices:\n", "rejected by compose v1"),
     ("Bazel trees in the Docker context", ".dockerignore",
      "bazel-*\n**/bazel-*\n", "", ".dockerignore does not exclude bazel-bin"),
 ]

@@ -1,0 +1,665 @@
+#!/usr/bin/env python3
+"""compose_test: builds deploy/'s images and runs its docker-compose cluster
+for real, with the README's commands, on this machine's Docker.
+
+    tests/compose_test.py [--data-root=DIR] [--no-cuda]
+
+What it does, each step a check printed as `compose_test: PASS|FAIL <name>`:
+  - installs docker.io and docker-compose with apt when missing;
+  - uses a Docker daemon that answers, or starts its own `dockerd` (on a
+    private socket and data root) and stops it afterwards by its PID,
+    restoring the host's iptables rules, IP forwarding and bridge sysctls as
+    it found them and deleting the interfaces it left;
+  - deploy/base_image.sh (debian:12 and -slim from the Debian mirror when
+    absent), then `DOCKER_BUILDKIT=1 docker build -f deploy/Dockerfile`
+    cold and again warm (timed), checking the runtime user (10001:10001, no
+    useradd warning), that no apt lists or caches are left, and the size;
+  - `docker run --rm` of the image (standalone training, accuracy >= 0.80);
+  - the compose cluster (2 servers, 3 workers, 1 epoch) in sync and then
+    async mode: every worker exits 0, worker 0's final test accuracy is
+    >= 0.80, the `model` volume holds finite float32 .npy files with as many
+    values as the model has parameters, every worker wrote its metrics;
+  - sync mode with worker 2's container killed mid-run: both survivors exit
+    non-zero within PS_PULL_TIMEOUT (+10 s) with an error naming worker 2,
+    and a server logged the stalled step and the workers it waits for;
+  - `down -v` after each run; at the end no container, network or volume of
+    the test's compose project is left, nor any image it built;
+  - the CUDA image (deploy/base_image.sh --cuda from this machine's toolkit,
+    then deploy/Dockerfile.cuda): `ps_worker --device=auto` falls back to
+    the CPU and says why (no GPU here), `--device=cuda` fails saying why;
+    the GPU override (docker-compose.gpu.yml) is checked with `config`.
+
+The compose command is `docker-compose` (Debian 12's v1) when installed,
+else `docker compose` (v2); PS_COMPOSE overrides it. Where the docker CLI on
+PATH cannot use BuildKit (a CLI of 23 or later without the buildx plugin, as
+on this project's machines next to docker.io's 20.10 daemon), docker.io's own
+/usr/bin/docker is put first on PATH.
+
+Skips, with the reason and exit status 77, where Docker cannot run: not
+root (needed to install Docker and start dockerd), or a dockerd that does not
+come up (no kernel support). Otherwise exits 0 when every check passed, else
+1. The last line is `compose_test: N passed, N failed`.
+
+--data-root=DIR: with a dockerd of its own, keep its images and build cache
+in DIR between runs (for development; the default is a temporary directory,
+deleted at the end). --no-cuda: leave the CUDA image out.
+"""
+import argparse
+import glob
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+COMPOSE_FILE = "deploy/docker-compose.yml"
+GPU_FILE = "deploy/docker-compose.gpu.yml"
+PROJECT = "pscomposetest"  # -p: never the README's `ps` project of a user
+WORKERS = ["ps-worker-0", "ps-worker-1", "ps-worker-2"]
+MIN_ACCURACY = 0.80
+KILL_PULL_TIMEOUT = 20  # s: PS_PULL_TIMEOUT of the killed-worker run
+
+
+class Skip(Exception):
+    pass
+
+
+class Checks:
+    def __init__(self):
+        self.passed = 0
+        self.failed = 0
+        self.figures = []
+
+    def check(self, name, ok, detail=""):
+        if ok:
+            self.passed += 1
+        else:
+            self.failed += 1
+        tail = f": {detail}" if detail else ""
+        print(f"compose_test: {'PASS' if ok else 'FAIL'} {name}{tail}", flush=True)
+        return ok
+
+    def figure(self, text):
+        self.figures.append(text)
+        print(f"compose_test: figure: {text}", flush=True)
+
+
+def log(msg):
+    print(f"compose_test: {msg}", flush=True)
+
+
+def run(argv, timeout=600, check=False, env=None, **kw):
+    """Runs argv; returns CompletedProcess with text stdout+stderr merged."""
+    try:
+        p = subprocess.run(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True, timeout=timeout, env=env, **kw)
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+        p = subprocess.CompletedProcess(argv, 124, out + f"\n[timed out after {timeout} s]")
+    if check and p.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} exited {p.returncode}:\n{p.stdout[-3000:]}")
+    return p
+
+
+def tail(text, n=15):
+    return "\n".join(text.strip().splitlines()[-n:])
+
+
+# --- installing and choosing the tools ---------------------------------------
+def install_docker():
+    need = [pkg for cmd, pkg in (("dockerd", "docker.io"), ("docker-compose", "docker-compose"))
+            if shutil.which(cmd) is None]
+    if shutil.which("docker-compose") is not None or subprocess.run(
+            ["docker", "compose", "version"], capture_output=True).returncode == 0:
+        need = [p for p in need if p != "docker-compose"]
+    if not need:
+        return
+    log(f"installing {' '.join(need)} with apt")
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    cmd = ["apt-get", "install", "-y", "-qq", "--no-install-recommends"] + need
+    if run(cmd, env=env).returncode != 0:
+        run(["apt-get", "update", "-qq"], env=env)
+        p = run(cmd, env=env)
+        if p.returncode != 0:
+            raise Skip(f"cannot install {' '.join(need)}: {tail(p.stdout, 5)}")
+
+
+def choose_docker_cli():
+    """Puts a docker CLI that can use BuildKit first on PATH; returns its path."""
+    cli = shutil.which("docker")
+    if cli is None:
+        raise Skip("no docker CLI after installing docker.io")
+    version = run([cli, "version", "--format", "{{.Client.Version}}"], timeout=30).stdout
+    major = int(re.match(r"\s*(\d+)", version).group(1)) if re.match(r"\s*\d+", version) else 0
+    has_buildx = run([cli, "buildx", "version"], timeout=30).returncode == 0
+    if major >= 23 and not has_buildx and os.path.realpath(cli) != "/usr/bin/docker" \
+            and os.access("/usr/bin/docker", os.X_OK):
+        log(f"{cli} (client {version.strip()}) has no buildx, so it cannot build with BuildKit; "
+            "using docker.io's /usr/bin/docker")
+        os.environ["PATH"] = "/usr/bin:" + os.environ["PATH"]
+        cli = "/usr/bin/docker"
+    return cli
+
+
+def choose_compose():
+    if os.environ.get("PS_COMPOSE"):
+        return os.environ["PS_COMPOSE"].split()
+    if shutil.which("docker-compose"):
+        return ["docker-compose"]
+    return ["docker", "compose"]
+
+
+# --- the daemon -------------------------------------------------------------
+def sysctl_paths():
+    return ["/proc/sys/net/ipv4/ip_forward", "/proc/sys/net/ipv6/conf/all/forwarding"] + \
+        sorted(glob.glob("/proc/sys/net/bridge/bridge-nf-call-*"))
+
+
+def read(path):
+    with open(path) as f:
+        return f.read()
+
+
+def iptables_tables(dump):
+    """{table: (policies, rules)} of an iptables-save dump, without counters;
+    a table with only built-in chains, ACCEPT policies and no rules is left
+    out: it filters nothing, exactly like an absent table."""
+    tables, name = {}, None
+    for line in dump.splitlines():
+        if line.startswith("*"):
+            name, chains, rules = line[1:], [], []
+        elif name and line.startswith(":"):
+            chain, policy = line[1:].split()[:2]
+            chains.append((chain, policy))
+        elif name and line.startswith("-"):
+            rules.append(line)
+        elif name and line == "COMMIT":
+            if rules or any(p not in ("ACCEPT",) for _, p in chains):
+                tables[name] = (sorted(chains), rules)
+            name = None
+    return tables
+
+
+class HostNetState:
+    """iptables/ip6tables rules, forwarding and bridge sysctls, links."""
+
+    def __init__(self):
+        self.dumps = {}
+        for tool in ("iptables", "ip6tables"):
+            if shutil.which(f"{tool}-save"):
+                self.dumps[tool] = run([f"{tool}-save"], timeout=30).stdout
+        self.sysctls = {p: read(p) for p in sysctl_paths() if os.path.exists(p)}
+        self.links = self.link_names()
+
+    @staticmethod
+    def link_names():
+        out = run(["ip", "-o", "link", "show"], timeout=30).stdout
+        return {l.split(":")[1].strip().split("@")[0] for l in out.splitlines() if ":" in l}
+
+    def restore(self):
+        problems = []
+        for tool, before in self.dumps.items():
+            saved = iptables_tables(before)
+            now = run([f"{tool}-save"], timeout=30).stdout
+            for table in re.findall(r"^\*(\S+)", now, re.M):
+                if table in saved:
+                    continue
+                run([tool, "-t", table, "-F"], timeout=30)
+                run([tool, "-t", table, "-X"], timeout=30)
+                for chain, policy in re.findall(r"^:(\S+) (\S+)", run(
+                        [f"{tool}-save", "-t", table], timeout=30).stdout, re.M):
+                    if policy != "-":
+                        run([tool, "-t", table, "-P", chain, "ACCEPT"], timeout=30)
+            if saved:
+                run([f"{tool}-restore"], input=before, timeout=30)
+            after = iptables_tables(run([f"{tool}-save"], timeout=30).stdout)
+            if after != saved:
+                problems.append(f"{tool} rules differ after restoring: {sorted(after)} vs "
+                                f"{sorted(saved)}")
+        for path, value in self.sysctls.items():
+            try:
+                with open(path, "w") as f:
+                    f.write(value)
+            except OSError as e:
+                problems.append(f"cannot restore {path}: {e}")
+            if read(path) != value:
+                problems.append(f"{path} is {read(path).strip()}, was {value.strip()}")
+        for link in sorted(self.link_names() - self.links):
+            run(["ip", "link", "delete", link], timeout=30)
+        left = self.link_names() - self.links
+        if left:
+            problems.append(f"interfaces left: {sorted(left)}")
+        return problems
+
+
+class OwnDaemon:
+    """A dockerd of the test's own, on a private socket and data root."""
+
+    def __init__(self, data_root):
+        self.tmp = tempfile.mkdtemp(prefix="ps-dockerd.")
+        self.keep_data = data_root is not None
+        self.data_root = data_root or os.path.join(self.tmp, "data")
+        self.socket = os.path.join(self.tmp, "docker.sock")
+        self.log_path = os.path.join(self.tmp, "dockerd.log")
+        self.net = HostNetState()
+        os.makedirs(self.data_root, exist_ok=True)
+        self.log = open(self.log_path, "w")
+        self.proc = subprocess.Popen(
+            ["dockerd", f"--data-root={self.data_root}",
+             f"--exec-root={os.path.join(self.tmp, 'exec')}",
+             f"--pidfile={os.path.join(self.tmp, 'docker.pid')}",
+             f"--host=unix://{self.socket}"],
+            stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+        os.environ["DOCKER_HOST"] = f"unix://{self.socket}"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                break
+            if run(["docker", "info"], timeout=10).returncode == 0:
+                log(f"started dockerd (pid {self.proc.pid}) on {self.socket}, data root "
+                    f"{self.data_root}")
+                return
+            time.sleep(0.5)
+        why = tail(read(self.log_path), 10)
+        self.stop()
+        raise Skip(f"dockerd does not come up (no kernel support?):\n{why}")
+
+    def stop(self):
+        """Stops dockerd by its PID; returns the problems found restoring."""
+        problems = []
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                problems.append("dockerd did not stop within 60 s of SIGTERM; killed")
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        try:  # its containerd and shims, if any outlived it
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.log.close()
+        os.environ.pop("DOCKER_HOST", None)
+        problems += self.net.restore()
+        mounts = [l.split()[1] for l in read("/proc/mounts").splitlines()
+                  if l.split()[1].startswith(self.tmp) or l.split()[1].startswith(self.data_root)]
+        for m in sorted(mounts, reverse=True):
+            run(["umount", "-l", m], timeout=30)
+        if not self.keep_data:
+            shutil.rmtree(self.data_root, ignore_errors=True)
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        if os.path.exists(self.tmp) or (not self.keep_data and os.path.exists(self.data_root)):
+            problems.append(f"could not delete {self.tmp}")
+        return problems
+
+
+# --- the cluster ------------------------------------------------------------
+class Cluster:
+    def __init__(self, compose, image, checks):
+        self.compose = compose
+        self.image = image
+        self.checks = checks
+
+    def cmd(self, *args, files=(COMPOSE_FILE,)):
+        argv = list(self.compose) + ["-p", PROJECT]
+        for f in files:
+            argv += ["-f", f]
+        return argv + list(args)
+
+    def env(self, **settings):
+        env = dict(os.environ, PS_IMAGE=self.image, DOCKER_BUILDKIT="1")
+        env.update({k: str(v) for k, v in settings.items()})
+        return env
+
+    def container(self, service):
+        out = run(["docker", "ps", "-aq", "--filter", f"label=com.docker.compose.project={PROJECT}",
+                   "--filter", f"label=com.docker.compose.service={service}"], timeout=30).stdout
+        ids = out.split()
+        return ids[0] if len(ids) == 1 else None
+
+    def logs(self, *services):
+        return run(self.cmd("logs", "--no-color", *services), timeout=60).stdout
+
+    def up(self, env, build=False):
+        args = ["up", "-d"] + (["--build"] if build else [])
+        t0 = time.monotonic()
+        p = run(self.cmd(*args), env=env, timeout=900)
+        if p.returncode != 0:
+            raise RuntimeError(f"compose {' '.join(args)} exited {p.returncode}:\n{tail(p.stdout)}")
+        return time.monotonic() - t0
+
+    def wait(self, services, timeout):
+        """Waits for the services' containers to exit: {service: exit code or None}."""
+        ids = {s: self.container(s) for s in services}
+        missing = [s for s, i in ids.items() if i is None]
+        if missing:
+            raise RuntimeError(f"no container for {missing}")
+        p = run(["docker", "wait"] + list(ids.values()), timeout=timeout)
+        codes = p.stdout.split() if p.returncode == 0 else []
+        if len(codes) != len(services):
+            return {s: None for s in services}
+        return {s: int(c) for s, c in zip(services, codes)}
+
+    def down(self, files=(COMPOSE_FILE,)):
+        p = run(self.cmd("down", "-v", files=files), timeout=180)
+        return p.returncode == 0, p.stdout
+
+    def check_model_volume(self, name):
+        """The model volume, read through worker 0's stopped container."""
+        out = tempfile.mkdtemp(prefix="ps-model.")
+        try:
+            p = run(["docker", "cp", f"{self.container('ps-worker-0')}:/output", out], timeout=120)
+            if p.returncode != 0:
+                return self.checks.check(name, False, f"docker cp: {tail(p.stdout, 3)}")
+            import numpy as np
+            files = sorted(glob.glob(os.path.join(out, "output", "model", "*.npy")))
+            values, problems = 0, []
+            for f in files:
+                a = np.load(f)
+                values += a.size
+                if a.dtype != np.float32 or a.size == 0 or not np.all(np.isfinite(a)):
+                    problems.append(f"{os.path.basename(f)}: {a.dtype} {a.shape}, not all finite")
+            m = re.search(r"\((\d+) parameters\)", self.logs("ps-worker-0"))
+            expected = int(m.group(1)) if m else -1
+            metrics = [os.path.getsize(os.path.join(out, "output", f"metrics-worker{w}.jsonl"))
+                       if os.path.exists(os.path.join(out, "output", f"metrics-worker{w}.jsonl"))
+                       else 0 for w in range(len(WORKERS))]
+            ok = files and not problems and values == expected and all(metrics)
+            return self.checks.check(
+                name, ok, f"{len(files)} .npy files, {values} float32 values (model: {expected} "
+                f"parameters){'; ' + '; '.join(problems) if problems else ''}; metrics bytes "
+                f"per worker {metrics}")
+        finally:
+            shutil.rmtree(out, ignore_errors=True)
+
+    def train(self, mode, build):
+        """One full run in `mode`; checks codes, accuracy and the volume."""
+        env = self.env(PS_MODE=mode)
+        t0 = time.monotonic()
+        try:
+            self.up(env, build=build)
+            codes = self.wait(WORKERS, timeout=600)
+            wall = time.monotonic() - t0
+            logs = self.logs("ps-worker-0")
+            m = re.search(r"final test_accuracy ([0-9.]+)", logs)
+            acc = float(m.group(1)) if m else None
+            self.checks.check(f"{mode} cluster: every worker exits 0",
+                              all(c == 0 for c in codes.values()),
+                              f"exit codes {codes}" + ("" if all(c == 0 for c in codes.values())
+                                                       else "\n" + tail(self.logs(), 30)))
+            self.checks.check(f"{mode} cluster: worker 0's final accuracy >= {MIN_ACCURACY}",
+                              acc is not None and acc >= MIN_ACCURACY,
+                              f"test_accuracy {acc}, {wall:.1f} s from `up` to the last exit")
+            self.checks.figure(f"compose {mode}: {wall:.1f} s (up to the last worker's exit), "
+                               f"worker 0 test_accuracy {acc}")
+            self.check_model_volume(f"{mode} cluster: model volume")
+        except RuntimeError as e:
+            self.checks.check(f"{mode} cluster", False, str(e))
+        finally:
+            ok, out = self.down()
+            self.checks.check(f"{mode} cluster: down -v", ok, "" if ok else tail(out))
+
+    def kill_worker(self):
+        """Sync mode; worker 2's container is killed once training runs."""
+        env = self.env(PS_MODE="sync", PS_EPOCHS=50, PS_PULL_TIMEOUT=KILL_PULL_TIMEOUT,
+                       PS_STALL_REPORT=3)
+        name = "killed worker"
+        try:
+            self.up(env)
+            version = self.wait_for_version(20, timeout=180)
+            if version < 20:
+                raise RuntimeError(f"training did not reach version 20 within 180 s "
+                                   f"(at {version}):\n{tail(self.logs(), 30)}")
+            run(["docker", "kill", self.container("ps-worker-2")], timeout=30, check=True)
+            t0 = time.monotonic()
+            codes = self.wait(WORKERS[:2], timeout=KILL_PULL_TIMEOUT + 120)
+            took = time.monotonic() - t0
+            survivors = {s: self.logs(s) for s in WORKERS[:2]}
+            named = {s: "missing gradients from workers [2]" in l for s, l in survivors.items()}
+            self.checks.check(
+                f"{name}: survivors fail within PS_PULL_TIMEOUT={KILL_PULL_TIMEOUT} s naming "
+                "worker 2",
+                all(c not in (0, None) for c in codes.values()) and all(named.values())
+                and took <= KILL_PULL_TIMEOUT + 10,
+                f"exit codes {codes} {took:.1f} s after the kill; error names worker 2: {named}"
+                + "".join(f"\n  {s}: {tail(l, 1)}" for s, l in survivors.items()))
+            self.checks.figure(f"killed worker: survivors exited {took:.1f} s after the kill "
+                               f"(PS_PULL_TIMEOUT={KILL_PULL_TIMEOUT})")
+            server_logs = self.logs("ps-server-0", "ps-server-1")
+            stall = re.search(r"shard \d: step \d+ has waited [0-9.]+s for gradients from "
+                              r"workers \[2\] \(received from \[0, 1\]\)", server_logs)
+            self.checks.check(f"{name}: a server logged the stalled step",
+                              stall is not None, stall.group(0) if stall else tail(server_logs))
+        except RuntimeError as e:
+            self.checks.check(name, False, str(e))
+        finally:
+            ok, out = self.down()
+            self.checks.check(f"{name}: down -v", ok, "" if ok else tail(out))
+
+    def wait_for_version(self, version, timeout):
+        """Polls shard 0's version (ps_ctl status inside its container) until
+        it reaches `version` or `timeout` passes; returns the last seen."""
+        deadline = time.monotonic() + timeout
+        seen = -1
+        while time.monotonic() < deadline:
+            p = run(["docker", "exec", self.container("ps-server-0"), "ps_ctl", "status",
+                     "--servers=localhost:50051", "--timeout=5"], timeout=30)
+            m = re.search(r'"version":\s*"?(\d+)', p.stdout)
+            seen = int(m.group(1)) if m else seen
+            if seen >= version:
+                break
+            time.sleep(0.5)
+        return seen
+
+    def leftovers(self):
+        found = {}
+        for kind in ("container", "network", "volume"):
+            argv = ["docker", kind, "ls", "-q", "--filter",
+                    f"label=com.docker.compose.project={PROJECT}"]
+            if kind == "container":
+                argv.insert(3, "-a")
+            ids = run(argv, timeout=30).stdout.split()
+            if ids:
+                found[kind] = ids
+        return found
+
+
+# --- the steps --------------------------------------------------------------
+def image_size(image):
+    p = run(["docker", "image", "inspect", "-f", "{{.Size}}", image], timeout=30)
+    return int(p.stdout) / 1e6 if p.returncode == 0 else None
+
+
+def build_image(checks, dockerfile, image, name):
+    """The README's build command; returns its wall time, or None."""
+    argv = ["docker", "build", "-f", dockerfile, "-t", image, "."]
+    t0 = time.monotonic()
+    p = run(argv, env=dict(os.environ, DOCKER_BUILDKIT="1"), timeout=1800)
+    took = time.monotonic() - t0
+    warnings = [l for l in p.stdout.splitlines() if re.search(r"useradd.*warning", l, re.I)]
+    ok = p.returncode == 0 and not warnings
+    checks.check(f"{name}: DOCKER_BUILDKIT=1 docker build -f {dockerfile}", ok,
+                 f"{took:.0f} s, {image_size(image) or 0:.0f} MB" if ok
+                 else tail(p.stdout, 25) + "\n" + "\n".join(warnings))
+    return took if ok else None
+
+
+def check_runtime_image(checks, image):
+    # Empty files (apt's lock) are no cache.
+    p = run(["docker", "run", "--rm", image, "sh", "-c",
+             "id -u; id -g; find /var/lib/apt/lists /var/cache/apt -type f -size +0c 2>/dev/null"],
+            timeout=120)
+    lines = p.stdout.split()
+    checks.check("image: runs as 10001:10001 with no apt lists or caches",
+                 p.returncode == 0 and lines[:2] == ["10001", "10001"] and len(lines) == 2,
+                 f"uid, gid, apt files: {lines}")
+
+
+def standalone(checks, image):
+    t0 = time.monotonic()
+    p = run(["docker", "run", "--rm", image], timeout=600)
+    m = re.search(r"final test_accuracy ([0-9.]+)", p.stdout)
+    acc = float(m.group(1)) if m else None
+    checks.check("docker run --rm (standalone, 1 epoch)",
+                 p.returncode == 0 and acc is not None and acc >= MIN_ACCURACY,
+                 f"exit {p.returncode}, test_accuracy {acc}, {time.monotonic() - t0:.1f} s")
+
+
+def cuda_image(checks, cluster, image):
+    cuda = os.environ.get("CUDA_PATH", "/usr/local/cuda")
+    if not os.access(os.path.join(cuda, "bin", "nvcc"), os.X_OK):
+        checks.check("cuda image", False, f"no CUDA toolkit at {cuda} (set CUDA_PATH, or --no-cuda)")
+        return
+    p = run(["deploy/base_image.sh", "--cuda"], timeout=900)
+    if not checks.check("deploy/base_image.sh --cuda", p.returncode == 0, tail(p.stdout, 5)):
+        return
+    if build_image(checks, "deploy/Dockerfile.cuda", image, "cuda image") is None:
+        return
+    p = run(["docker", "run", "--rm", image, "ps_worker", "--standalone", "--device=auto",
+             "--max_steps=50"], timeout=300)
+    first = next((l for l in p.stdout.splitlines() if l.startswith("worker 0/1:")), "")
+    checks.check("cuda image: ps_worker --device=auto falls back to the CPU and says why",
+                 p.returncode == 0 and re.search(r"on cpu .*; auto: \S.*", first) is not None,
+                 first or tail(p.stdout, 5))
+    p = run(["docker", "run", "--rm", image, "ps_worker", "--standalone", "--device=cuda",
+             "--max_steps=1"], timeout=300)
+    checks.check("cuda image: ps_worker --device=cuda fails and says why",
+                 p.returncode != 0 and "no CUDA device" in p.stdout, tail(p.stdout, 1))
+
+    # The GPU override, as compose resolves it.
+    import yaml
+    p = run(cluster.cmd("config", files=(COMPOSE_FILE, GPU_FILE)),
+            env=cluster.env(PS_CUDA_IMAGE=image), timeout=60)
+    problems = []
+    if p.returncode != 0:
+        problems.append(tail(p.stdout, 5))
+    else:
+        services = yaml.safe_load(p.stdout)["services"]
+        for s in WORKERS:
+            svc = services.get(s, {})
+            devices = svc.get("deploy", {}).get("resources", {}).get("reservations", {}).get(
+                "devices", [])
+            if svc.get("image") != image or "--device=cuda" not in svc.get("command", []) or \
+                    not any(d.get("driver") == "nvidia" and "gpu" in d.get("capabilities", [])
+                            and int(d.get("count", 0)) == 1 for d in devices):
+                problems.append(f"{s}: {json.dumps(svc)[:300]}")
+        for s in ("ps-server-0", "ps-server-1"):
+            if services.get(s, {}).get("image") != cluster.image:
+                problems.append(f"{s} runs {services.get(s, {}).get('image')}, not the CPU image")
+    checks.check(f"compose config with {GPU_FILE}", not problems, "; ".join(problems) or
+                 "each worker: the CUDA image, --device=cuda, one nvidia GPU reserved")
+
+
+OUR_REPOSITORIES = ("debian", "ps", "ps-cuda", "ps-cuda-devel", "ps-cuda-runtime")
+
+
+def image_tags():
+    out = run(["docker", "images", "--format", "{{.Repository}}:{{.Tag}}"], timeout=30).stdout
+    return {t for t in out.split() if t.split(":")[0] in OUR_REPOSITORIES}
+
+
+def setup(args):
+    """Root, Docker installed, a daemon: (compose argv, OwnDaemon or None)."""
+    if os.geteuid() != 0:
+        raise Skip("needs root (to install Docker and start dockerd)")
+    install_docker()
+    cli = choose_docker_cli()
+    compose = choose_compose()
+    daemon = None
+    if run(["docker", "info"], timeout=30).returncode == 0:
+        log("using the Docker daemon that answers")
+    else:
+        daemon = OwnDaemon(args.data_root)
+    versions = run(["docker", "version", "--format",
+                    "client {{.Client.Version}}, server {{.Server.Version}}"], timeout=30)
+    compose_version = run(compose + ["version", "--short"], timeout=30).stdout.strip()
+    log(f"docker: {cli} ({versions.stdout.strip()}); compose: {' '.join(compose)} "
+        f"{compose_version}")
+    return compose, daemon
+
+
+def run_checks(checks, args, compose, image, cuda_image_tag):
+    t0 = time.monotonic()
+    p = run(["deploy/base_image.sh"], timeout=900)
+    if not checks.check("deploy/base_image.sh", p.returncode == 0, tail(p.stdout, 5)):
+        return
+    checks.figure(f"base images: {time.monotonic() - t0:.0f} s")
+
+    cold = build_image(checks, "deploy/Dockerfile", image, "image")
+    if cold is None:
+        return
+    warm = build_image(checks, "deploy/Dockerfile", image, "image (warm)")
+    checks.figure(f"image build: cold {cold:.0f} s, warm {warm or 0:.0f} s, "
+                  f"size {image_size(image):.0f} MB")
+    check_runtime_image(checks, image)
+    standalone(checks, image)
+
+    cluster = Cluster(compose, image, checks)
+    cluster.train("sync", build=True)
+    cluster.train("async", build=False)
+    cluster.kill_worker()
+    if not args.no_cuda:
+        cuda_image(checks, cluster, cuda_image_tag)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data-root", help="a dockerd of the test's own keeps its data here "
+                    "(images, build cache) between runs")
+    ap.add_argument("--no-cuda", action="store_true", help="leave the CUDA image out")
+    args = ap.parse_args()
+
+    def on_term(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+    signal.signal(signal.SIGTERM, on_term)
+
+    t_start = time.monotonic()
+    try:
+        compose, daemon = setup(args)
+    except Skip as e:
+        print(f"compose_test: SKIPPED: {e}", flush=True)
+        sys.exit(77)
+
+    checks = Checks()
+    # A daemon of our own gets the README's tags; someone else's, this run's.
+    suffix = "latest" if daemon else f"compose-test-{os.getpid()}"
+    tags_before = image_tags()
+    try:
+        run_checks(checks, args, compose, f"ps:{suffix}", f"ps-cuda:{suffix}")
+    except KeyboardInterrupt as e:
+        checks.check("run", False, f"interrupted ({e})")
+    except Exception as e:  # a bug of the test, or a tool that failed outright
+        checks.check("run", False, f"{type(e).__name__}: {e}")
+    finally:
+        left = Cluster(compose, "", checks).leftovers()
+        # Images this run made; a daemon of our own with --data-root keeps
+        # them for the next run (its data root is otherwise deleted).
+        made = sorted(image_tags() - tags_before)
+        if not (daemon and daemon.keep_data):
+            for tag in made:
+                run(["docker", "image", "rm", "-f", tag], timeout=120)
+            left_images = sorted(image_tags() & set(made))
+            if left_images:
+                left["image"] = left_images
+        checks.check("nothing left behind (containers, networks, volumes, images)", not left,
+                     f"left: {left}" if left else
+                     f"project {PROJECT}: no containers, networks or volumes; images "
+                     f"{'kept in --data-root' if daemon and daemon.keep_data else 'removed'}: "
+                     f"{made}")
+        if daemon:
+            problems = daemon.stop()
+            checks.check("dockerd stopped; iptables, forwarding and interfaces restored",
+                         not problems, "; ".join(problems))
+    checks.figure(f"compose_test total: {time.monotonic() - t_start:.0f} s")
+    print(f"compose_test: {checks.passed} passed, {checks.failed} failed", flush=True)
+    sys.exit(0 if checks.failed == 0 else 1)
+
+
+if __name__ == "__main__":
+    main()
