@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """compose_test: builds deploy/'s images and runs its docker-compose cluster
 for real, with the README's commands, on this machine's Docker.
 
@@ -73,7 +73,6 @@ class Checks:
     def __init__(self):
         self.passed = 0
         self.failed = 0
-        self.figures = []
 
     def check(self, name, ok, detail=""):
         if ok:
@@ -85,7 +84,6 @@ class Checks:
         return ok
 
     def figure(self, text):
-        self.figures.append(text)
         print(f"compose_test: figure: {text}", flush=True)
 
 
@@ -114,8 +112,8 @@ def tail(text, n=15):
 def install_docker():
     need = [pkg for cmd, pkg in (("dockerd", "docker.io"), ("docker-compose", "docker-compose"))
             if shutil.which(cmd) is None]
-    if shutil.which("docker-compose") is not None or subprocess.run(
-            ["docker", "compose", "version"], capture_output=True).returncode == 0:
+    if shutil.which("docker-compose") is not None or (shutil.which("docker") and subprocess.run(
+            ["docker", "compose", "version"], capture_output=True).returncode == 0):
         need = [p for p in need if p != "docker-compose"]
     if not need:
         return
