@@ -142,6 +142,8 @@ struct ShardStats {
   bool initialized = false;
   int64_t version = 0;
   std::vector<int> workers_seen;
+  // Pushes accepted (the wire field's name says applied; in sync mode W
+  // accepted pushes make one applied update).
   int64_t pushes_applied = 0;
   int64_t max_staleness = 0;
   double mean_staleness = 0;

@@ -61,8 +61,8 @@ class BadRequests : public ::testing::Test {
     return Call(&v1::ParameterServer::Stub::Push, req, &resp);
   }
 
-  // After every bad request: the server still answers status and health, and
-  // still accepts a good push.
+  // After every bad request: the server still answers status (still at
+  // version 0: nothing bad was applied) and health.
   void ExpectStillServing() {
     v1::StatusResponse st;
     ASSERT_TRUE(Call(&v1::ParameterServer::Stub::GetStatus, v1::StatusRequest(), &st).ok());
