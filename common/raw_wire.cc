@@ -3,11 +3,22 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "proto/ps.pb.h"
 
 namespace ps {
 namespace {
 
 constexpr int kVarint = 0, kFixed64 = 1, kLen = 2, kFixed32 = 5;
+
+// Field numbers come from the generated code, so ps.proto stays their one
+// source; raw_wire_test checks the bytes against the generated parsers.
+using TensorSliceProto = v1::TensorSlice;
+using PushRequestProto = v1::PushRequest;
+using PushPullRequestProto = v1::PushPullRequest;
+using PullRequestProto = v1::PullRequest;
+using PullResponseProto = v1::PullResponse;
+using StreamRequestProto = v1::StreamRequest;
+using StreamResponseProto = v1::StreamResponse;
 
 // Releases the shared owner of a data slice when gRPC drops the slice.
 void ReleaseOwner(void* p) { delete static_cast<std::shared_ptr<const void>*>(p); }
@@ -89,17 +100,17 @@ size_t TensorSliceSize(const TensorSpec& t, const SliceRange& r) {
 void WriteTensorSlice(ProtoWriter* w, int field, const TensorSpec& t, const SliceRange& r,
                       const float* values, std::shared_ptr<const void> owner) {
   w->LengthPrefix(field, TensorSliceSize(t, r));
-  w->BytesField(1, t.name);
+  w->BytesField(TensorSliceProto::kNameFieldNumber, t.name);
   if (!t.shape.empty()) {
     size_t packed = 0;
     for (int64_t d : t.shape) packed += VarintSize(static_cast<uint64_t>(d));
-    w->LengthPrefix(2, packed);
+    w->LengthPrefix(TensorSliceProto::kShapeFieldNumber, packed);
     for (int64_t d : t.shape) w->Varint(static_cast<uint64_t>(d));
   }
-  w->VarintField(3, static_cast<uint64_t>(r.offset));
-  w->VarintField(4, static_cast<uint64_t>(r.length));
+  w->VarintField(TensorSliceProto::kOffsetFieldNumber, static_cast<uint64_t>(r.offset));
+  w->VarintField(TensorSliceProto::kLengthFieldNumber, static_cast<uint64_t>(r.length));
   const uint64_t bytes = static_cast<uint64_t>(r.length) * sizeof(float);
-  w->LengthPrefix(5, bytes);
+  w->LengthPrefix(TensorSliceProto::kDataFieldNumber, bytes);
   w->Data(values, bytes, std::move(owner));
 }
 
@@ -176,9 +187,9 @@ absl::Status ReadTensorSlice(const Pieces& bytes, RawTensorSlice* out) {
     int field, wt;
     if (!r.ReadTag(&field, &wt)) return bad("bad tag");
     uint64_t v;
-    if (field == 1 && wt == kLen) {
+    if (field == TensorSliceProto::kNameFieldNumber && wt == kLen) {
       if (!r.ReadVarint(&v) || !r.ReadString(v, &out->name)) return bad("bad name");
-    } else if (field == 2 && wt == kLen) {  // packed shape
+    } else if (field == TensorSliceProto::kShapeFieldNumber && wt == kLen) {  // packed
       Pieces packed;
       if (!r.ReadVarint(&v) || !r.ReadPieces(v, &packed)) return bad("bad shape");
       ProtoReader pr(std::move(packed));
@@ -186,16 +197,16 @@ absl::Status ReadTensorSlice(const Pieces& bytes, RawTensorSlice* out) {
         if (!pr.ReadVarint(&v) || out->shape.size() == kMaxWireRank) return bad("bad shape");
         out->shape.push_back(static_cast<int64_t>(v));
       }
-    } else if (field == 2 && wt == kVarint) {  // unpacked shape
+    } else if (field == TensorSliceProto::kShapeFieldNumber && wt == kVarint) {  // unpacked
       if (!r.ReadVarint(&v) || out->shape.size() == kMaxWireRank) return bad("bad shape");
       out->shape.push_back(static_cast<int64_t>(v));
-    } else if (field == 3 && wt == kVarint) {
+    } else if (field == TensorSliceProto::kOffsetFieldNumber && wt == kVarint) {
       if (!r.ReadVarint(&v)) return bad("bad offset");
       out->offset = static_cast<int64_t>(v);
-    } else if (field == 4 && wt == kVarint) {
+    } else if (field == TensorSliceProto::kLengthFieldNumber && wt == kVarint) {
       if (!r.ReadVarint(&v)) return bad("bad length");
       out->length = static_cast<int64_t>(v);
-    } else if (field == 5 && wt == kLen) {
+    } else if (field == TensorSliceProto::kDataFieldNumber && wt == kLen) {
       if (!r.ReadVarint(&v) || !r.ReadPieces(v, &out->data)) return bad("truncated data");
     } else if (!r.SkipField(wt)) {
       return bad(absl::StrCat("bad field ", field));
@@ -219,10 +230,12 @@ size_t PushRequestSize(int worker_id, int64_t version, const ModelSpec& spec,
 
 void WritePushRequest(ProtoWriter* w, int worker_id, int64_t version, const ModelSpec& spec,
                       const std::vector<SliceRange>& slices, const SliceValues& values) {
-  w->VarintField(1, static_cast<uint64_t>(int64_t{worker_id}));
-  w->VarintField(2, static_cast<uint64_t>(version));
+  w->VarintField(PushRequestProto::kWorkerIdFieldNumber,
+                 static_cast<uint64_t>(int64_t{worker_id}));
+  w->VarintField(PushRequestProto::kVersionFieldNumber, static_cast<uint64_t>(version));
   for (const SliceRange& r : slices) {
-    WriteTensorSlice(w, 3, spec[r.tensor_index], r, values(r), nullptr);
+    WriteTensorSlice(w, PushRequestProto::kGradientsFieldNumber, spec[r.tensor_index], r,
+                     values(r), nullptr);
   }
 }
 
@@ -245,10 +258,12 @@ grpc::ByteBuffer EncodePushPullRequest(int worker_id, int64_t version, const Mod
                                        const SliceValues& values, int64_t min_version,
                                        int64_t wait_timeout_ms) {
   ProtoWriter w;
-  w.LengthPrefix(1, PushRequestSize(worker_id, version, spec, slices));
+  w.LengthPrefix(PushPullRequestProto::kPushFieldNumber,
+                 PushRequestSize(worker_id, version, spec, slices));
   WritePushRequest(&w, worker_id, version, spec, slices, values);
-  w.VarintField(2, static_cast<uint64_t>(min_version));
-  w.VarintField(3, static_cast<uint64_t>(wait_timeout_ms));
+  w.VarintField(PushPullRequestProto::kMinVersionFieldNumber, static_cast<uint64_t>(min_version));
+  w.VarintField(PushPullRequestProto::kWaitTimeoutMsFieldNumber,
+                static_cast<uint64_t>(wait_timeout_ms));
   return w.Finish();
 }
 
@@ -256,9 +271,10 @@ grpc::ByteBuffer EncodePullResponse(int64_t version, const ModelSpec& spec,
                                     const std::vector<SliceRange>& slices,
                                     const SliceValues& values, std::shared_ptr<const void> owner) {
   ProtoWriter w;
-  w.VarintField(1, static_cast<uint64_t>(version));
+  w.VarintField(PullResponseProto::kVersionFieldNumber, static_cast<uint64_t>(version));
   for (const SliceRange& r : slices) {
-    WriteTensorSlice(&w, 2, spec[r.tensor_index], r, values(r), owner);
+    WriteTensorSlice(&w, PullResponseProto::kWeightsFieldNumber, spec[r.tensor_index], r,
+                     values(r), owner);
   }
   return w.Finish();
 }
@@ -295,18 +311,20 @@ std::vector<grpc::ByteBuffer> EncodeStreamRequests(const StreamCallHeader& h, bo
   std::vector<grpc::ByteBuffer> out;
   for (size_t m = 0; m < messages.size(); ++m) {
     ProtoWriter w;
-    w.VarintField(1, h.call_id);
+    using M = StreamRequestProto;
+    w.VarintField(M::kCallIdFieldNumber, h.call_id);
     if (first && m == 0) {
-      w.VarintField(2, static_cast<uint64_t>(h.kind));
-      w.VarintField(3, static_cast<uint64_t>(int64_t{h.worker_id}));
-      w.VarintField(4, static_cast<uint64_t>(h.version));
-      w.VarintField(5, static_cast<uint64_t>(h.min_version));
-      w.VarintField(6, static_cast<uint64_t>(h.wait_timeout_ms));
+      w.VarintField(M::kKindFieldNumber, static_cast<uint64_t>(h.kind));
+      w.VarintField(M::kWorkerIdFieldNumber, static_cast<uint64_t>(int64_t{h.worker_id}));
+      w.VarintField(M::kVersionFieldNumber, static_cast<uint64_t>(h.version));
+      w.VarintField(M::kMinVersionFieldNumber, static_cast<uint64_t>(h.min_version));
+      w.VarintField(M::kWaitTimeoutMsFieldNumber, static_cast<uint64_t>(h.wait_timeout_ms));
     }
     for (const SliceRange& r : messages[m]) {
-      WriteTensorSlice(&w, 7, spec[r.tensor_index], r, values(r), nullptr);
+      WriteTensorSlice(&w, M::kGradientsFieldNumber, spec[r.tensor_index], r, values(r),
+                       nullptr);
     }
-    if (last && m + 1 == messages.size()) w.VarintField(8, 1);
+    if (last && m + 1 == messages.size()) w.VarintField(M::kLastFieldNumber, 1);
     out.push_back(w.Finish());
   }
   return out;
@@ -322,60 +340,77 @@ std::vector<grpc::ByteBuffer> EncodeStreamWeights(uint64_t call_id, int64_t vers
   std::vector<grpc::ByteBuffer> out;
   for (size_t m = 0; m < messages.size(); ++m) {
     ProtoWriter w;
-    w.VarintField(1, call_id);
-    w.VarintField(2, static_cast<uint64_t>(version));
+    using M = StreamResponseProto;
+    w.VarintField(M::kCallIdFieldNumber, call_id);
+    w.VarintField(M::kVersionFieldNumber, static_cast<uint64_t>(version));
     for (const SliceRange& r : messages[m]) {
-      WriteTensorSlice(&w, 3, spec[r.tensor_index], r, values(r), owner);
+      WriteTensorSlice(&w, M::kWeightsFieldNumber, spec[r.tensor_index], r, values(r), owner);
     }
-    if (m + 1 == messages.size()) w.VarintField(4, 1);
+    if (m + 1 == messages.size()) w.VarintField(M::kLastFieldNumber, 1);
     out.push_back(w.Finish());
   }
   return out;
 }
 
 grpc::ByteBuffer EncodeStreamDone(uint64_t call_id, int64_t version, const absl::Status& status) {
+  using M = StreamResponseProto;
   ProtoWriter w;
-  w.VarintField(1, call_id);
-  w.VarintField(2, static_cast<uint64_t>(version));
-  w.VarintField(4, 1);
+  w.VarintField(M::kCallIdFieldNumber, call_id);
+  w.VarintField(M::kVersionFieldNumber, static_cast<uint64_t>(version));
+  w.VarintField(M::kLastFieldNumber, 1);
   if (!status.ok()) {
-    w.VarintField(5, static_cast<uint64_t>(static_cast<int64_t>(status.code())));
-    w.BytesField(6, status.message());
+    w.VarintField(M::kErrorCodeFieldNumber,
+                  static_cast<uint64_t>(static_cast<int64_t>(status.code())));
+    w.BytesField(M::kErrorMessageFieldNumber, status.message());
   }
   return w.Finish();
 }
 
+namespace {
+
+// Reads one length-delimited TensorSlice field of `message` into `out`, at
+// most kMaxSlicesPerMessage of them per message.
+absl::Status ReadSliceField(ProtoReader* r, absl::string_view message, absl::string_view what,
+                            std::vector<RawTensorSlice>* out) {
+  uint64_t len;
+  Pieces p;
+  if (!r->ReadVarint(&len) || !r->ReadPieces(len, &p)) {
+    return Malformed(message, absl::StrCat("truncated ", what));
+  }
+  if (out->size() == kMaxSlicesPerMessage) return Malformed(message, "too many slices");
+  out->emplace_back();
+  return ReadTensorSlice(p, &out->back());
+}
+
+}  // namespace
+
 absl::Status DecodeStreamRequest(const Pieces& bytes, RawStreamRequest* out) {
+  using M = StreamRequestProto;
   ProtoReader r(bytes);
   while (!r.done()) {
     int field, wt;
     uint64_t v;
     if (!r.ReadTag(&field, &wt)) return Malformed("StreamRequest", "bad tag");
-    if (field == 7 && wt == 2) {
-      Pieces p;
-      if (!r.ReadVarint(&v) || !r.ReadPieces(v, &p)) {
-        return Malformed("StreamRequest", "truncated gradient");
+    if (field == M::kGradientsFieldNumber && wt == kLen) {
+      if (absl::Status s = ReadSliceField(&r, "StreamRequest", "gradient", &out->gradients);
+          !s.ok()) {
+        return s;
       }
-      if (out->gradients.size() == kMaxSlicesPerMessage) {
-        return Malformed("StreamRequest", "too many slices");
-      }
-      out->gradients.emplace_back();
-      if (absl::Status s = ReadTensorSlice(p, &out->gradients.back()); !s.ok()) return s;
-    } else if (field >= 1 && field <= 8 && wt == 0) {
+    } else if (field >= M::kCallIdFieldNumber && field <= M::kLastFieldNumber && wt == kVarint) {
       if (!r.ReadVarint(&v)) return Malformed("StreamRequest", "bad varint");
       StreamCallHeader& h = out->header;
       switch (field) {
-        case 1: h.call_id = v; break;
-        case 2:
+        case M::kCallIdFieldNumber: h.call_id = v; break;
+        case M::kKindFieldNumber:
           if (v > 2) return Malformed("StreamRequest", absl::StrCat("unknown call kind ", v));
           h.kind = static_cast<StreamCall>(v);
           break;
-        case 3: h.worker_id = static_cast<int32_t>(v); break;
-        case 4: h.version = static_cast<int64_t>(v); break;
-        case 5: h.min_version = static_cast<int64_t>(v); break;
-        case 6: h.wait_timeout_ms = static_cast<int64_t>(v); break;
-        case 8: out->last = v != 0; break;
-        default: break;
+        case M::kWorkerIdFieldNumber: h.worker_id = static_cast<int32_t>(v); break;
+        case M::kVersionFieldNumber: h.version = static_cast<int64_t>(v); break;
+        case M::kMinVersionFieldNumber: h.min_version = static_cast<int64_t>(v); break;
+        case M::kWaitTimeoutMsFieldNumber: h.wait_timeout_ms = static_cast<int64_t>(v); break;
+        case M::kLastFieldNumber: out->last = v != 0; break;
+        default: break;  // gradients sent as a varint: read and ignored
       }
     } else if (!r.SkipField(wt)) {
       return Malformed("StreamRequest", absl::StrCat("bad field ", field));
@@ -385,6 +420,7 @@ absl::Status DecodeStreamRequest(const Pieces& bytes, RawStreamRequest* out) {
 }
 
 absl::Status DecodeStreamResponse(const Pieces& bytes, RawStreamResponse* out) {
+  using M = StreamResponseProto;
   ProtoReader r(bytes);
   int64_t code = 0;
   std::string message;
@@ -392,26 +428,22 @@ absl::Status DecodeStreamResponse(const Pieces& bytes, RawStreamResponse* out) {
     int field, wt;
     uint64_t v;
     if (!r.ReadTag(&field, &wt)) return Malformed("StreamResponse", "bad tag");
-    if (field == 3 && wt == 2) {
-      Pieces p;
-      if (!r.ReadVarint(&v) || !r.ReadPieces(v, &p)) {
-        return Malformed("StreamResponse", "truncated weights");
+    if (field == M::kWeightsFieldNumber && wt == kLen) {
+      if (absl::Status s = ReadSliceField(&r, "StreamResponse", "weights", &out->weights);
+          !s.ok()) {
+        return s;
       }
-      if (out->weights.size() == kMaxSlicesPerMessage) {
-        return Malformed("StreamResponse", "too many slices");
-      }
-      out->weights.emplace_back();
-      if (absl::Status s = ReadTensorSlice(p, &out->weights.back()); !s.ok()) return s;
-    } else if (field == 6 && wt == 2) {
+    } else if (field == M::kErrorMessageFieldNumber && wt == kLen) {
       if (!r.ReadVarint(&v) || !r.ReadString(v, &message)) {
         return Malformed("StreamResponse", "bad error message");
       }
-    } else if (field >= 1 && field <= 5 && wt == 0) {
+    } else if (field >= M::kCallIdFieldNumber && field <= M::kErrorCodeFieldNumber &&
+               wt == kVarint) {
       if (!r.ReadVarint(&v)) return Malformed("StreamResponse", "bad varint");
-      if (field == 1) out->call_id = v;
-      if (field == 2) out->version = static_cast<int64_t>(v);
-      if (field == 4) out->last = v != 0;
-      if (field == 5) code = static_cast<int64_t>(v);
+      if (field == M::kCallIdFieldNumber) out->call_id = v;
+      if (field == M::kVersionFieldNumber) out->version = static_cast<int64_t>(v);
+      if (field == M::kLastFieldNumber) out->last = v != 0;
+      if (field == M::kErrorCodeFieldNumber) code = static_cast<int64_t>(v);
     } else if (!r.SkipField(wt)) {
       return Malformed("StreamResponse", absl::StrCat("bad field ", field));
     }
@@ -423,27 +455,23 @@ absl::Status DecodeStreamResponse(const Pieces& bytes, RawStreamResponse* out) {
 }
 
 absl::Status DecodePushRequest(const Pieces& bytes, RawPush* out) {
+  using M = PushRequestProto;
   ProtoReader r(bytes);
   while (!r.done()) {
     int field, wt;
     uint64_t v;
     if (!r.ReadTag(&field, &wt)) return Malformed("PushRequest", "bad tag");
-    if (field == 1 && wt == 0) {
+    if (field == M::kWorkerIdFieldNumber && wt == kVarint) {
       if (!r.ReadVarint(&v)) return Malformed("PushRequest", "bad worker_id");
       out->worker_id = static_cast<int32_t>(v);
-    } else if (field == 2 && wt == 0) {
+    } else if (field == M::kVersionFieldNumber && wt == kVarint) {
       if (!r.ReadVarint(&v)) return Malformed("PushRequest", "bad version");
       out->version = static_cast<int64_t>(v);
-    } else if (field == 3 && wt == 2) {
-      Pieces p;
-      if (!r.ReadVarint(&v) || !r.ReadPieces(v, &p)) {
-        return Malformed("PushRequest", "truncated gradient");
+    } else if (field == M::kGradientsFieldNumber && wt == kLen) {
+      if (absl::Status s = ReadSliceField(&r, "PushRequest", "gradient", &out->gradients);
+          !s.ok()) {
+        return s;
       }
-      if (out->gradients.size() == kMaxSlicesPerMessage) {
-        return Malformed("PushRequest", "too many slices");
-      }
-      out->gradients.emplace_back();
-      if (absl::Status s = ReadTensorSlice(p, &out->gradients.back()); !s.ok()) return s;
     } else if (!r.SkipField(wt)) {
       return Malformed("PushRequest", absl::StrCat("bad field ", field));
     }
@@ -452,20 +480,24 @@ absl::Status DecodePushRequest(const Pieces& bytes, RawPush* out) {
 }
 
 absl::Status DecodePushPullRequest(const Pieces& bytes, RawPush* push, RawPull* pull) {
+  using M = PushPullRequestProto;
   ProtoReader r(bytes);
   while (!r.done()) {
     int field, wt;
     uint64_t v;
     if (!r.ReadTag(&field, &wt)) return Malformed("PushPullRequest", "bad tag");
-    if (field == 1 && wt == 2) {
+    if (field == M::kPushFieldNumber && wt == kLen) {
       Pieces p;
       if (!r.ReadVarint(&v) || !r.ReadPieces(v, &p)) {
         return Malformed("PushPullRequest", "truncated push");
       }
       if (absl::Status s = DecodePushRequest(p, push); !s.ok()) return s;
-    } else if ((field == 2 || field == 3) && wt == 0) {
+    } else if (field == M::kMinVersionFieldNumber && wt == kVarint) {
       if (!r.ReadVarint(&v)) return Malformed("PushPullRequest", "bad varint");
-      (field == 2 ? pull->min_version : pull->wait_timeout_ms) = static_cast<int64_t>(v);
+      pull->min_version = static_cast<int64_t>(v);
+    } else if (field == M::kWaitTimeoutMsFieldNumber && wt == kVarint) {
+      if (!r.ReadVarint(&v)) return Malformed("PushPullRequest", "bad varint");
+      pull->wait_timeout_ms = static_cast<int64_t>(v);
     } else if (!r.SkipField(wt)) {
       return Malformed("PushPullRequest", absl::StrCat("bad field ", field));
     }
@@ -475,16 +507,18 @@ absl::Status DecodePushPullRequest(const Pieces& bytes, RawPush* push, RawPull* 
 }
 
 absl::Status DecodePullRequest(const Pieces& bytes, RawPull* out) {
+  using M = PullRequestProto;
   ProtoReader r(bytes);
   while (!r.done()) {
     int field, wt;
     uint64_t v;
     if (!r.ReadTag(&field, &wt)) return Malformed("PullRequest", "bad tag");
-    if (field >= 1 && field <= 3 && wt == 0) {
+    if (field >= M::kWorkerIdFieldNumber && field <= M::kWaitTimeoutMsFieldNumber &&
+        wt == kVarint) {
       if (!r.ReadVarint(&v)) return Malformed("PullRequest", "bad varint");
-      if (field == 1) out->worker_id = static_cast<int32_t>(v);
-      if (field == 2) out->min_version = static_cast<int64_t>(v);
-      if (field == 3) out->wait_timeout_ms = static_cast<int64_t>(v);
+      if (field == M::kWorkerIdFieldNumber) out->worker_id = static_cast<int32_t>(v);
+      if (field == M::kMinVersionFieldNumber) out->min_version = static_cast<int64_t>(v);
+      if (field == M::kWaitTimeoutMsFieldNumber) out->wait_timeout_ms = static_cast<int64_t>(v);
     } else if (!r.SkipField(wt)) {
       return Malformed("PullRequest", absl::StrCat("bad field ", field));
     }
@@ -494,24 +528,19 @@ absl::Status DecodePullRequest(const Pieces& bytes, RawPull* out) {
 
 absl::Status DecodePullResponse(const Pieces& bytes, int64_t* version,
                                 std::vector<RawTensorSlice>* weights) {
+  using M = PullResponseProto;
   ProtoReader r(bytes);
   while (!r.done()) {
     int field, wt;
     uint64_t v;
     if (!r.ReadTag(&field, &wt)) return Malformed("PullResponse", "bad tag");
-    if (field == 1 && wt == 0) {
+    if (field == M::kVersionFieldNumber && wt == kVarint) {
       if (!r.ReadVarint(&v)) return Malformed("PullResponse", "bad version");
       *version = static_cast<int64_t>(v);
-    } else if (field == 2 && wt == 2) {
-      Pieces p;
-      if (!r.ReadVarint(&v) || !r.ReadPieces(v, &p)) {
-        return Malformed("PullResponse", "truncated weights");
+    } else if (field == M::kWeightsFieldNumber && wt == kLen) {
+      if (absl::Status s = ReadSliceField(&r, "PullResponse", "weights", weights); !s.ok()) {
+        return s;
       }
-      if (weights->size() == kMaxSlicesPerMessage) {
-        return Malformed("PullResponse", "too many slices");
-      }
-      weights->emplace_back();
-      if (absl::Status s = ReadTensorSlice(p, &weights->back()); !s.ok()) return s;
     } else if (!r.SkipField(wt)) {
       return Malformed("PullResponse", absl::StrCat("bad field ", field));
     }

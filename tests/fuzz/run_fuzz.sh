@@ -51,16 +51,19 @@ mkdir -p "$out/obj"
 
 # The libraries the covered code needs, as in third_party/system_libs.bzl.
 modules=(grpc++ protobuf absl_status absl_statusor absl_strings absl_str_format)
-cflags=(-std=c++17 -O1 -g -fno-omit-frame-pointer -I"$root"
+cflags=(-std=c++17 -O1 -g -fno-omit-frame-pointer -I"$root" -I"$out/gen"
         -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
         $(pkg-config --cflags "${modules[@]}"))
 libs=($(pkg-config --libs "${modules[@]}"))
 sources=(common/raw_wire.cc common/slice_assembler.cc common/float_bytes.cc
          common/partition.cc common/model_spec.cc common/status_macros.cc
-         tests/fuzz/fuzz_input.cc tests/fuzz/wire_fuzz.cc)
+         tests/fuzz/fuzz_input.cc tests/fuzz/wire_fuzz.cc "$out/gen/proto/ps.pb.cc")
 
 build() {
   local pids=() objs=() src obj
+  # raw_wire.cc takes its field numbers from the generated code.
+  mkdir -p "$out/gen"
+  protoc --cpp_out="$out/gen" -I"$root" "$root/proto/ps.proto"
   for src in "${sources[@]}"; do
     obj="$out/obj/$(tr / _ <<<"${src%.cc}").o"
     objs+=("$obj")
@@ -74,11 +77,11 @@ build() {
 }
 
 # Rebuilt unless the binary is newer than this script and every source and
-# header of common/ and tests/fuzz/ (a fresh checkout, as in CI, always
+# header of common/ and tests/fuzz/ and proto/ps.proto (a fresh checkout, as in CI, always
 # rebuilds; after upgrading system packages, delete $FUZZ_OUT).
 start=$SECONDS
-if [ -x "$out/wire_fuzz" ] && [ -z "$(find "$0" common tests/fuzz -newer "$out/wire_fuzz" \
-     \( -name '*.h' -o -name '*.cc' -o -name run_fuzz.sh \) | head -1)" ]; then
+if [ -x "$out/wire_fuzz" ] && [ -z "$(find "$0" common tests/fuzz proto -newer "$out/wire_fuzz" \
+     \( -name '*.h' -o -name '*.cc' -o -name '*.proto' -o -name run_fuzz.sh \) | head -1)" ]; then
   echo "run_fuzz: $out/wire_fuzz is up to date"
 else
   build
