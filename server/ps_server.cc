@@ -12,6 +12,7 @@
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/server_builder.h"
+#include "rpc/credentials.h"
 
 namespace ps {
 
@@ -41,7 +42,7 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &s->port_);
+  builder.AddListeningPort(options.listen, ps::MakeServerCredentials(), &s->port_);
   builder.RegisterService(s->service_.get());
   // Requests may be as large as the limits let a model be, no larger.
   builder.SetMaxReceiveMessageSize(MaxReceiveMessageBytes(options));

@@ -5,6 +5,7 @@
 #include "gtest/gtest.h"
 #include "proto/health.grpc.pb.h"
 #include "proto/ps.grpc.pb.h"
+#include "rpc/credentials.h"
 #include "tests/test_cluster.h"
 
 namespace ps {
@@ -16,7 +17,7 @@ class BadRequests : public ::testing::Test {
  protected:
   void SetUp() override {
     cluster_ = std::make_unique<TestCluster>(1, 2, Mode::kSync, 0.5f);
-    channel_ = grpc::CreateChannel(cluster_->addresses()[0], grpc::InsecureChannelCredentials());
+    channel_ = grpc::CreateChannel(cluster_->addresses()[0], ps::MakeChannelCredentials());
     stub_ = v1::ParameterServer::NewStub(channel_);
     v1::InitRequest init;
     init.set_worker_id(0);

@@ -85,6 +85,7 @@
 #include "gtest/gtest.h"
 #include "proto/health.grpc.pb.h"
 #include "proto/ps.grpc.pb.h"
+#include "rpc/credentials.h"
 #include "tests/child_process.h"
 #include "tests/proto_fuzzer.h"
 
@@ -386,7 +387,7 @@ std::shared_ptr<grpc::Channel> NewChannel(const std::string& address) {
   args.SetMaxReceiveMessageSize(INT_MAX);
   args.SetMaxSendMessageSize(INT_MAX);
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // a connection of its own
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  return grpc::CreateCustomChannel(address, ps::MakeChannelCredentials(), args);
 }
 
 struct UnaryResult {

@@ -14,6 +14,7 @@
 #include "grpcpp/create_channel.h"
 #include "gtest/gtest.h"
 #include "proto/ps.grpc.pb.h"
+#include "rpc/credentials.h"
 #include "server/ps_server.h"
 #include "tests/child_process.h"
 #include "worker/ps_client.h"
@@ -41,7 +42,7 @@ class Hostile : public ::testing::Test {
     auto s = PsServer::Start(o);
     ASSERT_TRUE(s.ok()) << s.status();
     server_ = *std::move(s);
-    channel_ = grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials());
+    channel_ = grpc::CreateChannel(server_->address(), ps::MakeChannelCredentials());
     stub_ = v1::ParameterServer::NewStub(channel_);
     // Worker 0 creates the model with a real client.
     client_ = Connect(0);
@@ -285,7 +286,7 @@ TEST_F(Hostile, HugeOrMalformedModelSpecsAreRefusedBeforeAllocating) {
   ASSERT_TRUE(s.ok());
   server_ = *std::move(s);
   stub_ = v1::ParameterServer::NewStub(
-      grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials()));
+      grpc::CreateChannel(server_->address(), ps::MakeChannelCredentials()));
   const int64_t rss_before = ProcStatusBytes(getpid(), "VmHWM:");
   struct Case {
     std::vector<std::pair<std::string, std::vector<int64_t>>> tensors;

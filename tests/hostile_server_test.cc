@@ -10,6 +10,7 @@
 #include "grpcpp/server_builder.h"
 #include "gtest/gtest.h"
 #include "proto/ps.grpc.pb.h"
+#include "rpc/credentials.h"
 #include "worker/ps_client.h"
 
 namespace ps {
@@ -89,7 +90,7 @@ TEST_P(HostileServer, BadPullRepliesAreErrorsNamingTheShard) {
     LyingServer service(reply);
     int port = 0;
     grpc::ServerBuilder b;
-    b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    b.AddListeningPort("127.0.0.1:0", ps::MakeServerCredentials(), &port);
     b.RegisterService(&service);
     std::unique_ptr<grpc::Server> server = b.BuildAndStart();
     ASSERT_NE(port, 0);

@@ -8,6 +8,7 @@
 #include "grpcpp/create_channel.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "gtest/gtest.h"
+#include "rpc/credentials.h"
 #include "tests/test_cluster.h"
 
 namespace ps {
@@ -26,7 +27,7 @@ bool Await(grpc::CompletionQueue* cq, void* tag) {
 TEST(Reflection, ListsParameterServerAndHealthServices) {
   TestCluster cluster(1, 1, Mode::kSync, 0.1f);
   grpc::GenericStub stub(
-      grpc::CreateChannel(cluster.addresses()[0], grpc::InsecureChannelCredentials()));
+      grpc::CreateChannel(cluster.addresses()[0], ps::MakeChannelCredentials()));
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
   grpc::CompletionQueue cq;

@@ -19,6 +19,7 @@
 #include "grpcpp/create_channel.h"
 #include "gtest/gtest.h"
 #include "proto/ps.grpc.pb.h"
+#include "rpc/credentials.h"
 #include "tests/child_process.h"
 #include "worker/ps_client.h"
 
@@ -57,7 +58,7 @@ TEST(Shutdown, SigtermEndsTheServerWithinTheGraceWhateverClientsDo) {
   ASSERT_TRUE((*client)->Init(spec, &init).ok());
 
   auto stub = v1::ParameterServer::NewStub(
-      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+      grpc::CreateChannel(address, ps::MakeChannelCredentials()));
   struct Open {
     std::unique_ptr<grpc::ClientContext> ctx;
     std::unique_ptr<grpc::ClientReaderWriter<v1::StreamRequest, v1::StreamResponse>> rw;

@@ -12,6 +12,7 @@
 #include "grpcpp/create_channel.h"
 #include "gtest/gtest.h"
 #include "proto/ps.grpc.pb.h"
+#include "rpc/credentials.h"
 #include "tests/test_cluster.h"
 
 namespace ps {
@@ -49,7 +50,7 @@ TEST(WaitingPulls, DoNotParkServerThreads) {
 
   // Many pulls of version 1 from one channel, all waiting.
   auto stub = v1::ParameterServer::NewStub(
-      grpc::CreateChannel(cluster.addresses()[0], grpc::InsecureChannelCredentials()));
+      grpc::CreateChannel(cluster.addresses()[0], ps::MakeChannelCredentials()));
   struct Call {
     grpc::ClientContext ctx;
     v1::PullRequest req;
@@ -105,7 +106,7 @@ TEST(WaitingPulls, CancelledPullsStopWaiting) {
   ASSERT_TRUE((*w0)->Init(spec, &init).ok());
 
   auto stub = v1::ParameterServer::NewStub(
-      grpc::CreateChannel(cluster.addresses()[0], grpc::InsecureChannelCredentials()));
+      grpc::CreateChannel(cluster.addresses()[0], ps::MakeChannelCredentials()));
   constexpr int kCalls = 20;
   grpc::ClientContext ctx[kCalls];
   v1::PullRequest req;

@@ -10,6 +10,7 @@
 #include "common/status_macros.h"
 #include "common/wire.h"
 #include "grpcpp/create_channel.h"
+#include "rpc/credentials.h"
 
 namespace ps {
 
@@ -49,7 +50,7 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
     args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, ms);
     args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);  // also while a call waits
   }
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  return grpc::CreateCustomChannel(address, ps::MakeChannelCredentials(), args);
 }
 
 Mode ModeFromProto(v1::Mode m) { return m == v1::MODE_ASYNC ? Mode::kAsync : Mode::kSync; }
