@@ -57,7 +57,7 @@ if [ ${#BINARIES[@]} -eq 0 ]; then
     [ -x "$ROOT/bazel-bin/$b" ] || die "$ROOT/bazel-bin/$b not found: bazel build //... first"
     BINARIES+=("$ROOT/bazel-bin/$b")
   done
-  for b in server/ps_ctl tests/ps_bench worker/compute_bench worker/backend_test; do
+  for b in tools/ps_ctl tools/ps_bench tools/compute_bench worker/backend_test; do
     [ -x "$ROOT/bazel-bin/$b" ] && BINARIES+=("$ROOT/bazel-bin/$b")
   done
 fi

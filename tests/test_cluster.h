@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "tests/local_servers.h"
+#include "tools/local_servers.h"
 #include "worker/ps_client.h"
 
 namespace ps {

@@ -9,8 +9,8 @@
 //   kExchange: client writes P bytes, server answers P bytes  (like PushPull)
 //
 // Thread-compatible: Run() is called from one thread and starts its own.
-#ifndef PS_TESTS_RAW_TCP_H_
-#define PS_TESTS_RAW_TCP_H_
+#ifndef PS_TOOLS_RAW_TCP_H_
+#define PS_TOOLS_RAW_TCP_H_
 
 #include <cstdint>
 #include <vector>
@@ -35,4 +35,4 @@ absl::StatusOr<OpTimings> RunRawTcp(RawPattern pattern, int64_t payload_bytes, i
 
 }  // namespace ps
 
-#endif  // PS_TESTS_RAW_TCP_H_
+#endif  // PS_TOOLS_RAW_TCP_H_

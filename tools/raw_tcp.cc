@@ -1,4 +1,4 @@
-#include "tests/raw_tcp.h"
+#include "tools/raw_tcp.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

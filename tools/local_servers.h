@@ -1,8 +1,8 @@
 // LocalServers: S parameter-server shards started in this process on
 // 127.0.0.1 with ephemeral ports, for tests and benchmarks. Stops them on
 // destruction. Not thread-safe to create; the servers themselves are.
-#ifndef PS_TESTS_LOCAL_SERVERS_H_
-#define PS_TESTS_LOCAL_SERVERS_H_
+#ifndef PS_TOOLS_LOCAL_SERVERS_H_
+#define PS_TOOLS_LOCAL_SERVERS_H_
 
 #include <memory>
 #include <string>
@@ -42,4 +42,4 @@ struct LocalServers {
 
 }  // namespace ps
 
-#endif  // PS_TESTS_LOCAL_SERVERS_H_
+#endif  // PS_TOOLS_LOCAL_SERVERS_H_
