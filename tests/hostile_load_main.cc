@@ -18,6 +18,7 @@
 #include "absl/time/clock.h"
 #include "grpcpp/create_channel.h"
 #include "proto/ps.grpc.pb.h"
+#include "rpc/credentials.h"
 #include "tests/child_process.h"
 #include "worker/ps_client.h"
 
@@ -53,7 +54,7 @@ int main(int argc, char** argv) {
       grpc::ChannelArguments args;
       args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // a connection each
       stubs.push_back(ps::v1::ParameterServer::NewStub(
-          grpc::CreateCustomChannel(server, grpc::InsecureChannelCredentials(), args)));
+          grpc::CreateCustomChannel(server, ps::MakeChannelCredentials(), args)));
     }
     return stubs[c].get();
   };

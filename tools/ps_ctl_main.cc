@@ -13,6 +13,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "grpcpp/create_channel.h"
 #include "proto/health.grpc.pb.h"
+#include "rpc/credentials.h"
 #include "worker/ps_client.h"
 
 ABSL_FLAG(std::string, servers, "", "Comma-separated HOST:PORT of the shards to query.");
@@ -25,7 +26,7 @@ int Health(const std::vector<std::string>& servers, absl::Duration timeout) {
   int rc = 0;
   for (const std::string& s : servers) {
     auto stub = grpc::health::v1::Health::NewStub(
-        grpc::CreateChannel(s, grpc::InsecureChannelCredentials()));
+        grpc::CreateChannel(s, ps::MakeChannelCredentials()));
     grpc::ClientContext ctx;
     ctx.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
     grpc::health::v1::HealthCheckResponse resp;
