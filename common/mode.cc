@@ -5,14 +5,42 @@
 
 namespace ps {
 
-std::string ModeName(Mode mode) { return mode == Mode::kSync ? "sync" : "async"; }
+absl::Span<const Mode> AllModes() {
+  static constexpr Mode kModes[] = {Mode::kSync, Mode::kAsync};
+  return kModes;
+}
+
+std::string ModeName(Mode mode) {
+  switch (mode) {
+    case Mode::kSync:
+      return "sync";
+    case Mode::kAsync:
+      return "async";
+  }
+  return absl::StrCat("mode(", static_cast<int>(mode), ")");
+}
+
+std::string KnownModeNames() {
+  std::string names;
+  for (Mode m : AllModes()) absl::StrAppend(&names, names.empty() ? "" : ", ", ModeName(m));
+  return names;
+}
+
+absl::Status CheckMode(Mode mode) {
+  for (Mode m : AllModes()) {
+    if (m == mode) return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown mode ", ModeName(mode), " (known: ", KnownModeNames(), ")"));
+}
 
 absl::StatusOr<Mode> ParseMode(absl::string_view text) {
   const std::string t = absl::AsciiStrToLower(text);
-  if (t == "sync") return Mode::kSync;
-  if (t == "async") return Mode::kAsync;
+  for (Mode m : AllModes()) {
+    if (t == ModeName(m)) return m;
+  }
   return absl::InvalidArgumentError(
-      absl::StrCat("unknown mode '", text, "': expected 'sync' or 'async'"));
+      absl::StrCat("unknown mode '", text, "' (known: ", KnownModeNames(), ")"));
 }
 
 }  // namespace ps

@@ -5,6 +5,31 @@
 
 namespace ps {
 
+v1::Mode ModeToProto(Mode mode) {
+  switch (mode) {
+    case Mode::kSync:
+      return v1::MODE_SYNC;
+    case Mode::kAsync:
+      return v1::MODE_ASYNC;
+  }
+  return v1::MODE_UNSPECIFIED;
+}
+
+absl::StatusOr<Mode> ModeFromProto(v1::Mode mode) {
+  switch (mode) {
+    case v1::MODE_SYNC:
+      return Mode::kSync;
+    case v1::MODE_ASYNC:
+      return Mode::kAsync;
+    default:
+      break;
+  }
+  const std::string name = v1::Mode_Name(mode);
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown mode ", name.empty() ? absl::StrCat(static_cast<int>(mode)) : name,
+                   " on the wire (known: ", KnownModeNames(), ")"));
+}
+
 void ModelSpecToProto(const ModelSpec& spec, v1::ModelSpec* out) {
   out->Clear();
   for (const TensorSpec& t : spec) {

@@ -11,14 +11,24 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "common/mode.h"
 #include "common/model_spec.h"
 #include "common/partition.h"
 #include "grpcpp/support/status.h"
 #include "proto/ps.pb.h"
 
 namespace ps {
+
+// Core <-> proto modes. ModeToProto gives MODE_UNSPECIFIED for a value that
+// is not a Mode enumerator, which ModeFromProto (and so every client)
+// rejects. ModeFromProto: INVALID_ARGUMENT naming the value and the known
+// modes for MODE_UNSPECIFIED or a value this build does not know; never a
+// default.
+v1::Mode ModeToProto(Mode mode);
+absl::StatusOr<Mode> ModeFromProto(v1::Mode mode);
 
 // Core <-> proto model specs.
 void ModelSpecToProto(const ModelSpec& spec, v1::ModelSpec* out);

@@ -77,9 +77,21 @@ class AsyncPolicy final : public ConsistencyPolicy {
 
 }  // namespace
 
-std::unique_ptr<ConsistencyPolicy> CreateConsistencyPolicy(Mode mode, int num_workers) {
-  if (mode == Mode::kSync) return std::make_unique<SyncPolicy>(num_workers);
-  return std::make_unique<AsyncPolicy>();
+absl::StatusOr<std::unique_ptr<ConsistencyPolicy>> CreateConsistencyPolicy(Mode mode,
+                                                                           int num_workers) {
+  if (num_workers < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("num_workers must be >= 1, got ", num_workers));
+  }
+  switch (mode) {
+    case Mode::kSync:
+      return std::unique_ptr<ConsistencyPolicy>(new SyncPolicy(num_workers));
+    case Mode::kAsync:
+      return std::unique_ptr<ConsistencyPolicy>(new AsyncPolicy());
+  }
+  return absl::InvalidArgumentError(absl::StrCat("no consistency policy for mode ",
+                                                 ModeName(mode), " (known: ", KnownModeNames(),
+                                                 ")"));
 }
 
 }  // namespace ps

@@ -2,11 +2,30 @@
 //
 // The shard validates each push (worker id, slices, sizes) and offers the
 // decoded gradient to its policy, which either keeps it (sync: until every
-// worker's gradient for the step is in) or hands back a gradient for the
-// shard to apply once and advance its version by one.
+// worker's gradient for the step is in) or hands back gradients for the
+// shard to apply once, as their mean, and advance its version by one.
+// CreateConsistencyPolicy maps each Mode (common/mode.h) to its policy and
+// rejects a mode it does not know; nothing falls back to async.
 //
-// Sync and async now; bounded staleness and backup workers fit the same
-// interface later. Not thread-safe: the shard calls it under its lock.
+// Not thread-safe: the shard calls it under its lock.
+//
+// What the interface does not cover yet. A policy today decides only when
+// pushes are applied; pulls are released by the shard on version alone.
+//   - Bounded staleness (SSP, staleness bound s) would track a clock per
+//     worker (steps it has pushed) and apply pushes as they come, like
+//     async; but a worker whose clock is more than s ahead of the slowest
+//     worker's must wait. That needs a second decision from the policy: when
+//     a worker's pull may be answered (e.g. a method returning the version,
+//     or the slowest clock, that a given worker's pull must wait for), with
+//     the shard re-checking waiting pulls whenever a push moves the slowest
+//     clock, not only when the version moves. The push's computed_version is
+//     the worker's clock only if every shard counts versions the same way,
+//     so the wire would need the worker's step as well. MissingWorkers would
+//     become "the workers holding the slowest clock back".
+//   - Backup workers (sync, releasing after W - b of W gradients) fit
+//     OnPush as it is, except that a late push for a completed step must be
+//     dropped quietly, not refused with FAILED_PRECONDITION: OnPush would
+//     need a third outcome.
 #ifndef PS_SERVER_CONSISTENCY_H_
 #define PS_SERVER_CONSISTENCY_H_
 
@@ -25,6 +44,7 @@ class ConsistencyPolicy {
  public:
   virtual ~ConsistencyPolicy() = default;
 
+  // The mode this policy implements.
   virtual Mode mode() const = 0;
 
   // Offers `grad` from `worker_id`, computed on weights of version
@@ -46,7 +66,11 @@ class ConsistencyPolicy {
   virtual std::vector<int> MissingWorkers() const = 0;
 };
 
-std::unique_ptr<ConsistencyPolicy> CreateConsistencyPolicy(Mode mode, int num_workers);
+// The policy of `mode` for `num_workers` workers. INVALID_ARGUMENT naming the
+// mode and the known ones for a value that is not a Mode enumerator, and for
+// num_workers < 1.
+absl::StatusOr<std::unique_ptr<ConsistencyPolicy>> CreateConsistencyPolicy(Mode mode,
+                                                                           int num_workers);
 
 }  // namespace ps
 

@@ -12,8 +12,6 @@
 namespace ps {
 namespace {
 
-v1::Mode ModeToProto(Mode m) { return m == Mode::kSync ? v1::MODE_SYNC : v1::MODE_ASYNC; }
-
 // The request's slices as the shard takes them; `data` views the request,
 // which must outlive the result.
 std::vector<RawTensorSlice> SlicesFromProto(

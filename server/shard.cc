@@ -50,15 +50,19 @@ absl::StatusOr<std::unique_ptr<Shard>> Shard::Create(const ShardOptions& options
   }
   // The optimizer is sized when the parameters arrive; validate its options now.
   ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> opt, CreateOptimizer(options.optimizer, 0));
-  return std::unique_ptr<Shard>(new Shard(options, std::move(opt)));
+  // An unknown mode fails here, not as a silent fallback.
+  ASSIGN_OR_RETURN(std::unique_ptr<ConsistencyPolicy> policy,
+                   CreateConsistencyPolicy(options.mode, options.num_workers));
+  return std::unique_ptr<Shard>(new Shard(options, std::move(opt), std::move(policy)));
 }
 
-Shard::Shard(const ShardOptions& options, std::unique_ptr<Optimizer> optimizer)
+Shard::Shard(const ShardOptions& options, std::unique_ptr<Optimizer> optimizer,
+             std::unique_ptr<ConsistencyPolicy> policy)
     : options_(options),
       layout_(std::make_shared<ShardLayout>()),
       gradient_pool_(BufferPool::Create(options.num_workers)),
       optimizer_(std::move(optimizer)),
-      policy_(CreateConsistencyPolicy(options.mode, options.num_workers)) {
+      policy_(std::move(policy)) {
   timer_ = std::thread([this] { TimerLoop(); });
 }
 
@@ -124,11 +128,16 @@ absl::Status Shard::InstallLocked(std::shared_ptr<const ShardLayout> layout,
                                                    " elements but shard ", options_.shard_id,
                                                    " owns ", layout->num_elements));
   }
-  ASSIGN_OR_RETURN(optimizer_, CreateOptimizer(options_.optimizer, layout->num_elements));
+  // Both made before anything changes, so a failure leaves the shard as it was.
+  ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> optimizer,
+                   CreateOptimizer(options_.optimizer, layout->num_elements));
+  ASSIGN_OR_RETURN(std::unique_ptr<ConsistencyPolicy> policy,
+                   CreateConsistencyPolicy(options_.mode, options_.num_workers));
+  optimizer_ = std::move(optimizer);
   layout_ = std::move(layout);
   weights_ = weights_pool_->Share(std::move(weights));
   version_ = version;
-  policy_ = CreateConsistencyPolicy(options_.mode, options_.num_workers);
+  policy_ = std::move(policy);
   // The pending gradients are gone, so is the open step (unreported).
   step_opened_ = absl::InfiniteFuture();
   next_stall_report_ = absl::InfiniteFuture();
@@ -327,7 +336,8 @@ absl::StatusOr<int64_t> Shard::PushFlat(int worker_id, int64_t computed_version,
       }
       std::vector<const float*> grads;
       for (const std::vector<float>& g : to_apply) grads.push_back(g.data());
-      ApplyMeanInParallel(optimizer_.get(), grads, weights_->size(), weights_->data());
+      ApplyMeanInParallel(optimizer_.get(), /*step=*/version_ + 1, grads, weights_->size(),
+                          weights_->data());
       for (std::vector<float>& g : to_apply) gradient_pool_->Give(std::move(g));
       ++version_;
       CollectReadyLocked(&ready);

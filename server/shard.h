@@ -41,7 +41,7 @@
 #include "common/slice_assembler.h"
 #include "server/buffer_pool.h"
 #include "server/consistency.h"
-#include "server/optimizer.h"
+#include "common/optimizer.h"
 
 namespace ps {
 
@@ -165,7 +165,7 @@ class Shard {
  public:
   using SnapshotCallback = std::function<void(absl::StatusOr<WeightsSnapshot>)>;
 
-  // INVALID_ARGUMENT for inconsistent options.
+  // INVALID_ARGUMENT for inconsistent options, an unknown mode or optimizer.
   static absl::StatusOr<std::unique_ptr<Shard>> Create(const ShardOptions& options);
 
   // Fails all waiting calls with UNAVAILABLE and stops the timer thread.
@@ -252,7 +252,8 @@ class Shard {
   };
   using ReadyList = std::vector<std::pair<SnapshotCallback, WeightsSnapshot>>;
 
-  explicit Shard(const ShardOptions& options, std::unique_ptr<Optimizer> optimizer);
+  Shard(const ShardOptions& options, std::unique_ptr<Optimizer> optimizer,
+        std::unique_ptr<ConsistencyPolicy> policy);
 
   absl::Status CheckWorker(int worker_id) const;
   absl::Status CheckInitializedLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);

@@ -1,6 +1,7 @@
 // The client against a hostile or broken server: pull replies whose chunk
 // ranges overflow, overlap or fall short, over both transports, are errors
-// naming the shard (INTERNAL), never a crash or a write out of bounds.
+// naming the shard (INTERNAL), never a crash or a write out of bounds; a
+// server reporting a mode the client does not know is refused at Connect.
 #include <limits>
 #include <memory>
 #include <string>
@@ -24,11 +25,12 @@ const ModelSpec kSpec = {{"fc1.bias", {10}}};
 // with `weights` (unary and stream alike).
 class LyingServer final : public v1::ParameterServer::Service {
  public:
-  explicit LyingServer(std::vector<v1::TensorSlice> weights) : weights_(std::move(weights)) {}
+  explicit LyingServer(std::vector<v1::TensorSlice> weights, v1::Mode mode = v1::MODE_ASYNC)
+      : weights_(std::move(weights)), mode_(mode) {}
 
   grpc::Status Register(grpc::ServerContext*, const v1::RegisterRequest* req,
                         v1::RegisterResponse* resp) override {
-    resp->set_mode(v1::MODE_ASYNC);
+    resp->set_mode(mode_);
     resp->set_num_workers(req->num_workers());
     resp->set_num_shards(1);
     return grpc::Status::OK;
@@ -61,6 +63,7 @@ class LyingServer final : public v1::ParameterServer::Service {
 
  private:
   const std::vector<v1::TensorSlice> weights_;
+  const v1::Mode mode_;
 };
 
 v1::TensorSlice Slice(int64_t offset, int64_t length, size_t bytes) {
@@ -109,6 +112,28 @@ TEST_P(HostileServer, BadPullRepliesAreErrorsNamingTheShard) {
     EXPECT_THAT(std::string(s.message()), HasSubstr("shard 0"));
     EXPECT_THAT(std::string(s.message()), HasSubstr("fc1.bias"));
     client->reset();
+    server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  }
+}
+
+// Before, the client took any mode other than async for sync.
+TEST_P(HostileServer, UnknownModeIsRefusedAtConnect) {
+  for (v1::Mode mode : {v1::MODE_UNSPECIFIED, static_cast<v1::Mode>(42)}) {
+    LyingServer service({}, mode);
+    int port = 0;
+    grpc::ServerBuilder b;
+    b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    b.RegisterService(&service);
+    std::unique_ptr<grpc::Server> server = b.BuildAndStart();
+    ASSERT_NE(port, 0);
+    ClientOptions co;
+    co.servers = {"127.0.0.1:" + std::to_string(port)};
+    co.transport = GetParam();
+    co.rpc_timeout = absl::Seconds(10);
+    auto client = PsClient::Connect(co);
+    EXPECT_EQ(client.status().code(), absl::StatusCode::kInvalidArgument) << client.status();
+    EXPECT_THAT(std::string(client.status().message()), HasSubstr(co.servers[0]));
+    EXPECT_THAT(std::string(client.status().message()), HasSubstr("sync, async"));
     server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   }
 }

@@ -26,9 +26,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/optimizer.h"
 #include "common/status_macros.h"
 #include "gtest/gtest.h"
-#include "server/optimizer.h"
 #include "tests/test_cluster.h"
 #include "worker/backend.h"
 #include "worker/data_order.h"
@@ -315,9 +315,8 @@ absl::StatusOr<References> ComputeReferences(const FashionMnist& data) {
 
   References refs;
   refs.init = big->InitialValues(kSeed);
-  // One optimizer per tensor for each run. ApplyMean and Apply are
-  // elementwise, so the shards' flat slices and these tensors get the same
-  // bits.
+  // One optimizer per tensor for each run. ApplyMean is elementwise, so the
+  // shards' flat slices and these tensors get the same bits.
   std::vector<std::unique_ptr<Optimizer>> server_opt, batch_opt;
   for (const std::vector<float>& t : refs.init) {
     ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> a, CreateOptimizer({"sgd", kLr}, t.size()));
@@ -369,14 +368,18 @@ absl::StatusOr<References> ComputeReferences(const FashionMnist& data) {
     for (size_t k = 0; k < server.size(); ++k) {
       std::vector<const float*> in_worker_order;
       for (int w = 0; w < kWorkers; ++w) in_worker_order.push_back(grads[w][k].data());
-      server_opt[k]->ApplyMean(in_worker_order, 0, server[k].size(), server[k].data());
+      server_opt[k]->ApplyMean(/*step=*/t + 1, in_worker_order, 0, server[k].size(),
+                               server[k].data());
     }
 
     // (b), step by step as LocalParamStore does it, to follow its weights.
     TensorList g;
     RETURN_IF_ERROR(big->SetWeights(batch));
     RETURN_IF_ERROR(big->TrainStep(whole.x.data(), whole.y.data(), kBigBatch, &g).status());
-    for (size_t k = 0; k < batch.size(); ++k) batch_opt[k]->Apply(g[k], absl::MakeSpan(batch[k]));
+    for (size_t k = 0; k < batch.size(); ++k) {
+      RETURN_IF_ERROR(ApplyGradient(batch_opt[k].get(), /*step=*/t + 1, g[k],
+                                    absl::MakeSpan(batch[k])));
+    }
 
     const double diff = MaxAbsDiff(server, batch);
     if (diff > refs.bound.total() && refs.first_step_over_bound == 0) {

@@ -5,6 +5,11 @@
 
 namespace ps {
 
+std::string ParamStore::mode_name() const {
+  const std::optional<Mode> m = mode();
+  return m.has_value() ? ModeName(*m) : "standalone";
+}
+
 absl::Status RemoteParamStore::Init(const ModelSpec& spec, const TensorList& initial,
                                     bool creator, TensorList* weights) {
   RETURN_IF_ERROR(client_->Init(spec, creator ? &initial : nullptr));
@@ -59,11 +64,15 @@ absl::Status LocalParamStore::PushPull(const TensorList& grads, TensorList* weig
   if (grads.size() != optimizers_.size() || weights->size() != grads.size()) {
     return absl::InvalidArgumentError("gradients do not match the model");
   }
+  // Every size is checked before anything is applied.
   for (size_t i = 0; i < grads.size(); ++i) {
     if (grads[i].size() != (*weights)[i].size()) {
       return absl::InvalidArgumentError(absl::StrCat("gradient ", i, " has the wrong size"));
     }
-    optimizers_[i]->Apply(grads[i], absl::MakeSpan((*weights)[i]));
+  }
+  for (size_t i = 0; i < grads.size(); ++i) {
+    RETURN_IF_ERROR(ApplyGradient(optimizers_[i].get(), /*step=*/version_ + 1, grads[i],
+                                  absl::MakeSpan((*weights)[i])));
   }
   ++version_;
   return absl::OkStatus();

@@ -1,19 +1,22 @@
 // ParamStore: where a trainer gets weights and sends gradients.
 //
 // RemoteParamStore talks to the parameter servers through a PsClient.
-// LocalParamStore applies SGD in-process with the servers' own optimizer code
-// (standalone mode: debugging a model before distributing it, and the
+// LocalParamStore applies the update in-process with the optimizer code the
+// servers use (common/optimizer.h), passing the version it produces as the
+// step (standalone mode: debugging a model before distributing it, and the
 // single-process reference that sync mode must equal). Not thread-safe.
 #ifndef PS_WORKER_PARAM_STORE_H_
 #define PS_WORKER_PARAM_STORE_H_
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
+#include "common/mode.h"
 #include "common/model_spec.h"
-#include "server/optimizer.h"
+#include "common/optimizer.h"
 #include "worker/ps_client.h"
 
 namespace ps {
@@ -41,8 +44,11 @@ class ParamStore {
   virtual absl::Status Pull(int64_t min_version, TensorList* weights) = 0;
   // Version of the weights last returned.
   virtual int64_t version() const = 0;
-  // "sync", "async" or "standalone".
-  virtual std::string mode_name() const = 0;
+  // The servers' consistency mode; nullopt for a store without servers
+  // (LocalParamStore).
+  virtual std::optional<Mode> mode() const = 0;
+  // ModeName(*mode()), or "standalone" without servers: for logs.
+  std::string mode_name() const;
 };
 
 class RemoteParamStore final : public ParamStore {
@@ -58,7 +64,7 @@ class RemoteParamStore final : public ParamStore {
   void SendGradients(const std::vector<int>& tensors) override;
   absl::Status FinishPushPull() override;
   int64_t version() const override { return client_->version(); }
-  std::string mode_name() const override { return ModeName(client_->mode()); }
+  std::optional<Mode> mode() const override { return client_->mode(); }
 
  private:
   std::unique_ptr<PsClient> client_;
@@ -80,7 +86,7 @@ class LocalParamStore final : public ParamStore {
   void SendGradients(const std::vector<int>& /*tensors*/) override {}
   absl::Status FinishPushPull() override;
   int64_t version() const override { return version_; }
-  std::string mode_name() const override { return "standalone"; }
+  std::optional<Mode> mode() const override { return std::nullopt; }
 
  private:
   const float learning_rate_;

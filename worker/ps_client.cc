@@ -53,8 +53,6 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
   return grpc::CreateCustomChannel(address, ps::MakeChannelCredentials(), args);
 }
 
-Mode ModeFromProto(v1::Mode m) { return m == v1::MODE_ASYNC ? Mode::kAsync : Mode::kSync; }
-
 }  // namespace
 
 PendingOp::PendingOp() = default;
@@ -194,7 +192,12 @@ absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Connect(const ClientOptions&
           v1::Mode_Name(r.mode())));
     }
   }
-  c->mode_ = ModeFromProto(replies[0].mode());
+  absl::StatusOr<Mode> mode = ModeFromProto(replies[0].mode());
+  if (!mode.ok()) {
+    return absl::Status(mode.status().code(),
+                        absl::StrCat(options.servers[0], " reports ", mode.status().message()));
+  }
+  c->mode_ = *mode;
   c->learning_rate_ = replies[0].learning_rate();
   return c;
 }

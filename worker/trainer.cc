@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "common/mode.h"
 #include "common/npy.h"
 #include "common/status_macros.h"
 #include "worker/data_order.h"
@@ -201,7 +202,7 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   // Async: the shards count pushes, and every worker pushes once per step, so
   // the run is complete at version W * steps. Worker 0 evaluates and saves
   // that model, not just the one it last pulled.
-  if (o.worker_id == 0 && store_->mode_name() == "async") {
+  if (o.worker_id == 0 && store_->mode() == Mode::kAsync) {
     absl::Status s = store_->Pull(o.num_workers * step, &weights);
     // A worker that died leaves the run short of W * steps; the shards'
     // weights as of now are still a model worth evaluating.

@@ -1,4 +1,4 @@
-#include "server/optimizer.h"
+#include "common/optimizer.h"
 
 #include <cmath>
 
@@ -8,19 +8,13 @@
 namespace ps {
 namespace {
 
-// Plain SGD: w -= lr * g.
+// Plain SGD: w -= lr * g. No state; the step does not matter.
 class Sgd final : public Optimizer {
  public:
   explicit Sgd(float lr) : lr_(lr) {}
-  void Apply(absl::Span<const float> grad, absl::Span<float> weights) override {
-    const float lr = lr_;
-    const float* g = grad.data();
-    float* w = weights.data();
-    const size_t n = weights.size();
-    for (size_t i = 0; i < n; ++i) w[i] -= lr * g[i];
-  }
-  void ApplyMean(const std::vector<const float*>& grads, size_t begin, size_t end,
-                 float* weights_in) override {
+
+  void ApplyMean(int64_t /*step*/, absl::Span<const float* const> grads, size_t begin,
+                 size_t end, float* weights_in) override {
     float* __restrict weights = weights_in;
     const float lr = lr_;
     const size_t n = grads.size();
@@ -54,6 +48,14 @@ class Sgd final : public Optimizer {
     }
   }
 
+  absl::StatusOr<std::string> SaveState() const override { return std::string(); }
+
+  absl::Status RestoreState(absl::string_view state) override {
+    if (state.empty()) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat(
+        "sgd keeps no optimizer state, but the state to restore has ", state.size(), " bytes"));
+  }
+
   std::string name() const override { return "sgd"; }
 
  private:
@@ -65,10 +67,21 @@ constexpr size_t kMinApplyChunk = 1 << 20;
 
 }  // namespace
 
-void ApplyMeanInParallel(Optimizer* optimizer, const std::vector<const float*>& grads, size_t n,
-                         float* weights) {
+absl::Status ApplyGradient(Optimizer* optimizer, int64_t step, absl::Span<const float> grad,
+                           absl::Span<float> weights) {
+  if (grad.size() != weights.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("gradient has ", grad.size(),
+                                                   " elements, the weights have ",
+                                                   weights.size()));
+  }
+  optimizer->ApplyMean(step, {grad.data()}, 0, weights.size(), weights.data());
+  return absl::OkStatus();
+}
+
+void ApplyMeanInParallel(Optimizer* optimizer, int64_t step, absl::Span<const float* const> grads,
+                         size_t n, float* weights) {
   ParallelFor(n, kMinApplyChunk, [&](size_t begin, size_t end) {
-    optimizer->ApplyMean(grads, begin, end, weights);
+    optimizer->ApplyMean(step, grads, begin, end, weights);
   });
 }
 
