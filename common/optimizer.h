@@ -65,13 +65,6 @@ class Optimizer {
   // The name CreateOptimizer knows it by ("sgd").
   virtual std::string name() const = 0;
 
-  // Transitional: ApplyMean(1, {grad}, 0, weights.size(), weights) for
-  // tests/ps_bench_main.cc, which still calls this form; delete once that
-  // file moves to tools/ and calls ApplyGradient. New code uses
-  // ApplyGradient, which checks the sizes and takes the step.
-  void Apply(absl::Span<const float> grad, absl::Span<float> weights) {
-    ApplyMean(/*step=*/1, {grad.data()}, 0, weights.size(), weights.data());
-  }
 };
 
 // One gradient applied to a whole buffer on the calling thread:
