@@ -3,7 +3,7 @@
 //
 // The enum is the one list of modes. Every way into it rejects what it does
 // not know instead of falling back to a default: ParseMode for text (flags),
-// ModeFromProto (common/wire.h) for the wire, CheckMode for a value cast
+// ModeFromProto (rpc/wire.h) for the wire, CheckMode for a value cast
 // from an integer.
 #ifndef PS_COMMON_MODE_H_
 #define PS_COMMON_MODE_H_

@@ -1,6 +1,5 @@
 #include "common/mode.h"
 
-#include "common/wire.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -28,24 +27,6 @@ TEST(Mode, CheckModeRejectsValuesOutsideTheEnum) {
   absl::Status s = CheckMode(static_cast<Mode>(9));
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), AllOf(HasSubstr("mode(9)"), HasSubstr("sync, async")));
-}
-
-TEST(Mode, RoundTripsThroughTheWire) {
-  for (Mode m : AllModes()) {
-    absl::StatusOr<Mode> back = ModeFromProto(ModeToProto(m));
-    ASSERT_TRUE(back.ok()) << back.status();
-    EXPECT_EQ(*back, m);
-  }
-  EXPECT_EQ(ModeToProto(static_cast<Mode>(9)), v1::MODE_UNSPECIFIED);
-}
-
-TEST(Mode, UnspecifiedOrUnknownWireModeIsAnError) {
-  absl::StatusOr<Mode> m = ModeFromProto(v1::MODE_UNSPECIFIED);
-  ASSERT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(m.status().message(), AllOf(HasSubstr("MODE_UNSPECIFIED"), HasSubstr("sync, async")));
-  m = ModeFromProto(static_cast<v1::Mode>(42));
-  ASSERT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(m.status().message(), HasSubstr("42"));
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // ModelSpec: the names and shapes of a model's tensors, in a fixed order.
 //
-// A plain value type, independent of the wire format; common/wire.h
+// A plain value type, independent of the wire format; rpc/wire.h
 // translates it to and from ps::v1::ModelSpec. Thread-compatible.
 #ifndef PS_COMMON_MODEL_SPEC_H_
 #define PS_COMMON_MODEL_SPEC_H_

@@ -2,8 +2,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "common/wire.h"
 #include "proto/ps.pb.h"
+#include "rpc/wire.h"
 
 namespace ps {
 

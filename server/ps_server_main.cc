@@ -18,7 +18,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "common/allocator.h"
-#include "common/raw_wire.h"
+#include "rpc/raw_wire.h"
 #include "server/ps_server.h"
 
 ABSL_FLAG(std::string, listen, "0.0.0.0:50051",

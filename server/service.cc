@@ -4,9 +4,9 @@
 #include <vector>
 
 #include "absl/time/time.h"
-#include "common/raw_wire.h"
 #include "common/status_macros.h"
-#include "common/wire.h"
+#include "rpc/raw_wire.h"
+#include "rpc/wire.h"
 #include "server/stream_reactor.h"
 
 namespace ps {

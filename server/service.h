@@ -7,7 +7,7 @@
 // server thread is parked per waiting worker.
 //
 // Push, Pull and PushPull carry tensors and take the raw path of
-// common/raw_wire.h: gradients are copied once, from the received bytes into
+// rpc/raw_wire.h: gradients are copied once, from the received bytes into
 // the shard's buffer, and pulled weights are sent straight from the shard's
 // immutable snapshot without a copy.
 //

@@ -8,10 +8,10 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "common/raw_wire.h"
 #include "common/status_macros.h"
-#include "common/wire.h"
 #include "grpcpp/alarm.h"
+#include "rpc/raw_wire.h"
+#include "rpc/wire.h"
 
 namespace ps {
 namespace {

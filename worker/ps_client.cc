@@ -8,9 +8,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
-#include "common/wire.h"
 #include "grpcpp/create_channel.h"
 #include "rpc/credentials.h"
+#include "rpc/wire.h"
 
 namespace ps {
 

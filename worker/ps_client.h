@@ -37,11 +37,11 @@
 #include "common/mode.h"
 #include "common/model_spec.h"
 #include "common/partition.h"
-#include "common/raw_wire.h"
 #include "common/slice_assembler.h"
-#include "worker/shard_stream.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "proto/ps.grpc.pb.h"
+#include "rpc/raw_wire.h"
+#include "worker/shard_stream.h"
 
 namespace ps {
 
@@ -231,7 +231,7 @@ class PsClient {
   ClientOptions options_;
   std::vector<std::unique_ptr<v1::ParameterServer::Stub>> stubs_;
   // Same channels; for Push, Pull and PushPull on the raw path of
-  // common/raw_wire.h (gradients sent without a copy, weights copied once).
+  // rpc/raw_wire.h (gradients sent without a copy, weights copied once).
   std::vector<std::unique_ptr<grpc::GenericStub>> raw_stubs_;
   Mode mode_ = Mode::kSync;
   float learning_rate_ = 0;

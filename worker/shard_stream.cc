@@ -2,7 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "common/wire.h"
+#include "rpc/wire.h"
 
 namespace ps {
 

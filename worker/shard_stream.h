@@ -21,9 +21,9 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
-#include "common/raw_wire.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/support/client_callback.h"
+#include "rpc/raw_wire.h"
 
 namespace ps {
 

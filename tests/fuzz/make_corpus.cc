@@ -3,7 +3,7 @@
 //
 //   bazel run //tests/fuzz:make_corpus -- "$PWD/tests/fuzz/corpus"
 //
-// Valid messages come from the project's own encoders (common/raw_wire.h)
+// Valid messages come from the project's own encoders (rpc/raw_wire.h)
 // for every shard of FuzzSpec() cut 1, 2 and 3 ways; hostile ones are
 // written field by field with ProtoWriter. Each is saved whole and cut into
 // pieces (tests/fuzz/fuzz_input.h). File names say what each input is.
@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/raw_wire.h"
+#include "rpc/raw_wire.h"
 #include "tests/fuzz/fuzz_input.h"
 
 namespace ps {

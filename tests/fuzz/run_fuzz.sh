@@ -55,7 +55,7 @@ cflags=(-std=c++17 -O1 -g -fno-omit-frame-pointer -I"$root" -I"$out/gen"
         -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
         $(pkg-config --cflags "${modules[@]}"))
 libs=($(pkg-config --libs "${modules[@]}"))
-sources=(common/raw_wire.cc common/slice_assembler.cc common/float_bytes.cc
+sources=(rpc/raw_wire.cc common/slice_assembler.cc common/float_bytes.cc
          common/partition.cc common/model_spec.cc common/status_macros.cc
          tests/fuzz/fuzz_input.cc tests/fuzz/wire_fuzz.cc "$out/gen/proto/ps.pb.cc")
 
@@ -76,11 +76,12 @@ build() {
   "$CXX" "${cflags[@]}" "${objs[@]}" "${libs[@]}" -o "$out/wire_fuzz"
 }
 
-# Rebuilt unless the binary is newer than this script and every source and
-# header of common/ and tests/fuzz/ and proto/ps.proto (a fresh checkout, as in CI, always
-# rebuilds; after upgrading system packages, delete $FUZZ_OUT).
+# Rebuilt unless the binary is newer than this script, proto/ps.proto and
+# every source and header of common/, rpc/ and tests/fuzz/ (a fresh checkout,
+# as in CI, always rebuilds; after upgrading system packages, delete
+# $FUZZ_OUT).
 start=$SECONDS
-if [ -x "$out/wire_fuzz" ] && [ -z "$(find "$0" common tests/fuzz proto -newer "$out/wire_fuzz" \
+if [ -x "$out/wire_fuzz" ] && [ -z "$(find "$0" common rpc tests/fuzz proto -newer "$out/wire_fuzz" \
      \( -name '*.h' -o -name '*.cc' -o -name '*.proto' -o -name run_fuzz.sh \) | head -1)" ]; then
   echo "run_fuzz: $out/wire_fuzz is up to date"
 else

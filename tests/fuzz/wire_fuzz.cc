@@ -1,5 +1,5 @@
 // libFuzzer target for everything that reads bytes from the network before
-// any other check: the wire decoders of common/raw_wire.h, the SliceAssembler
+// any other check: the wire decoders of rpc/raw_wire.h, the SliceAssembler
 // that the decoded slices go through, and ValidateModelSpec with the
 // partition it guards. The input format is in tests/fuzz/fuzz_input.h.
 //
@@ -34,8 +34,8 @@
 #include "absl/strings/string_view.h"
 #include "common/model_spec.h"
 #include "common/partition.h"
-#include "common/raw_wire.h"
 #include "common/slice_assembler.h"
+#include "rpc/raw_wire.h"
 #include "tests/fuzz/fuzz_input.h"
 
 // A broken property: prints it and aborts, which libFuzzer reports as a

@@ -1,4 +1,4 @@
-#include "common/raw_wire.h"
+#include "rpc/raw_wire.h"
 
 #include <cstring>
 

@@ -4,8 +4,8 @@
 // Only the gRPC service (server/service.*) and the client library
 // (worker/ps_client.*) use this header; core classes never see protos.
 // All functions are thread-safe (no shared state).
-#ifndef PS_COMMON_WIRE_H_
-#define PS_COMMON_WIRE_H_
+#ifndef PS_RPC_WIRE_H_
+#define PS_RPC_WIRE_H_
 
 #include <cstdint>
 #include <string>
@@ -50,4 +50,4 @@ absl::Status FromGrpcStatus(const grpc::Status& s);
 
 }  // namespace ps
 
-#endif  // PS_COMMON_WIRE_H_
+#endif  // PS_RPC_WIRE_H_

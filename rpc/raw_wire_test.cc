@@ -1,6 +1,6 @@
 // The raw wire path produces and accepts exactly the protobuf encoding of the
 // ps.v1 messages, and rejects malformed bytes with an error, never a crash.
-#include "common/raw_wire.h"
+#include "rpc/raw_wire.h"
 
 #include <random>
 

@@ -1,4 +1,4 @@
-#include "common/wire.h"
+#include "rpc/wire.h"
 
 #include "absl/strings/str_cat.h"
 #include "common/float_bytes.h"

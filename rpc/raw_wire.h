@@ -12,8 +12,8 @@
 //     their destination.
 //
 // Not thread-safe; each object belongs to one call.
-#ifndef PS_COMMON_RAW_WIRE_H_
-#define PS_COMMON_RAW_WIRE_H_
+#ifndef PS_RPC_RAW_WIRE_H_
+#define PS_RPC_RAW_WIRE_H_
 
 #include <cstdint>
 #include <functional>
@@ -221,4 +221,4 @@ absl::Status DecodePullResponse(const Pieces& bytes, int64_t* version,
 
 }  // namespace ps
 
-#endif  // PS_COMMON_RAW_WIRE_H_
+#endif  // PS_RPC_RAW_WIRE_H_
