@@ -267,6 +267,12 @@ grpc::ByteBuffer EncodePushPullRequest(int worker_id, int64_t version, const Mod
   return w.Finish();
 }
 
+grpc::ByteBuffer EncodePushResponse(int64_t version) {
+  ProtoWriter w;
+  w.VarintField(v1::PushResponse::kVersionFieldNumber, static_cast<uint64_t>(version));
+  return w.Finish();
+}
+
 grpc::ByteBuffer EncodePullResponse(int64_t version, const ModelSpec& spec,
                                     const std::vector<SliceRange>& slices,
                                     const SliceValues& values, std::shared_ptr<const void> owner) {

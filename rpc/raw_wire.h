@@ -122,6 +122,12 @@ absl::Status ReadTensorSlice(const Pieces& bytes, RawTensorSlice* out);
 // Where slice `r`'s r.length floats are (borrowed until the call completes).
 using SliceValues = std::function<const float*(const SliceRange& r)>;
 
+// The values of a flat buffer in layout order (SliceRange::flat_offset):
+// how shards and clients hold their slices.
+inline SliceValues FlatValues(const float* flat) {
+  return [flat](const SliceRange& r) { return flat + r.flat_offset; };
+}
+
 struct RawPush {
   int64_t worker_id = 0;
   int64_t version = 0;
@@ -143,6 +149,8 @@ grpc::ByteBuffer EncodePushPullRequest(int worker_id, int64_t version, const Mod
                                        const std::vector<SliceRange>& slices,
                                        const SliceValues& values, int64_t min_version,
                                        int64_t wait_timeout_ms);
+// PushResponse{version}.
+grpc::ByteBuffer EncodePushResponse(int64_t version);
 // PullResponse{version, weights = `slices`}; `owner` keeps the values alive
 // until gRPC has sent them.
 grpc::ByteBuffer EncodePullResponse(int64_t version, const ModelSpec& spec,

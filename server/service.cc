@@ -33,16 +33,8 @@ void FinishWithException(grpc::ServerUnaryReactor* reactor, const char* method) 
 // The snapshot as PullResponse bytes that point into it; the slices keep it
 // alive until gRPC has sent them.
 grpc::ByteBuffer SnapshotToBytes(const WeightsSnapshot& snap) {
-  const float* flat = snap.weights->data();
-  return EncodePullResponse(
-      snap.version, snap.layout->spec, snap.layout->slices,
-      [flat](const SliceRange& r) { return flat + r.flat_offset; }, snap.weights);
-}
-
-grpc::ByteBuffer VersionToBytes(int64_t version) {
-  ProtoWriter w;
-  w.VarintField(1, static_cast<uint64_t>(version));  // PushResponse.version
-  return w.Finish();
+  return EncodePullResponse(snap.version, snap.layout->spec, snap.layout->slices,
+                            FlatValues(snap.weights->data()), snap.weights);
 }
 
 absl::Duration Millis(int64_t ms) { return absl::Milliseconds(ms); }
@@ -169,7 +161,7 @@ grpc::ServerUnaryReactor* ParameterServerService::Push(grpc::CallbackServerConte
     if (s.ok()) {
       absl::StatusOr<int64_t> v =
           shard_->Push(static_cast<int>(push.worker_id), push.version, push.gradients);
-      if (v.ok()) *resp = VersionToBytes(*v);
+      if (v.ok()) *resp = EncodePushResponse(*v);
       s = v.status();
     }
     reactor->Finish(ToGrpcStatus(s));

@@ -372,11 +372,9 @@ void StreamReactor::Complete() {
             core->Send({EncodeStreamDone(id, 0, snap.status())}, true);
             return;
           }
-          const float* flat = snap->weights->data();
-          core->Send(EncodeStreamWeights(
-                         id, snap->version, snap->layout->spec, snap->layout->slices,
-                         [flat](const SliceRange& r) { return flat + r.flat_offset; },
-                         snap->weights),
+          core->Send(EncodeStreamWeights(id, snap->version, snap->layout->spec,
+                                         snap->layout->slices, FlatValues(snap->weights->data()),
+                                         snap->weights),
                      true);
         } catch (...) {
           core->Fail(StatusFromCurrentException(absl::StrCat("pull from shard ", shard_id)));
