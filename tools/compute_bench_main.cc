@@ -23,12 +23,12 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "common/flag_lists.h"
 #include "common/status_macros.h"
 #include "worker/backend.h"
 #include "worker/model.h"
@@ -137,15 +137,9 @@ absl::StatusOr<BenchResult> RunBench(const BenchOptions& o) {
 }
 
 absl::StatusOr<std::vector<int>> ParseDims(const std::string& text) {
-  std::vector<int> dims;
-  for (absl::string_view part : absl::StrSplit(text, ',')) {
-    int v;
-    if (!absl::SimpleAtoi(part, &v) || v < 1) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--dims=", text, ": '", part, "' is not a positive integer"));
-    }
-    dims.push_back(v);
-  }
+  absl::StatusOr<std::vector<int>> parsed = ParsePositiveIntList("dims", text);
+  if (!parsed.ok()) return parsed.status();
+  std::vector<int> dims = *std::move(parsed);
   if (dims.size() < 2) {
     return absl::InvalidArgumentError(
         absl::StrCat("--dims=", text, ": need at least inputs and classes"));

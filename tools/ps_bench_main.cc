@@ -20,7 +20,6 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -28,6 +27,7 @@
 #include "absl/synchronization/barrier.h"
 #include "absl/synchronization/mutex.h"
 #include "common/allocator.h"
+#include "common/flag_lists.h"
 #include "common/optimizer.h"
 #include "tools/local_servers.h"
 #include "tools/raw_tcp.h"
@@ -126,15 +126,10 @@ double Percentile(std::vector<absl::Duration> v, double q) {
 }
 
 absl::StatusOr<std::vector<int64_t>> ParseList(const std::string& text, const char* flag) {
-  std::vector<int64_t> out;
-  for (absl::string_view p : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
-    int64_t v;
-    if (!absl::SimpleAtoi(p, &v) || v <= 0) {
-      return absl::InvalidArgumentError(absl::StrCat("--", flag, ": '", p, "' is not a positive integer"));
-    }
-    out.push_back(v);
+  absl::StatusOr<std::vector<int64_t>> out = ParsePositiveList(flag, text);
+  if (out.ok() && out->empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("--", flag, " is empty"));
   }
-  if (out.empty()) return absl::InvalidArgumentError(absl::StrCat("--", flag, " is empty"));
   return out;
 }
 

@@ -9,11 +9,11 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "common/allocator.h"
+#include "common/flag_lists.h"
 #include "worker/backend.h"
 #include "worker/dataset.h"
 #include "worker/ps_client.h"
@@ -80,16 +80,10 @@ absl::StatusOr<std::vector<int>> ParseHidden(const std::string& model, const std
     return absl::InvalidArgumentError(
         absl::StrCat("unknown --model=", model, ": expected mlp or softmax"));
   }
-  std::vector<int> out;
-  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
-    int v;
-    if (!absl::SimpleAtoi(part, &v) || v < 1) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--hidden=", text, ": '", part, "' is not a positive integer"));
-    }
-    out.push_back(v);
+  absl::StatusOr<std::vector<int>> out = ps::ParsePositiveIntList("hidden", text);
+  if (out.ok() && out->empty()) {
+    return absl::InvalidArgumentError("--model=mlp needs at least one --hidden width");
   }
-  if (out.empty()) return absl::InvalidArgumentError("--model=mlp needs at least one --hidden width");
   return out;
 }
 
