@@ -76,7 +76,24 @@ v1::TensorSlice Slice(int64_t offset, int64_t length, size_t bytes) {
   return s;
 }
 
-class HostileServer : public ::testing::TestWithParam<ClientOptions::Transport> {};
+class HostileServer : public ::testing::TestWithParam<ClientOptions::Transport> {
+ protected:
+  // Serves `service` on a free loopback port; the options of a client of it
+  // over this test's transport.
+  std::unique_ptr<grpc::Server> Serve(LyingServer* service, ClientOptions* co) {
+    int port = 0;
+    grpc::ServerBuilder b;
+    b.AddListeningPort("127.0.0.1:0", ps::MakeServerCredentials(), &port);
+    b.RegisterService(service);
+    std::unique_ptr<grpc::Server> server = b.BuildAndStart();
+    EXPECT_NE(port, 0);
+    co->servers = {"127.0.0.1:" + std::to_string(port)};
+    co->transport = GetParam();
+    co->rpc_timeout = absl::Seconds(10);
+    co->wait_timeout = absl::Seconds(10);
+    return server;
+  }
+};
 
 TEST_P(HostileServer, BadPullRepliesAreErrorsNamingTheShard) {
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
@@ -91,17 +108,9 @@ TEST_P(HostileServer, BadPullRepliesAreErrorsNamingTheShard) {
   };
   for (const auto& reply : replies) {
     LyingServer service(reply);
-    int port = 0;
-    grpc::ServerBuilder b;
-    b.AddListeningPort("127.0.0.1:0", ps::MakeServerCredentials(), &port);
-    b.RegisterService(&service);
-    std::unique_ptr<grpc::Server> server = b.BuildAndStart();
-    ASSERT_NE(port, 0);
     ClientOptions co;
-    co.servers = {"127.0.0.1:" + std::to_string(port)};
-    co.transport = GetParam();
-    co.rpc_timeout = absl::Seconds(10);
-    co.wait_timeout = absl::Seconds(10);
+    std::unique_ptr<grpc::Server> server = Serve(&service, &co);
+    ASSERT_NE(server, nullptr);
     auto client = PsClient::Connect(co);
     ASSERT_TRUE(client.ok()) << client.status();
     TensorList init = {std::vector<float>(10, 1.0f)};
@@ -120,16 +129,9 @@ TEST_P(HostileServer, BadPullRepliesAreErrorsNamingTheShard) {
 TEST_P(HostileServer, UnknownModeIsRefusedAtConnect) {
   for (v1::Mode mode : {v1::MODE_UNSPECIFIED, static_cast<v1::Mode>(42)}) {
     LyingServer service({}, mode);
-    int port = 0;
-    grpc::ServerBuilder b;
-    b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-    b.RegisterService(&service);
-    std::unique_ptr<grpc::Server> server = b.BuildAndStart();
-    ASSERT_NE(port, 0);
     ClientOptions co;
-    co.servers = {"127.0.0.1:" + std::to_string(port)};
-    co.transport = GetParam();
-    co.rpc_timeout = absl::Seconds(10);
+    std::unique_ptr<grpc::Server> server = Serve(&service, &co);
+    ASSERT_NE(server, nullptr);
     auto client = PsClient::Connect(co);
     EXPECT_EQ(client.status().code(), absl::StatusCode::kInvalidArgument) << client.status();
     EXPECT_THAT(std::string(client.status().message()), HasSubstr(co.servers[0]));
