@@ -6,6 +6,7 @@
 #include "proto/health.grpc.pb.h"
 #include "proto/ps.grpc.pb.h"
 #include "rpc/credentials.h"
+#include "tests/tensor_slice.h"
 #include "tests/test_cluster.h"
 
 namespace ps {
@@ -35,11 +36,7 @@ class BadRequests : public ::testing::Test {
 
   static void AddSlice(v1::TensorSlice* s, const std::string& name, std::vector<int64_t> shape,
                        int64_t offset, int64_t length, std::string data) {
-    s->set_name(name);
-    for (int64_t d : shape) s->add_shape(d);
-    s->set_offset(offset);
-    s->set_length(length);
-    s->set_data(std::move(data));
+    *s = MakeTensorSlice(name, shape, offset, length, std::move(data));
   }
 
   template <typename Req, typename Resp>

@@ -17,6 +17,7 @@
 #include "rpc/credentials.h"
 #include "server/ps_server.h"
 #include "tests/child_process.h"
+#include "tests/tensor_slice.h"
 #include "worker/ps_client.h"
 
 namespace ps {
@@ -80,11 +81,7 @@ class Hostile : public ::testing::Test {
 
   static void AddSlice(v1::TensorSlice* s, const std::string& name, std::vector<int64_t> shape,
                        int64_t offset, int64_t length, std::string data) {
-    s->set_name(name);
-    for (int64_t d : shape) s->add_shape(d);
-    s->set_offset(offset);
-    s->set_length(length);
-    s->set_data(std::move(data));
+    *s = MakeTensorSlice(name, shape, offset, length, std::move(data));
   }
 
   // A whole push of `slices` as one unary call.

@@ -12,6 +12,7 @@
 #include "gtest/gtest.h"
 #include "proto/ps.grpc.pb.h"
 #include "rpc/credentials.h"
+#include "tests/tensor_slice.h"
 #include "worker/ps_client.h"
 
 namespace ps {
@@ -67,13 +68,7 @@ class LyingServer final : public v1::ParameterServer::Service {
 };
 
 v1::TensorSlice Slice(int64_t offset, int64_t length, size_t bytes) {
-  v1::TensorSlice s;
-  s.set_name("fc1.bias");
-  s.add_shape(10);
-  s.set_offset(offset);
-  s.set_length(length);
-  s.set_data(std::string(bytes, '\0'));
-  return s;
+  return MakeTensorSlice("fc1.bias", {10}, offset, length, std::string(bytes, '\0'));
 }
 
 class HostileServer : public ::testing::TestWithParam<ClientOptions::Transport> {

@@ -21,6 +21,7 @@
 #include "proto/ps.grpc.pb.h"
 #include "rpc/credentials.h"
 #include "tests/child_process.h"
+#include "tests/tensor_slice.h"
 #include "worker/ps_client.h"
 
 namespace ps {
@@ -74,11 +75,7 @@ TEST(Shutdown, SigtermEndsTheServerWithinTheGraceWhateverClientsDo) {
     v1::StreamRequest req;
     req.set_call_id(1);
     req.set_kind(v1::CALL_PUSH);
-    v1::TensorSlice* s = req.add_gradients();
-    s->set_name("fc1.bias");
-    s->add_shape(10);
-    s->set_length(5);
-    s->set_data(std::string(20, '\0'));
+    *req.add_gradients() = MakeTensorSlice("fc1.bias", {10}, 0, 5, std::string(20, '\0'));
     ASSERT_TRUE(stream().rw->Write(req));
   }
   // 5 streams that pull 16 MB and never read it.
@@ -98,12 +95,8 @@ TEST(Shutdown, SigtermEndsTheServerWithinTheGraceWhateverClientsDo) {
       v1::StreamRequest req;
       req.set_call_id(1);
       req.set_kind(v1::CALL_PUSH);
-      v1::TensorSlice* s = req.add_gradients();
-      s->set_name("fc1.bias");
-      s->add_shape(10);
-      s->set_offset(offsets[c]);
-      s->set_length(lengths[c]);
-      s->set_data(std::string(c == 1 ? 36 : 4 * lengths[c] % 64, '\0'));
+      *req.add_gradients() = MakeTensorSlice("fc1.bias", {10}, offsets[c], lengths[c],
+                                             std::string(c == 1 ? 36 : 4 * lengths[c] % 64, '\0'));
       req.set_last(c == 2);
       o.rw->Write(req);
     }
