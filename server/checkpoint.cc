@@ -1,43 +1,55 @@
 #include "server/checkpoint.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/partition.h"
+#include "common/slice_assembler.h"
 #include "common/status_macros.h"
 #include "proto/ps.pb.h"
 #include "rpc/wire.h"
 
 namespace ps {
 
-absl::StatusOr<std::string> EncodeCheckpoint(const Shard& shard) {
-  ASSIGN_OR_RETURN(ShardState state, shard.ExportState());
+std::string EncodeShardState(const ShardState& state) {
   v1::ShardSnapshot snap;
-  snap.set_shard_id(shard.options().shard_id);
-  snap.set_num_shards(shard.options().num_shards);
+  snap.set_shard_id(state.shard_id);
+  snap.set_num_shards(state.num_shards);
   ModelSpecToProto(state.spec, snap.mutable_spec());
   snap.set_version(state.version);
-  AppendFlatSlices(state.spec,
-                   ShardSlices(state.spec, shard.options().num_shards, shard.options().shard_id),
+  AppendFlatSlices(state.spec, ShardSlices(state.spec, state.num_shards, state.shard_id),
                    state.weights, snap.mutable_weights());
+  snap.set_num_workers(state.num_workers);
+  snap.mutable_workers_seen()->Add(state.workers_seen.begin(), state.workers_seen.end());
+  snap.set_optimizer(state.optimizer);
+  snap.set_optimizer_state(state.optimizer_state);
   return snap.SerializeAsString();
 }
 
-absl::Status RestoreCheckpoint(absl::string_view bytes, Shard* shard) {
+absl::StatusOr<ShardState> DecodeShardState(absl::string_view bytes, const SpecLimits& limits) {
   v1::ShardSnapshot snap;
   if (!snap.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
     return absl::InvalidArgumentError("checkpoint does not parse as a ps.v1.ShardSnapshot");
   }
-  const ShardOptions& o = shard->options();
-  if (snap.shard_id() != o.shard_id || snap.num_shards() != o.num_shards) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "checkpoint is of shard ", snap.shard_id(), " of ", snap.num_shards(),
-        ", this is shard ", o.shard_id, " of ", o.num_shards));
+  if (snap.num_shards() < 1 || snap.shard_id() < 0 || snap.shard_id() >= snap.num_shards()) {
+    return absl::InvalidArgumentError(absl::StrCat("checkpoint names shard ", snap.shard_id(),
+                                                   " of ", snap.num_shards()));
+  }
+  if (snap.num_workers() < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("checkpoint names num_workers ", snap.num_workers()));
   }
   ShardState state;
+  state.shard_id = snap.shard_id();
+  state.num_shards = snap.num_shards();
+  state.num_workers = snap.num_workers();
+  state.workers_seen.assign(snap.workers_seen().begin(), snap.workers_seen().end());
   state.spec = ModelSpecFromProto(snap.spec());
-  RETURN_IF_ERROR(ValidateModelSpec(state.spec, o.spec_limits));
+  RETURN_IF_ERROR(ValidateModelSpec(state.spec, limits));
   state.version = snap.version();
+  state.optimizer = snap.optimizer();
+  state.optimizer_state = snap.optimizer_state();
   SliceAssembler::Options ao;
   ao.what = "checkpoint";
-  SliceAssembler assembler(MakeSliceLayout(state.spec, o.num_shards, o.shard_id), ao);
+  SliceAssembler assembler(MakeSliceLayout(state.spec, state.num_shards, state.shard_id), ao);
   state.weights.resize(assembler.layout().num_elements);
   for (const v1::TensorSlice& w : snap.weights()) {
     const RawTensorSlice slice{w.name(), {w.shape().begin(), w.shape().end()}, w.offset(),
@@ -47,6 +59,16 @@ absl::Status RestoreCheckpoint(absl::string_view bytes, Shard* shard) {
     }));
   }
   RETURN_IF_ERROR(assembler.Finish());
+  return state;
+}
+
+absl::StatusOr<std::string> EncodeCheckpoint(const Shard& shard) {
+  ASSIGN_OR_RETURN(ShardState state, shard.ExportState());
+  return EncodeShardState(state);
+}
+
+absl::Status RestoreCheckpoint(absl::string_view bytes, Shard* shard) {
+  ASSIGN_OR_RETURN(ShardState state, DecodeShardState(bytes, shard->options().spec_limits));
   return shard->RestoreState(state);
 }
 

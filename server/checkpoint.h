@@ -1,6 +1,7 @@
-// Checkpoint encoding of a shard: its ShardState as a serialized
-// ps.v1.ShardSnapshot (proto/ps.proto), so it can be written to disk or sent
-// over the wire and restored into a shard with the same id and shard count.
+// Checkpoint encoding of a shard: its ShardState (server/shard_state.h) as a
+// serialized ps.v1.ShardSnapshot (proto/ps.proto), so that it can be written
+// to disk or sent over the wire and restored into a shard of the same
+// position, worker count and optimizer.
 //
 // Stateless functions; thread-safe (Shard itself is).
 #ifndef PS_SERVER_CHECKPOINT_H_
@@ -11,16 +12,30 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/model_spec.h"
 #include "server/shard.h"
+#include "server/shard_state.h"
 
 namespace ps {
 
-// The shard's spec, version and weights as ShardSnapshot bytes.
-// FAILED_PRECONDITION if the shard has no parameters yet.
+// `state` as ShardSnapshot bytes. REQUIRES: a state from Shard::ExportState
+// (weights sized for its spec and position).
+std::string EncodeShardState(const ShardState& state);
+
+// The state in `bytes`, checked on its own: INVALID_ARGUMENT, naming the
+// problem, if they do not parse, name an impossible position or worker
+// count, hold an invalid spec, or weights that do not cover the position's
+// slices exactly once; RESOURCE_EXHAUSTED for a spec over `limits`. Whether it fits a given shard is
+// Shard::RestoreState's check.
+absl::StatusOr<ShardState> DecodeShardState(absl::string_view bytes, const SpecLimits& limits);
+
+// The shard's state as ShardSnapshot bytes. FAILED_PRECONDITION if the shard
+// has no parameters yet.
 absl::StatusOr<std::string> EncodeCheckpoint(const Shard& shard);
 
-// Restores `shard` from EncodeCheckpoint's bytes. INVALID_ARGUMENT if they do
-// not parse or belong to another shard position or shard count.
+// Restores `shard` from EncodeCheckpoint's bytes (DecodeShardState, then
+// Shard::RestoreState). INVALID_ARGUMENT from either; the shard is unchanged
+// then.
 absl::Status RestoreCheckpoint(absl::string_view bytes, Shard* shard);
 
 }  // namespace ps

@@ -122,15 +122,14 @@ SliceAssembler::Options Shard::AssemblerOptions(absl::string_view what) const {
 }
 
 absl::Status Shard::InstallLocked(std::shared_ptr<const ShardLayout> layout,
-                                  std::vector<float> weights, int64_t version) {
+                                  std::vector<float> weights, std::unique_ptr<Optimizer> optimizer,
+                                  int64_t version) {
   if (static_cast<int64_t>(weights.size()) != layout->num_elements) {
     return absl::InvalidArgumentError(absl::StrCat("state has ", weights.size(),
                                                    " elements but shard ", options_.shard_id,
                                                    " owns ", layout->num_elements));
   }
-  // Both made before anything changes, so a failure leaves the shard as it was.
-  ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> optimizer,
-                   CreateOptimizer(options_.optimizer, layout->num_elements));
+  // Made before anything changes, so a failure leaves the shard as it was.
   ASSIGN_OR_RETURN(std::unique_ptr<ConsistencyPolicy> policy,
                    CreateConsistencyPolicy(options_.mode, options_.num_workers));
   optimizer_ = std::move(optimizer);
@@ -219,7 +218,12 @@ uint64_t Shard::Init(int worker_id, const ModelSpec& spec,
       if (uint64_t ticket = AddWaiterLocked(0, wait, &check); ticket != 0) return ticket;
       result = TooManyWaitersLocked();
     } else {
-      absl::Status installed = InstallLocked(std::move(layout), std::move(initial), 0);
+      absl::StatusOr<std::unique_ptr<Optimizer>> optimizer =
+          CreateOptimizer(options_.optimizer, layout->num_elements);
+      absl::Status installed =
+          optimizer.ok() ? InstallLocked(std::move(layout), std::move(initial),
+                                         *std::move(optimizer), 0)
+                         : optimizer.status();
       if (installed.ok()) {
         result = int64_t{0};
         created = true;
@@ -546,17 +550,47 @@ absl::StatusOr<ShardState> Shard::ExportState() const {
     return absl::FailedPreconditionError(
         absl::StrCat("shard ", options_.shard_id, " has no parameters to export"));
   }
-  return ShardState{layout_->spec, version_, *weights_};
+  ShardState state;
+  state.shard_id = options_.shard_id;
+  state.num_shards = options_.num_shards;
+  state.num_workers = options_.num_workers;
+  state.workers_seen.assign(workers_seen_.begin(), workers_seen_.end());
+  state.spec = layout_->spec;
+  state.version = version_;
+  state.weights = *weights_;
+  state.optimizer = optimizer_->name();
+  ASSIGN_OR_RETURN(state.optimizer_state, optimizer_->SaveState());
+  return state;
 }
 
 absl::Status Shard::RestoreState(const ShardState& state) {
+  if (state.shard_id != options_.shard_id || state.num_shards != options_.num_shards) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "state is of shard ", state.shard_id, " of ", state.num_shards, ", this is shard ",
+        options_.shard_id, " of ", options_.num_shards));
+  }
+  if (state.num_workers != options_.num_workers) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("state is of a run with ", state.num_workers,
+                     " workers, this server expects ", options_.num_workers));
+  }
+  for (int w : state.workers_seen) RETURN_IF_ERROR(CheckWorker(w));
+  if (state.optimizer != options_.optimizer.name) {
+    return absl::InvalidArgumentError(absl::StrCat("state holds optimizer \"", state.optimizer,
+                                                   "\" state, this server runs \"",
+                                                   options_.optimizer.name, "\""));
+  }
   RETURN_IF_ERROR(ValidateModelSpec(state.spec, options_.spec_limits));
+  auto layout = MakeSliceLayout(state.spec, options_.num_shards, options_.shard_id);
+  ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> optimizer,
+                   CreateOptimizer(options_.optimizer, layout->num_elements));
+  RETURN_IF_ERROR(optimizer->RestoreState(state.optimizer_state));
   ReadyList ready;
   {
     absl::MutexLock l(&mu_);
-    RETURN_IF_ERROR(InstallLocked(MakeSliceLayout(state.spec, options_.num_shards,
-                                                  options_.shard_id),
-                                  state.weights, state.version));
+    RETURN_IF_ERROR(
+        InstallLocked(std::move(layout), state.weights, std::move(optimizer), state.version));
+    workers_seen_.insert(state.workers_seen.begin(), state.workers_seen.end());
     CollectReadyLocked(&ready);
   }
   for (auto& r : ready) r.first(std::move(r.second));

@@ -41,6 +41,7 @@
 #include "common/slice_assembler.h"
 #include "server/buffer_pool.h"
 #include "server/consistency.h"
+#include "server/shard_state.h"
 #include "common/optimizer.h"
 
 namespace ps {
@@ -154,13 +155,6 @@ struct ShardStats {
   int64_t pending_pushes = 0;  // pushes being received (holding a PushBuffer)
 };
 
-// A shard's full state: enough to rebuild it (checkpoints).
-struct ShardState {
-  ModelSpec spec;
-  int64_t version = 0;
-  std::vector<float> weights;  // flat, in layout order
-};
-
 class Shard {
  public:
   using SnapshotCallback = std::function<void(absl::StatusOr<WeightsSnapshot>)>;
@@ -235,8 +229,13 @@ class Shard {
   // The layout of this shard's slices; empty until initialized.
   std::shared_ptr<const ShardLayout> Layout() const;
 
-  // Checkpoint support: a copy of the full state, and its restoration (which
-  // replaces spec, weights and version, and drops pending sync gradients).
+  // Checkpoint support (server/shard_state.h). ExportState copies the full
+  // state; FAILED_PRECONDITION before the parameters exist. RestoreState
+  // replaces spec, weights, version, optimizer state and the workers seen,
+  // drops the gradients of an open sync step, and releases the pulls the
+  // restored version satisfies. INVALID_ARGUMENT, changing nothing, for a
+  // state of another shard position, worker count or optimizer, or one that
+  // does not fit its spec.
   absl::StatusOr<ShardState> ExportState() const;
   absl::Status RestoreState(const ShardState& state);
 
@@ -258,8 +257,12 @@ class Shard {
   absl::Status CheckWorker(int worker_id) const;
   absl::Status CheckInitializedLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   SliceAssembler::Options AssemblerOptions(absl::string_view what) const;
+  // Makes `layout`, `weights` (its size) and `optimizer` (sized for it) the
+  // parameters at `version`, with a fresh consistency policy. A failure
+  // leaves the shard as it was.
   absl::Status InstallLocked(std::shared_ptr<const ShardLayout> layout, std::vector<float> weights,
-                             int64_t version) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+                             std::unique_ptr<Optimizer> optimizer, int64_t version)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   WeightsSnapshot SnapshotLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Moves the waiters that are now ready into `ready`, with their snapshots.
   void CollectReadyLocked(ReadyList* ready) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

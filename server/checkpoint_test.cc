@@ -1,0 +1,137 @@
+#include "server/checkpoint.h"
+
+#include <memory>
+#include <numeric>
+
+#include "absl/status/status.h"
+#include "common/partition.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "proto/ps.pb.h"
+#include "server/shard.h"
+#include "server/shard_state.h"
+
+namespace ps {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+const ModelSpec kSpec = {{"w", {4, 3}}, {"b", {5}}};
+
+// Shard 1 of 2 of a 3-worker run, at version 7, with distinct weights.
+ShardState SomeState() {
+  ShardState s;
+  s.shard_id = 1;
+  s.num_shards = 2;
+  s.num_workers = 3;
+  s.workers_seen = {0, 2};
+  s.spec = kSpec;
+  s.version = 7;
+  s.weights.resize(MakeSliceLayout(kSpec, 2, 1)->num_elements);
+  std::iota(s.weights.begin(), s.weights.end(), 0.5f);
+  s.optimizer = "sgd";
+  return s;
+}
+
+std::unique_ptr<Shard> ShardFor(const ShardState& s) {
+  ShardOptions o;
+  o.shard_id = s.shard_id;
+  o.num_shards = s.num_shards;
+  o.num_workers = s.num_workers;
+  auto shard = Shard::Create(o);
+  EXPECT_TRUE(shard.ok()) << shard.status();
+  return *std::move(shard);
+}
+
+void ExpectSameState(const ShardState& a, const ShardState& b) {
+  EXPECT_EQ(a.shard_id, b.shard_id);
+  EXPECT_EQ(a.num_shards, b.num_shards);
+  EXPECT_EQ(a.num_workers, b.num_workers);
+  EXPECT_EQ(a.workers_seen, b.workers_seen);
+  EXPECT_TRUE(CompareModelSpecs(a.spec, b.spec).ok());
+  EXPECT_EQ(a.version, b.version);
+  EXPECT_EQ(a.weights, b.weights);
+  EXPECT_EQ(a.optimizer, b.optimizer);
+  EXPECT_EQ(a.optimizer_state, b.optimizer_state);
+}
+
+TEST(Checkpoint, StateRoundTripsThroughBytes) {
+  const ShardState s = SomeState();
+  ASSERT_FALSE(s.weights.empty());
+  auto decoded = DecodeShardState(EncodeShardState(s), SpecLimits());
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  ExpectSameState(s, *decoded);
+}
+
+TEST(Checkpoint, RestoredShardHoldsTheWholeState) {
+  const ShardState s = SomeState();
+  auto shard = ShardFor(s);
+  ASSERT_TRUE(RestoreCheckpoint(EncodeShardState(s), shard.get()).ok());
+  const ShardStats stats = shard->Stats();
+  EXPECT_TRUE(stats.initialized);
+  EXPECT_EQ(stats.version, 7);
+  EXPECT_THAT(stats.workers_seen, ElementsAre(0, 2));
+  auto exported = shard->ExportState();
+  ASSERT_TRUE(exported.ok()) << exported.status();
+  ExpectSameState(s, *exported);
+  auto bytes = EncodeCheckpoint(*shard);
+  ASSERT_TRUE(bytes.ok());
+  EXPECT_EQ(*bytes, EncodeShardState(s));
+}
+
+TEST(Checkpoint, StateOfAnotherRunIsRefusedAndChangesNothing) {
+  struct Case {
+    const char* what;
+    void (*mutate)(ShardState*);
+    const char* message;
+  };
+  const Case cases[] = {
+      {"other shard", [](ShardState* s) { s->shard_id = 0; }, "state is of shard 0 of 2"},
+      {"other count", [](ShardState* s) { s->num_shards = 3; }, "state is of shard 1 of 3"},
+      {"other workers", [](ShardState* s) { s->num_workers = 4; }, "4 workers"},
+      {"worker out of range", [](ShardState* s) { s->workers_seen = {0, 3}; }, "worker_id 3"},
+      {"other optimizer", [](ShardState* s) { s->optimizer = "adam"; }, "\"adam\""},
+      {"foreign optimizer state", [](ShardState* s) { s->optimizer_state = "x"; }, ""},
+      {"short weights", [](ShardState* s) { s->weights.pop_back(); }, "elements"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    ShardState bad = SomeState();
+    auto shard = ShardFor(bad);  // the shard matches the good state
+    c.mutate(&bad);
+    absl::Status st = shard->RestoreState(bad);
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+    EXPECT_THAT(std::string(st.message()), HasSubstr(c.message));
+    EXPECT_FALSE(shard->Stats().initialized);
+    EXPECT_EQ(shard->ExportState().status().code(), absl::StatusCode::kFailedPrecondition);
+  }
+}
+
+TEST(Checkpoint, BadBytesAreInvalidArgument) {
+  auto message = [](absl::string_view bytes, const SpecLimits& limits = SpecLimits()) {
+    absl::StatusOr<ShardState> st = DecodeShardState(bytes, limits);
+    EXPECT_EQ(st.status().code(), absl::StatusCode::kInvalidArgument);
+    return std::string(st.status().message());
+  };
+  EXPECT_THAT(message("garbage"), HasSubstr("does not parse"));
+
+  const std::string good = EncodeShardState(SomeState());
+  v1::ShardSnapshot snap;
+  ASSERT_TRUE(snap.ParseFromString(good));
+  v1::ShardSnapshot bad = snap;
+  bad.set_shard_id(2);
+  EXPECT_THAT(message(bad.SerializeAsString()), HasSubstr("shard 2 of 2"));
+  bad = snap;
+  bad.set_num_workers(0);
+  EXPECT_THAT(message(bad.SerializeAsString()), HasSubstr("num_workers 0"));
+  bad = snap;
+  bad.mutable_weights()->RemoveLast();
+  EXPECT_THAT(message(bad.SerializeAsString()), HasSubstr("checkpoint"));
+  SpecLimits tight;
+  tight.max_model_elements = 4;
+  EXPECT_EQ(DecodeShardState(good, tight).status().code(), absl::StatusCode::kResourceExhausted);
+}
+
+}  // namespace
+}  // namespace ps

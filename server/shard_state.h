@@ -1,0 +1,46 @@
+// ShardState: everything a shard needs to resume where it stopped, as one
+// plain value: its position, its membership, its parameters and the
+// optimizer's state. Shard::ExportState makes one and Shard::RestoreState
+// installs one; server/checkpoint.h turns it into bytes and back.
+//
+// What it leaves out on purpose: gradients of a sync step that is still open
+// (workers resend them after a restart, since their push fails) and waiting
+// calls (their clients retry).
+//
+// A plain struct: copyable, no thread safety of its own.
+#ifndef PS_SERVER_SHARD_STATE_H_
+#define PS_SERVER_SHARD_STATE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/model_spec.h"
+
+namespace ps {
+
+struct ShardState {
+  // Position: a state restores only into the shard with the same id of the
+  // same number of shards (the partition depends on both).
+  int shard_id = 0;
+  int num_shards = 1;
+  // Membership: the number of workers the shard was started for (a state
+  // restores only into a shard with the same number) and the ids of those
+  // that registered or pushed, ascending.
+  int num_workers = 1;
+  std::vector<int> workers_seen;
+  // Parameters: the model spec worker 0 created, the version of the weights
+  // (sync: the step), and the weights flat in layout order
+  // (common/partition.h).
+  ModelSpec spec;
+  int64_t version = 0;
+  std::vector<float> weights;
+  // Optimizer: its name (common/optimizer.h; a state restores only into a
+  // shard with the same rule) and its Optimizer::SaveState bytes.
+  std::string optimizer;
+  std::string optimizer_state;
+};
+
+}  // namespace ps
+
+#endif  // PS_SERVER_SHARD_STATE_H_
