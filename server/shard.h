@@ -61,7 +61,7 @@ struct ShardOptions {
   absl::Duration max_wait = absl::Minutes(30);
 
   // Limits on what requests may ask for; see "Limits and hostile input" in
-  // README.md. Past them a request fails with the status named.
+  // docs/operating.md. Past them a request fails with the status named.
   SpecLimits spec_limits;  // the model spec an init may create (INVALID_ARGUMENT)
   // Gradients or initial values holding NaN or +-Inf are refused
   // (INVALID_ARGUMENT), so one bad worker cannot poison the model silently.

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """compose_test: builds deploy/'s images and runs its docker-compose cluster
-for real, with the README's commands, on this machine's Docker.
+for real, with deploy/README.md's commands, on this machine's Docker.
 
     tests/compose_test.py [--data-root=DIR] [--no-cuda]
 
@@ -59,7 +59,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COMPOSE_FILE = "deploy/docker-compose.yml"
 GPU_FILE = "deploy/docker-compose.gpu.yml"
-PROJECT = "pscomposetest"  # -p: never the README's `ps` project of a user
+PROJECT = "pscomposetest"  # -p: never deploy/README.md's `ps` project of a user
 WORKERS = ["ps-worker-0", "ps-worker-1", "ps-worker-2"]
 MIN_ACCURACY = 0.80
 KILL_PULL_TIMEOUT = 20  # s: PS_PULL_TIMEOUT of the killed-worker run
@@ -475,7 +475,7 @@ def image_size(image):
 
 
 def build_image(checks, dockerfile, image, name):
-    """The README's build command; returns its wall time, or None."""
+    """deploy/README.md's build command; returns its wall time, or None."""
     argv = ["docker", "build", "-f", dockerfile, "-t", image, "."]
     t0 = time.monotonic()
     p = run(argv, env=dict(os.environ, DOCKER_BUILDKIT="1"), timeout=1800)
@@ -626,7 +626,7 @@ def main():
         sys.exit(77)
 
     checks = Checks()
-    # A daemon of our own gets the README's tags; someone else's, this run's.
+    # A daemon of our own gets deploy/README.md's tags; someone else's, this run's.
     suffix = "latest" if daemon else f"compose-test-{os.getpid()}"
     tags_before = image_tags()
     try:

@@ -337,7 +337,7 @@ def check_compose(doc, env, files, root, bins, errors):
                           f"got {sorted(workers)}")
             return
 
-    # PS_WORKERS=k means: start ps-worker-0 .. ps-worker-<k-1> (README).
+    # PS_WORKERS=k means: start ps-worker-0 .. ps-worker-<k-1> (deploy/README.md).
     W = len(workers)
     if "PS_WORKERS" in env:
         W = int(env["PS_WORKERS"])

@@ -1,6 +1,7 @@
 // hostile_load: puts one kind of hostile load on a running ps_server and
-// prints the server's memory before and after, for the README's limits
-// figures. Not a test: it measures (the server's pid is needed for /proc).
+// prints the server's memory before and after, for the limits figures in
+// docs/operating.md. Not a test: it measures (the server's pid is needed
+// for /proc).
 //
 //   hostile_load --server=127.0.0.1:PORT --pid=PID --scenario=silent_pushes --count=1000
 //   scenarios: silent_pushes (streams that start a push and go silent),
