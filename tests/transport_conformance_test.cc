@@ -68,22 +68,13 @@ TensorList SgdStep(TensorList w, const std::vector<TensorList>& grads) {
 
 // The ways to push a gradient and pull the next weights.
 enum class Via { kPushPull, kPushPullAsync, kStartPushPullAllAtOnce, kStartPushPullInReverse };
-const Via kAllVias[] = {Via::kPushPull, Via::kPushPullAsync, Via::kStartPushPullAllAtOnce,
-                        Via::kStartPushPullInReverse};
-
-const char* ViaName(Via via) {
-  switch (via) {
-    case Via::kPushPull:
-      return "PushPull";
-    case Via::kPushPullAsync:
-      return "PushPullAsync";
-    case Via::kStartPushPullAllAtOnce:
-      return "StartPushPull, one Send of every tensor";
-    case Via::kStartPushPullInReverse:
-      return "StartPushPull, one Send per tensor, last first";
-  }
-  return "?";
-}
+// Each with the name SCOPED_TRACE shows.
+const std::pair<Via, const char*> kAllVias[] = {
+    {Via::kPushPull, "PushPull"},
+    {Via::kPushPullAsync, "PushPullAsync"},
+    {Via::kStartPushPullAllAtOnce, "StartPushPull, one Send of every tensor"},
+    {Via::kStartPushPullInReverse, "StartPushPull, one Send per tensor, last first"},
+};
 
 absl::Status PushPullVia(Via via, PsClient* client, const TensorList& grads, TensorList* weights) {
   switch (via) {
@@ -153,8 +144,8 @@ class Conformance : public ::testing::TestWithParam<ClientOptions::Transport> {
   // in `mode` with 2 workers initialized with kSpec and `init`.
   void ForEachVia(Mode mode, const TensorList& init,
                   const std::function<void(Via, const Workers&)>& body) const {
-    for (Via via : kAllVias) {
-      SCOPED_TRACE(ViaName(via));
+    for (const auto& [via, name] : kAllVias) {
+      SCOPED_TRACE(name);
       Running run = Start(2, 2, mode, kSpec, init);
       if (run.workers.size() != 2) return;  // Start reported the failure
       body(via, run.workers);
