@@ -202,6 +202,26 @@ TEST(Sgd, RestoreRejectsStateItDidNotWrite) {
   EXPECT_THAT(s.message(), HasSubstr("8 bytes"));
 }
 
+TEST(Sgd, FailedRestoreLeavesTheOptimizerAsItWas) {
+  auto opt = Sgd(0.5f);
+  ASSERT_FALSE(opt->RestoreState("momentum").ok());
+  absl::StatusOr<std::string> state = opt->SaveState();
+  ASSERT_TRUE(state.ok()) << state.status();
+  EXPECT_EQ(*state, "");
+  std::vector<float> w = {1.0f, 2.0f};
+  const std::vector<float> g = {2.0f, -4.0f};
+  ASSERT_TRUE(ApplyGradient(opt.get(), 1, g, absl::MakeSpan(w)).ok());
+  EXPECT_THAT(w, ElementsAre(0.0f, 4.0f));
+}
+
+// A shard that owns no element still applies each step: over nothing.
+TEST(ApplyMeanInParallel, EmptyBufferTouchesNothing) {
+  RecordingOptimizer recording;
+  ApplyMeanInParallel(&recording, 3, {nullptr, nullptr}, 0, nullptr);
+  for (const auto& c : recording.calls()) EXPECT_EQ(c.begin, c.end);
+  ApplyMeanInParallel(Sgd(0.5f).get(), 3, {nullptr, nullptr}, 0, nullptr);  // no access
+}
+
 TEST(CreateOptimizer, RejectsUnknownNamesAndNamesTheKnownOnes) {
   absl::StatusOr<std::unique_ptr<Optimizer>> opt = CreateOptimizer({"adam", 0.1f}, 10);
   ASSERT_EQ(opt.status().code(), absl::StatusCode::kInvalidArgument);

@@ -136,9 +136,14 @@ TEST(CreateConsistencyPolicy, RejectsAnUnknownModeNamingTheKnownOnes) {
   EXPECT_THAT(p.status().message(), AllOf(HasSubstr("mode(7)"), HasSubstr("sync, async")));
 }
 
-TEST(CreateConsistencyPolicy, RejectsNoWorkers) {
-  EXPECT_EQ(CreateConsistencyPolicy(Mode::kSync, 0).status().code(),
-            absl::StatusCode::kInvalidArgument);
+TEST(CreateConsistencyPolicy, RejectsNoWorkersInEveryMode) {
+  for (Mode mode : AllModes()) {
+    for (int workers : {0, -1}) {
+      absl::StatusOr<std::unique_ptr<ConsistencyPolicy>> p = CreateConsistencyPolicy(mode, workers);
+      EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument) << workers;
+      EXPECT_THAT(p.status().message(), HasSubstr(absl::StrCat("got ", workers)));
+    }
+  }
 }
 
 }  // namespace

@@ -1,7 +1,9 @@
-// The streaming transport: tensors larger than a chunk arrive intact, a
-// failed call leaves the stream usable, a pull that waits on a stream is
-// dropped on the server when the client goes away, and a server that shuts
-// down fails the calls waiting on it instead of leaving them hanging.
+// What only the streaming transport has: a failed call leaves the stream
+// usable, a pull that waits on a stream is dropped on the server when the
+// client goes away, and a server that shuts down fails the calls waiting on
+// it instead of leaving them hanging. What both transports must do alike
+// (tensors of many chunks arriving intact among them) is in
+// transport_conformance_test.cc.
 #include "gtest/gtest.h"
 #include "tests/test_cluster.h"
 
@@ -21,27 +23,6 @@ bool AwaitWaitingCalls(const TestCluster& cluster, int64_t n) {
     absl::SleepFor(absl::Milliseconds(20));
   }
   return false;
-}
-
-TEST(Stream, TensorsSpanningManyChunksArriveIntact) {
-  TestCluster cluster(2, 1, Mode::kAsync, 0.5f);
-  // 3,000,001 floats: about 12 MB, an odd size, over 2 shards.
-  const ModelSpec spec = {{"big", {3000001}}, {"small", {3}}};
-  auto client = cluster.Connect(0, 1);
-  ASSERT_TRUE(client.ok());
-  TensorList init = {std::vector<float>(3000001), {1, 2, 3}};
-  for (size_t i = 0; i < init[0].size(); ++i) init[0][i] = float(i % 1000);
-  ASSERT_TRUE((*client)->Init(spec, &init).ok());
-  TensorList grads = {std::vector<float>(3000001), {2, 2, 2}};
-  for (size_t i = 0; i < grads[0].size(); ++i) grads[0][i] = float(i % 7);
-  TensorList weights;
-  ASSERT_TRUE((*client)->PushPull(grads, &weights).ok());
-  TensorList expected = init;
-  for (size_t t = 0; t < 2; ++t) {
-    for (size_t i = 0; i < expected[t].size(); ++i) expected[t][i] -= 0.5f * grads[t][i];
-  }
-  EXPECT_EQ(weights, expected);
-  EXPECT_EQ((*client)->version(), 1);
 }
 
 // One sync shard of a 4-element tensor with 2 workers; worker 0 connected
@@ -94,10 +75,8 @@ TEST_F(StreamSync, ServerShutdownFailsWaitingCallsPromptly) {
   absl::Status s = op->Wait();
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
   EXPECT_NE(s.message().find("shutting down"), absl::string_view::npos) << s;
-  // Later calls fail fast too, naming the shard.
-  absl::Status later = client_->Pull(0, &weights);
-  EXPECT_FALSE(later.ok());
-  EXPECT_NE(later.message().find("shard 0"), absl::string_view::npos) << later;
+  // That later calls to a server that is gone fail, naming the shard, is
+  // checked for both transports in transport_conformance_test.cc.
 }
 
 }  // namespace

@@ -1,0 +1,402 @@
+// Transport conformance: the same cases over both client transports (the
+// per-shard stream and unary calls), against real in-process servers on
+// 127.0.0.1. Whatever the transport, Init creates or waits, pulls return the
+// values exactly, a sync step is w - lr * mean(g), an async push is applied at
+// once, every push-pull call (blocking, async, tensor by tensor in any order)
+// gives the same weights, tensors split over several shards (one owning
+// nothing) and tensors of many stream chunks come back exact, and errors (bad
+// gradients, a pull that waits too long, servers that are down) come back as
+// the same status codes, within a bound, never as a hang.
+//
+// Exact by construction: every value is a small integer or a half-integer,
+// the learning rate is 1/2 and a sync step averages 2 gradients, so every sum,
+// mean and update is exact in float32 on any CPU, in any order.
+//
+// What only the stream transport has (the stream staying usable after a
+// failed call, waiting calls on a stream dropped when the client goes away or
+// failed when the server shuts down) is in stream_test.cc.
+#include <functional>
+#include <memory>
+#include <optional>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/test_cluster.h"
+
+namespace ps {
+namespace {
+
+using ::testing::AnyOf;
+using ::testing::HasSubstr;
+
+constexpr float kLr = 0.5f;
+// Generous bound on calls that must fail rather than hang; the timeouts they
+// run under are a few seconds at most.
+constexpr absl::Duration kNoHang = absl::Seconds(60);
+
+// Spans every layout case: a matrix, a vector, a scalar, and a tensor smaller
+// than the shard count.
+const ModelSpec kSpec = {{"w", {5, 3}}, {"b", {7}}, {"s", {}}, {"t", {2}}};
+
+// Small integers, different for every element and every `seed`.
+TensorList Values(const ModelSpec& spec, int seed) {
+  TensorList out;
+  for (const TensorSpec& t : spec) {
+    std::vector<float> v(t.num_elements());
+    for (size_t i = 0; i < v.size(); ++i) v[i] = float((seed * 7 + int(i) * 3) % 17 - 8);
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+// w - lr * mean(grads), the mean summed in the order given.
+TensorList SgdStep(TensorList w, const std::vector<TensorList>& grads) {
+  for (size_t t = 0; t < w.size(); ++t) {
+    for (size_t i = 0; i < w[t].size(); ++i) {
+      float sum = 0;
+      for (const TensorList& g : grads) sum += g[t][i];
+      w[t][i] -= kLr * (sum / float(grads.size()));
+    }
+  }
+  return w;
+}
+
+// The ways to push a gradient and pull the next weights.
+enum class Via { kPushPull, kPushPullAsync, kStartPushPullAllAtOnce, kStartPushPullInReverse };
+// Each with the name SCOPED_TRACE shows.
+const std::pair<Via, const char*> kAllVias[] = {
+    {Via::kPushPull, "PushPull"},
+    {Via::kPushPullAsync, "PushPullAsync"},
+    {Via::kStartPushPullAllAtOnce, "StartPushPull, one Send of every tensor"},
+    {Via::kStartPushPullInReverse, "StartPushPull, one Send per tensor, last first"},
+};
+
+absl::Status PushPullVia(Via via, PsClient* client, const TensorList& grads, TensorList* weights) {
+  switch (via) {
+    case Via::kPushPull:
+      return client->PushPull(grads, weights);
+    case Via::kPushPullAsync:
+      return client->PushPullAsync(grads, weights)->Wait();
+    case Via::kStartPushPullAllAtOnce:
+    case Via::kStartPushPullInReverse: {
+      std::unique_ptr<PushPullInProgress> p = client->StartPushPull(&grads, weights);
+      std::vector<int> all;
+      for (int i = 0; i < static_cast<int>(grads.size()); ++i) all.push_back(i);
+      if (via == Via::kStartPushPullAllAtOnce) {
+        p->Send(all);
+      } else {
+        for (auto i = all.rbegin(); i != all.rend(); ++i) p->Send({*i});
+      }
+      return p->Wait();
+    }
+  }
+  return absl::InternalError("unknown Via");
+}
+
+class Conformance : public ::testing::TestWithParam<ClientOptions::Transport> {
+ protected:
+  ClientOptions Options(const TestCluster& cluster, int worker, int workers) const {
+    return cluster.ClientOptionsFor(worker, workers, GetParam());
+  }
+
+  // A client connected with `options`; null (and a failure) on error.
+  std::unique_ptr<PsClient> Connect(const ClientOptions& options) const {
+    absl::StatusOr<std::unique_ptr<PsClient>> c = PsClient::Connect(options);
+    EXPECT_TRUE(c.ok()) << c.status();
+    return c.ok() ? *std::move(c) : nullptr;
+  }
+
+  using Workers = std::vector<std::unique_ptr<PsClient>>;
+
+  // Servers and their workers, every worker initialized.
+  struct Running {
+    std::unique_ptr<TestCluster> cluster;
+    Workers workers;  // empty if starting failed
+  };
+
+  // `shards` servers in `mode` and `workers` clients initialized with `spec`,
+  // worker 0 creating the parameters from `init`. On error, a failure and no
+  // workers.
+  Running Start(int shards, int workers, Mode mode, const ModelSpec& spec,
+                const TensorList& init) const {
+    Running out;
+    out.cluster = std::make_unique<TestCluster>(shards, workers, mode, kLr);
+    for (int w = 0; w < workers; ++w) {
+      std::unique_ptr<PsClient> c = Connect(Options(*out.cluster, w, workers));
+      absl::Status s = c == nullptr ? absl::UnavailableError("not connected")
+                                    : c->Init(spec, w == 0 ? &init : nullptr);
+      EXPECT_TRUE(s.ok()) << "worker " << w << ": " << s;
+      if (!s.ok()) {
+        out.workers.clear();
+        return out;
+      }
+      out.workers.push_back(std::move(c));
+    }
+    return out;
+  }
+
+  // Runs `body` once for each way of pushing, each time on 2 fresh servers
+  // in `mode` with 2 workers initialized with kSpec and `init`.
+  void ForEachVia(Mode mode, const TensorList& init,
+                  const std::function<void(Via, const Workers&)>& body) const {
+    for (const auto& [via, name] : kAllVias) {
+      SCOPED_TRACE(name);
+      Running run = Start(2, 2, mode, kSpec, init);
+      if (run.workers.size() != 2) return;  // Start reported the failure
+      body(via, run.workers);
+    }
+  }
+};
+
+TEST_P(Conformance, PullAfterInitReturnsTheInitialValuesExactly) {
+  const TensorList init = Values(kSpec, 1);
+  Running run = Start(2, 2, Mode::kSync, kSpec, init);
+  ASSERT_EQ(run.workers.size(), 2u);
+  auto& workers = run.workers;
+  for (int w = 0; w < 2; ++w) {
+    TensorList weights;
+    ASSERT_TRUE(workers[w]->Pull(0, &weights).ok());
+    EXPECT_EQ(weights, init) << "worker " << w;
+    EXPECT_EQ(workers[w]->version(), 0);
+  }
+}
+
+TEST_P(Conformance, OtherWorkersInitWaitsForWorkerZero) {
+  TestCluster cluster(2, 2, Mode::kSync, kLr);
+  // Alone, worker 1 waits out its wait_timeout: the parameters are not there.
+  {
+    ClientOptions o = Options(cluster, 1, 2);
+    o.wait_timeout = absl::Milliseconds(300);
+    std::unique_ptr<PsClient> early = Connect(o);
+    ASSERT_NE(early, nullptr);
+    absl::Status s = early->Init(kSpec, nullptr);
+    EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
+    EXPECT_THAT(s.message(), HasSubstr("worker 0 has not initialized them")) << s;
+  }
+  // Started before worker 0 (or not: either order must work), it returns once
+  // worker 0 created the parameters, and pulls what worker 0 sent.
+  std::unique_ptr<PsClient> w1 = Connect(Options(cluster, 1, 2));
+  ASSERT_NE(w1, nullptr);
+  absl::Status w1_init = absl::UnknownError("not run");
+  std::thread waiter([&] { w1_init = w1->Init(kSpec, nullptr); });
+  const TensorList init = Values(kSpec, 2);
+  std::unique_ptr<PsClient> w0 = Connect(Options(cluster, 0, 2));
+  ASSERT_NE(w0, nullptr);
+  EXPECT_TRUE(w0->Init(kSpec, &init).ok());
+  waiter.join();
+  ASSERT_TRUE(w1_init.ok()) << w1_init;
+  TensorList weights;
+  ASSERT_TRUE(w1->Pull(0, &weights).ok());
+  EXPECT_EQ(weights, init);
+}
+
+TEST_P(Conformance, InitWithAnotherSpecThanWorkerZerosIsFailedPrecondition) {
+  TestCluster cluster(2, 2, Mode::kSync, kLr);
+  const TensorList init = Values(kSpec, 1);
+  std::unique_ptr<PsClient> w0 = Connect(Options(cluster, 0, 2));
+  ASSERT_NE(w0, nullptr);
+  ASSERT_TRUE(w0->Init(kSpec, &init).ok());
+  std::unique_ptr<PsClient> w1 = Connect(Options(cluster, 1, 2));
+  ASSERT_NE(w1, nullptr);
+  ModelSpec other = kSpec;
+  other[1].shape = {8};
+  absl::Status s = w1->Init(other, nullptr);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  // The same spec still works afterwards.
+  EXPECT_TRUE(w1->Init(kSpec, nullptr).ok());
+}
+
+// Two sync steps of 2 workers over 2 shards, with each way of pushing.
+TEST_P(Conformance, SyncStepIsWeightsMinusLrTimesMeanGradientWhateverTheCall) {
+  const TensorList init = Values(kSpec, 3);
+  ForEachVia(Mode::kSync, init, [&](Via via, const Workers& workers) {
+    TensorList expected = init;
+    for (int step = 1; step <= 2; ++step) {
+      const std::vector<TensorList> grads = {Values(kSpec, 10 * step),
+                                             Values(kSpec, 10 * step + 1)};
+      std::vector<TensorList> weights(2);
+      std::vector<absl::Status> status(2);
+      std::vector<std::thread> threads;
+      for (int w = 0; w < 2; ++w) {
+        threads.emplace_back(
+            [&, w] { status[w] = PushPullVia(via, workers[w].get(), grads[w], &weights[w]); });
+      }
+      for (auto& t : threads) t.join();
+      expected = SgdStep(expected, grads);
+      for (int w = 0; w < 2; ++w) {
+        ASSERT_TRUE(status[w].ok()) << "worker " << w << ", step " << step << ": " << status[w];
+        EXPECT_EQ(weights[w], expected) << "worker " << w << ", step " << step;
+        EXPECT_EQ(workers[w]->version(), step);
+      }
+    }
+  });
+}
+
+TEST_P(Conformance, AsyncPushIsAppliedAtOnce) {
+  const TensorList init = Values(kSpec, 4);
+  ForEachVia(Mode::kAsync, init, [&](Via via, const Workers& workers) {
+    // Plain pushes from both workers, then a pull sees both.
+    const TensorList g0 = Values(kSpec, 5), g1 = Values(kSpec, 6);
+    ASSERT_TRUE(workers[0]->Push(g0).ok());
+    ASSERT_TRUE(workers[1]->Push(g1).ok());
+    const TensorList expected = SgdStep(SgdStep(init, {g0}), {g1});
+    TensorList weights;
+    ASSERT_TRUE(workers[1]->Pull(0, &weights).ok());
+    EXPECT_EQ(weights, expected);
+    EXPECT_EQ(workers[1]->version(), 2);
+    // A push-pull returns the weights right after its own push.
+    const TensorList g2 = Values(kSpec, 7);
+    ASSERT_TRUE(PushPullVia(via, workers[0].get(), g2, &weights).ok());
+    EXPECT_EQ(weights, SgdStep(expected, {g2}));
+    EXPECT_EQ(workers[0]->version(), 3);
+  });
+}
+
+// 3 shards: the tensors are split three ways, and a model of tensors smaller
+// than the shard count leaves shard 0 owning no element at all
+// (common/partition.h), which must still count the steps.
+TEST_P(Conformance, TensorsSplitOverThreeShardsIncludingOneThatOwnsNothing) {
+  const ModelSpec tiny = {{"a", {1}}, {"b", {2}}};
+  for (const ModelSpec& spec : {kSpec, tiny}) {
+    SCOPED_TRACE(spec == tiny ? "shard 0 owns nothing" : "every shard owns a part");
+    TensorList expected = Values(spec, 8);
+    Running run = Start(3, 2, Mode::kSync, spec, expected);
+    ASSERT_EQ(run.workers.size(), 2u);
+    auto& workers = run.workers;
+    TensorList weights;
+    ASSERT_TRUE(workers[1]->Pull(0, &weights).ok());
+    EXPECT_EQ(weights, expected);
+    for (int step = 1; step <= 2; ++step) {
+      const std::vector<TensorList> grads = {Values(spec, step), Values(spec, step + 5)};
+      std::unique_ptr<PendingOp> op = workers[0]->PushPullAsync(grads[0], &weights);
+      TensorList other;
+      ASSERT_TRUE(workers[1]->PushPull(grads[1], &other).ok());
+      ASSERT_TRUE(op->Wait().ok());
+      expected = SgdStep(expected, grads);
+      EXPECT_EQ(weights, expected) << "step " << step;
+      EXPECT_EQ(other, expected) << "step " << step;
+      EXPECT_EQ(workers[0]->version(), step);  // the smallest of the 3 shards' versions
+    }
+  }
+}
+
+// More than a megabyte per shard: several chunks on the stream transport, one
+// large message on the unary one.
+TEST_P(Conformance, LargeTensorsRoundTripExactly) {
+  // 3,000,001 floats: about 12 MB, an odd size, over 2 shards.
+  const ModelSpec spec = {{"big", {3000001}}, {"small", {3}}};
+  TensorList init = {std::vector<float>(3000001), {1, 2, 3}};
+  TensorList grads = {std::vector<float>(3000001), {2, 2, 2}};
+  for (size_t i = 0; i < init[0].size(); ++i) {
+    init[0][i] = float(i % 1000);
+    grads[0][i] = float(i % 7);
+  }
+  Running run = Start(2, 1, Mode::kAsync, spec, init);
+  ASSERT_EQ(run.workers.size(), 1u);
+  auto& workers = run.workers;
+  TensorList weights;
+  ASSERT_TRUE(workers[0]->Pull(0, &weights).ok());
+  EXPECT_TRUE(weights == init);
+  ASSERT_TRUE(workers[0]->PushPull(grads, &weights).ok());
+  EXPECT_TRUE(weights == SgdStep(init, {grads}));
+  EXPECT_EQ(workers[0]->version(), 1);
+}
+
+TEST_P(Conformance, PullOfAVersionNeverReachedIsDeadlineExceededNamingTheMissingWorker) {
+  Running run = Start(2, 2, Mode::kSync, kSpec, Values(kSpec, 1));
+  ASSERT_EQ(run.workers.size(), 2u);
+  auto& workers = run.workers;
+  ASSERT_TRUE(workers[0]->Push(Values(kSpec, 2)).ok());  // worker 1 never pushes
+  ClientOptions o = Options(*run.cluster, 0, 2);
+  o.wait_timeout = absl::Milliseconds(300);
+  std::unique_ptr<PsClient> impatient = Connect(o);
+  ASSERT_NE(impatient, nullptr);
+  ASSERT_TRUE(impatient->Init(kSpec, nullptr).ok());
+  TensorList weights;
+  const absl::Time start = absl::Now();
+  absl::Status s = impatient->Pull(1, &weights);
+  EXPECT_LT(absl::Now() - start, kNoHang);
+  EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
+  EXPECT_THAT(s.message(), HasSubstr("missing gradients from workers [1]")) << s;
+  // The step still completes once worker 1 pushes.
+  ASSERT_TRUE(workers[1]->Push(Values(kSpec, 3)).ok());
+  ASSERT_TRUE(impatient->Pull(1, &weights).ok());
+  EXPECT_EQ(impatient->version(), 1);
+}
+
+// Checked by the client before anything is sent: the servers see nothing.
+TEST_P(Conformance, GradientsOfTheWrongCountOrSizeAreInvalidArgument) {
+  const TensorList init = Values(kSpec, 1);
+  Running run = Start(2, 1, Mode::kAsync, kSpec, init);
+  ASSERT_EQ(run.workers.size(), 1u);
+  PsClient* client = run.workers[0].get();
+  TensorList too_few = Values(kSpec, 2);
+  too_few.pop_back();
+  TensorList wrong_size = Values(kSpec, 2);
+  wrong_size[1].push_back(1);
+  for (const TensorList* bad : {&too_few, &wrong_size}) {
+    SCOPED_TRACE(bad == &too_few ? "one tensor too few" : "one value too many");
+    TensorList weights;
+    for (const absl::Status& s : {client->Push(*bad), client->PushPull(*bad, &weights),
+                                  client->PushPullAsync(*bad, &weights)->Wait()}) {
+      EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+      EXPECT_THAT(s.message(), AnyOf(HasSubstr("the model has 4"), HasSubstr("b[7] got 8"))) << s;
+    }
+  }
+  // Tensor by tensor, the bad tensor's Send fails the push-pull.
+  TensorList weights;
+  std::unique_ptr<PushPullInProgress> p = client->StartPushPull(&wrong_size, &weights);
+  p->Send({0});
+  p->Send({1});
+  absl::Status s = p->Wait();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  p.reset();
+  // Nothing was applied.
+  ASSERT_TRUE(client->Pull(0, &weights).ok());
+  EXPECT_EQ(weights, init);
+  EXPECT_EQ(client->version(), 0);
+}
+
+TEST_P(Conformance, ServersThatAreDownGiveAnErrorNotAHang) {
+  // Servers that were started and stopped: their ports are closed.
+  std::vector<std::string> down = TestCluster(2, 1, Mode::kSync, kLr).addresses();
+  ASSERT_EQ(down.size(), 2u);
+  ClientOptions o;
+  o.servers = down;
+  o.transport = GetParam();
+  o.connect_timeout = absl::Seconds(1);
+  absl::Time start = absl::Now();
+  absl::StatusOr<std::unique_ptr<PsClient>> never = PsClient::Connect(o);
+  EXPECT_LT(absl::Now() - start, kNoHang);
+  EXPECT_THAT(never.status().code(),
+              AnyOf(absl::StatusCode::kDeadlineExceeded, absl::StatusCode::kUnavailable))
+      << never.status();
+
+  // Servers that go away under a connected client fail its next calls.
+  std::optional<TestCluster> cluster;
+  cluster.emplace(2, 1, Mode::kSync, kLr);
+  ClientOptions live = Options(*cluster, 0, 1);
+  live.rpc_timeout = absl::Seconds(5);
+  live.wait_timeout = absl::Seconds(5);
+  std::unique_ptr<PsClient> client = Connect(live);
+  ASSERT_NE(client, nullptr);
+  const TensorList init = Values(kSpec, 1);
+  ASSERT_TRUE(client->Init(kSpec, &init).ok());
+  cluster.reset();
+  TensorList weights;
+  start = absl::Now();
+  absl::Status s = client->Pull(0, &weights);
+  EXPECT_LT(absl::Now() - start, kNoHang);
+  EXPECT_FALSE(s.ok());
+  EXPECT_THAT(s.message(), HasSubstr("shard ")) << s;
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, Conformance, AllTransports(), TransportName);
+
+}  // namespace
+}  // namespace ps
