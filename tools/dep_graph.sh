@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Prints the dependency graph between the repository's top-level folders, as
+# the #include lines of the C++ sources give it, one edge a line:
+#   server -> rpc (5 files)
+# "gRPC" stands for gRPC's headers, "proto" for the generated code.
+#
+#   tools/dep_graph.sh [--check] [REPO]
+#
+# --check: also fails (exit 1), naming file and include, when an edge breaks
+# the layering of docs/architecture.md: worker -> client -> rpc -> common,
+# server -> rpc -> common, and nothing in common/ or in the server core
+# (the files below that know nothing of gRPC) reaching gRPC or protobuf.
+# tools/ may use anything but tests/; tests/ may use anything.
+set -euo pipefail
+check=0
+if [ "${1:-}" = "--check" ]; then check=1; shift; fi
+cd "${1:-$(dirname "${BASH_SOURCE[0]}")/..}"
+
+ours="common|rpc|server|worker|client|tools|tests|proto"
+# Folder -> the folders it may include (gRPC and proto included).
+declare -A allowed=(
+  [common]=""
+  [rpc]="common proto gRPC"
+  [client]="rpc common proto gRPC"
+  [server]="rpc common proto gRPC"
+  [worker]="client common"
+  [tools]="worker client server rpc common proto gRPC"
+  [tests]="*"
+)
+# The server core: gRPC-free and protobuf-free.
+server_core='^server/(shard|shard_state|consistency|waiters|stats|buffer_pool|requests)(_test)?\.(h|cc)$'
+
+edges=$(mktemp)
+bad=0
+while read -r f; do
+  from=${f%%/*}
+  tos=$( { grep -oE "^#include \"($ours)/" "$f" | sed -E 's/#include "([a-z_]+)\//\1/'
+           grep -qE '^#include ["<](grpcpp|grpc\+\+|grpc)/' "$f" && echo gRPC || true; } | sort -u)
+  for to in $tos; do
+    [ "$from" = "$to" ] && continue
+    echo "$from -> $to" >>"$edges"
+    [ "$check" -eq 1 ] || continue
+    ok=0
+    if [ "${allowed[$from]+set}" != set ]; then ok=1   # folders not in the table
+    elif [ "${allowed[$from]}" = "*" ]; then ok=1
+    else for a in ${allowed[$from]}; do [ "$a" = "$to" ] && ok=1; done; fi
+    if [[ "$f" =~ $server_core ]] && [[ "$to" =~ ^(gRPC|proto|rpc)$ ]]; then ok=0; fi
+    if [ "$ok" -eq 0 ]; then
+      if [ "$to" = gRPC ]; then pat='^#include ["<]grpc'; else pat="^#include \"$to/"; fi
+      echo "layering: $f includes $to: $(grep -m1 -E "$pat" "$f" || true)" >&2
+      bad=1
+    fi
+  done
+done < <(git ls-files '*.cc' '*.h' '*.cu')
+sort "$edges" | uniq -c | awk '{printf "%s -> %s (%d files)\n", $2, $4, $1}'
+rm -f "$edges"
+exit "$bad"
