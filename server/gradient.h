@@ -67,8 +67,7 @@ class GradientPool : public std::enable_shared_from_this<GradientPool> {
  public:
   // `name` ("shard 0") starts the limit message; at most `max_pending`
   // buffers are out at once; up to `max_spare` applied ones are kept.
-  static std::shared_ptr<GradientPool> Create(std::string name, int max_pending,
-                                              size_t max_spare,
+  static std::shared_ptr<GradientPool> Create(std::string name, int max_pending, size_t max_spare,
                                               std::shared_ptr<ShardMetrics> metrics);
 
   // A buffer of n floats. RESOURCE_EXHAUSTED when max_pending are out.
@@ -92,7 +91,7 @@ class GradientPool : public std::enable_shared_from_this<GradientPool> {
 // A complete gradient: every range of `layout` written into `values`.
 struct AssembledGradient {
   int worker_id = 0;
-  int64_t computed_version = 0;  // the version of the weights it was computed on
+  int64_t computed_version = 0;               // the version of the weights it was computed on
   std::shared_ptr<const ShardLayout> layout;  // the shard's layout at StartPush
   PushBuffer values;                          // flat, in layout order
 };

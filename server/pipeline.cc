@@ -69,15 +69,15 @@ void ShardCall::Complete(CallWait* wait, Done done) && {
   }
   if (!error_.ok()) return done(error_);
   if (!pull_.has_value()) return done(std::move(result));
-  const uint64_t ticket = shard_->Pull(
-      pull_->worker_id, pull_->min_version, pull_->wait,
-      [done = std::move(done)](absl::StatusOr<WeightsSnapshot> snap) {
-        if (!snap.ok()) return done(snap.status());
-        CallResult r;
-        r.version = snap->version;
-        r.weights = *std::move(snap);
-        done(std::move(r));
-      });
+  const uint64_t ticket =
+      shard_->Pull(pull_->worker_id, pull_->min_version, pull_->wait,
+                   [done = std::move(done)](absl::StatusOr<WeightsSnapshot> snap) {
+                     if (!snap.ok()) return done(snap.status());
+                     CallResult r;
+                     r.version = snap->version;
+                     r.weights = *std::move(snap);
+                     done(std::move(r));
+                   });
   if (wait != nullptr) wait->Started(ticket);
 }
 

@@ -1,6 +1,5 @@
 #include "server/service.h"
 
-#include <functional>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -50,19 +49,18 @@ class WaitingReactor final : public grpc::ServerUnaryReactor {
   CallWait wait_;
 };
 
-// Decodes a raw request into the call it asks for; the call's gradient
-// views `bytes`.
-using Decoder = std::function<absl::StatusOr<ShardCall>(const Pieces& bytes)>;
+// Decodes a raw request into the call it asks for on `shard`.
+using Decoder = absl::StatusOr<ShardCall> (*)(Shard* shard, const Pieces& bytes);
 
 // The unary Push, Pull and PushPull: decodes `req`, runs the call through
 // the pipeline and finishes `reactor` with its reply in `resp`. `wait` (may
 // be null) cancels a waiting pull.
-void Serve(const grpc::ByteBuffer& req, const Decoder& decode, grpc::ByteBuffer* resp,
+void Serve(Shard* shard, const grpc::ByteBuffer& req, Decoder decode, grpc::ByteBuffer* resp,
            grpc::ServerUnaryReactor* reactor, CallWait* wait, const char* method) {
   try {
     ReceivedBytes bytes;
     absl::Status s = Receive(req, &bytes);
-    absl::StatusOr<ShardCall> call = s.ok() ? decode(bytes.pieces) : s;
+    absl::StatusOr<ShardCall> call = s.ok() ? decode(shard, bytes.pieces) : s;
     if (!call.ok()) {
       reactor->Finish(ToGrpcStatus(call.status()));
       return;
@@ -85,8 +83,32 @@ PushArgs PushArgsOf(const RawPush& push) {
 }
 
 PullArgs PullArgsOf(const RawPull& pull) {
-  return PullArgs{static_cast<int>(pull.worker_id), pull.min_version,
-                  Millis(pull.wait_timeout_ms)};
+  return PullArgs{static_cast<int>(pull.worker_id), pull.min_version, Millis(pull.wait_timeout_ms)};
+}
+
+// The decoders of Serve. A push's gradient is assembled here, so the call
+// no longer needs the request bytes.
+absl::StatusOr<ShardCall> DecodePush(Shard* shard, const Pieces& bytes) {
+  RawPush push;
+  RETURN_IF_ERROR(DecodePushRequest(bytes, &push));
+  ShardCall call(shard, PushArgsOf(push), std::nullopt);
+  call.AddMessage(push.gradients);
+  return call;
+}
+
+absl::StatusOr<ShardCall> DecodePull(Shard* shard, const Pieces& bytes) {
+  RawPull pull;
+  RETURN_IF_ERROR(DecodePullRequest(bytes, &pull));
+  return ShardCall(shard, std::nullopt, PullArgsOf(pull));
+}
+
+absl::StatusOr<ShardCall> DecodePushPull(Shard* shard, const Pieces& bytes) {
+  RawPush push;
+  RawPull pull;
+  RETURN_IF_ERROR(DecodePushPullRequest(bytes, &push, &pull));
+  ShardCall call(shard, PushArgsOf(push), PullArgsOf(pull));
+  call.AddMessage(push.gradients);
+  return call;
 }
 
 }  // namespace
@@ -150,14 +172,7 @@ grpc::ServerUnaryReactor* ParameterServerService::Push(grpc::CallbackServerConte
                                                        const grpc::ByteBuffer* req,
                                                        grpc::ByteBuffer* resp) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  Shard* shard = shard_;
-  Serve(*req, [shard](const Pieces& bytes) -> absl::StatusOr<ShardCall> {
-    RawPush push;
-    RETURN_IF_ERROR(DecodePushRequest(bytes, &push));
-    ShardCall call(shard, PushArgsOf(push), std::nullopt);
-    call.AddMessage(push.gradients);
-    return call;
-  }, resp, reactor, /*wait=*/nullptr, "Push");
+  Serve(shard_, *req, DecodePush, resp, reactor, /*wait=*/nullptr, "Push");
   return reactor;
 }
 
@@ -165,12 +180,7 @@ grpc::ServerUnaryReactor* ParameterServerService::Pull(grpc::CallbackServerConte
                                                        const grpc::ByteBuffer* req,
                                                        grpc::ByteBuffer* resp) {
   auto* reactor = new WaitingReactor(shard_);
-  Shard* shard = shard_;
-  Serve(*req, [shard](const Pieces& bytes) -> absl::StatusOr<ShardCall> {
-    RawPull pull;
-    RETURN_IF_ERROR(DecodePullRequest(bytes, &pull));
-    return ShardCall(shard, std::nullopt, PullArgsOf(pull));
-  }, resp, reactor, reactor->wait(), "Pull");
+  Serve(shard_, *req, DecodePull, resp, reactor, reactor->wait(), "Pull");
   return reactor;
 }
 
@@ -178,15 +188,7 @@ grpc::ServerUnaryReactor* ParameterServerService::PushPull(grpc::CallbackServerC
                                                            const grpc::ByteBuffer* req,
                                                            grpc::ByteBuffer* resp) {
   auto* reactor = new WaitingReactor(shard_);
-  Shard* shard = shard_;
-  Serve(*req, [shard](const Pieces& bytes) -> absl::StatusOr<ShardCall> {
-    RawPush push;
-    RawPull pull;
-    RETURN_IF_ERROR(DecodePushPullRequest(bytes, &push, &pull));
-    ShardCall call(shard, PushArgsOf(push), PullArgsOf(pull));
-    call.AddMessage(push.gradients);
-    return call;
-  }, resp, reactor, reactor->wait(), "PushPull");
+  Serve(shard_, *req, DecodePushPull, resp, reactor, reactor->wait(), "PushPull");
   return reactor;
 }
 

@@ -346,6 +346,7 @@ uint64_t Shard::Pull(int worker_id, int64_t min_version, absl::Duration wait,
       };
       absl::StatusOr<uint64_t> ticket = waiters_->Add(ready_at, wait, &counted);
       if (ticket.ok()) return *ticket;
+      done = std::move(counted);  // refused: still ours, and it counts no error
       result = ticket.status();
     } else {
       result = SnapshotLocked();

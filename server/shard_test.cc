@@ -482,6 +482,34 @@ TEST(Shard, CancelWaitEndsOnlyThatPull) {
   ASSERT_TRUE(b.done.HasBeenNotified());
 }
 
+TEST(Shard, PullsPastMaxWaitingCallsFailAtOnceAndServedPullsAreCounted) {
+  ShardOptions o;
+  o.num_workers = 2;
+  o.max_waiting_calls = 1;
+  auto shard = Shard::Create(o);
+  ASSERT_TRUE(shard.ok());
+  InitShard(shard->get(), {{1, 2, 3, 4}, {0, 0, 0}});
+  PullResult now, waiting, refused;
+  StartPull(shard->get(), 0, 0, absl::Seconds(60), &now);
+  ASSERT_TRUE(now.done.HasBeenNotified());
+  StartPull(shard->get(), 0, 1, absl::Seconds(60), &waiting);
+  StartPull(shard->get(), 1, 1, absl::Seconds(60), &refused);
+  ASSERT_TRUE(refused.done.HasBeenNotified());
+  EXPECT_EQ(refused.snap.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(refused.snap.status().message()),
+              HasSubstr("shard 0 already has 1 calls waiting for a version (--max_waiting_calls)"));
+  Slices g = Encode(kSpec, 1, 0, {{1, 1, 1, 1}, {1, 1, 1}});
+  ASSERT_TRUE(PushSlices(shard->get(), 0, 0, g.data).ok());
+  ASSERT_EQ(*PushSlices(shard->get(), 1, 0, g.data), 1);
+  ASSERT_TRUE(waiting.done.HasBeenNotified());
+  ASSERT_TRUE(waiting.snap.ok());
+  const ShardStats st = (*shard)->Stats();
+  EXPECT_EQ(st.pulls_served, 2);
+  EXPECT_EQ(st.pull_latency.count, 2);
+  EXPECT_EQ(st.waiting_calls, 0);
+  EXPECT_EQ((*shard)->metrics().version.Get(), 1);
+}
+
 TEST(Shard, CloseFailsWaitingPulls) {
   auto shard = MakeShard(Mode::kSync, 2);
   InitShard(shard.get(), {{1, 2, 3, 4}, {0, 0, 0}});

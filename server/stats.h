@@ -76,9 +76,9 @@ struct ShardMetrics {
   Counter staleness_sum;
   Counter staleness_count;
   Gauge staleness_max;
-  Gauge version;         // the shard's version
-  Gauge waiting_calls;   // pulls and inits waiting for a version
-  Gauge pending_pushes;  // pushes being received (holding a PushBuffer)
+  Gauge version;           // the shard's version
+  Gauge waiting_calls;     // pulls and inits waiting for a version
+  Gauge pending_pushes;    // pushes being received (holding a PushBuffer)
   Histogram push_latency;  // Shard::Push: from the call to its version
   Histogram pull_latency;  // Shard::Pull: from the call to its weights
 

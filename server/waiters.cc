@@ -114,11 +114,11 @@ void Waiters::TimerLoop() {
     mu_.Unlock();
     if (alarm && options_.on_alarm) options_.on_alarm(now);
     for (auto& [w, done] : expired) {
-      done(absl::DeadlineExceededError(
-          options_.timeout_message
-              ? options_.timeout_message(w.version, w.wait)
-              : absl::StrCat(options_.name, ": gave up after ", absl::FormatDuration(w.wait),
-                             " waiting for version ", w.version)));
+      done(absl::DeadlineExceededError(options_.timeout_message
+                                           ? options_.timeout_message(w.version, w.wait)
+                                           : absl::StrCat(options_.name, ": gave up after ",
+                                                          absl::FormatDuration(w.wait),
+                                                          " waiting for version ", w.version)));
     }
     mu_.Lock();
   }

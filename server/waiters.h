@@ -109,7 +109,7 @@ class Waiters {
   const WaitersOptions options_;
   mutable absl::Mutex mu_;
   absl::CondVar timer_cv_;  // signalled when the next wake-up moves earlier, or on Close
-  absl::Status closed_ ABSL_GUARDED_BY(mu_);  // non-OK once closed
+  absl::Status closed_ ABSL_GUARDED_BY(mu_);                           // non-OK once closed
   std::unordered_map<uint64_t, Waiter> waiters_ ABSL_GUARDED_BY(mu_);  // by ticket
   std::set<std::pair<int64_t, uint64_t>> by_version_ ABSL_GUARDED_BY(mu_);
   std::set<std::pair<absl::Time, uint64_t>> by_deadline_ ABSL_GUARDED_BY(mu_);
