@@ -40,6 +40,10 @@ class SyncPolicy final : public ConsistencyPolicy {
     return true;
   }
 
+  int64_t PullReadyVersion(int /*worker_id*/, int64_t min_version) const override {
+    return min_version;
+  }
+
   std::vector<int> MissingWorkers() const override {
     std::vector<int> missing;
     for (size_t w = 0; w < received_.size(); ++w) {
@@ -70,6 +74,10 @@ class AsyncPolicy final : public ConsistencyPolicy {
     to_apply->clear();
     to_apply->push_back(std::move(grad));
     return true;
+  }
+
+  int64_t PullReadyVersion(int /*worker_id*/, int64_t min_version) const override {
+    return min_version;
   }
 
   std::vector<int> MissingWorkers() const override { return {}; }

@@ -1,27 +1,29 @@
-// ConsistencyPolicy: decides when pushed gradients are applied.
+// ConsistencyPolicy: decides when pushed gradients are applied, and when a
+// worker's pull may be answered.
 //
 // The shard validates each push (worker id, slices, sizes) and offers the
 // decoded gradient to its policy, which either keeps it (sync: until every
 // worker's gradient for the step is in) or hands back gradients for the
-// shard to apply once, as their mean, and advance its version by one.
+// shard to apply once, as their mean, and advance its version by one. For
+// each pull the policy names the version the shard must reach before it
+// answers (PullReadyVersion); the shard's waiters hold the pull until then.
 // CreateConsistencyPolicy maps each Mode (common/mode.h) to its policy and
 // rejects a mode it does not know; nothing falls back to async.
 //
 // Not thread-safe: the shard calls it under its lock.
 //
-// What the interface does not cover yet. A policy today decides only when
-// pushes are applied; pulls are released by the shard on version alone.
+// Where the next policies plug in.
 //   - Bounded staleness (SSP, staleness bound s) would track a clock per
 //     worker (steps it has pushed) and apply pushes as they come, like
-//     async; but a worker whose clock is more than s ahead of the slowest
-//     worker's must wait. That needs a second decision from the policy: when
-//     a worker's pull may be answered (e.g. a method returning the version,
-//     or the slowest clock, that a given worker's pull must wait for), with
-//     the shard re-checking waiting pulls whenever a push moves the slowest
-//     clock, not only when the version moves. The push's computed_version is
-//     the worker's clock only if every shard counts versions the same way,
-//     so the wire would need the worker's step as well. MissingWorkers would
-//     become "the workers holding the slowest clock back".
+//     async; a worker whose clock is more than s ahead of the slowest
+//     worker's waits: its PullReadyVersion is above the current version.
+//     Waiting pulls are keyed by that version when they start, so a policy
+//     whose answer moves without the version moving (the slowest clock
+//     advanced) would also need the shard to re-ask it for waiting pulls
+//     after each push. The push's computed_version is the worker's clock
+//     only if every shard counts versions the same way, so the wire would
+//     need the worker's step as well. MissingWorkers would become "the
+//     workers holding the slowest clock back".
 //   - Backup workers (sync, releasing after W - b of W gradients) fit
 //     OnPush as it is, except that a late push for a completed step must be
 //     dropped quietly, not refused with FAILED_PRECONDITION: OnPush would
@@ -60,6 +62,11 @@ class ConsistencyPolicy {
   virtual absl::StatusOr<bool> OnPush(int worker_id, int64_t computed_version,
                                       int64_t current_version, std::vector<float> grad,
                                       std::vector<std::vector<float>>* to_apply) = 0;
+
+  // The version the shard must have reached (and be initialized) before
+  // the pull of `worker_id` asking for `min_version` is answered. Sync and
+  // async: min_version itself.
+  virtual int64_t PullReadyVersion(int worker_id, int64_t min_version) const = 0;
 
   // Workers whose gradient for the current step has not arrived (sync);
   // always empty in async mode.

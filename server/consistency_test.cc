@@ -125,6 +125,18 @@ TEST(AsyncPolicy, PushFromTheFutureIsFailedPrecondition) {
   EXPECT_THAT(r.status().message(), AllOf(HasSubstr("version 6"), HasSubstr("version 5")));
 }
 
+TEST(ConsistencyPolicy, SyncAndAsyncAnswerAPullAtTheVersionItAsksFor) {
+  for (Mode mode : {Mode::kSync, Mode::kAsync}) {
+    auto p = Make(mode, 2);
+    Released out;
+    ASSERT_TRUE(p->OnPush(0, 0, 0, Grad(0), &out).ok());
+    for (int worker : {0, 1}) {
+      EXPECT_EQ(p->PullReadyVersion(worker, 0), 0) << ModeName(mode);
+      EXPECT_EQ(p->PullReadyVersion(worker, 7), 7) << ModeName(mode);
+    }
+  }
+}
+
 TEST(CreateConsistencyPolicy, GivesEachModeItsPolicy) {
   for (Mode mode : AllModes()) EXPECT_EQ(Make(mode, 2)->mode(), mode);
 }

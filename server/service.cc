@@ -1,5 +1,6 @@
 #include "server/service.h"
 
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -7,6 +8,8 @@
 #include "common/status_macros.h"
 #include "rpc/raw_wire.h"
 #include "rpc/wire.h"
+#include "server/pipeline.h"
+#include "server/replies.h"
 #include "server/stream_reactor.h"
 
 namespace ps {
@@ -30,66 +33,82 @@ void FinishWithException(grpc::ServerUnaryReactor* reactor, const char* method) 
   reactor->Finish(ToGrpcStatus(StatusFromCurrentException(method)));
 }
 
-// The snapshot as PullResponse bytes that point into it; the slices keep it
-// alive until gRPC has sent them.
-grpc::ByteBuffer SnapshotToBytes(const WeightsSnapshot& snap) {
-  return EncodePullResponse(snap.version, snap.layout->spec, snap.layout->slices,
-                            FlatValues(snap.weights->data()), snap.weights);
-}
-
 absl::Duration Millis(int64_t ms) { return absl::Milliseconds(ms); }
 
 // Reactor of a call that may wait in the shard: when the client cancels or
 // goes away, the shard drops the wait instead of holding it to its deadline.
 class WaitingReactor final : public grpc::ServerUnaryReactor {
  public:
-  explicit WaitingReactor(Shard* shard) : shard_(shard) {}
+  explicit WaitingReactor(Shard* shard) : wait_(shard) {}
 
-  // Records the shard's ticket (0: the call did not wait). Cancellation may
-  // arrive before or after; either way the wait is dropped once. CancelWait
-  // runs unlocked since it finishes this reactor.
-  void SetTicket(uint64_t ticket) {
-    bool cancelled;
-    {
-      absl::MutexLock l(&mu_);
-      ticket_ = ticket;
-      cancelled = cancelled_;
-    }
-    if (cancelled && ticket != 0) shard_->CancelWait(ticket);
-  }
-
-  void OnCancel() override {
-    uint64_t ticket;
-    {
-      absl::MutexLock l(&mu_);
-      cancelled_ = true;
-      ticket = ticket_;
-    }
-    if (ticket != 0) shard_->CancelWait(ticket);
-  }
-
+  CallWait* wait() { return &wait_; }
+  void OnCancel() override { wait_.Cancel(); }
   void OnDone() override { delete this; }
 
  private:
-  Shard* const shard_;
-  absl::Mutex mu_;
-  uint64_t ticket_ ABSL_GUARDED_BY(mu_) = 0;
-  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  CallWait wait_;
 };
 
-// Pulls into `resp` and finishes `reactor` when the shard calls back.
-void PullAndFinish(Shard* shard, const RawPull& pull, grpc::ByteBuffer* resp,
-                   WaitingReactor* reactor) {
-  reactor->SetTicket(shard->Pull(static_cast<int>(pull.worker_id), pull.min_version,
-                                 Millis(pull.wait_timeout_ms),
-                                 [resp, reactor](absl::StatusOr<WeightsSnapshot> snap) {
-                                   try {
-                                     if (snap.ok()) *resp = SnapshotToBytes(*snap);
-                                     reactor->Finish(ToGrpcStatus(snap.status()));
-                                   } catch (...) {
-                                     FinishWithException(reactor, "Pull");
-                                   }
-                                 }));
+// Decodes a raw request into the call it asks for on `shard`.
+using Decoder = absl::StatusOr<ShardCall> (*)(Shard* shard, const Pieces& bytes);
+
+// The unary Push, Pull and PushPull: decodes `req`, runs the call through
+// the pipeline and finishes `reactor` with its reply in `resp`. `wait` (may
+// be null) cancels a waiting pull.
+void Serve(Shard* shard, const grpc::ByteBuffer& req, Decoder decode, grpc::ByteBuffer* resp,
+           grpc::ServerUnaryReactor* reactor, CallWait* wait, const char* method) {
+  try {
+    ReceivedBytes bytes;
+    absl::Status s = Receive(req, &bytes);
+    absl::StatusOr<ShardCall> call = s.ok() ? decode(shard, bytes.pieces) : s;
+    if (!call.ok()) {
+      reactor->Finish(ToGrpcStatus(call.status()));
+      return;
+    }
+    std::move(*call).Complete(wait, [resp, reactor, method](absl::StatusOr<CallResult> r) {
+      try {
+        if (r.ok()) *resp = EncodeUnaryReply(*r);
+        reactor->Finish(ToGrpcStatus(r.status()));
+      } catch (...) {
+        FinishWithException(reactor, method);
+      }
+    });
+  } catch (...) {
+    FinishWithException(reactor, method);
+  }
+}
+
+PushArgs PushArgsOf(const RawPush& push) {
+  return PushArgs{static_cast<int>(push.worker_id), push.version};
+}
+
+PullArgs PullArgsOf(const RawPull& pull) {
+  return PullArgs{static_cast<int>(pull.worker_id), pull.min_version, Millis(pull.wait_timeout_ms)};
+}
+
+// The decoders of Serve. A push's gradient is assembled here, so the call
+// no longer needs the request bytes.
+absl::StatusOr<ShardCall> DecodePush(Shard* shard, const Pieces& bytes) {
+  RawPush push;
+  RETURN_IF_ERROR(DecodePushRequest(bytes, &push));
+  ShardCall call(shard, PushArgsOf(push), std::nullopt);
+  call.AddMessage(push.gradients);
+  return call;
+}
+
+absl::StatusOr<ShardCall> DecodePull(Shard* shard, const Pieces& bytes) {
+  RawPull pull;
+  RETURN_IF_ERROR(DecodePullRequest(bytes, &pull));
+  return ShardCall(shard, std::nullopt, PullArgsOf(pull));
+}
+
+absl::StatusOr<ShardCall> DecodePushPull(Shard* shard, const Pieces& bytes) {
+  RawPush push;
+  RawPull pull;
+  RETURN_IF_ERROR(DecodePushPullRequest(bytes, &push, &pull));
+  ShardCall call(shard, PushArgsOf(push), PullArgsOf(pull));
+  call.AddMessage(push.gradients);
+  return call;
 }
 
 }  // namespace
@@ -133,7 +152,7 @@ grpc::ServerUnaryReactor* ParameterServerService::InitParams(grpc::CallbackServe
                                                              v1::InitResponse* resp) {
   auto* reactor = new WaitingReactor(shard_);
   try {
-    reactor->SetTicket(shard_->Init(
+    reactor->wait()->Started(shard_->Init(
         req->worker_id(), ModelSpecFromProto(req->spec()), SlicesFromProto(req->values()),
         Millis(req->wait_timeout_ms()),
         [resp, reactor](absl::StatusOr<int64_t> version, bool created) {
@@ -153,21 +172,7 @@ grpc::ServerUnaryReactor* ParameterServerService::Push(grpc::CallbackServerConte
                                                        const grpc::ByteBuffer* req,
                                                        grpc::ByteBuffer* resp) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  try {
-    ReceivedBytes bytes;
-    RawPush push;
-    absl::Status s = Receive(*req, &bytes);
-    if (s.ok()) s = DecodePushRequest(bytes.pieces, &push);
-    if (s.ok()) {
-      absl::StatusOr<int64_t> v =
-          shard_->Push(static_cast<int>(push.worker_id), push.version, push.gradients);
-      if (v.ok()) *resp = EncodePushResponse(*v);
-      s = v.status();
-    }
-    reactor->Finish(ToGrpcStatus(s));
-  } catch (...) {
-    FinishWithException(reactor, "Push");
-  }
+  Serve(shard_, *req, DecodePush, resp, reactor, /*wait=*/nullptr, "Push");
   return reactor;
 }
 
@@ -175,19 +180,7 @@ grpc::ServerUnaryReactor* ParameterServerService::Pull(grpc::CallbackServerConte
                                                        const grpc::ByteBuffer* req,
                                                        grpc::ByteBuffer* resp) {
   auto* reactor = new WaitingReactor(shard_);
-  try {
-    ReceivedBytes bytes;
-    RawPull pull;
-    absl::Status s = Receive(*req, &bytes);
-    if (s.ok()) s = DecodePullRequest(bytes.pieces, &pull);
-    if (s.ok()) {
-      PullAndFinish(shard_, pull, resp, reactor);
-    } else {
-      reactor->Finish(ToGrpcStatus(s));
-    }
-  } catch (...) {
-    FinishWithException(reactor, "Pull");
-  }
+  Serve(shard_, *req, DecodePull, resp, reactor, reactor->wait(), "Pull");
   return reactor;
 }
 
@@ -195,23 +188,7 @@ grpc::ServerUnaryReactor* ParameterServerService::PushPull(grpc::CallbackServerC
                                                            const grpc::ByteBuffer* req,
                                                            grpc::ByteBuffer* resp) {
   auto* reactor = new WaitingReactor(shard_);
-  try {
-    ReceivedBytes bytes;
-    RawPush push;
-    RawPull pull;
-    absl::Status s = Receive(*req, &bytes);
-    if (s.ok()) s = DecodePushPullRequest(bytes.pieces, &push, &pull);
-    if (s.ok()) {
-      s = shard_->Push(static_cast<int>(push.worker_id), push.version, push.gradients).status();
-    }
-    if (s.ok()) {
-      PullAndFinish(shard_, pull, resp, reactor);
-    } else {
-      reactor->Finish(ToGrpcStatus(s));
-    }
-  } catch (...) {
-    FinishWithException(reactor, "PushPull");
-  }
+  Serve(shard_, *req, DecodePushPull, resp, reactor, reactor->wait(), "PushPull");
   return reactor;
 }
 

@@ -7,9 +7,11 @@
 // server thread is parked per waiting worker.
 //
 // Push, Pull and PushPull carry tensors and take the raw path of
-// rpc/raw_wire.h: gradients are copied once, from the received bytes into
-// the shard's buffer, and pulled weights are sent straight from the shard's
-// immutable snapshot without a copy.
+// rpc/raw_wire.h: each decodes into a ShardCall and goes through the request
+// pipeline shared with the stream transport (server/pipeline.h), so
+// gradients are copied once, from the received bytes into the shard's
+// buffer, and pulled weights are sent straight from the shard's immutable
+// snapshot without a copy (server/replies.h).
 //
 // No exception escapes a handler or a callback: one thrown below (e.g.
 // std::bad_alloc) finishes the call with RESOURCE_EXHAUSTED or INTERNAL.

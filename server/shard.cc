@@ -60,31 +60,38 @@ Shard::Shard(const ShardOptions& options, std::unique_ptr<Optimizer> optimizer,
              std::unique_ptr<ConsistencyPolicy> policy)
     : options_(options),
       layout_(std::make_shared<ShardLayout>()),
-      gradient_pool_(BufferPool::Create(options.num_workers)),
+      gradient_pool_(GradientPool::Create(
+          absl::StrCat("shard ", options.shard_id),
+          options.max_pending_pushes > 0 ? options.max_pending_pushes
+                                         : 2 * options.num_workers + 2,
+          options.num_workers, metrics_)),
       optimizer_(std::move(optimizer)),
       policy_(std::move(policy)) {
-  timer_ = std::thread([this] { TimerLoop(); });
+  WaitersOptions w;
+  w.name = absl::StrCat("shard ", options.shard_id);
+  w.max_waiting = options.max_waiting_calls;
+  w.default_wait = options.default_wait;
+  w.max_wait = options.max_wait;
+  w.waiting = &metrics_->waiting_calls;
+  w.timeout_message = [this](int64_t version, absl::Duration waited) {
+    return WaitTimeoutMessage(version, waited);
+  };
+  w.on_alarm = [this](absl::Time now) { OnAlarm(now); };
+  waiters_ = std::make_unique<Waiters>(std::move(w));
 }
 
 Shard::~Shard() {
   Close();
-  timer_.join();
+  waiters_.reset();  // joins the timer, whose callbacks use the shard
 }
 
 void Shard::Close() {
-  std::unordered_map<uint64_t, Waiter> failed;
   {
     absl::MutexLock l(&mu_);
     closed_ = true;
-    failed.swap(waiters_);
-    by_version_.clear();
-    by_deadline_.clear();
-    timer_cv_.SignalAll();
   }
-  for (auto& [ticket, w] : failed) {
-    w.done(absl::UnavailableError(
-        absl::StrCat("shard ", options_.shard_id, " is shutting down")));
-  }
+  waiters_->Close(
+      absl::UnavailableError(absl::StrCat("shard ", options_.shard_id, " is shutting down")));
 }
 
 absl::Status Shard::CheckWorker(int worker_id) const {
@@ -95,11 +102,6 @@ absl::Status Shard::CheckWorker(int worker_id) const {
                                                    options_.num_workers - 1, ")"));
   }
   return absl::OkStatus();
-}
-
-absl::Duration Shard::ClampWait(absl::Duration wait) const {
-  if (wait <= absl::ZeroDuration()) return options_.default_wait;
-  return std::min(wait, options_.max_wait);
 }
 
 absl::Status Shard::Register(int worker_id, int num_workers) {
@@ -136,6 +138,7 @@ absl::Status Shard::InstallLocked(std::shared_ptr<const ShardLayout> layout,
   layout_ = std::move(layout);
   weights_ = weights_pool_->Share(std::move(weights));
   version_ = version;
+  metrics_->version.Set(version);
   policy_ = std::move(policy);
   // The pending gradients are gone, so is the open step (unreported).
   step_opened_ = absl::InfiniteFuture();
@@ -193,7 +196,8 @@ uint64_t Shard::Init(int worker_id, const ModelSpec& spec,
 
   absl::StatusOr<int64_t> result;
   bool created = false;
-  ReadyList ready;
+  SnapshotCallbacks ready;
+  WeightsSnapshot snap;
   {
     absl::MutexLock l(&mu_);
     if (closed_) {
@@ -215,8 +219,9 @@ uint64_t Shard::Init(int worker_id, const ModelSpec& spec,
         if (!cmp.ok()) return done(cmp, false);
         done(snap->version, false);
       };
-      if (uint64_t ticket = AddWaiterLocked(0, wait, &check); ticket != 0) return ticket;
-      result = TooManyWaitersLocked();
+      absl::StatusOr<uint64_t> ticket = waiters_->Add(0, wait, &check);
+      if (ticket.ok()) return *ticket;
+      result = ticket.status();
     } else {
       absl::StatusOr<std::unique_ptr<Optimizer>> optimizer =
           CreateOptimizer(options_.optimizer, layout->num_elements);
@@ -227,20 +232,15 @@ uint64_t Shard::Init(int worker_id, const ModelSpec& spec,
       if (installed.ok()) {
         result = int64_t{0};
         created = true;
-        CollectReadyLocked(&ready);
+        ready = TakeReadyLocked(&snap);
       } else {
         result = installed;
       }
     }
   }
-  for (auto& r : ready) r.first(std::move(r.second));
+  Release(std::move(ready), snap);
   done(result, created);
   return 0;
-}
-
-absl::Status Shard::CheckInitialized() const {
-  absl::MutexLock l(&mu_);
-  return CheckInitializedLocked();
 }
 
 absl::Status Shard::CheckInitializedLocked() const {
@@ -250,7 +250,8 @@ absl::Status Shard::CheckInitializedLocked() const {
                    " has no parameters yet: worker 0 must call InitParams before anyone pushes"));
 }
 
-absl::StatusOr<SliceAssembler> Shard::StartPush(int worker_id, int64_t computed_version) const {
+absl::StatusOr<GradientAssembly> Shard::StartPush(int worker_id,
+                                                  int64_t computed_version) const {
   RETURN_IF_ERROR(CheckWorker(worker_id));
   if (computed_version < 0) {
     return absl::InvalidArgumentError(absl::StrCat("push from worker ", worker_id, ": version ",
@@ -262,52 +263,25 @@ absl::StatusOr<SliceAssembler> Shard::StartPush(int worker_id, int64_t computed_
     RETURN_IF_ERROR(CheckInitializedLocked());
     layout = layout_;
   }
-  return SliceAssembler(std::move(layout), AssemblerOptions("push"));
+  return GradientAssembly(worker_id, computed_version, std::move(layout),
+                          AssemblerOptions("push"), gradient_pool_);
 }
 
-absl::StatusOr<PushBuffer> Shard::TakePushBuffer(const SliceAssembler& assembler) {
-  const int limit = options_.max_pending_pushes > 0 ? options_.max_pending_pushes
-                                                    : 2 * options_.num_workers + 2;
-  if (pending_pushes_->fetch_add(1) >= limit) {
-    pending_pushes_->fetch_sub(1);
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "shard ", options_.shard_id, " already has ", limit,
-        " pushes in progress (--max_pending_pushes); a client may be starting pushes that it "
-        "never finishes"));
-  }
-  PushBuffer b;
-  b.pending_ = pending_pushes_;
-  b.values_ = gradient_pool_->Take(assembler.layout().num_elements);
-  return b;
-}
-
-absl::StatusOr<int64_t> Shard::Push(int worker_id, int64_t computed_version,
-                                    const std::vector<RawTensorSlice>& gradients) {
-  ASSIGN_OR_RETURN(SliceAssembler assembler, StartPush(worker_id, computed_version));
-  // Every chunk is checked before the buffer is taken.
-  RETURN_IF_ERROR(assembler.Validate(gradients));
-  ASSIGN_OR_RETURN(PushBuffer grad, TakePushBuffer(assembler));
-  for (const RawTensorSlice& g : gradients) {
-    RETURN_IF_ERROR(assembler.Add(g, [&grad](const SliceRange& r) -> absl::StatusOr<float*> {
-      return grad.data() + r.flat_offset;
-    }));
-  }
-  return PushFlat(worker_id, computed_version, assembler, std::move(grad));
-}
-
-absl::StatusOr<int64_t> Shard::PushFlat(int worker_id, int64_t computed_version,
-                                        const SliceAssembler& assembler, PushBuffer buffer) {
+absl::StatusOr<int64_t> Shard::Push(AssembledGradient g) {
+  const absl::Time start = absl::Now();
+  const int worker_id = g.worker_id;
+  const int64_t computed_version = g.computed_version;
   RETURN_IF_ERROR(CheckWorker(worker_id));
-  RETURN_IF_ERROR(assembler.Finish());
-  std::vector<float> grad = std::move(buffer.values_);
-  buffer.Release();
-  ReadyList ready;
+  std::vector<float> grad = std::move(g.values).TakeValues();
+  SnapshotCallbacks ready;
+  WeightsSnapshot snap;
   std::vector<std::string> lines;
   int64_t version;
+  int64_t staleness;
   {
     absl::MutexLock l(&mu_);
     RETURN_IF_ERROR(CheckInitializedLocked());
-    if (&assembler.layout() != layout_.get()) {
+    if (g.layout != layout_) {
       return absl::AbortedError(absl::StrCat(
           "shard ", options_.shard_id, "'s parameters were replaced during the push; retry"));
     }
@@ -320,12 +294,8 @@ absl::StatusOr<int64_t> Shard::PushFlat(int worker_id, int64_t computed_version,
     ASSIGN_OR_RETURN(const bool apply, policy_->OnPush(worker_id, computed_version, version_,
                                                        std::move(grad), &to_apply));
     workers_seen_.insert(worker_id);
-    ++pushes_applied_;
     // The policy accepted it: 0 <= computed_version <= version_, no overflow.
-    const int64_t staleness = version_ - computed_version;
-    staleness_sum_ += static_cast<double>(staleness);
-    ++staleness_count_;
-    max_staleness_ = std::max(max_staleness_, staleness);
+    staleness = version_ - computed_version;
     OnStepPushLocked(apply, &lines);
     if (apply) {
       // Copy on write: a reader may still be sending the current buffer. New
@@ -344,41 +314,17 @@ absl::StatusOr<int64_t> Shard::PushFlat(int worker_id, int64_t computed_version,
                           weights_->data());
       for (std::vector<float>& g : to_apply) gradient_pool_->Give(std::move(g));
       ++version_;
-      CollectReadyLocked(&ready);
+      metrics_->version.Set(version_);
+      ready = TakeReadyLocked(&snap);
     }
     version = version_;
   }
+  metrics_->pushes_accepted.Add();
+  metrics_->RecordStaleness(staleness);
+  metrics_->push_latency.Record(absl::Now() - start);
   Log(lines);
-  for (auto& r : ready) r.first(std::move(r.second));
+  Release(std::move(ready), snap);
   return version;
-}
-
-uint64_t Shard::AddWaiterLocked(int64_t min_version, absl::Duration wait,
-                                SnapshotCallback* done) {
-  if (static_cast<int64_t>(waiters_.size()) >= options_.max_waiting_calls) return 0;
-  const absl::Duration w = ClampWait(wait);
-  const uint64_t ticket = ++last_ticket_;
-  const absl::Time deadline = absl::Now() + w;
-  waiters_.emplace(ticket, Waiter{min_version, w, deadline, std::move(*done)});
-  by_version_.emplace(min_version, ticket);
-  by_deadline_.emplace(deadline, ticket);
-  timer_cv_.Signal();
-  return ticket;
-}
-
-absl::Status Shard::TooManyWaitersLocked() const {
-  return absl::ResourceExhaustedError(absl::StrCat(
-      "shard ", options_.shard_id, " already has ", waiters_.size(),
-      " calls waiting for a version (--max_waiting_calls)"));
-}
-
-Shard::SnapshotCallback Shard::EraseWaiterLocked(
-    std::unordered_map<uint64_t, Waiter>::iterator it) {
-  by_version_.erase({it->second.min_version, it->first});
-  by_deadline_.erase({it->second.deadline, it->first});
-  SnapshotCallback done = std::move(it->second.done);
-  waiters_.erase(it);
-  return done;
 }
 
 uint64_t Shard::Pull(int worker_id, int64_t min_version, absl::Duration wait,
@@ -389,43 +335,53 @@ uint64_t Shard::Pull(int worker_id, int64_t min_version, absl::Duration wait,
     result = valid;
   } else {
     absl::MutexLock l(&mu_);
+    const int64_t ready_at = policy_->PullReadyVersion(worker_id, min_version);
     if (closed_) {
       result = absl::UnavailableError(absl::StrCat("shard ", options_.shard_id, " is shutting down"));
-    } else if (!initialized_ || version_ < min_version) {
-      if (uint64_t ticket = AddWaiterLocked(min_version, wait, &done); ticket != 0) return ticket;
-      result = TooManyWaitersLocked();
+    } else if (!initialized_ || version_ < ready_at) {
+      // Counted when the weights come.
+      SnapshotCallback counted = [metrics = metrics_, start = absl::Now(),
+                                  done = std::move(done)](absl::StatusOr<WeightsSnapshot> snap) {
+        if (snap.ok()) {
+          metrics->pulls_served.Add();
+          metrics->pull_latency.Record(absl::Now() - start);
+        }
+        done(std::move(snap));
+      };
+      absl::StatusOr<uint64_t> ticket = waiters_->Add(ready_at, wait, &counted);
+      if (ticket.ok()) return *ticket;
+      done = std::move(counted);  // refused: still ours, and it counts no error
+      result = ticket.status();
     } else {
       result = SnapshotLocked();
     }
+  }
+  if (result.ok()) {
+    metrics_->pulls_served.Add();
+    metrics_->pull_latency.Record(absl::ZeroDuration());
   }
   done(std::move(result));
   return 0;
 }
 
-void Shard::CancelWait(uint64_t ticket) {
-  SnapshotCallback done;
-  {
-    absl::MutexLock l(&mu_);
-    auto it = waiters_.find(ticket);
-    if (it == waiters_.end()) return;
-    done = EraseWaiterLocked(it);
-  }
-  done(absl::CancelledError(absl::StrCat("shard ", options_.shard_id, ": call cancelled")));
-}
+void Shard::CancelWait(uint64_t ticket) { waiters_->Cancel(ticket); }
 
 WeightsSnapshot Shard::SnapshotLocked() const {
   return WeightsSnapshot{version_, layout_, weights_};
 }
 
-void Shard::CollectReadyLocked(ReadyList* ready) {
-  if (!initialized_) return;
-  while (!by_version_.empty() && by_version_.begin()->first <= version_) {
-    ready->emplace_back(EraseWaiterLocked(waiters_.find(by_version_.begin()->second)),
-                        SnapshotLocked());
-  }
+Shard::SnapshotCallbacks Shard::TakeReadyLocked(WeightsSnapshot* snap) {
+  if (!initialized_) return {};
+  *snap = SnapshotLocked();
+  return waiters_->TakeReady(version_);
+}
+
+void Shard::Release(SnapshotCallbacks ready, const WeightsSnapshot& snap) {
+  for (Waiters::Callback& done : ready) done(snap);
 }
 
 std::string Shard::WaitTimeoutMessage(int64_t min_version, absl::Duration waited) const {
+  absl::MutexLock l(&mu_);
   std::string msg = absl::StrCat("shard ", options_.shard_id, ": gave up after ",
                                  absl::FormatDuration(waited), " waiting for ");
   if (!initialized_) {
@@ -456,9 +412,21 @@ void Shard::OnStepPushLocked(bool completed, std::vector<std::string>* lines) {
     step_opened_ = absl::Now();
     if (options_.stall_report_after > absl::ZeroDuration()) {
       next_stall_report_ = step_opened_ + options_.stall_report_after;
-      timer_cv_.Signal();
+      waiters_->WakeAt(next_stall_report_);
     }
   }
+}
+
+void Shard::OnAlarm(absl::Time now) {
+  std::vector<std::string> lines;
+  {
+    absl::MutexLock l(&mu_);
+    if (closed_) return;
+    CollectStallReportLocked(now, &lines);
+    // Also when the alarm came early (it was set for an earlier step).
+    if (next_stall_report_ != absl::InfiniteFuture()) waiters_->WakeAt(next_stall_report_);
+  }
+  Log(lines);
 }
 
 void Shard::CollectStallReportLocked(absl::Time now, std::vector<std::string>* lines) {
@@ -490,34 +458,6 @@ void Shard::Log(const std::vector<std::string>& lines) const {
   for (const std::string& line : lines) options_.log(line);
 }
 
-void Shard::TimerLoop() {
-  absl::MutexLock l(&mu_);
-  while (!closed_) {
-    // Whatever makes either time earlier signals timer_cv_, so this sleeps
-    // until the earlier of the two (and until signalled when neither is set).
-    absl::Time next = next_stall_report_;
-    if (!by_deadline_.empty()) next = std::min(next, by_deadline_.begin()->first);
-    timer_cv_.WaitWithDeadline(&mu_, next);
-    if (closed_) break;
-    const absl::Time now = absl::Now();
-    std::vector<std::string> lines;
-    CollectStallReportLocked(now, &lines);
-    std::vector<std::pair<SnapshotCallback, absl::Status>> expired;
-    while (!by_deadline_.empty() && by_deadline_.begin()->first <= now) {
-      auto it = waiters_.find(by_deadline_.begin()->second);
-      absl::Status s =
-          absl::DeadlineExceededError(WaitTimeoutMessage(it->second.min_version, it->second.wait));
-      expired.emplace_back(EraseWaiterLocked(it), std::move(s));
-    }
-    if (!expired.empty() || !lines.empty()) {
-      mu_.Unlock();
-      Log(lines);
-      for (auto& e : expired) e.first(e.second);
-      mu_.Lock();
-    }
-  }
-}
-
 ShardStats Shard::Stats() const {
   absl::MutexLock l(&mu_);
   ShardStats s;
@@ -528,14 +468,17 @@ ShardStats Shard::Stats() const {
   s.initialized = initialized_;
   s.version = version_;
   s.workers_seen.assign(workers_seen_.begin(), workers_seen_.end());
-  s.pushes_applied = pushes_applied_;
-  s.max_staleness = max_staleness_;
-  s.mean_staleness = staleness_count_ == 0 ? 0.0 : staleness_sum_ / staleness_count_;
   if (initialized_) s.waiting_for = policy_->MissingWorkers();
   s.num_elements = layout_->num_elements;
   s.learning_rate = options_.optimizer.learning_rate;
-  s.waiting_calls = static_cast<int64_t>(waiters_.size());
-  s.pending_pushes = pending_pushes_->load();
+  s.pushes_applied = metrics_->pushes_accepted.Get();
+  s.max_staleness = metrics_->staleness_max.Get();
+  s.mean_staleness = metrics_->MeanStaleness();
+  s.waiting_calls = metrics_->waiting_calls.Get();
+  s.pending_pushes = metrics_->pending_pushes.Get();
+  s.pulls_served = metrics_->pulls_served.Get();
+  s.push_latency = metrics_->push_latency.Read();
+  s.pull_latency = metrics_->pull_latency.Read();
   return s;
 }
 
@@ -585,15 +528,16 @@ absl::Status Shard::RestoreState(const ShardState& state) {
   ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> optimizer,
                    CreateOptimizer(options_.optimizer, layout->num_elements));
   RETURN_IF_ERROR(optimizer->RestoreState(state.optimizer_state));
-  ReadyList ready;
+  SnapshotCallbacks ready;
+  WeightsSnapshot snap;
   {
     absl::MutexLock l(&mu_);
     RETURN_IF_ERROR(
         InstallLocked(std::move(layout), state.weights, std::move(optimizer), state.version));
     workers_seen_.insert(state.workers_seen.begin(), state.workers_seen.end());
-    CollectReadyLocked(&ready);
+    ready = TakeReadyLocked(&snap);
   }
-  for (auto& r : ready) r.first(std::move(r.second));
+  Release(std::move(ready), snap);
   return absl::OkStatus();
 }
 

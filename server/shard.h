@@ -6,12 +6,18 @@
 // every worker pushed; async: each push), and pull weights, optionally waiting
 // for a minimum version.
 //
-// Waiting never parks a thread: a waiting pull leaves a callback that runs
-// when the version arrives (on the thread of the push that completed it) or
-// when its deadline passes (on the shard's single timer thread). Readers get an
+// A push is assembled outside the shard (StartPush hands out a
+// GradientAssembly, server/gradient.h) and offered whole (Push). The policy
+// also says which version a worker's pull waits for.
+//
+// Waiting never parks a thread: a waiting pull leaves a callback (in
+// server/waiters.h) that runs when the version arrives (on the thread of the
+// push that completed it) or when its deadline passes (on the waiters' timer
+// thread). Readers get an
 // immutable snapshot of the weights: an update replaces the buffer when a
 // reader still holds the old one, so nobody ever sees a half-applied update.
-// In sync mode the same timer thread logs a step that has waited long for
+// Counters and latency histograms live in ShardMetrics (server/stats.h),
+// readable without the shard's lock. In sync mode the same timer thread logs a step that has waited long for
 // some workers' gradients (ShardOptions::stall_report_after).
 //
 // Knows nothing of gRPC. Thread-safe: every public method may be called
@@ -19,14 +25,11 @@
 #ifndef PS_SERVER_SHARD_H_
 #define PS_SERVER_SHARD_H_
 
-#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <set>
 #include <string>
-#include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -42,6 +45,10 @@
 #include "server/buffer_pool.h"
 #include "server/consistency.h"
 #include "server/shard_state.h"
+#include "server/gradient.h"
+#include "server/stats.h"
+#include "server/waiters.h"
+#include "server/weights_snapshot.h"
 #include "common/optimizer.h"
 
 namespace ps {
@@ -94,46 +101,6 @@ struct ShardOptions {
   std::function<void(absl::string_view line)> log = WriteLineToStderr;
 };
 
-// What a shard holds: its slices of the model and where each sits in its
-// flat buffer (common/partition.h).
-using ShardLayout = SliceLayout;
-
-// The buffer of one push being assembled (see Shard::StartPush): the shard's
-// size, recycled from applied pushes when one is spare, contents unspecified
-// until written. Counts against ShardOptions::max_pending_pushes until
-// PushFlat takes it or it is destroyed. Move-only.
-class PushBuffer {
- public:
-  PushBuffer() = default;
-  PushBuffer(PushBuffer&& o) noexcept = default;
-  PushBuffer& operator=(PushBuffer&& o) noexcept {
-    Release();
-    values_ = std::move(o.values_);
-    pending_ = std::move(o.pending_);
-    return *this;
-  }
-  ~PushBuffer() { Release(); }
-
-  float* data() { return values_.data(); }
-  size_t size() const { return values_.size(); }
-
- private:
-  friend class Shard;
-  void Release() {
-    if (pending_ != nullptr) pending_->fetch_sub(1);
-    pending_.reset();
-  }
-  std::vector<float> values_;
-  std::shared_ptr<std::atomic<int>> pending_;  // the shard's count; null once released
-};
-
-// An immutable view of the weights at one version.
-struct WeightsSnapshot {
-  int64_t version = 0;
-  std::shared_ptr<const ShardLayout> layout;
-  std::shared_ptr<const std::vector<float>> weights;  // flat, in layout order
-};
-
 // Counters for operators; see StatusResponse in proto/ps.proto.
 struct ShardStats {
   Mode mode = Mode::kSync;
@@ -153,6 +120,9 @@ struct ShardStats {
   float learning_rate = 0;
   int64_t waiting_calls = 0;  // pulls/inits waiting for a version
   int64_t pending_pushes = 0;  // pushes being received (holding a PushBuffer)
+  int64_t pulls_served = 0;
+  Histogram::Snapshot push_latency;
+  Histogram::Snapshot pull_latency;
 };
 
 class Shard {
@@ -187,34 +157,21 @@ class Shard {
                 absl::Duration wait,
                 std::function<void(absl::StatusOr<int64_t> version, bool created)> done);
 
-  // Validates and offers one worker's gradient (every owned range, in
-  // order, as chunks; see common/slice_assembler.h) computed on weights of
-  // `computed_version`. Returns the version after the push.
-  absl::StatusOr<int64_t> Push(int worker_id, int64_t computed_version,
-                               const std::vector<RawTensorSlice>& gradients);
+  // Starts a push by `worker_id` of a gradient computed on weights of
+  // `computed_version`: checks both and that the parameters exist (else
+  // FAILED_PRECONDITION saying pushes must wait for worker 0), and returns
+  // an assembly for the current layout with the shard's nonfinite rule.
+  absl::StatusOr<GradientAssembly> StartPush(int worker_id, int64_t computed_version) const;
 
-  // OK once worker 0 created the parameters; else FAILED_PRECONDITION saying
-  // that pushes must wait for it.
-  absl::Status CheckInitialized() const;
+  // Offers an assembled gradient to the consistency policy, which applies it
+  // (now or with the rest of its step) or refuses it. Returns the version
+  // after the push. ABORTED if the parameters were replaced (restored) since
+  // StartPush.
+  absl::StatusOr<int64_t> Push(AssembledGradient grad);
 
-  // For pushes assembled piece by piece (the stream transport): checks the
-  // worker id and version, and returns an assembler for the current layout
-  // (the caller hands it to PushFlat), with the shard's nonfinite rule.
-  absl::StatusOr<SliceAssembler> StartPush(int worker_id, int64_t computed_version) const;
-
-  // A buffer for the push that `assembler` assembles, once its first chunk
-  // passed the checks. RESOURCE_EXHAUSTED when max_pending_pushes buffers
-  // are out.
-  absl::StatusOr<PushBuffer> TakePushBuffer(const SliceAssembler& assembler);
-
-  // Offers a gradient assembled in `grad` (every range complete: the caller
-  // checked assembler.Finish()). ABORTED if the parameters were replaced
-  // (restored) since StartPush.
-  absl::StatusOr<int64_t> PushFlat(int worker_id, int64_t computed_version,
-                                   const SliceAssembler& assembler, PushBuffer grad);
-
-  // Calls `done` with the weights once the shard is initialized and at
-  // version >= min_version, or with DEADLINE_EXCEEDED after `wait` (0 = the
+  // Calls `done` with the weights once the shard is initialized and at the
+  // version the consistency policy sets for this worker's pull (sync and
+  // async: min_version), or with DEADLINE_EXCEEDED after `wait` (0 = the
   // default wait) naming the workers that have not pushed. Runs exactly once,
   // possibly before Pull returns. Returns a ticket for CancelWait while the
   // pull waits; 0 if it is done.
@@ -224,7 +181,9 @@ class Shard {
   // runs with CANCELLED. No-op if the call already completed.
   void CancelWait(uint64_t ticket);
 
+  // Counters for operators. Takes the lock briefly; metrics() does not.
   ShardStats Stats() const;
+  const ShardMetrics& metrics() const { return *metrics_; }
 
   // The layout of this shard's slices; empty until initialized.
   std::shared_ptr<const ShardLayout> Layout() const;
@@ -243,13 +202,7 @@ class Shard {
   void Close();
 
  private:
-  struct Waiter {
-    int64_t min_version;  // ready when initialized_ && version_ >= min_version
-    absl::Duration wait;  // as granted, for the timeout message
-    absl::Time deadline;
-    SnapshotCallback done;
-  };
-  using ReadyList = std::vector<std::pair<SnapshotCallback, WeightsSnapshot>>;
+  using SnapshotCallbacks = std::vector<Waiters::Callback>;
 
   Shard(const ShardOptions& options, std::unique_ptr<Optimizer> optimizer,
         std::unique_ptr<ConsistencyPolicy> policy);
@@ -264,36 +217,30 @@ class Shard {
                              std::unique_ptr<Optimizer> optimizer, int64_t version)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   WeightsSnapshot SnapshotLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  // Moves the waiters that are now ready into `ready`, with their snapshots.
-  void CollectReadyLocked(ReadyList* ready) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Takes the waiters that the current version releases, with the snapshot
+  // to run them with (outside the lock, by Release).
+  SnapshotCallbacks TakeReadyLocked(WeightsSnapshot* snap) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  static void Release(SnapshotCallbacks ready, const WeightsSnapshot& snap);
   std::string WaitTimeoutMessage(int64_t min_version, absl::Duration waited) const
-      ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  absl::Duration ClampWait(absl::Duration wait) const;
-  // Queues a waiter and returns its ticket; 0 (and `done` is not kept) when
-  // max_waiting_calls are already waiting.
-  uint64_t AddWaiterLocked(int64_t min_version, absl::Duration wait, SnapshotCallback* done)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status TooManyWaitersLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  // Removes waiter `it` from every index and returns its callback.
-  SnapshotCallback EraseWaiterLocked(std::unordered_map<uint64_t, Waiter>::iterator it)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Sync stall reports: opens the stall clock at a step's first push (and
-  // wakes the timer), or, when the step completes, closes it and, if it was
+  // sets the timer), or, when the step completes, closes it and, if it was
   // reported, appends the completion line to `lines`.
   void OnStepPushLocked(bool completed, std::vector<std::string>* lines)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The timer's alarm: logs a stall report if one is due at `now`, and sets
+  // the alarm for the next.
+  void OnAlarm(absl::Time now) ABSL_LOCKS_EXCLUDED(mu_);
   // Appends a stall report to `lines` if one is due at `now`.
   void CollectStallReportLocked(absl::Time now, std::vector<std::string>* lines)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Log(const std::vector<std::string>& lines) const;
-  void TimerLoop();
 
   // Constant after construction.
   const ShardOptions options_;
+  const std::shared_ptr<ShardMetrics> metrics_ = std::make_shared<ShardMetrics>();
 
   mutable absl::Mutex mu_;
-  // Signalled when a waiter is added, a stall clock starts, or on Close.
-  absl::CondVar timer_cv_;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   bool initialized_ ABSL_GUARDED_BY(mu_) = false;
   std::shared_ptr<const ShardLayout> layout_ ABSL_GUARDED_BY(mu_);  // never null
@@ -302,32 +249,22 @@ class Shard {
   // weights_pool_, and returns there when the last reader lets go.
   std::shared_ptr<std::vector<float>> weights_ ABSL_GUARDED_BY(mu_);
   const std::shared_ptr<BufferPool> weights_pool_ = BufferPool::Create(2);
-  // Gradient buffers (TakePushBuffer), back here once applied.
-  const std::shared_ptr<BufferPool> gradient_pool_;
+  // Gradient buffers (StartPush), back here once applied.
+  const std::shared_ptr<GradientPool> gradient_pool_;
   std::unique_ptr<Optimizer> optimizer_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<ConsistencyPolicy> policy_ ABSL_GUARDED_BY(mu_);
   std::set<int> workers_seen_ ABSL_GUARDED_BY(mu_);
-  int64_t pushes_applied_ ABSL_GUARDED_BY(mu_) = 0;
-  double staleness_sum_ ABSL_GUARDED_BY(mu_) = 0;
-  int64_t staleness_count_ ABSL_GUARDED_BY(mu_) = 0;
-  int64_t max_staleness_ ABSL_GUARDED_BY(mu_) = 0;
-  // Waiting calls, by ticket, indexed by the version they wait for (so a new
-  // version releases exactly the ready ones) and by deadline (for the timer):
-  // adding, cancelling and releasing one costs O(log n).
-  std::unordered_map<uint64_t, Waiter> waiters_ ABSL_GUARDED_BY(mu_);
-  std::set<std::pair<int64_t, uint64_t>> by_version_ ABSL_GUARDED_BY(mu_);
-  std::set<std::pair<absl::Time, uint64_t>> by_deadline_ ABSL_GUARDED_BY(mu_);
-  uint64_t last_ticket_ ABSL_GUARDED_BY(mu_) = 0;
   // Sync stall reports: when the open step (some gradients in, not all) got
   // its first push, InfiniteFuture when no step is open; when the timer
   // reports it next (InfiniteFuture: never); reports logged for it so far.
   absl::Time step_opened_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   absl::Time next_stall_report_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   int stall_reports_ ABSL_GUARDED_BY(mu_) = 0;
-  // PushBuffers out (StartPush ... PushFlat); shared with them.
-  const std::shared_ptr<std::atomic<int>> pending_pushes_ = std::make_shared<std::atomic<int>>(0);
 
-  std::thread timer_;  // fails waiters whose deadline passed; logs stall reports
+  // Waiting pulls and inits, and the timer thread (which fails them at their
+  // deadlines and runs the stall reports). Last: destroyed, and its timer
+  // joined, before the members its callbacks use.
+  std::unique_ptr<Waiters> waiters_;
 };
 
 }  // namespace ps

@@ -2,12 +2,15 @@
 
 #include "server/checkpoint.h"
 
+#include <utility>
+
 #include <cstring>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "common/status_macros.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -34,6 +37,15 @@ Slices Encode(const ModelSpec& spec, int num_shards, int shard, const TensorList
                                     r.offset, r.length, {s.bytes.back()}});
   }
   return s;
+}
+
+// A unary push: the gradient in one message, assembled, then pushed.
+absl::StatusOr<int64_t> PushSlices(Shard* shard, int worker, int64_t version,
+                                   const std::vector<RawTensorSlice>& slices) {
+  ASSIGN_OR_RETURN(GradientAssembly assembly, shard->StartPush(worker, version));
+  RETURN_IF_ERROR(assembly.AddMessage(slices));
+  ASSIGN_OR_RETURN(AssembledGradient grad, std::move(assembly).Finish());
+  return shard->Push(std::move(grad));
 }
 
 struct PullResult {
@@ -136,13 +148,13 @@ TEST(Shard, SyncAveragesAllWorkersThenAppliesOnce) {
   PullResult pull;
   StartPull(shard.get(), 0, 1, absl::Seconds(10), &pull);
   Slices g1 = Encode(kSpec, 1, 0, {{2, 2, 2, 2}, {1, 1, 1}});
-  auto v = shard->Push(1, 0, g1.data);
+  auto v = PushSlices(shard.get(), 1, 0, g1.data);
   ASSERT_TRUE(v.ok()) << v.status();
   EXPECT_EQ(*v, 0);
   EXPECT_FALSE(pull.done.HasBeenNotified());
   EXPECT_EQ(shard->Stats().waiting_for, std::vector<int>{0});
   Slices g0 = Encode(kSpec, 1, 0, {{0, 4, 0, 4}, {3, 3, 3}});
-  v = shard->Push(0, 0, g0.data);
+  v = PushSlices(shard.get(), 0, 0, g0.data);
   ASSERT_TRUE(v.ok()) << v.status();
   EXPECT_EQ(*v, 1);
   ASSERT_TRUE(pull.done.WaitForNotificationWithTimeout(absl::Seconds(5)));
@@ -156,7 +168,7 @@ TEST(Shard, SyncPushForWrongStepNamesBothSteps) {
   auto shard = MakeShard(Mode::kSync, 2);
   InitShard(shard.get(), {{1, 2, 3, 4}, {0, 0, 0}});
   Slices g = Encode(kSpec, 1, 0, {{1, 1, 1, 1}, {1, 1, 1}});
-  auto v = shard->Push(0, 3, g.data);
+  auto v = PushSlices(shard.get(), 0, 3, g.data);
   EXPECT_EQ(v.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(v.status().message()), HasSubstr("step 3"));
   EXPECT_THAT(std::string(v.status().message()), HasSubstr("step 0"));
@@ -166,15 +178,15 @@ TEST(Shard, SyncSecondPushBySameWorkerIsRejected) {
   auto shard = MakeShard(Mode::kSync, 2);
   InitShard(shard.get(), {{1, 2, 3, 4}, {0, 0, 0}});
   Slices g = Encode(kSpec, 1, 0, {{1, 1, 1, 1}, {1, 1, 1}});
-  ASSERT_TRUE(shard->Push(0, 0, g.data).ok());
-  EXPECT_EQ(shard->Push(0, 0, g.data).status().code(), absl::StatusCode::kAlreadyExists);
+  ASSERT_TRUE(PushSlices(shard.get(), 0, 0, g.data).ok());
+  EXPECT_EQ(PushSlices(shard.get(), 0, 0, g.data).status().code(), absl::StatusCode::kAlreadyExists);
 }
 
 TEST(Shard, PullTimesOutNamingMissingWorkers) {
   auto shard = MakeShard(Mode::kSync, 3);
   InitShard(shard.get(), {{1, 2, 3, 4}, {0, 0, 0}});
   Slices g = Encode(kSpec, 1, 0, {{1, 1, 1, 1}, {1, 1, 1}});
-  ASSERT_TRUE(shard->Push(1, 0, g.data).ok());
+  ASSERT_TRUE(PushSlices(shard.get(), 1, 0, g.data).ok());
   PullResult pull;
   StartPull(shard.get(), 1, 1, absl::Milliseconds(200), &pull);
   ASSERT_TRUE(pull.done.WaitForNotificationWithTimeout(absl::Seconds(10)));
@@ -187,8 +199,8 @@ TEST(Shard, SyncStepWaitingForAWorkerIsReportedUntilItCompletes) {
   auto shard = MakeReportingShard(Mode::kSync, 3, absl::Milliseconds(50), &log);
   InitShard(shard.get(), {{1, 2, 3, 4}, {0, 0, 0}});
   Slices g = Encode(kSpec, 1, 0, {{1, 1, 1, 1}, {1, 1, 1}});
-  ASSERT_TRUE(shard->Push(0, 0, g.data).ok());
-  ASSERT_TRUE(shard->Push(1, 0, g.data).ok());
+  ASSERT_TRUE(PushSlices(shard.get(), 0, 0, g.data).ok());
+  ASSERT_TRUE(PushSlices(shard.get(), 1, 0, g.data).ok());
 
   // Reported once the step has waited 50 ms, then again when the wait has
   // doubled: the second line says at least 0.1 s.
@@ -208,13 +220,13 @@ TEST(Shard, SyncStepWaitingForAWorkerIsReportedUntilItCompletes) {
   EXPECT_TRUE(log.WaitForLines("completed", 1, absl::ZeroDuration()).empty());
 
   // The completion line is logged before the completing push returns.
-  ASSERT_EQ(*shard->Push(2, 0, g.data), 1);
+  ASSERT_EQ(*PushSlices(shard.get(), 2, 0, g.data), 1);
   const std::vector<std::string> done = log.WaitForLines("completed", 1, absl::ZeroDuration());
   ASSERT_EQ(done.size(), 1u);
   EXPECT_THAT(done[0], MatchesRegex("shard 0: step 0 completed after [0-9]+\\.[0-9]s"));
 
   // The next step starts its own clock.
-  ASSERT_TRUE(shard->Push(1, 1, g.data).ok());
+  ASSERT_TRUE(PushSlices(shard.get(), 1, 1, g.data).ok());
   const std::vector<std::string> next = log.WaitForLines("step 1 has waited", 1, absl::Seconds(30));
   ASSERT_EQ(next.size(), 1u) << "no stall report for step 1 within 30 s";
   EXPECT_THAT(next[0], HasSubstr("for gradients from workers [0, 2] (received from [1])"));
@@ -225,8 +237,8 @@ TEST(Shard, StepThatWaitedLessThanTheReportTimeCompletesSilently) {
   auto shard = MakeReportingShard(Mode::kSync, 2, absl::Minutes(10), &log);
   InitShard(shard.get(), {{1, 2, 3, 4}, {0, 0, 0}});
   Slices g = Encode(kSpec, 1, 0, {{1, 1, 1, 1}, {1, 1, 1}});
-  ASSERT_TRUE(shard->Push(0, 0, g.data).ok());
-  ASSERT_EQ(*shard->Push(1, 0, g.data), 1);
+  ASSERT_TRUE(PushSlices(shard.get(), 0, 0, g.data).ok());
+  ASSERT_EQ(*PushSlices(shard.get(), 1, 0, g.data), 1);
   EXPECT_THAT(log.Lines(), ::testing::IsEmpty());
 }
 
@@ -249,8 +261,8 @@ TEST(Shard, NothingIsReportedInAsyncModeOrWhenReportsAreOff) {
     auto shard = MakeReportingShard(mode, 3, after, &log);
     InitShard(shard.get(), {{1, 2, 3, 4}, {0, 0, 0}});
     Slices g = Encode(kSpec, 1, 0, {{1, 1, 1, 1}, {1, 1, 1}});
-    ASSERT_TRUE(shard->Push(0, 0, g.data).ok());
-    ASSERT_TRUE(shard->Push(1, 0, g.data).ok());
+    ASSERT_TRUE(PushSlices(shard.get(), 0, 0, g.data).ok());
+    ASSERT_TRUE(PushSlices(shard.get(), 1, 0, g.data).ok());
     EXPECT_THAT(log.WaitForLines("", 1, absl::Milliseconds(300)), ::testing::IsEmpty())
         << ModeName(mode) << " " << after;
   }
@@ -271,15 +283,15 @@ TEST(Shard, AsyncAppliesEachPushAndRecordsStaleness) {
   auto shard = MakeShard(Mode::kAsync, 2, 1.0f);
   InitShard(shard.get(), {{0, 0, 0, 0}, {0, 0, 0}});
   Slices g = Encode(kSpec, 1, 0, {{1, 1, 1, 1}, {1, 1, 1}});
-  EXPECT_EQ(*shard->Push(0, 0, g.data), 1);  // staleness 0
-  EXPECT_EQ(*shard->Push(1, 0, g.data), 2);  // computed on v0, applied at v1
-  EXPECT_EQ(*shard->Push(1, 2, g.data), 3);  // staleness 0
+  EXPECT_EQ(*PushSlices(shard.get(), 0, 0, g.data), 1);  // staleness 0
+  EXPECT_EQ(*PushSlices(shard.get(), 1, 0, g.data), 2);  // computed on v0, applied at v1
+  EXPECT_EQ(*PushSlices(shard.get(), 1, 2, g.data), 3);  // staleness 0
   const ShardStats st = shard->Stats();
   EXPECT_EQ(st.version, 3);
   EXPECT_EQ(st.pushes_applied, 3);
   EXPECT_EQ(st.max_staleness, 1);
   EXPECT_DOUBLE_EQ(st.mean_staleness, 1.0 / 3);
-  EXPECT_EQ(shard->Push(0, 7, g.data).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(PushSlices(shard.get(), 0, 7, g.data).status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
 TEST(Shard, AppliedGradientBuffersAreRecycled) {
@@ -287,30 +299,55 @@ TEST(Shard, AppliedGradientBuffersAreRecycled) {
     auto shard = MakeShard(mode, 1, 1.0f);
     InitShard(shard.get(), {{1, 1, 1, 1}, {1, 1, 1}});
     Slices g = Encode(kSpec, 1, 0, {{0.5f, 0.5f, 0.5f, 0.5f}, {0.5f, 0.5f, 0.5f}});
-    absl::StatusOr<SliceAssembler> a = shard->StartPush(0, 0);
+    absl::StatusOr<GradientAssembly> a = shard->StartPush(0, 0);
     ASSERT_TRUE(a.ok()) << a.status();
-    absl::StatusOr<PushBuffer> grad = shard->TakePushBuffer(*a);
+    EXPECT_EQ(a->data(), nullptr);  // no buffer before the first chunk
+    for (const RawTensorSlice& c : g.data) ASSERT_TRUE(a->Add(c).ok());
+    const float* data = a->data();
+    ASSERT_NE(data, nullptr);
+    absl::StatusOr<AssembledGradient> grad = std::move(*a).Finish();
     ASSERT_TRUE(grad.ok()) << grad.status();
-    ASSERT_EQ(grad->size(), 7u);
-    const float* data = grad->data();
-    for (const RawTensorSlice& c : g.data) {
-      ASSERT_TRUE(a->Add(c, [&](const SliceRange& r) -> absl::StatusOr<float*> {
-                     return grad->data() + r.flat_offset;
-                   }).ok());
-    }
-    ASSERT_EQ(*shard->PushFlat(0, 0, *a, *std::move(grad)), 1);
-    // The same memory, still holding the applied gradient (a fresh one is zeroed).
-    absl::StatusOr<SliceAssembler> b = shard->StartPush(0, 1);
+    ASSERT_EQ(grad->values.size(), 7u);
+    ASSERT_EQ(*shard->Push(*std::move(grad)), 1);
+    // The same memory, still holding the applied gradient (a fresh one is
+    // zeroed): the first chunk rewrites only "w", so "b" shows what was left.
+    absl::StatusOr<GradientAssembly> b = shard->StartPush(0, 1);
     ASSERT_TRUE(b.ok());
-    absl::StatusOr<PushBuffer> again = shard->TakePushBuffer(*b);
-    ASSERT_TRUE(again.ok());
-    EXPECT_EQ(again->data(), data) << ModeName(mode);
-    EXPECT_EQ(std::vector<float>(again->data(), again->data() + 7), std::vector<float>(7, 0.5f))
+    Slices w = Encode(kSpec, 1, 0, {{2, 2, 2, 2}, {0, 0, 0}});
+    ASSERT_TRUE(b->Add(w.data[0]).ok());
+    EXPECT_EQ(b->data(), data) << ModeName(mode);
+    EXPECT_EQ(std::vector<float>(b->data(), b->data() + 7),
+              (std::vector<float>{2, 2, 2, 2, 0.5f, 0.5f, 0.5f}))
         << ModeName(mode);
     PullResult pull;
     StartPull(shard.get(), 0, 1, absl::Seconds(1), &pull);
     EXPECT_EQ(*pull.snap->weights, std::vector<float>(7, 0.5f));
   }
+}
+
+TEST(Shard, PendingPushesAreLimitedAndCountedInStats) {
+  ShardOptions o;
+  o.max_pending_pushes = 1;
+  auto shard = Shard::Create(o);
+  ASSERT_TRUE(shard.ok());
+  InitShard(shard->get(), {{1, 2, 3, 4}, {0, 0, 0}});
+  Slices g = Encode(kSpec, 1, 0, {{1, 1, 1, 1}, {1, 1, 1}});
+  absl::StatusOr<GradientAssembly> first = (*shard)->StartPush(0, 0);
+  ASSERT_TRUE(first.ok());
+  ASSERT_TRUE(first->Add(g.data[0]).ok());
+  EXPECT_EQ((*shard)->Stats().pending_pushes, 1);
+  absl::StatusOr<GradientAssembly> second = (*shard)->StartPush(0, 0);
+  ASSERT_TRUE(second.ok());
+  const absl::Status refused = second->Add(g.data[0]);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(refused.message()), HasSubstr("--max_pending_pushes"));
+  first = absl::CancelledError("dropped");  // frees its buffer
+  EXPECT_EQ((*shard)->Stats().pending_pushes, 0);
+  EXPECT_EQ(*PushSlices(shard->get(), 0, 0, g.data), 1);
+  const ShardStats st = (*shard)->Stats();
+  EXPECT_EQ(st.pending_pushes, 0);
+  EXPECT_EQ(st.pushes_applied, 1);
+  EXPECT_EQ(st.push_latency.count, 1);
 }
 
 TEST(Shard, SnapshotIsImmutableWhileUpdatesApply) {
@@ -320,7 +357,7 @@ TEST(Shard, SnapshotIsImmutableWhileUpdatesApply) {
   StartPull(shard.get(), 0, 0, absl::Seconds(1), &pull);
   ASSERT_TRUE(pull.done.HasBeenNotified());
   Slices g = Encode(kSpec, 1, 0, {{1, 1, 1, 1}, {1, 1, 1}});
-  ASSERT_TRUE(shard->Push(0, 0, g.data).ok());
+  ASSERT_TRUE(PushSlices(shard.get(), 0, 0, g.data).ok());
   EXPECT_EQ(*pull.snap->weights, std::vector<float>(7, 1.0f));
   PullResult after;
   StartPull(shard.get(), 0, 0, absl::Seconds(1), &after);
@@ -350,7 +387,7 @@ TEST(Shard, LateWorkerWaitsForInitAndMismatchedSpecIsRejected) {
 TEST(Shard, PushBeforeInitIsRejected) {
   auto shard = MakeShard(Mode::kSync, 2);
   Slices g = Encode(kSpec, 1, 0, {{1, 1, 1, 1}, {1, 1, 1}});
-  EXPECT_EQ(shard->Push(0, 0, g.data).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(PushSlices(shard.get(), 0, 0, g.data).status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(shard->StartPush(0, 0).status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(shard->Stats().pushes_applied, 0);
 }
@@ -366,7 +403,7 @@ TEST(Shard, ExportedStateRestoresIntoAFreshShard) {
   auto shard = MakeShard(Mode::kSync, 1);
   InitShard(shard.get(), {{1, 2, 3, 4}, {5, 6, 7}});
   Slices g = Encode(kSpec, 1, 0, {{1, 1, 1, 1}, {1, 1, 1}});
-  ASSERT_TRUE(shard->Push(0, 0, g.data).ok());
+  ASSERT_TRUE(PushSlices(shard.get(), 0, 0, g.data).ok());
   auto state = shard->ExportState();
   ASSERT_TRUE(state.ok());
   EXPECT_EQ(state->version, 1);
@@ -379,7 +416,7 @@ TEST(Shard, ExportedStateRestoresIntoAFreshShard) {
   EXPECT_EQ(pull.snap->version, 1);
   EXPECT_EQ(*pull.snap->weights, state->weights);
   // Training continues at step 1.
-  EXPECT_EQ(*fresh->Push(0, 1, g.data), 2);
+  EXPECT_EQ(*PushSlices(fresh.get(), 0, 1, g.data), 2);
 }
 
 TEST(Checkpoint, BytesRoundTripIntoAFreshShardOfTheSamePosition) {
@@ -391,7 +428,7 @@ TEST(Checkpoint, BytesRoundTripIntoAFreshShardOfTheSamePosition) {
   const TensorList init = {{1, 2, 3, 4}, {5, 6, 7}};
   Slices s = Encode(kSpec, 2, 1, init);
   ASSERT_TRUE(InitSync(a->get(), 0, kSpec, s.data).ok());
-  ASSERT_TRUE((*a)->Push(0, 0, s.data).ok());
+  ASSERT_TRUE(PushSlices(a->get(), 0, 0, s.data).ok());
   auto bytes = EncodeCheckpoint(**a);
   ASSERT_TRUE(bytes.ok()) << bytes.status();
 
@@ -420,8 +457,8 @@ TEST(Shard, ShardThatOwnsNoElementsStillInitsAndAdvances) {
   ASSERT_TRUE(ShardSlices(tiny, 3, 0).empty());
   ASSERT_TRUE(InitSync(shard->get(), 0, tiny, {}).ok());
   EXPECT_TRUE(InitSync(shard->get(), 1, tiny, {}).ok());
-  EXPECT_EQ(*(*shard)->Push(0, 0, {}), 0);
-  EXPECT_EQ(*(*shard)->Push(1, 0, {}), 1);
+  EXPECT_EQ(*PushSlices(shard->get(), 0, 0, {}), 0);
+  EXPECT_EQ(*PushSlices(shard->get(), 1, 0, {}), 1);
 }
 
 TEST(Shard, CancelWaitEndsOnlyThatPull) {
@@ -443,6 +480,34 @@ TEST(Shard, CancelWaitEndsOnlyThatPull) {
   shard->CancelWait(ta);  // already gone: no-op
   shard->Close();         // ends `b` while it is still in scope
   ASSERT_TRUE(b.done.HasBeenNotified());
+}
+
+TEST(Shard, PullsPastMaxWaitingCallsFailAtOnceAndServedPullsAreCounted) {
+  ShardOptions o;
+  o.num_workers = 2;
+  o.max_waiting_calls = 1;
+  auto shard = Shard::Create(o);
+  ASSERT_TRUE(shard.ok());
+  InitShard(shard->get(), {{1, 2, 3, 4}, {0, 0, 0}});
+  PullResult now, waiting, refused;
+  StartPull(shard->get(), 0, 0, absl::Seconds(60), &now);
+  ASSERT_TRUE(now.done.HasBeenNotified());
+  StartPull(shard->get(), 0, 1, absl::Seconds(60), &waiting);
+  StartPull(shard->get(), 1, 1, absl::Seconds(60), &refused);
+  ASSERT_TRUE(refused.done.HasBeenNotified());
+  EXPECT_EQ(refused.snap.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(refused.snap.status().message()),
+              HasSubstr("shard 0 already has 1 calls waiting for a version (--max_waiting_calls)"));
+  Slices g = Encode(kSpec, 1, 0, {{1, 1, 1, 1}, {1, 1, 1}});
+  ASSERT_TRUE(PushSlices(shard->get(), 0, 0, g.data).ok());
+  ASSERT_EQ(*PushSlices(shard->get(), 1, 0, g.data), 1);
+  ASSERT_TRUE(waiting.done.HasBeenNotified());
+  ASSERT_TRUE(waiting.snap.ok());
+  const ShardStats st = (*shard)->Stats();
+  EXPECT_EQ(st.pulls_served, 2);
+  EXPECT_EQ(st.pull_latency.count, 2);
+  EXPECT_EQ(st.waiting_calls, 0);
+  EXPECT_EQ((*shard)->metrics().version.Get(), 1);
 }
 
 TEST(Shard, CloseFailsWaitingPulls) {

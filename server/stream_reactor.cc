@@ -12,6 +12,8 @@
 #include "grpcpp/alarm.h"
 #include "rpc/raw_wire.h"
 #include "rpc/wire.h"
+#include "server/pipeline.h"
+#include "server/replies.h"
 
 namespace ps {
 namespace {
@@ -19,10 +21,14 @@ namespace {
 class StreamReactor;
 
 // What the reactor shares with the shard's callbacks and the call alarm,
-// which may outlive it: the write queue and the stream's lifecycle.
+// which may outlive it: the write queue, the stream's lifecycle and the wait
+// of the open call.
 // `reactor` is null once gRPC is done with the stream; later writes are
 // dropped.
 struct Core {
+  explicit Core(Shard* shard) : wait(shard) {}
+
+  CallWait wait;  // the shard wait of the open call
   absl::Mutex mu;
   StreamReactor* reactor ABSL_GUARDED_BY(mu) = nullptr;
   std::deque<grpc::ByteBuffer> queue ABSL_GUARDED_BY(mu);
@@ -32,7 +38,6 @@ struct Core {
   bool broken ABSL_GUARDED_BY(mu) = false;      // failed, cancelled or a write failed
   absl::Status final_status ABSL_GUARDED_BY(mu);
   bool call_open ABSL_GUARDED_BY(mu) = false;  // a call is started and not yet answered
-  uint64_t ticket ABSL_GUARDED_BY(mu) = 0;     // the shard wait of the open call
   // Fires call_timeout after a call's first message unless its last came.
   std::unique_ptr<grpc::Alarm> alarm ABSL_GUARDED_BY(mu);
   uint64_t receiving ABSL_GUARDED_BY(mu) = 0;  // id of the call still being received
@@ -67,7 +72,7 @@ struct Core {
 class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   StreamReactor(Shard* shard, absl::Duration call_timeout)
-      : shard_(shard), call_timeout_(call_timeout), core_(std::make_shared<Core>()) {
+      : shard_(shard), call_timeout_(call_timeout), core_(std::make_shared<Core>(shard)) {
     {
       absl::MutexLock l(&core_->mu);
       core_->reactor = this;
@@ -97,29 +102,25 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   void OnWriteDone(bool ok) override { core_->WriteDone(ok); }
 
   void OnCancel() override {
-    uint64_t ticket;
     Core::Actions a;
     {
       absl::MutexLock l(&core_->mu);
       core_->broken = true;
-      ticket = core_->ticket;
       a = core_->NextLocked();
     }
     Core::Run(a);
-    if (ticket != 0) shard_->CancelWait(ticket);
+    core_->wait.Cancel();
   }
 
   void OnDone() override {
     StopAlarm();
-    uint64_t ticket;
     {
       absl::MutexLock l(&core_->mu);
       core_->reactor = nullptr;
-      ticket = core_->ticket;
     }
     // A stream that ended with a pull still waiting (it failed, or the client
     // left): drop the wait; its answer would go nowhere.
-    if (ticket != 0) shard_->CancelWait(ticket);
+    core_->wait.Cancel();
     delete this;
   }
 
@@ -132,15 +133,11 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   struct Call {
     bool open = false;
     StreamCallHeader header;
-    absl::Status error;  // first problem; the call is answered with it
-    std::optional<SliceAssembler> assembler;  // push kinds, once the header checked out
-    PushBuffer grad;  // taken once the first chunk checked out
-    bool have_grad = false;
+    std::optional<ShardCall> call;  // once the header came
   };
 
   absl::Status Handle();
   absl::Status ClientClosed();
-  absl::Status Receive(const RawTensorSlice& chunk);
   void Complete();
   void StartAlarm(uint64_t id);
   void StopAlarm();
@@ -180,7 +177,7 @@ void Core::Send(std::vector<grpc::ByteBuffer> messages, bool closes_call) {
     absl::MutexLock l(&mu);
     if (closes_call) {
       call_open = false;
-      ticket = 0;
+      wait.Finished();
     }
     if (finished) return;
     for (grpc::ByteBuffer& m : messages) queue.push_back(std::move(m));
@@ -294,32 +291,21 @@ absl::Status StreamReactor::Handle() {
     call_ = Call();
     call_.open = true;
     call_.header = req.header;
-    if (req.header.kind != StreamCall::kPull) {
-      absl::StatusOr<SliceAssembler> a = shard_->StartPush(req.header.worker_id, req.header.version);
-      if (a.ok()) {
-        call_.assembler.emplace(*std::move(a));
-      } else {
-        call_.error = a.status();
-      }
+    const StreamCallHeader& h = req.header;
+    std::optional<PushArgs> push;
+    std::optional<PullArgs> pull;
+    if (h.kind != StreamCall::kPull) push = PushArgs{h.worker_id, h.version};
+    if (h.kind != StreamCall::kPush) {
+      pull = PullArgs{h.worker_id, h.min_version, absl::Milliseconds(h.wait_timeout_ms)};
     }
+    call_.call.emplace(shard_, push, pull);
     if (!req.last) StartAlarm(req.header.call_id);
   } else if (req.header.call_id != call_.header.call_id) {
     return absl::InvalidArgumentError(absl::StrCat("stream message for call ",
                                                    req.header.call_id, " while call ",
                                                    call_.header.call_id, " is incomplete"));
   }
-  for (const RawTensorSlice& chunk : req.gradients) {
-    if (!call_.error.ok()) break;
-    if (call_.header.kind == StreamCall::kPull) {
-      call_.error = absl::InvalidArgumentError("a pull call carries no gradients");
-    } else {
-      call_.error = Receive(chunk);
-    }
-  }
-  if (!call_.error.ok()) {
-    call_.grad = PushBuffer();  // the call is lost; free its buffer now
-    call_.have_grad = false;
-  }
+  for (const RawTensorSlice& chunk : req.gradients) call_.call->AddChunk(chunk);
   if (req.last) {
     StopAlarm();
     Complete();
@@ -327,63 +313,20 @@ absl::Status StreamReactor::Handle() {
   return absl::OkStatus();
 }
 
-absl::Status StreamReactor::Receive(const RawTensorSlice& chunk) {
-  return call_.assembler->Add(chunk, [this](const SliceRange& r) -> absl::StatusOr<float*> {
-    if (!call_.have_grad) {
-      ASSIGN_OR_RETURN(call_.grad, shard_->TakePushBuffer(*call_.assembler));
-      call_.have_grad = true;
-    }
-    return call_.grad.data() + r.flat_offset;
-  });
-}
-
 void StreamReactor::Complete() {
   Call call = std::move(call_);
   call_ = Call();
-  const StreamCallHeader& h = call.header;
-  int64_t version = 0;
-  if (call.error.ok() && h.kind != StreamCall::kPull) {
-    call.error = call.assembler->Finish();
-    if (call.error.ok() && !call.have_grad) {
-      // Nothing to receive: this shard owns no elements.
-      absl::StatusOr<PushBuffer> b = shard_->TakePushBuffer(*call.assembler);
-      if (b.ok()) call.grad = *std::move(b);
-      call.error = b.status();
-    }
-    if (call.error.ok()) {
-      absl::StatusOr<int64_t> v =
-          shard_->PushFlat(h.worker_id, h.version, *call.assembler, std::move(call.grad));
-      if (v.ok()) version = *v;
-      call.error = v.status();
-    }
-  }
-  if (!call.error.ok() || h.kind == StreamCall::kPush) {
-    core_->Send({EncodeStreamDone(h.call_id, version, call.error)}, /*closes_call=*/true);
-    return;
-  }
-  const uint64_t id = h.call_id;
+  const uint64_t id = call.header.call_id;
   const int shard_id = shard_->options().shard_id;
   std::shared_ptr<Core> core = core_;
-  const uint64_t ticket = shard_->Pull(
-      h.worker_id, h.min_version, absl::Milliseconds(h.wait_timeout_ms),
-      [core, id, shard_id](absl::StatusOr<WeightsSnapshot> snap) {
+  std::move(*call.call).Complete(
+      &core_->wait, [core, id, shard_id](absl::StatusOr<CallResult> result) {
         try {
-          if (!snap.ok()) {
-            core->Send({EncodeStreamDone(id, 0, snap.status())}, true);
-            return;
-          }
-          core->Send(EncodeStreamWeights(id, snap->version, snap->layout->spec,
-                                         snap->layout->slices, FlatValues(snap->weights->data()),
-                                         snap->weights),
-                     true);
+          core->Send(EncodeStreamReply(id, result), /*closes_call=*/true);
         } catch (...) {
-          core->Fail(StatusFromCurrentException(absl::StrCat("pull from shard ", shard_id)));
+          core->Fail(StatusFromCurrentException(absl::StrCat("stream to shard ", shard_id)));
         }
       });
-  if (ticket != 0) {
-    absl::MutexLock l(&core_->mu);
-    if (core_->call_open) core_->ticket = ticket;
-  }
 }
 
 }  // namespace

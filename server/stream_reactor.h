@@ -1,11 +1,13 @@
 // The server side of the streaming transport (rpc Stream, see StreamRequest
 // in proto/ps.proto): one reactor per worker stream.
 //
-// It reads a call's chunks one message at a time and copies each straight
-// into the call's flat gradient buffer while the next chunk is still on the
-// wire; on the call's last chunk it pushes the gradient into the Shard and,
-// for pulls, answers with the weights in chunks that point into the shard's
-// snapshot. Calls on a stream run one at a time: a call that starts before
+// It decodes each call's header into a ShardCall (server/pipeline.h, the
+// same pipeline as the unary calls) and feeds it the call's chunks one
+// message at a time, each copied straight into the call's flat gradient
+// buffer while the next chunk is still on the wire; on the call's last chunk
+// the pipeline pushes the gradient into the Shard and, for pulls, the
+// reactor answers with the weights in chunks that point into the shard's
+// snapshot (server/replies.h). Calls on a stream run one at a time: a call that starts before
 // the previous one was answered ends the stream (INVALID_ARGUMENT). A failed
 // call is answered with its error and the stream stays open. A waiting pull
 // holds no thread.

@@ -1,0 +1,84 @@
+#include "server/pipeline.h"
+
+#include <utility>
+
+namespace ps {
+
+void CallWait::Started(uint64_t ticket) {
+  bool cancelled;
+  {
+    absl::MutexLock l(&mu_);
+    ticket_ = ticket;
+    cancelled = cancelled_;
+  }
+  // Unlocked: cancelling runs the call's callback.
+  if (cancelled && ticket != 0) shard_->CancelWait(ticket);
+}
+
+void CallWait::Finished() {
+  absl::MutexLock l(&mu_);
+  ticket_ = 0;
+}
+
+void CallWait::Cancel() {
+  uint64_t ticket;
+  {
+    absl::MutexLock l(&mu_);
+    cancelled_ = true;
+    ticket = ticket_;
+  }
+  if (ticket != 0) shard_->CancelWait(ticket);
+}
+
+ShardCall::ShardCall(Shard* shard, std::optional<PushArgs> push, std::optional<PullArgs> pull)
+    : shard_(shard), pull_(pull) {
+  if (!push.has_value()) return;
+  absl::StatusOr<GradientAssembly> a = shard_->StartPush(push->worker_id, push->version);
+  if (a.ok()) {
+    push_.emplace(*std::move(a));
+  } else {
+    error_ = a.status();
+  }
+}
+
+void ShardCall::AddChunk(const RawTensorSlice& chunk) {
+  if (!error_.ok()) return;
+  if (!push_.has_value()) {
+    error_ = absl::InvalidArgumentError("a pull call carries no gradients");
+    return;
+  }
+  error_ = push_->Add(chunk);
+  if (!error_.ok()) push_.reset();  // the call is lost; free its buffer now
+}
+
+void ShardCall::AddMessage(const std::vector<RawTensorSlice>& chunks) {
+  if (!error_.ok() || !push_.has_value()) return;
+  error_ = push_->AddMessage(chunks);
+  if (!error_.ok()) push_.reset();
+}
+
+void ShardCall::Complete(CallWait* wait, Done done) && {
+  CallResult result;
+  if (error_.ok() && push_.has_value()) {
+    absl::StatusOr<AssembledGradient> grad = std::move(*push_).Finish();
+    push_.reset();
+    absl::StatusOr<int64_t> version =
+        grad.ok() ? shard_->Push(*std::move(grad)) : absl::StatusOr<int64_t>(grad.status());
+    if (version.ok()) result.version = *version;
+    error_ = version.status();
+  }
+  if (!error_.ok()) return done(error_);
+  if (!pull_.has_value()) return done(std::move(result));
+  const uint64_t ticket =
+      shard_->Pull(pull_->worker_id, pull_->min_version, pull_->wait,
+                   [done = std::move(done)](absl::StatusOr<WeightsSnapshot> snap) {
+                     if (!snap.ok()) return done(snap.status());
+                     CallResult r;
+                     r.version = snap->version;
+                     r.weights = *std::move(snap);
+                     done(std::move(r));
+                   });
+  if (wait != nullptr) wait->Started(ticket);
+}
+
+}  // namespace ps

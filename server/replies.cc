@@ -1,0 +1,25 @@
+#include "server/replies.h"
+
+#include "rpc/raw_wire.h"
+
+namespace ps {
+
+grpc::ByteBuffer EncodeUnaryReply(const CallResult& result) {
+  if (!result.weights.has_value()) return EncodePushResponse(result.version);
+  const WeightsSnapshot& snap = *result.weights;
+  return EncodePullResponse(snap.version, snap.layout->spec, snap.layout->slices,
+                            FlatValues(snap.weights->data()), snap.weights);
+}
+
+std::vector<grpc::ByteBuffer> EncodeStreamReply(uint64_t call_id,
+                                                const absl::StatusOr<CallResult>& result) {
+  if (!result.ok()) return {EncodeStreamDone(call_id, 0, result.status())};
+  if (!result->weights.has_value()) {
+    return {EncodeStreamDone(call_id, result->version, absl::OkStatus())};
+  }
+  const WeightsSnapshot& snap = *result->weights;
+  return EncodeStreamWeights(call_id, snap.version, snap.layout->spec, snap.layout->slices,
+                             FlatValues(snap.weights->data()), snap.weights);
+}
+
+}  // namespace ps

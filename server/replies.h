@@ -1,0 +1,30 @@
+// Replies: a completed ShardCall's result (server/pipeline.h) as the bytes
+// of each transport, the only place the server turns results into bytes.
+//
+// Weights are never copied: the messages point into the snapshot, which
+// they keep alive until gRPC has sent them (rpc/raw_wire.h).
+//
+// Stateless functions; thread-safe.
+#ifndef PS_SERVER_REPLIES_H_
+#define PS_SERVER_REPLIES_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "grpcpp/support/byte_buffer.h"
+#include "server/pipeline.h"
+
+namespace ps {
+
+// Unary calls: a PullResponse for a call with a pull, else a PushResponse.
+grpc::ByteBuffer EncodeUnaryReply(const CallResult& result);
+
+// Stream call `call_id`: the weights in chunks, or one StreamResponse with
+// the version after the push, or with the error.
+std::vector<grpc::ByteBuffer> EncodeStreamReply(uint64_t call_id,
+                                                const absl::StatusOr<CallResult>& result);
+
+}  // namespace ps
+
+#endif  // PS_SERVER_REPLIES_H_

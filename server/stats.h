@@ -1,0 +1,92 @@
+// Stats: a shard's counters, gauges and latency histograms, kept in atomics.
+//
+// The shard updates them on its push and pull paths without its lock (some
+// under it, where the value is decided there), and readers, such as
+// GetStatus or a future /metrics endpoint, read them without touching the
+// shard. Each value is read on its own: a reader may see one counter of a
+// push updated and the next not yet.
+//
+// Thread-safe; all relaxed atomics. ShardMetrics is shared (shared_ptr) by
+// the shard and what outlives it briefly (push buffers still in a call).
+#ifndef PS_SERVER_STATS_H_
+#define PS_SERVER_STATS_H_
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+#include "absl/time/time.h"
+
+namespace ps {
+
+// A value that only grows.
+class Counter {
+ public:
+  void Add(int64_t n = 1) { value_.fetch_add(n, std::memory_order_relaxed); }
+  int64_t Get() const { return value_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<int64_t> value_{0};
+};
+
+// A value that is set, raised or lowered.
+class Gauge {
+ public:
+  void Set(int64_t v) { value_.store(v, std::memory_order_relaxed); }
+  // Returns the new value.
+  int64_t Add(int64_t n) { return value_.fetch_add(n, std::memory_order_relaxed) + n; }
+  // Raises the value to `v` if it is lower.
+  void RaiseTo(int64_t v);
+  int64_t Get() const { return value_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<int64_t> value_{0};
+};
+
+// Durations counted in fixed buckets (upper bounds 100 us, 1 ms, 10 ms,
+// 100 ms, 1 s, 10 s, 100 s, then +Inf), with their sum.
+class Histogram {
+ public:
+  static constexpr std::array<int64_t, 7> kBoundsMicros = {
+      100, 1000, 10 * 1000, 100 * 1000, 1000 * 1000, 10 * 1000 * 1000, 100 * 1000 * 1000};
+
+  struct Snapshot {
+    std::vector<int64_t> bounds_micros;  // kBoundsMicros
+    std::vector<int64_t> counts;         // per bucket, the last one +Inf
+    int64_t count = 0;                   // all buckets
+    int64_t sum_micros = 0;
+  };
+
+  void Record(absl::Duration d);
+  Snapshot Read() const;
+
+ private:
+  std::array<std::atomic<int64_t>, kBoundsMicros.size() + 1> buckets_{};
+  std::atomic<int64_t> sum_micros_{0};
+};
+
+// Everything one shard counts. Fields are updated by the shard, its waiters
+// and its gradient pool; any thread may read them.
+struct ShardMetrics {
+  Counter pushes_accepted;  // pushes the consistency policy accepted
+  Counter pulls_served;     // pulls answered with weights
+  // Staleness of accepted pushes: shard version minus the version the
+  // gradient was computed on.
+  Counter staleness_sum;
+  Counter staleness_count;
+  Gauge staleness_max;
+  Gauge version;           // the shard's version
+  Gauge waiting_calls;     // pulls and inits waiting for a version
+  Gauge pending_pushes;    // pushes being received (holding a PushBuffer)
+  Histogram push_latency;  // Shard::Push: from the call to its version
+  Histogram pull_latency;  // Shard::Pull: from the call to its weights
+
+  // Records one accepted push of staleness `s` >= 0.
+  void RecordStaleness(int64_t s);
+  double MeanStaleness() const;
+};
+
+}  // namespace ps
+
+#endif  // PS_SERVER_STATS_H_
