@@ -2,6 +2,7 @@
 // failed call leaves the stream usable, a pull that waits on a stream is
 // dropped on the server when the client goes away, and a server that shuts
 // down fails the calls waiting on it instead of leaving them hanging.
+#include "client/admin_client.h"
 #include "gtest/gtest.h"
 #include "tests/test_cluster.h"
 

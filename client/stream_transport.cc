@@ -1,0 +1,187 @@
+#include "client/stream_transport.h"
+
+#include "client/pending_calls.h"
+#include "client/shard_stream.h"
+#include "common/status_macros.h"
+#include "grpcpp/generic/generic_stub.h"
+
+namespace ps {
+namespace {
+
+class StreamTransport final : public ShardTransport {
+ public:
+  StreamTransport(const std::vector<std::shared_ptr<grpc::Channel>>& channels,
+                  ClientState* state)
+      : state_(state), streams_(channels.size()), last_call_id_(channels.size(), 0) {
+    for (const auto& channel : channels) {
+      stubs_.push_back(std::make_unique<grpc::GenericStub>(channel));
+    }
+  }
+
+  std::unique_ptr<PendingOp> Pull(int64_t min_version, TensorList* weights) override {
+    return FanOut(StreamCall::kPull, nullptr, weights, min_version);
+  }
+  std::unique_ptr<PendingOp> Push(const TensorList& grads) override {
+    return FanOut(StreamCall::kPush, &grads, nullptr, 0);
+  }
+  std::unique_ptr<PendingOp> PushPull(const TensorList& grads, TensorList* weights) override {
+    return FanOut(StreamCall::kPushPull, &grads, weights, NextStep());
+  }
+  std::unique_ptr<LayerwisePushPull> StartPushPull(const TensorList* grads,
+                                                   TensorList* weights) override;
+
+  // For StreamPushPull: adds `requests` to call `call_id` on shard `shard`'s
+  // stream, opened by StartCalls.
+  void Append(int shard, uint64_t call_id, std::vector<grpc::ByteBuffer> requests) {
+    streams_[shard]->Append(call_id, std::move(requests));
+  }
+
+  const ClientState& state() const { return *state_; }
+
+ private:
+  // A push-pull's min_version: sync mode, all shards are at the same step
+  // and -1 asks for each shard's next; async mode, whatever it has.
+  int64_t NextStep() const { return state_->mode == Mode::kSync ? -1 : 0; }
+
+  // The header of this client's next call to `shard` of `kind`.
+  StreamCallHeader NextCall(int shard, StreamCall kind, int64_t min_version);
+
+  // Opens the same call on every shard's stream with `first_requests`
+  // (shard -> messages); replies are decoded into `weights` (may be null).
+  std::unique_ptr<PendingOp> StartCalls(StreamCall kind,
+                                        const std::vector<StreamCallHeader>& headers,
+                                        std::vector<std::vector<grpc::ByteBuffer>> first_requests,
+                                        TensorList* weights);
+
+  // One whole call of `kind` per shard; `grads` is null for pulls.
+  std::unique_ptr<PendingOp> FanOut(StreamCall kind, const TensorList* grads,
+                                    TensorList* weights, int64_t min_version);
+
+  // The shard's stream, reopened if it broke.
+  ShardStream* StreamTo(int shard);
+
+  ClientState* const state_;  // not owned
+  std::vector<std::unique_ptr<grpc::GenericStub>> stubs_;  // by shard
+  std::vector<std::unique_ptr<ShardStream>> streams_;      // by shard; opened lazily
+  std::vector<uint64_t> last_call_id_;                     // by shard
+};
+
+// The layer-wise push-pull: the calls are opened with their headers, and
+// each Send appends the chunks of its tensors to every shard's call.
+class StreamPushPull final : public LayerwisePushPull {
+ public:
+  StreamPushPull(StreamTransport* transport, const TensorList* grads,
+                 std::vector<uint64_t> call_ids, std::unique_ptr<PendingOp> op)
+      : transport_(transport), grads_(grads), call_ids_(std::move(call_ids)), op_(std::move(op)) {}
+
+  void Send(const std::vector<bool>& now, bool last) override {
+    const ClientState& state = transport_->state();
+    for (int s = 0; s < state.num_shards(); ++s) {
+      std::vector<SliceRange> slices;
+      for (const SliceRange& r : state.layouts[s]->slices) {
+        if (now[r.tensor_index]) slices.push_back(r);
+      }
+      if (slices.empty() && !last) continue;
+      StreamCallHeader h;
+      h.call_id = call_ids_[s];
+      transport_->Append(s, h.call_id,
+                         EncodeStreamRequests(h, /*first=*/false, last, state.spec, slices,
+                                              TensorValues(*grads_)));
+    }
+  }
+
+  absl::Status Wait() override { return op_->Wait(); }
+
+ private:
+  StreamTransport* const transport_;  // not owned
+  const TensorList* const grads_;
+  const std::vector<uint64_t> call_ids_;  // by shard
+  std::unique_ptr<PendingOp> op_;         // its destructor cancels and waits
+};
+
+StreamCallHeader StreamTransport::NextCall(int shard, StreamCall kind, int64_t min_version) {
+  const int64_t version = state_->shard_version[shard];
+  StreamCallHeader h;
+  h.call_id = ++last_call_id_[shard];
+  h.kind = kind;
+  h.worker_id = state_->options.worker_id;
+  h.version = version;
+  h.min_version = min_version < 0 ? version + 1 : min_version;
+  h.wait_timeout_ms = absl::ToInt64Milliseconds(state_->options.wait_timeout);
+  return h;
+}
+
+ShardStream* StreamTransport::StreamTo(int shard) {
+  std::unique_ptr<ShardStream>& st = streams_[shard];
+  if (st == nullptr || st->broken()) {
+    st.reset();  // waits for the broken one to wind down
+    st = std::make_unique<ShardStream>(stubs_[shard].get());
+  }
+  return st.get();
+}
+
+std::unique_ptr<PendingOp> StreamTransport::StartCalls(
+    StreamCall kind, const std::vector<StreamCallHeader>& headers,
+    std::vector<std::vector<grpc::ByteBuffer>> first_requests, TensorList* weights) {
+  const ClientOptions& o = state_->options;
+  auto op = std::make_unique<PendingCalls>(o.servers, absl::Now() + o.wait_timeout + o.rpc_timeout,
+                                           "the wait timeout plus the RPC timeout");
+  for (int s = 0; s < state_->num_shards(); ++s) {
+    ShardStream* stream = StreamTo(s);
+    op->AddCancel([stream] { stream->Cancel(); });
+    auto reader = std::make_shared<WeightReader>(s, state_->layouts[s], weights);
+    stream->Call(
+        headers[s].call_id, std::move(first_requests[s]),
+        [this, s, weights, reader](const RawStreamResponse& r) {
+          if (weights == nullptr) return absl::OkStatus();
+          RETURN_IF_ERROR(reader->Add(r.weights));
+          if (r.last) state_->shard_version[s] = r.version;
+          return absl::OkStatus();
+        },
+        [op = op.get(), s, kind, reader](absl::Status st) {
+          if (st.ok() && kind != StreamCall::kPush) st = reader->Finish();
+          op->Done(s, st);
+        });
+  }
+  return op;
+}
+
+std::unique_ptr<PendingOp> StreamTransport::FanOut(StreamCall kind, const TensorList* grads,
+                                                   TensorList* weights, int64_t min_version) {
+  std::vector<StreamCallHeader> headers;
+  std::vector<std::vector<grpc::ByteBuffer>> requests;
+  for (int s = 0; s < state_->num_shards(); ++s) {
+    headers.push_back(NextCall(s, kind, min_version));
+    requests.push_back(EncodeStreamRequests(
+        headers.back(), /*first=*/true, /*last=*/true, state_->spec,
+        grads != nullptr ? state_->layouts[s]->slices : std::vector<SliceRange>(),
+        grads != nullptr ? TensorValues(*grads) : SliceValues()));
+  }
+  return StartCalls(kind, headers, std::move(requests), weights);
+}
+
+std::unique_ptr<LayerwisePushPull> StreamTransport::StartPushPull(const TensorList* grads,
+                                                                  TensorList* weights) {
+  // Open the calls with their headers; the chunks follow as tensors are sent.
+  std::vector<StreamCallHeader> headers;
+  std::vector<uint64_t> call_ids;
+  std::vector<std::vector<grpc::ByteBuffer>> requests;
+  for (int s = 0; s < state_->num_shards(); ++s) {
+    headers.push_back(NextCall(s, StreamCall::kPushPull, NextStep()));
+    call_ids.push_back(headers.back().call_id);
+    requests.push_back(EncodeStreamRequests(headers.back(), /*first=*/true, /*last=*/false,
+                                            state_->spec, {}, SliceValues()));
+  }
+  std::unique_ptr<PendingOp> op =
+      StartCalls(StreamCall::kPushPull, headers, std::move(requests), weights);
+  return std::make_unique<StreamPushPull>(this, grads, std::move(call_ids), std::move(op));
+}
+
+}  // namespace
+
+std::unique_ptr<ShardTransport> NewStreamTransport(
+    const std::vector<std::shared_ptr<grpc::Channel>>& channels, ClientState* state) {
+  return std::make_unique<StreamTransport>(channels, state);
+}
+
+}  // namespace ps
