@@ -27,16 +27,17 @@ struct PsClient::Rep {
 
 namespace {
 
+// The transport factory: the one place that knows the implementations.
 std::unique_ptr<ShardTransport> NewTransport(
     ClientOptions::Transport kind, const std::vector<std::shared_ptr<grpc::Channel>>& channels,
     ClientState* state) {
   switch (kind) {
     case ClientOptions::Transport::kUnary:
-      return NewUnaryTransport(channels, state);
+      return std::make_unique<UnaryTransport>(channels, state);
     case ClientOptions::Transport::kStream:
       break;
   }
-  return NewStreamTransport(channels, state);
+  return std::make_unique<StreamTransport>(channels, state);
 }
 
 }  // namespace

@@ -1,81 +1,20 @@
 #include "client/stream_transport.h"
 
 #include "client/pending_calls.h"
-#include "client/shard_stream.h"
 #include "common/status_macros.h"
-#include "grpcpp/generic/generic_stub.h"
 
 namespace ps {
-namespace {
 
-class StreamTransport final : public ShardTransport {
+// The calls are opened with their headers; each Send appends the chunks of
+// its tensors to every shard's call.
+class StreamTransport::Layerwise final : public LayerwisePushPull {
  public:
-  StreamTransport(const std::vector<std::shared_ptr<grpc::Channel>>& channels,
-                  ClientState* state)
-      : state_(state), streams_(channels.size()), last_call_id_(channels.size(), 0) {
-    for (const auto& channel : channels) {
-      stubs_.push_back(std::make_unique<grpc::GenericStub>(channel));
-    }
-  }
-
-  std::unique_ptr<PendingOp> Pull(int64_t min_version, TensorList* weights) override {
-    return FanOut(StreamCall::kPull, nullptr, weights, min_version);
-  }
-  std::unique_ptr<PendingOp> Push(const TensorList& grads) override {
-    return FanOut(StreamCall::kPush, &grads, nullptr, 0);
-  }
-  std::unique_ptr<PendingOp> PushPull(const TensorList& grads, TensorList* weights) override {
-    return FanOut(StreamCall::kPushPull, &grads, weights, NextStep());
-  }
-  std::unique_ptr<LayerwisePushPull> StartPushPull(const TensorList* grads,
-                                                   TensorList* weights) override;
-
-  // For StreamPushPull: adds `requests` to call `call_id` on shard `shard`'s
-  // stream, opened by StartCalls.
-  void Append(int shard, uint64_t call_id, std::vector<grpc::ByteBuffer> requests) {
-    streams_[shard]->Append(call_id, std::move(requests));
-  }
-
-  const ClientState& state() const { return *state_; }
-
- private:
-  // A push-pull's min_version: sync mode, all shards are at the same step
-  // and -1 asks for each shard's next; async mode, whatever it has.
-  int64_t NextStep() const { return state_->mode == Mode::kSync ? -1 : 0; }
-
-  // The header of this client's next call to `shard` of `kind`.
-  StreamCallHeader NextCall(int shard, StreamCall kind, int64_t min_version);
-
-  // Opens the same call on every shard's stream with `first_requests`
-  // (shard -> messages); replies are decoded into `weights` (may be null).
-  std::unique_ptr<PendingOp> StartCalls(StreamCall kind,
-                                        const std::vector<StreamCallHeader>& headers,
-                                        std::vector<std::vector<grpc::ByteBuffer>> first_requests,
-                                        TensorList* weights);
-
-  // One whole call of `kind` per shard; `grads` is null for pulls.
-  std::unique_ptr<PendingOp> FanOut(StreamCall kind, const TensorList* grads,
-                                    TensorList* weights, int64_t min_version);
-
-  // The shard's stream, reopened if it broke.
-  ShardStream* StreamTo(int shard);
-
-  ClientState* const state_;  // not owned
-  std::vector<std::unique_ptr<grpc::GenericStub>> stubs_;  // by shard
-  std::vector<std::unique_ptr<ShardStream>> streams_;      // by shard; opened lazily
-  std::vector<uint64_t> last_call_id_;                     // by shard
-};
-
-// The layer-wise push-pull: the calls are opened with their headers, and
-// each Send appends the chunks of its tensors to every shard's call.
-class StreamPushPull final : public LayerwisePushPull {
- public:
-  StreamPushPull(StreamTransport* transport, const TensorList* grads,
-                 std::vector<uint64_t> call_ids, std::unique_ptr<PendingOp> op)
+  Layerwise(StreamTransport* transport, const TensorList* grads, std::vector<uint64_t> call_ids,
+            std::unique_ptr<PendingOp> op)
       : transport_(transport), grads_(grads), call_ids_(std::move(call_ids)), op_(std::move(op)) {}
 
   void Send(const std::vector<bool>& now, bool last) override {
-    const ClientState& state = transport_->state();
+    const ClientState& state = *transport_->state_;
     for (int s = 0; s < state.num_shards(); ++s) {
       std::vector<SliceRange> slices;
       for (const SliceRange& r : state.layouts[s]->slices) {
@@ -84,9 +23,9 @@ class StreamPushPull final : public LayerwisePushPull {
       if (slices.empty() && !last) continue;
       StreamCallHeader h;
       h.call_id = call_ids_[s];
-      transport_->Append(s, h.call_id,
-                         EncodeStreamRequests(h, /*first=*/false, last, state.spec, slices,
-                                              TensorValues(*grads_)));
+      transport_->streams_[s]->Append(
+          h.call_id, EncodeStreamRequests(h, /*first=*/false, last, state.spec, slices,
+                                          TensorValues(*grads_)));
     }
   }
 
@@ -98,6 +37,48 @@ class StreamPushPull final : public LayerwisePushPull {
   const std::vector<uint64_t> call_ids_;  // by shard
   std::unique_ptr<PendingOp> op_;         // its destructor cancels and waits
 };
+
+StreamTransport::StreamTransport(const std::vector<std::shared_ptr<grpc::Channel>>& channels,
+                                 ClientState* state)
+    : state_(state), streams_(channels.size()), last_call_id_(channels.size(), 0) {
+  for (const auto& channel : channels) {
+    stubs_.push_back(std::make_unique<grpc::GenericStub>(channel));
+  }
+}
+
+StreamTransport::~StreamTransport() = default;
+
+std::unique_ptr<PendingOp> StreamTransport::Pull(int64_t min_version, TensorList* weights) {
+  return FanOut(StreamCall::kPull, nullptr, weights, min_version);
+}
+
+std::unique_ptr<PendingOp> StreamTransport::Push(const TensorList& grads) {
+  return FanOut(StreamCall::kPush, &grads, nullptr, 0);
+}
+
+std::unique_ptr<PendingOp> StreamTransport::PushPull(const TensorList& grads,
+                                                     TensorList* weights) {
+  return FanOut(StreamCall::kPushPull, &grads, weights, NextStep());
+}
+
+std::unique_ptr<LayerwisePushPull> StreamTransport::StartPushPull(const TensorList* grads,
+                                                                  TensorList* weights) {
+  // Open the calls with their headers; the chunks follow as tensors are sent.
+  std::vector<StreamCallHeader> headers;
+  std::vector<uint64_t> call_ids;
+  std::vector<std::vector<grpc::ByteBuffer>> requests;
+  for (int s = 0; s < state_->num_shards(); ++s) {
+    headers.push_back(NextCall(s, StreamCall::kPushPull, NextStep()));
+    call_ids.push_back(headers.back().call_id);
+    requests.push_back(EncodeStreamRequests(headers.back(), /*first=*/true, /*last=*/false,
+                                            state_->spec, {}, SliceValues()));
+  }
+  std::unique_ptr<PendingOp> op =
+      StartCalls(StreamCall::kPushPull, headers, std::move(requests), weights);
+  return std::make_unique<Layerwise>(this, grads, std::move(call_ids), std::move(op));
+}
+
+int64_t StreamTransport::NextStep() const { return state_->mode == Mode::kSync ? -1 : 0; }
 
 StreamCallHeader StreamTransport::NextCall(int shard, StreamCall kind, int64_t min_version) {
   const int64_t version = state_->shard_version[shard];
@@ -158,30 +139,6 @@ std::unique_ptr<PendingOp> StreamTransport::FanOut(StreamCall kind, const Tensor
         grads != nullptr ? TensorValues(*grads) : SliceValues()));
   }
   return StartCalls(kind, headers, std::move(requests), weights);
-}
-
-std::unique_ptr<LayerwisePushPull> StreamTransport::StartPushPull(const TensorList* grads,
-                                                                  TensorList* weights) {
-  // Open the calls with their headers; the chunks follow as tensors are sent.
-  std::vector<StreamCallHeader> headers;
-  std::vector<uint64_t> call_ids;
-  std::vector<std::vector<grpc::ByteBuffer>> requests;
-  for (int s = 0; s < state_->num_shards(); ++s) {
-    headers.push_back(NextCall(s, StreamCall::kPushPull, NextStep()));
-    call_ids.push_back(headers.back().call_id);
-    requests.push_back(EncodeStreamRequests(headers.back(), /*first=*/true, /*last=*/false,
-                                            state_->spec, {}, SliceValues()));
-  }
-  std::unique_ptr<PendingOp> op =
-      StartCalls(StreamCall::kPushPull, headers, std::move(requests), weights);
-  return std::make_unique<StreamPushPull>(this, grads, std::move(call_ids), std::move(op));
-}
-
-}  // namespace
-
-std::unique_ptr<ShardTransport> NewStreamTransport(
-    const std::vector<std::shared_ptr<grpc::Channel>>& channels, ClientState* state) {
-  return std::make_unique<StreamTransport>(channels, state);
 }
 
 }  // namespace ps
