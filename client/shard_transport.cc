@@ -24,7 +24,8 @@ WeightReader::WeightReader(int shard, std::shared_ptr<const SliceLayout> layout,
 
 absl::Status WeightReader::Add(const std::vector<RawTensorSlice>& chunks) {
   TensorList* weights = weights_;
-  const SliceAssembler::Destination into = [weights](const SliceRange& r) -> absl::StatusOr<float*> {
+  const SliceAssembler::Destination into =
+      [weights](const SliceRange& r) -> absl::StatusOr<float*> {
     return (*weights)[r.tensor_index].data() + r.offset;
   };
   for (const RawTensorSlice& c : chunks) {
