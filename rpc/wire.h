@@ -2,7 +2,7 @@
 // and absl::Status <-> grpc::Status.
 //
 // Only the gRPC service (server/service.*) and the client library
-// (worker/ps_client.*) use this header; core classes never see protos.
+// (client/) use this header; core classes never see protos.
 // All functions are thread-safe (no shared state).
 #ifndef PS_RPC_WIRE_H_
 #define PS_RPC_WIRE_H_

@@ -5,9 +5,10 @@
 // as the number of pushes before it.
 #include <thread>
 
+#include "client/admin_client.h"
+#include "client/ps_client.h"
 #include "gtest/gtest.h"
 #include "tests/test_cluster.h"
-#include "worker/ps_client.h"
 
 namespace ps {
 namespace {

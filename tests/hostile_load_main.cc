@@ -17,11 +17,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "client/ps_client.h"
 #include "grpcpp/create_channel.h"
 #include "proto/ps.grpc.pb.h"
 #include "rpc/credentials.h"
 #include "tests/child_process.h"
-#include "worker/ps_client.h"
 
 ABSL_FLAG(std::string, server, "", "HOST:PORT of the ps_server (1 shard, 2 workers, sync).");
 ABSL_FLAG(int, pid, 0, "The server's pid, to read its memory from /proc.");

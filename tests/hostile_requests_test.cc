@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "client/ps_client.h"
 #include "gmock/gmock.h"
 #include "grpcpp/create_channel.h"
 #include "gtest/gtest.h"
@@ -18,7 +19,6 @@
 #include "server/ps_server.h"
 #include "tests/child_process.h"
 #include "tests/tensor_slice.h"
-#include "worker/ps_client.h"
 
 namespace ps {
 namespace {

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "client/ps_client.h"
 #include "gmock/gmock.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
@@ -13,7 +14,6 @@
 #include "proto/ps.grpc.pb.h"
 #include "rpc/credentials.h"
 #include "tests/tensor_slice.h"
-#include "worker/ps_client.h"
 
 namespace ps {
 namespace {

@@ -16,13 +16,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "client/admin_client.h"
+#include "client/ps_client.h"
 #include "grpcpp/create_channel.h"
 #include "gtest/gtest.h"
 #include "proto/ps.grpc.pb.h"
 #include "rpc/credentials.h"
 #include "tests/child_process.h"
 #include "tests/tensor_slice.h"
-#include "worker/ps_client.h"
 
 namespace ps {
 namespace {

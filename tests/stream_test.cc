@@ -4,6 +4,7 @@
 // it instead of leaving them hanging. What both transports must do alike
 // (tensors of many chunks arriving intact among them) is in
 // transport_conformance_test.cc.
+#include "client/admin_client.h"
 #include "gtest/gtest.h"
 #include "tests/test_cluster.h"
 

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "client/ps_client.h"
 #include "gtest/gtest.h"
 #include "tools/local_servers.h"
-#include "worker/ps_client.h"
 
 namespace ps {
 

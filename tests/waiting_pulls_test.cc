@@ -9,6 +9,7 @@
 #include <atomic>
 
 #include "absl/synchronization/notification.h"
+#include "client/admin_client.h"
 #include "grpcpp/create_channel.h"
 #include "gtest/gtest.h"
 #include "proto/ps.grpc.pb.h"

@@ -26,6 +26,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/barrier.h"
 #include "absl/synchronization/mutex.h"
+#include "client/ps_client.h"
 #include "common/allocator.h"
 #include "common/flag_lists.h"
 #include "common/optimizer.h"
@@ -33,7 +34,6 @@
 #include "tools/raw_tcp.h"
 #include "worker/backend.h"
 #include "worker/dataset.h"
-#include "worker/ps_client.h"
 #include "worker/trainer.h"
 
 ABSL_FLAG(std::string, sizes, "4096,65536,1048576,4194304,16777216,67108864",

@@ -10,11 +10,11 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_split.h"
+#include "client/admin_client.h"
 #include "google/protobuf/util/json_util.h"
 #include "grpcpp/create_channel.h"
 #include "proto/health.grpc.pb.h"
 #include "rpc/credentials.h"
-#include "worker/ps_client.h"
 
 ABSL_FLAG(std::string, servers, "", "Comma-separated HOST:PORT of the shards to query.");
 ABSL_FLAG(double, timeout, 10, "Seconds to wait for each server.");

@@ -14,10 +14,10 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "client/ps_client.h"
 #include "common/mode.h"
 #include "common/model_spec.h"
 #include "common/optimizer.h"
-#include "worker/ps_client.h"
 
 namespace ps {
 

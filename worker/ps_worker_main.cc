@@ -12,11 +12,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "client/ps_client.h"
 #include "common/allocator.h"
 #include "common/flag_lists.h"
 #include "worker/backend.h"
 #include "worker/dataset.h"
-#include "worker/ps_client.h"
 #include "worker/trainer.h"
 
 ABSL_FLAG(std::string, servers, "",

@@ -18,11 +18,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "client/ps_client.h"
 #include "common/model_spec.h"
 #include "worker/backend.h"
 #include "worker/dataset.h"
 #include "worker/param_store.h"
-#include "worker/ps_client.h"
 
 namespace ps {
 

@@ -5,13 +5,13 @@
 // `on_response` as it arrives (so the caller copies chunk k while chunk k+1 is
 // on the wire), then reports the call's result to `done`. If the stream
 // breaks, the call in flight fails with the stream's status and the stream
-// stays broken (PsClient opens a new one). Cancel() breaks it on purpose, e.g.
-// when a caller's deadline passed.
+// stays broken (the stream transport opens a new one). Cancel() breaks it on
+// purpose, e.g. when a caller's deadline passed.
 //
 // Thread-safe. The destructor closes the stream and waits (bounded) for gRPC
 // to finish with it; no callback runs after it returns.
-#ifndef PS_WORKER_SHARD_STREAM_H_
-#define PS_WORKER_SHARD_STREAM_H_
+#ifndef PS_CLIENT_SHARD_STREAM_H_
+#define PS_CLIENT_SHARD_STREAM_H_
 
 #include <deque>
 #include <functional>
@@ -86,4 +86,4 @@ class ShardStream final : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc:
 
 }  // namespace ps
 
-#endif  // PS_WORKER_SHARD_STREAM_H_
+#endif  // PS_CLIENT_SHARD_STREAM_H_

@@ -1,0 +1,23 @@
+// MakeChannel: the gRPC channel a client opens to one server, with the
+// credentials of rpc/credentials.h, no message size limit, a connection of
+// its own (not shared with other clients of the process) and HTTP/2
+// keepalive pings every `keepalive` (none when zero; see
+// ClientOptions::keepalive).
+//
+// Thread-safe; the channel is shared by the stubs made on it.
+#ifndef PS_CLIENT_CHANNEL_H_
+#define PS_CLIENT_CHANNEL_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/time/time.h"
+#include "grpcpp/channel.h"
+
+namespace ps {
+
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address, absl::Duration keepalive);
+
+}  // namespace ps
+
+#endif  // PS_CLIENT_CHANNEL_H_

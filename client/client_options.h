@@ -1,0 +1,47 @@
+// ClientOptions: how a PsClient (client/ps_client.h) connects and how long
+// it waits. A plain value; copy it freely. ParseTransport reads the
+// --transport flag's value.
+#ifndef PS_CLIENT_CLIENT_OPTIONS_H_
+#define PS_CLIENT_CLIENT_OPTIONS_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+
+namespace ps {
+
+struct ClientOptions {
+  std::vector<std::string> servers;  // HOST:PORT of shard 0, 1, ... in order
+  int worker_id = 0;                 // 0 <= worker_id < num_workers
+  int num_workers = 1;
+  // How long Connect waits for every server to come up and answer.
+  absl::Duration connect_timeout = absl::Seconds(60);
+  // Deadline of calls that do not wait for other workers.
+  absl::Duration rpc_timeout = absl::Seconds(60);
+  // How long a pull may wait for other workers (sync) or for worker 0's init.
+  // The server answers DEADLINE_EXCEEDED naming the missing workers past it.
+  absl::Duration wait_timeout = absl::Seconds(120);
+  // Liveness of each connection: an HTTP/2 ping goes out after this much
+  // time without traffic and must be answered within as long again, or the
+  // connection is closed and its calls fail with UNAVAILABLE. So a server or
+  // link that dies mid-call is noticed within about twice this, not at the
+  // call's deadline. Zero: no pings; else at least 1 s (servers refuse
+  // pings more frequent than that).
+  absl::Duration keepalive = absl::Seconds(10);
+  // How Push, Pull and PushPull travel (client/shard_transport.h):
+  //   kStream: one long-lived stream per shard, tensors in ~1 MB chunks that
+  //            are copied (and applied) while the next is on the wire;
+  //   kUnary:  one unary call per shard per operation.
+  enum class Transport { kStream, kUnary };
+  Transport transport = Transport::kStream;
+};
+
+// "stream" / "unary"; INVALID_ARGUMENT otherwise.
+absl::StatusOr<ClientOptions::Transport> ParseTransport(absl::string_view text);
+
+}  // namespace ps
+
+#endif  // PS_CLIENT_CLIENT_OPTIONS_H_

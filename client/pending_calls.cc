@@ -1,0 +1,76 @@
+#include "client/pending_calls.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace ps {
+
+PendingCalls::PendingCalls(const std::vector<std::string>& servers, absl::Time deadline,
+                           const char* why)
+    : deadline_(deadline), deadline_why_(why) {
+  absl::MutexLock l(&mu_);
+  for (size_t s = 0; s < servers.size(); ++s) unanswered_[static_cast<int>(s)] = servers[s];
+}
+
+PendingCalls::~PendingCalls() {
+  absl::MutexLock l(&mu_);
+  if (!unanswered_.empty()) {
+    for (auto& cancel : cancels_) cancel();
+    // Cancelled calls complete promptly; their callbacks reference this object.
+    mu_.Await(absl::Condition(
+        +[](std::map<int, std::string>* m) { return m->empty(); }, &unanswered_));
+  }
+}
+
+std::unique_ptr<PendingCalls> PendingCalls::Failed(absl::Status s) {
+  std::unique_ptr<PendingCalls> op(new PendingCalls());
+  absl::MutexLock l(&op->mu_);
+  op->status_ = std::move(s);
+  return op;
+}
+
+void PendingCalls::AddCancel(std::function<void()> cancel) {
+  cancels_.push_back(std::move(cancel));
+}
+
+PendingCalls::UnaryCall* PendingCalls::AddUnaryCall() {
+  calls_.push_back(std::make_unique<UnaryCall>());
+  UnaryCall* call = calls_.back().get();
+  AddCancel([call] { call->ctx.TryCancel(); });
+  return call;
+}
+
+void PendingCalls::Done(int shard, absl::Status s) {
+  absl::MutexLock l(&mu_);
+  auto it = unanswered_.find(shard);
+  if (it == unanswered_.end()) return;  // our bug; never twice per shard
+  if (!s.ok() && status_.ok()) {
+    status_ = absl::Status(s.code(), absl::StrCat("shard ", shard, " (", it->second, "): ",
+                                                  s.message()));
+  }
+  unanswered_.erase(it);
+}
+
+absl::Status PendingCalls::Wait() {
+  absl::MutexLock l(&mu_);
+  auto all_done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return unanswered_.empty(); };
+  if (!mu_.AwaitWithDeadline(absl::Condition(&all_done), deadline_)) {
+    // Unary calls carry their own deadline, so this matters for stream calls.
+    if (status_.ok()) {
+      std::vector<std::string> silent;
+      for (const auto& [s, address] : unanswered_) {
+        silent.push_back(absl::StrCat("shard ", s, " (", address, ")"));
+      }
+      status_ = absl::DeadlineExceededError(absl::StrCat(
+          "no answer from ", absl::StrJoin(silent, ", "), " within ",
+          absl::StrFormat("%.0f s", absl::ToDoubleSeconds(deadline_ - started_)),
+          " (", deadline_why_, "): the server or the network to it may be down"));
+    }
+    for (auto& cancel : cancels_) cancel();
+    mu_.Await(absl::Condition(&all_done));
+  }
+  return status_;
+}
+
+}  // namespace ps

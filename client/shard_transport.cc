@@ -1,0 +1,47 @@
+#include "client/shard_transport.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace ps {
+
+SliceValues TensorValues(const TensorList& values) {
+  return [&values](const SliceRange& r) { return values[r.tensor_index].data() + r.offset; };
+}
+
+namespace {
+
+SliceAssembler::Options PullOptions() {
+  SliceAssembler::Options o;
+  o.what = "pull";
+  return o;
+}
+
+}  // namespace
+
+WeightReader::WeightReader(int shard, std::shared_ptr<const SliceLayout> layout,
+                           TensorList* weights)
+    : shard_(shard), assembler_(std::move(layout), PullOptions()), weights_(weights) {}
+
+absl::Status WeightReader::Add(const std::vector<RawTensorSlice>& chunks) {
+  TensorList* weights = weights_;
+  const SliceAssembler::Destination into =
+      [weights](const SliceRange& r) -> absl::StatusOr<float*> {
+    return (*weights)[r.tensor_index].data() + r.offset;
+  };
+  for (const RawTensorSlice& c : chunks) {
+    if (absl::Status s = assembler_.Add(c, into); !s.ok()) return BadReply(s);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status WeightReader::Finish() const {
+  if (absl::Status s = assembler_.Finish(); !s.ok()) return BadReply(s);
+  return absl::OkStatus();
+}
+
+absl::Status WeightReader::BadReply(const absl::Status& s) const {
+  return absl::InternalError(
+      absl::StrCat("shard ", shard_, " sent a malformed pull reply: ", s.message()));
+}
+
+}  // namespace ps

@@ -1,0 +1,123 @@
+// ShardTransport: how a PsClient's tensor traffic (push, pull, push-pull)
+// travels to its shards. PsClient (client/ps_client.h) picks one
+// implementation at Connect from ClientOptions::transport and is otherwise
+// the same for both:
+//   - unary (client/unary_transport.h): one unary call per shard per
+//     operation, on the raw path of rpc/raw_wire.h;
+//   - stream (client/stream_transport.h): one long-lived stream per shard
+//     (client/shard_stream.h), tensors in ~1 MB chunks that are copied while
+//     the next is on the wire, and a layer-wise push-pull whose gradient
+//     chunks go out as backward makes each tensor final.
+// Each operation addresses every shard at once and returns one handle.
+//
+// ClientState is what a transport shares with its PsClient: the options,
+// the mode, the spec and partition set by Init, and the version of each
+// shard's weights last pulled, which a transport sends with its pushes and
+// updates from the replies.
+//
+// Thread safety: as PsClient's; one operation at a time, started from the
+// training thread. Reply callbacks of distinct shards write distinct
+// entries of ClientState::shard_version; the training thread reads them
+// after Wait(). A transport borrows its ClientState, which must outlive it
+// and every handle it returned.
+#ifndef PS_CLIENT_SHARD_TRANSPORT_H_
+#define PS_CLIENT_SHARD_TRANSPORT_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "client/client_options.h"
+#include "client/pending_op.h"
+#include "common/mode.h"
+#include "common/model_spec.h"
+#include "common/partition.h"
+#include "common/slice_assembler.h"
+#include "rpc/raw_wire.h"
+
+namespace ps {
+
+struct ClientState {
+  // Constant after Connect.
+  ClientOptions options;
+  Mode mode = Mode::kSync;
+
+  // Set by Init (cleared if it fails); constant while an operation is in
+  // flight.
+  ModelSpec spec;
+  std::vector<std::shared_ptr<const SliceLayout>> layouts;  // by shard
+
+  // By shard: the version of the weights last pulled.
+  std::vector<int64_t> shard_version;
+
+  int num_shards() const { return static_cast<int>(options.servers.size()); }
+};
+
+// A push-pull whose gradient is handed over tensor by tensor; the checked
+// half of PushPullInProgress (client/ps_client.h). Destroying it before
+// Wait() returned cancels the calls and waits for them to end.
+class LayerwisePushPull {
+ public:
+  virtual ~LayerwisePushPull() = default;
+
+  // Sends the tensors marked in `now` (indexed like the spec; each marked
+  // once over the whole push-pull); `last` on the call that marks the final
+  // ones.
+  virtual void Send(const std::vector<bool>& now, bool last) = 0;
+
+  // After the Send with `last`: the result of the push-pull.
+  virtual absl::Status Wait() = 0;
+};
+
+class ShardTransport {
+ public:
+  virtual ~ShardTransport() = default;
+
+  // Every operation REQUIRES: Init succeeded, `grads` has the spec's tensors
+  // and sizes, `weights` is resized to the spec. `grads` and `weights` must
+  // stay alive until the handle's Wait() returned.
+
+  // Fills `weights` from every shard once each is at version >= min_version.
+  virtual std::unique_ptr<PendingOp> Pull(int64_t min_version, TensorList* weights) = 0;
+
+  // Pushes each shard its slices of `grads`.
+  virtual std::unique_ptr<PendingOp> Push(const TensorList& grads) = 0;
+
+  // Pushes, then pulls: sync mode the weights of the next step, async mode
+  // the shard's weights right after this push.
+  virtual std::unique_ptr<PendingOp> PushPull(const TensorList& grads, TensorList* weights) = 0;
+
+  // PushPull with `grads` sent as LayerwisePushPull::Send marks its tensors.
+  virtual std::unique_ptr<LayerwisePushPull> StartPushPull(const TensorList* grads,
+                                                           TensorList* weights) = 0;
+};
+
+// ---- Helpers of both transports.
+
+// Where slice `r` of `values` (one vector per tensor) starts.
+SliceValues TensorValues(const TensorList& values);
+
+// Reads shard `shard`'s pulled weights into `weights` (borrowed), in one or
+// more batches of chunks, checking them against the shard's layout. A reply
+// that breaks the assembler's rules (common/slice_assembler.h) is INTERNAL
+// naming the shard. Not thread-safe; one per shard and call.
+class WeightReader {
+ public:
+  WeightReader(int shard, std::shared_ptr<const SliceLayout> layout, TensorList* weights);
+
+  absl::Status Add(const std::vector<RawTensorSlice>& chunks);
+  // OK once every slice of the layout arrived.
+  absl::Status Finish() const;
+
+ private:
+  absl::Status BadReply(const absl::Status& s) const;
+
+  const int shard_;
+  SliceAssembler assembler_;
+  TensorList* const weights_;
+};
+
+}  // namespace ps
+
+#endif  // PS_CLIENT_SHARD_TRANSPORT_H_

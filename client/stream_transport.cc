@@ -1,0 +1,144 @@
+#include "client/stream_transport.h"
+
+#include "client/pending_calls.h"
+#include "common/status_macros.h"
+
+namespace ps {
+
+// The calls are opened with their headers; each Send appends the chunks of
+// its tensors to every shard's call.
+class StreamTransport::Layerwise final : public LayerwisePushPull {
+ public:
+  Layerwise(StreamTransport* transport, const TensorList* grads, std::vector<uint64_t> call_ids,
+            std::unique_ptr<PendingOp> op)
+      : transport_(transport), grads_(grads), call_ids_(std::move(call_ids)), op_(std::move(op)) {}
+
+  void Send(const std::vector<bool>& now, bool last) override {
+    const ClientState& state = *transport_->state_;
+    for (int s = 0; s < state.num_shards(); ++s) {
+      std::vector<SliceRange> slices;
+      for (const SliceRange& r : state.layouts[s]->slices) {
+        if (now[r.tensor_index]) slices.push_back(r);
+      }
+      if (slices.empty() && !last) continue;
+      StreamCallHeader h;
+      h.call_id = call_ids_[s];
+      transport_->streams_[s]->Append(
+          h.call_id, EncodeStreamRequests(h, /*first=*/false, last, state.spec, slices,
+                                          TensorValues(*grads_)));
+    }
+  }
+
+  absl::Status Wait() override { return op_->Wait(); }
+
+ private:
+  StreamTransport* const transport_;  // not owned
+  const TensorList* const grads_;
+  const std::vector<uint64_t> call_ids_;  // by shard
+  std::unique_ptr<PendingOp> op_;         // its destructor cancels and waits
+};
+
+StreamTransport::StreamTransport(const std::vector<std::shared_ptr<grpc::Channel>>& channels,
+                                 ClientState* state)
+    : state_(state), streams_(channels.size()), last_call_id_(channels.size(), 0) {
+  for (const auto& channel : channels) {
+    stubs_.push_back(std::make_unique<grpc::GenericStub>(channel));
+  }
+}
+
+StreamTransport::~StreamTransport() = default;
+
+std::unique_ptr<PendingOp> StreamTransport::Pull(int64_t min_version, TensorList* weights) {
+  return FanOut(StreamCall::kPull, nullptr, weights, min_version);
+}
+
+std::unique_ptr<PendingOp> StreamTransport::Push(const TensorList& grads) {
+  return FanOut(StreamCall::kPush, &grads, nullptr, 0);
+}
+
+std::unique_ptr<PendingOp> StreamTransport::PushPull(const TensorList& grads,
+                                                     TensorList* weights) {
+  return FanOut(StreamCall::kPushPull, &grads, weights, NextStep());
+}
+
+std::unique_ptr<LayerwisePushPull> StreamTransport::StartPushPull(const TensorList* grads,
+                                                                  TensorList* weights) {
+  // Open the calls with their headers; the chunks follow as tensors are sent.
+  std::vector<StreamCallHeader> headers;
+  std::vector<uint64_t> call_ids;
+  std::vector<std::vector<grpc::ByteBuffer>> requests;
+  for (int s = 0; s < state_->num_shards(); ++s) {
+    headers.push_back(NextCall(s, StreamCall::kPushPull, NextStep()));
+    call_ids.push_back(headers.back().call_id);
+    requests.push_back(EncodeStreamRequests(headers.back(), /*first=*/true, /*last=*/false,
+                                            state_->spec, {}, SliceValues()));
+  }
+  std::unique_ptr<PendingOp> op =
+      StartCalls(StreamCall::kPushPull, headers, std::move(requests), weights);
+  return std::make_unique<Layerwise>(this, grads, std::move(call_ids), std::move(op));
+}
+
+int64_t StreamTransport::NextStep() const { return state_->mode == Mode::kSync ? -1 : 0; }
+
+StreamCallHeader StreamTransport::NextCall(int shard, StreamCall kind, int64_t min_version) {
+  const int64_t version = state_->shard_version[shard];
+  StreamCallHeader h;
+  h.call_id = ++last_call_id_[shard];
+  h.kind = kind;
+  h.worker_id = state_->options.worker_id;
+  h.version = version;
+  h.min_version = min_version < 0 ? version + 1 : min_version;
+  h.wait_timeout_ms = absl::ToInt64Milliseconds(state_->options.wait_timeout);
+  return h;
+}
+
+ShardStream* StreamTransport::StreamTo(int shard) {
+  std::unique_ptr<ShardStream>& st = streams_[shard];
+  if (st == nullptr || st->broken()) {
+    st.reset();  // waits for the broken one to wind down
+    st = std::make_unique<ShardStream>(stubs_[shard].get());
+  }
+  return st.get();
+}
+
+std::unique_ptr<PendingOp> StreamTransport::StartCalls(
+    StreamCall kind, const std::vector<StreamCallHeader>& headers,
+    std::vector<std::vector<grpc::ByteBuffer>> first_requests, TensorList* weights) {
+  const ClientOptions& o = state_->options;
+  auto op = std::make_unique<PendingCalls>(o.servers, absl::Now() + o.wait_timeout + o.rpc_timeout,
+                                           "the wait timeout plus the RPC timeout");
+  for (int s = 0; s < state_->num_shards(); ++s) {
+    ShardStream* stream = StreamTo(s);
+    op->AddCancel([stream] { stream->Cancel(); });
+    auto reader = std::make_shared<WeightReader>(s, state_->layouts[s], weights);
+    stream->Call(
+        headers[s].call_id, std::move(first_requests[s]),
+        [this, s, weights, reader](const RawStreamResponse& r) {
+          if (weights == nullptr) return absl::OkStatus();
+          RETURN_IF_ERROR(reader->Add(r.weights));
+          if (r.last) state_->shard_version[s] = r.version;
+          return absl::OkStatus();
+        },
+        [op = op.get(), s, kind, reader](absl::Status st) {
+          if (st.ok() && kind != StreamCall::kPush) st = reader->Finish();
+          op->Done(s, st);
+        });
+  }
+  return op;
+}
+
+std::unique_ptr<PendingOp> StreamTransport::FanOut(StreamCall kind, const TensorList* grads,
+                                                   TensorList* weights, int64_t min_version) {
+  std::vector<StreamCallHeader> headers;
+  std::vector<std::vector<grpc::ByteBuffer>> requests;
+  for (int s = 0; s < state_->num_shards(); ++s) {
+    headers.push_back(NextCall(s, kind, min_version));
+    requests.push_back(EncodeStreamRequests(
+        headers.back(), /*first=*/true, /*last=*/true, state_->spec,
+        grads != nullptr ? state_->layouts[s]->slices : std::vector<SliceRange>(),
+        grads != nullptr ? TensorValues(*grads) : SliceValues()));
+  }
+  return StartCalls(kind, headers, std::move(requests), weights);
+}
+
+}  // namespace ps

@@ -1,0 +1,73 @@
+// StreamTransport: the stream implementation of ShardTransport
+// (client/shard_transport.h). Each shard gets one long-lived stream
+// (client/shard_stream.h), opened on first use and reopened after it broke,
+// which runs one call at a time. Tensors travel in ~1 MB chunks; pulled
+// chunks are copied into the weights while the next is on the wire.
+//
+// Its layer-wise push-pull opens the call on every shard at once, with the
+// header only, and each Send appends the chunks of the tensors it marks, so
+// that communication overlaps the rest of the backward pass.
+//
+// Thread safety as ShardTransport's. Borrows `state`, which must outlive it;
+// owns its stubs and streams. The destructor closes the streams.
+#ifndef PS_CLIENT_STREAM_TRANSPORT_H_
+#define PS_CLIENT_STREAM_TRANSPORT_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "client/shard_stream.h"
+#include "client/shard_transport.h"
+#include "grpcpp/channel.h"
+#include "grpcpp/generic/generic_stub.h"
+#include "rpc/raw_wire.h"
+
+namespace ps {
+
+class StreamTransport final : public ShardTransport {
+ public:
+  // Shard i's stream goes over channels[i].
+  StreamTransport(const std::vector<std::shared_ptr<grpc::Channel>>& channels,
+                  ClientState* state);
+  ~StreamTransport() override;
+
+  std::unique_ptr<PendingOp> Pull(int64_t min_version, TensorList* weights) override;
+  std::unique_ptr<PendingOp> Push(const TensorList& grads) override;
+  std::unique_ptr<PendingOp> PushPull(const TensorList& grads, TensorList* weights) override;
+  std::unique_ptr<LayerwisePushPull> StartPushPull(const TensorList* grads,
+                                                   TensorList* weights) override;
+
+ private:
+  class Layerwise;  // StartPushPull's handle
+
+  // A push-pull's min_version: sync mode, all shards are at the same step
+  // and -1 asks for each shard's next; async mode, whatever it has.
+  int64_t NextStep() const;
+
+  // The header of this client's next call to `shard` of `kind`.
+  StreamCallHeader NextCall(int shard, StreamCall kind, int64_t min_version);
+
+  // Opens the same call on every shard's stream with `first_requests`
+  // (shard -> messages); replies are decoded into `weights` (may be null).
+  std::unique_ptr<PendingOp> StartCalls(StreamCall kind,
+                                        const std::vector<StreamCallHeader>& headers,
+                                        std::vector<std::vector<grpc::ByteBuffer>> first_requests,
+                                        TensorList* weights);
+
+  // One whole call of `kind` per shard; `grads` is null for pulls.
+  std::unique_ptr<PendingOp> FanOut(StreamCall kind, const TensorList* grads,
+                                    TensorList* weights, int64_t min_version);
+
+  // The shard's stream, reopened if it broke.
+  ShardStream* StreamTo(int shard);
+
+  ClientState* const state_;  // not owned
+  std::vector<std::unique_ptr<grpc::GenericStub>> stubs_;  // by shard
+  std::vector<std::unique_ptr<ShardStream>> streams_;      // by shard; opened lazily
+  std::vector<uint64_t> last_call_id_;                     // by shard
+};
+
+}  // namespace ps
+
+#endif  // PS_CLIENT_STREAM_TRANSPORT_H_

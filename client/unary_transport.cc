@@ -1,0 +1,113 @@
+#include "client/unary_transport.h"
+
+#include "client/pending_calls.h"
+#include "common/status_macros.h"
+#include "rpc/raw_wire.h"
+
+namespace ps {
+namespace {
+
+constexpr char kPushMethod[] = "/ps.v1.ParameterServer/Push";
+constexpr char kPullMethod[] = "/ps.v1.ParameterServer/Pull";
+constexpr char kPushPullMethod[] = "/ps.v1.ParameterServer/PushPull";
+
+}  // namespace
+
+// Everything goes with the last tensor.
+class UnaryTransport::Layerwise final : public LayerwisePushPull {
+ public:
+  Layerwise(UnaryTransport* transport, const TensorList* grads, TensorList* weights)
+      : transport_(transport), grads_(grads), weights_(weights) {}
+
+  void Send(const std::vector<bool>& /*now*/, bool last) override {
+    if (last) op_ = transport_->PushPull(*grads_, weights_);
+  }
+  absl::Status Wait() override { return op_->Wait(); }
+
+ private:
+  UnaryTransport* const transport_;  // not owned
+  const TensorList* const grads_;
+  TensorList* const weights_;
+  std::unique_ptr<PendingOp> op_;  // once the last tensor was sent
+};
+
+UnaryTransport::UnaryTransport(const std::vector<std::shared_ptr<grpc::Channel>>& channels,
+                               ClientState* state)
+    : state_(state) {
+  for (const auto& channel : channels) {
+    stubs_.push_back(std::make_unique<grpc::GenericStub>(channel));
+  }
+}
+
+std::unique_ptr<PendingOp> UnaryTransport::Pull(int64_t min_version, TensorList* weights) {
+  const ClientOptions& o = state_->options;
+  return RawCalls(
+      kPullMethod, o.wait_timeout + o.rpc_timeout,
+      [&o, min_version](int, grpc::ByteBuffer* req) {
+        ProtoWriter w;  // PullRequest
+        w.VarintField(1, static_cast<uint64_t>(int64_t{o.worker_id}));
+        w.VarintField(2, static_cast<uint64_t>(min_version));
+        w.VarintField(3, static_cast<uint64_t>(absl::ToInt64Milliseconds(o.wait_timeout)));
+        *req = w.Finish();
+      },
+      ReadPullInto(weights));
+}
+
+std::unique_ptr<PendingOp> UnaryTransport::Push(const TensorList& grads) {
+  return RawCalls(
+      kPushMethod, state_->options.rpc_timeout,
+      [this, &grads](int s, grpc::ByteBuffer* req) {
+        *req = EncodePushRequest(state_->options.worker_id, state_->shard_version[s], state_->spec,
+                                 state_->layouts[s]->slices, TensorValues(grads));
+      },
+      nullptr);
+}
+
+std::unique_ptr<PendingOp> UnaryTransport::PushPull(const TensorList& grads,
+                                                    TensorList* weights) {
+  const ClientOptions& o = state_->options;
+  return RawCalls(
+      kPushPullMethod, o.wait_timeout + o.rpc_timeout,
+      [this, &o, &grads](int s, grpc::ByteBuffer* req) {
+        const int64_t version = state_->shard_version[s];
+        *req = EncodePushPullRequest(o.worker_id, version, state_->spec,
+                                     state_->layouts[s]->slices, TensorValues(grads),
+                                     state_->mode == Mode::kSync ? version + 1 : 0,
+                                     absl::ToInt64Milliseconds(o.wait_timeout));
+      },
+      ReadPullInto(weights));
+}
+
+std::unique_ptr<LayerwisePushPull> UnaryTransport::StartPushPull(const TensorList* grads,
+                                                                 TensorList* weights) {
+  return std::make_unique<Layerwise>(this, grads, weights);
+}
+
+std::unique_ptr<PendingOp> UnaryTransport::RawCalls(
+    const char* method, absl::Duration timeout,
+    const std::function<void(int, grpc::ByteBuffer*)>& build, Reply on_reply) {
+  return StartUnaryCalls<grpc::ByteBuffer, grpc::ByteBuffer>(
+      state_->options.servers, timeout, /*wait_for_ready=*/false, build,
+      [this, method](int s, grpc::ClientContext* ctx, const grpc::ByteBuffer* req,
+                     grpc::ByteBuffer* resp, std::function<void(grpc::Status)> done) {
+        stubs_[s]->UnaryCall(ctx, method, grpc::StubOptions(), req, resp, std::move(done));
+      },
+      std::move(on_reply));
+}
+
+UnaryTransport::Reply UnaryTransport::ReadPullInto(TensorList* weights) {
+  return [this, weights](int s, const grpc::ByteBuffer& resp) -> absl::Status {
+    ReceivedBytes bytes;
+    RETURN_IF_ERROR(Receive(resp, &bytes));
+    int64_t version = 0;
+    std::vector<RawTensorSlice> slices;
+    RETURN_IF_ERROR(DecodePullResponse(bytes.pieces, &version, &slices));
+    WeightReader reader(s, state_->layouts[s], weights);
+    RETURN_IF_ERROR(reader.Add(slices));
+    RETURN_IF_ERROR(reader.Finish());
+    state_->shard_version[s] = version;
+    return absl::OkStatus();
+  };
+}
+
+}  // namespace ps

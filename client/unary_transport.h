@@ -1,0 +1,55 @@
+// UnaryTransport: the unary implementation of ShardTransport
+// (client/shard_transport.h). Each push, pull and push-pull is one unary
+// call per shard on the raw path of rpc/raw_wire.h: gradients are sent
+// without a copy, weights are copied once, straight into place. Every call
+// carries its own deadline. A layer-wise push-pull has no call to append to,
+// so it sends everything with its last tensor.
+//
+// Thread safety as ShardTransport's. Borrows `state`, which must outlive it;
+// owns its stubs.
+#ifndef PS_CLIENT_UNARY_TRANSPORT_H_
+#define PS_CLIENT_UNARY_TRANSPORT_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "client/shard_transport.h"
+#include "grpcpp/channel.h"
+#include "grpcpp/generic/generic_stub.h"
+
+namespace ps {
+
+class UnaryTransport final : public ShardTransport {
+ public:
+  // Shard i's calls go over channels[i].
+  UnaryTransport(const std::vector<std::shared_ptr<grpc::Channel>>& channels, ClientState* state);
+
+  std::unique_ptr<PendingOp> Pull(int64_t min_version, TensorList* weights) override;
+  std::unique_ptr<PendingOp> Push(const TensorList& grads) override;
+  std::unique_ptr<PendingOp> PushPull(const TensorList& grads, TensorList* weights) override;
+  std::unique_ptr<LayerwisePushPull> StartPushPull(const TensorList* grads,
+                                                   TensorList* weights) override;
+
+ private:
+  class Layerwise;  // StartPushPull's handle
+  using Reply = std::function<absl::Status(int, const grpc::ByteBuffer&)>;
+
+  // One raw call of `method` per shard (see StartUnaryCalls in
+  // client/pending_calls.h).
+  std::unique_ptr<PendingOp> RawCalls(const char* method, absl::Duration timeout,
+                                      const std::function<void(int, grpc::ByteBuffer*)>& build,
+                                      Reply on_reply);
+
+  // Decodes a shard's raw PullResponse into `weights`, checking it against
+  // the partition, and records the shard's version.
+  Reply ReadPullInto(TensorList* weights);
+
+  ClientState* const state_;  // not owned
+  std::vector<std::unique_ptr<grpc::GenericStub>> stubs_;  // by shard
+};
+
+}  // namespace ps
+
+#endif  // PS_CLIENT_UNARY_TRANSPORT_H_
