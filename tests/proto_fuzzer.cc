@@ -282,8 +282,17 @@ std::string ProtoFuzzer::MutateBytes(const FieldDescriptor* f, std::string v) {
       v += v;
       return v;
     case 5:  // overwrite a few bytes
-      for (int i = 1 + Uniform(8); i > 0 && !v.empty(); --i)
-        v[Uniform(v.size())] = static_cast<char>(rng_());
+      // In float data, only the low three bytes of an element (mantissa and
+      // the exponent's lowest bit): a value within a factor of two of a
+      // valid one. Random high bytes make finite values up to 3e38, which an
+      // async shard rightly applies; the real workers that train after the
+      // fuzzing then overflow on those weights, whichever of the pushes the
+      // timing let through. Non-finite values have their own case below.
+      for (int i = 1 + Uniform(8); i > 0 && !v.empty(); --i) {
+        size_t at = Uniform(v.size());
+        if (floats && at % 4 == 3) --at;
+        v[at] = static_cast<char>(rng_());
+      }
       return v;
     default: {  // NaN or +-Inf at element boundaries
       static const std::vector<uint32_t> kNonFinite = {0x7fc00000u, 0xffc00000u, 0x7f800001u,
