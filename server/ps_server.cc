@@ -3,6 +3,7 @@
 #include <chrono>
 #include <algorithm>
 #include <climits>
+#include <optional>
 #include <thread>
 
 #include "absl/synchronization/notification.h"
@@ -36,7 +37,48 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
     return absl::InvalidArgumentError("max_concurrent_streams must be >= 1");
   }
   std::unique_ptr<PsServer> s(new PsServer(options));
-  ASSIGN_OR_RETURN(s->shard_, Shard::Create(options.shard));
+  ShardOptions shard_options = options.shard;
+  const ServerOptions::Checkpoints& c = options.checkpoints;
+  if (!c.dir.empty()) {
+    CheckpointStoreOptions so;
+    so.dir = c.dir;
+    so.shard_id = options.shard.shard_id;
+    so.num_shards = options.shard.num_shards;
+    so.keep = c.keep;
+    so.log = options.shard.log;
+    ASSIGN_OR_RETURN(s->store_, CheckpointStore::Open(so));
+    shard_options.checkpoint_every = c.every_versions;
+    // The checkpointer exists before the first push can arrive.
+    shard_options.on_checkpoint = [server = s.get()](ShardState state) {
+      server->checkpointer_->Offer(std::move(state));
+    };
+  }
+  ASSIGN_OR_RETURN(s->shard_, Shard::Create(shard_options));
+  if (s->store_ != nullptr) {
+    ASSIGN_OR_RETURN(std::optional<CheckpointStore::Loaded> loaded,
+                     s->store_->LoadNewest(options.shard.spec_limits));
+    const std::string who = absl::StrCat("shard ", options.shard.shard_id, ": ");
+    if (loaded.has_value()) {
+      absl::Status restored = s->shard_->RestoreState(loaded->state);
+      if (!restored.ok()) {
+        return absl::Status(restored.code(), absl::StrCat("cannot restore checkpoint ",
+                                                          loaded->path, ": ",
+                                                          restored.message()));
+      }
+    }
+    if (options.shard.log) {
+      options.shard.log(loaded.has_value()
+                            ? absl::StrCat(who, "restored checkpoint ", loaded->path,
+                                           " (version ", loaded->state.version, ")")
+                            : absl::StrCat(who, "no checkpoint in ", c.dir, "; starting empty"));
+    }
+    CheckpointerOptions co;
+    co.shard_id = options.shard.shard_id;
+    co.period = c.period;
+    co.export_state = [shard = s->shard_.get()] { return shard->ExportState(); };
+    co.log = options.shard.log;
+    s->checkpointer_ = std::make_unique<Checkpointer>(s->store_.get(), std::move(co));
+  }
   s->service_ = std::make_unique<ParameterServerService>(s->shard_.get(), options.service);
 
   grpc::EnableDefaultHealthCheckService(true);
@@ -99,6 +141,9 @@ absl::Status PsServer::Shutdown() {
         "calls still running ", absl::FormatDuration(grace + absl::Seconds(5)),
         " after shutdown began (--shutdown_grace=", absl::FormatDuration(grace), ")"));
   }
+  // No push can arrive any more: the final checkpoint holds everything
+  // acknowledged (logged; a failure leaves the earlier ones).
+  if (checkpointer_ != nullptr) checkpointer_->WriteNow().IgnoreError();
   return shutdown_status_;
 }
 

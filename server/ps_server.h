@@ -1,6 +1,8 @@
 // PsServer: a running parameter-server shard: a Shard, its gRPC service, the
 // standard grpc.health.v1 health service and server reflection, listening on
-// one address.
+// one address; and, with a checkpoint directory, the shard's checkpoints:
+// the newest valid one is restored at Start, later ones are written as the
+// options say, and a final one at Shutdown.
 //
 // Used by ps_server's main() and by tests, which start real servers in-process
 // on ephemeral ports ("127.0.0.1:0"). Thread-safe. Owns the shard and server.
@@ -13,6 +15,8 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "grpcpp/server.h"
+#include "server/checkpoint_store.h"
+#include "server/checkpointer.h"
 #include "server/service.h"
 #include "server/shard.h"
 
@@ -28,6 +32,15 @@ struct ServerOptions {
   int max_concurrent_streams = 1000;
   // How long Shutdown lets calls finish before it cancels them.
   absl::Duration shutdown_grace = absl::Seconds(10);
+
+  // Checkpoints (server/checkpoint_store.h); none when dir is empty.
+  struct Checkpoints {
+    std::string dir;
+    int64_t every_versions = 0;                       // 0: none by version
+    absl::Duration period = absl::ZeroDuration();     // 0: none by time
+    int keep = 3;                                      // newest files kept
+  };
+  Checkpoints checkpoints;
 };
 
 // The largest message a server of these options accepts: what the largest
@@ -39,7 +52,10 @@ int MaxReceiveMessageBytes(const ServerOptions& options);
 
 class PsServer {
  public:
-  // Builds and starts the server. UNAVAILABLE if the address cannot be bound.
+  // Builds and starts the server, after restoring the newest valid
+  // checkpoint of options.checkpoints.dir (logging the file, or the damaged
+  // ones it skipped). UNAVAILABLE if the address cannot be bound; the
+  // checkpoint store's error if the directory is unusable.
   static absl::StatusOr<std::unique_ptr<PsServer>> Start(const ServerOptions& options);
 
   // Shuts down (see Shutdown) if still running.
@@ -57,7 +73,9 @@ class PsServer {
   // and stops the server, cancelling calls still running after
   // options.shutdown_grace. Returns DEADLINE_EXCEEDED if calls still have
   // not ended a further 5 s after that (gRPC has not let go of them; the
-  // caller should then exit the process); OK once all ended. Idempotent.
+  // caller should then exit the process); OK once all ended. Then, with
+  // checkpoints, writes a final one (a failure is logged, not returned).
+  // Idempotent.
   absl::Status Shutdown();
 
  private:
@@ -65,7 +83,10 @@ class PsServer {
 
   const ServerOptions options_;
 
+  std::unique_ptr<CheckpointStore> store_;  // null without checkpoints
   std::unique_ptr<Shard> shard_;
+  // Destroyed before the shard it exports; null without checkpoints.
+  std::unique_ptr<Checkpointer> checkpointer_;
   std::unique_ptr<ParameterServerService> service_;
   std::unique_ptr<grpc::Server> server_;
   std::string address_;

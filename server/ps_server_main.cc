@@ -64,6 +64,19 @@ ABSL_FLAG(int, max_pending_pushes, 0,
 ABSL_FLAG(int, max_concurrent_streams, 1000,
           "Most calls (streams, unary calls, waiting pulls) open at once on one client "
           "connection; more wait in gRPC for a free slot.");
+ABSL_FLAG(std::string, checkpoint_dir, "",
+          "Directory of this shard's checkpoints (created if missing; shards may share it). "
+          "At start the newest valid one is restored (damaged ones are skipped with a "
+          "warning); one is written at each --checkpoint_every versions, every "
+          "--checkpoint_secs, and at SIGTERM. Empty: no checkpoints.");
+ABSL_FLAG(int64_t, checkpoint_every, 100,
+          "With --checkpoint_dir: write a checkpoint whenever the version reaches a multiple "
+          "of this (in sync mode the same steps on every shard: a consistent cut). 0 = not by "
+          "version.");
+ABSL_FLAG(double, checkpoint_secs, 0,
+          "With --checkpoint_dir: also write one at most this many seconds apart if the "
+          "version moved (not a consistent cut across shards). 0 = not by time.");
+ABSL_FLAG(int, checkpoint_keep, 3, "With --checkpoint_dir: how many newest checkpoints to keep.");
 ABSL_FLAG(bool, reject_nonfinite, true,
           "Refuse gradients and initial values holding NaN or Inf (INVALID_ARGUMENT), so that "
           "one bad worker cannot poison the model silently.");
@@ -139,6 +152,16 @@ int main(int argc, char** argv) {
     return Fail(absl::InvalidArgumentError("--max_concurrent_streams must be >= 1"));
   }
   options.shard.reject_nonfinite = absl::GetFlag(FLAGS_reject_nonfinite);
+  options.checkpoints.dir = absl::GetFlag(FLAGS_checkpoint_dir);
+  options.checkpoints.every_versions = absl::GetFlag(FLAGS_checkpoint_every);
+  const double checkpoint_secs = absl::GetFlag(FLAGS_checkpoint_secs);
+  options.checkpoints.keep = absl::GetFlag(FLAGS_checkpoint_keep);
+  if (options.checkpoints.every_versions < 0 || !(checkpoint_secs >= 0) ||
+      options.checkpoints.keep < 1) {
+    return Fail(absl::InvalidArgumentError(
+        "need --checkpoint_every >= 0, --checkpoint_secs >= 0 and --checkpoint_keep >= 1"));
+  }
+  options.checkpoints.period = absl::Seconds(checkpoint_secs);
 
   // Block the stop signals before any thread starts, so that only sigwait below
   // receives them.

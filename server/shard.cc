@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -278,6 +279,7 @@ absl::StatusOr<int64_t> Shard::Push(AssembledGradient g) {
   std::vector<std::string> lines;
   int64_t version;
   int64_t staleness;
+  std::optional<absl::StatusOr<ShardState>> checkpoint;
   {
     absl::MutexLock l(&mu_);
     RETURN_IF_ERROR(CheckInitializedLocked());
@@ -316,6 +318,10 @@ absl::StatusOr<int64_t> Shard::Push(AssembledGradient g) {
       ++version_;
       metrics_->version.Set(version_);
       ready = TakeReadyLocked(&snap);
+      if (options_.checkpoint_every > 0 && options_.on_checkpoint &&
+          version_ % options_.checkpoint_every == 0) {
+        checkpoint = ExportStateLocked();
+      }
     }
     version = version_;
   }
@@ -324,6 +330,14 @@ absl::StatusOr<int64_t> Shard::Push(AssembledGradient g) {
   metrics_->push_latency.Record(absl::Now() - start);
   Log(lines);
   Release(std::move(ready), snap);
+  if (checkpoint.has_value()) {
+    if (checkpoint->ok()) {
+      options_.on_checkpoint(*std::move(*checkpoint));
+    } else {
+      Log({absl::StrCat("shard ", options_.shard_id, ": cannot export version ", version,
+                        " for a checkpoint: ", checkpoint->status().message())});
+    }
+  }
   return version;
 }
 
@@ -489,6 +503,10 @@ std::shared_ptr<const ShardLayout> Shard::Layout() const {
 
 absl::StatusOr<ShardState> Shard::ExportState() const {
   absl::MutexLock l(&mu_);
+  return ExportStateLocked();
+}
+
+absl::StatusOr<ShardState> Shard::ExportStateLocked() const {
   if (!initialized_) {
     return absl::FailedPreconditionError(
         absl::StrCat("shard ", options_.shard_id, " has no parameters to export"));

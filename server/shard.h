@@ -99,6 +99,15 @@ struct ShardOptions {
   // report may follow its completion line. Null drops the lines. The default
   // writes the line to stderr at once (WriteLineToStderr).
   std::function<void(absl::string_view line)> log = WriteLineToStderr;
+
+  // Checkpoints by version: each time an update brings the version to a
+  // multiple of checkpoint_every (> 0), the shard exports its state at that
+  // version (a copy of the weights, taken under its lock) and hands it to
+  // on_checkpoint, after releasing the lock, on the pushing thread. In sync
+  // mode every shard thus exports the same versions: a consistent cut. The
+  // callback should only queue the state (server/checkpointer.h writes it).
+  int64_t checkpoint_every = 0;
+  std::function<void(ShardState state)> on_checkpoint;
 };
 
 // Counters for operators; see StatusResponse in proto/ps.proto.
@@ -217,6 +226,7 @@ class Shard {
                              std::unique_ptr<Optimizer> optimizer, int64_t version)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   WeightsSnapshot SnapshotLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<ShardState> ExportStateLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Takes the waiters that the current version releases, with the snapshot
   // to run them with (outside the lock, by Release).
   SnapshotCallbacks TakeReadyLocked(WeightsSnapshot* snap) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -24,7 +24,8 @@ expect() {
   fi
 }
 
-for flag in listen port_file shard_id num_shards num_workers mode lr pull_timeout; do
+for flag in listen port_file shard_id num_shards num_workers mode lr pull_timeout \
+            checkpoint_dir checkpoint_every checkpoint_secs checkpoint_keep; do
   expect "ps_server --help lists --$flag" 1 "--$flag \(" "$SERVER" --help
 done
 for flag in servers worker_id num_workers standalone model hidden dataset_dir batch_size \
@@ -39,6 +40,10 @@ expect "server rejects an unknown mode" 2 "unknown mode 'fast'.*sync.*async" \
 expect "server rejects a shard id out of range" 2 "shard_id must be in \[0, 2\), got 5" \
   "$SERVER" --listen=127.0.0.1:0 --shard_id=5 --num_shards=2
 expect "server rejects a bad listen address" 2 "not HOST:PORT" "$SERVER" --listen=nonsense
+expect "server rejects --checkpoint_keep=0" 2 "--checkpoint_keep >= 1" \
+  "$SERVER" --listen=127.0.0.1:0 --checkpoint_dir=/tmp --checkpoint_keep=0
+expect "server names a checkpoint dir it cannot create" 2 "cannot create checkpoint dir /proc/nonexistent/ckpt" \
+  "$SERVER" --listen=127.0.0.1:0 --checkpoint_dir=/proc/nonexistent/ckpt
 expect "worker without servers says how to fix it" 1 "--servers is empty.*--standalone" \
   "$WORKER" --max_steps=1
 expect "worker names the dataset package" 1 "dataset-fashion-mnist" \
