@@ -1,7 +1,8 @@
-// QueryStatus: the operator's view of the shards (ps_ctl status, and tests
-// that watch a server's counters). It asks each server for its StatusResponse
+// The operator's calls to the shards (ps_ctl, and tests that watch a
+// server's counters): QueryStatus asks each server for its StatusResponse
 // (proto/ps.proto: shard id, mode, version, workers seen, waiting calls,
-// stats); no registration needed, so it does not count as a worker.
+// stats), RequestCheckpoints has each write a checkpoint now. No
+// registration needed, so neither counts as a worker.
 //
 // Thread-safe (no shared state); each call opens its own channels, asks the
 // servers one after the other and closes them.
@@ -20,6 +21,11 @@ namespace ps {
 // One reply per server, in the order of `servers`; each call has `timeout`.
 // An error names the server that failed.
 absl::StatusOr<std::vector<v1::StatusResponse>> QueryStatus(
+    const std::vector<std::string>& servers, absl::Duration timeout);
+
+// The same for the Checkpoint RPC: each server writes one and answers once
+// it is on disk. FAILED_PRECONDITION from a server without --checkpoint_dir.
+absl::StatusOr<std::vector<v1::CheckpointResponse>> RequestCheckpoints(
     const std::vector<std::string>& servers, absl::Duration timeout);
 
 }  // namespace ps

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "common/partition.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -165,12 +166,22 @@ TEST(Checkpointer, WritesOfferedAndCurrentStates) {
       absl::MutexLock l(&mu);
       current = 6;
     }
-    auto path = c.WriteNow();
-    ASSERT_TRUE(path.ok());
-    EXPECT_THAT(Basename(*path), HasSubstr("v00000000000000000006"));
-    auto again = c.WriteNow();  // same version: nothing to write
+    auto now = c.WriteNow();
+    ASSERT_TRUE(now.ok());
+    EXPECT_TRUE(now->written);
+    EXPECT_EQ(now->version, 6);
+    EXPECT_THAT(Basename(now->path), HasSubstr("v00000000000000000006"));
+    // Same version: nothing new is written; on the writer thread likewise.
+    absl::Notification requested;
+    absl::StatusOr<CheckpointWritten> again;
+    c.RequestWrite([&](absl::StatusOr<CheckpointWritten> r) {
+      again = std::move(r);
+      requested.Notify();
+    });
+    ASSERT_TRUE(requested.WaitForNotificationWithTimeout(absl::Seconds(30)));
     ASSERT_TRUE(again.ok());
-    EXPECT_EQ(*again, "");
+    EXPECT_FALSE(again->written);
+    EXPECT_EQ(again->path, now->path);
     EXPECT_EQ(c.last_written_version(), 6);
   }
   absl::MutexLock l(&mu);

@@ -8,7 +8,9 @@
 //   - every `period` (> 0), the thread exports the shard itself (through
 //     `export_state`) if its version moved since the last write; such
 //     checkpoints are not a consistent cut across sync shards;
-//   - WriteNow: an export written on the caller's thread (at shutdown).
+//   - WriteNow: an export written on the caller's thread (at shutdown), or
+//     RequestWrite: the same on the writer thread, for an RPC that must not
+//     block (ps_ctl checkpoint).
 // Each write goes through the CheckpointStore (atomic, durable, pruned), and
 // each result is logged as one line: "shard S: checkpoint vV written to PATH
 // (B bytes, T ms)" or why it failed; a failed write leaves the previous
@@ -24,6 +26,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -36,6 +39,13 @@
 
 namespace ps {
 
+// The newest checkpoint after a WriteNow.
+struct CheckpointWritten {
+  int64_t version = 0;
+  std::string path;
+  bool written = false;  // false: the newest file already held this version
+};
+
 struct CheckpointerOptions {
   int shard_id = 0;  // for the log lines
   // Time-based checkpoints: at most this far apart; zero: none.
@@ -45,6 +55,10 @@ struct CheckpointerOptions {
   std::function<absl::StatusOr<ShardState>()> export_state;
   // Receives each log line, without a newline; null drops them.
   std::function<void(absl::string_view line)> log;
+  // The checkpoint the shard was restored from, if any: its version counts
+  // as written, so an unchanged shard is not written again.
+  int64_t restored_version = -1;
+  std::string restored_path;
 };
 
 class Checkpointer {
@@ -60,9 +74,13 @@ class Checkpointer {
 
   // Writes the state still waiting from Offer, if any, then exports the
   // shard and writes it, unless the newest written version is the shard's
-  // already. Returns the file of the export ("" if none was needed), or the
-  // error, also logged.
-  absl::StatusOr<std::string> WriteNow();
+  // already. FAILED_PRECONDITION (not logged) before the shard has
+  // parameters; a write's error is logged and returned.
+  absl::StatusOr<CheckpointWritten> WriteNow();
+
+  // WriteNow on the writer thread; `done` runs there with its result.
+  using WriteDone = std::function<void(absl::StatusOr<CheckpointWritten>)>;
+  void RequestWrite(WriteDone done);
 
   // The version of the newest checkpoint written; -1 before the first.
   int64_t last_written_version() const;
@@ -80,9 +98,11 @@ class Checkpointer {
   // Serializes writes (the thread's and WriteNow's); held while writing.
   mutable absl::Mutex write_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   int64_t last_written_ ABSL_GUARDED_BY(write_mu_) = -1;
+  std::string last_path_ ABSL_GUARDED_BY(write_mu_);
 
   mutable absl::Mutex mu_;
   std::optional<ShardState> pending_ ABSL_GUARDED_BY(mu_);
+  std::vector<WriteDone> requests_ ABSL_GUARDED_BY(mu_);
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
 
   std::thread thread_;

@@ -77,9 +77,20 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
     co.period = c.period;
     co.export_state = [shard = s->shard_.get()] { return shard->ExportState(); };
     co.log = options.shard.log;
+    if (loaded.has_value()) {
+      co.restored_version = loaded->state.version;
+      co.restored_path = loaded->path;
+    }
     s->checkpointer_ = std::make_unique<Checkpointer>(s->store_.get(), std::move(co));
   }
-  s->service_ = std::make_unique<ParameterServerService>(s->shard_.get(), options.service);
+  ServiceOptions service_options = options.service;
+  if (s->checkpointer_ != nullptr) {
+    service_options.checkpoint = [checkpointer = s->checkpointer_.get()](
+                                     Checkpointer::WriteDone done) {
+      checkpointer->RequestWrite(std::move(done));
+    };
+  }
+  s->service_ = std::make_unique<ParameterServerService>(s->shard_.get(), service_options);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

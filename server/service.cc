@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "common/status_macros.h"
 #include "rpc/raw_wire.h"
@@ -195,6 +196,30 @@ grpc::ServerUnaryReactor* ParameterServerService::PushPull(grpc::CallbackServerC
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ParameterServerService::Stream(
     grpc::CallbackServerContext* /*ctx*/) {
   return NewStreamReactor(shard_, options_.call_timeout);
+}
+
+grpc::ServerUnaryReactor* ParameterServerService::Checkpoint(
+    grpc::CallbackServerContext* ctx, const v1::CheckpointRequest* /*req*/,
+    v1::CheckpointResponse* resp) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  if (!options_.checkpoint) {
+    reactor->Finish(ToGrpcStatus(absl::FailedPreconditionError(absl::StrCat(
+        "shard ", shard_->options().shard_id, " runs without --checkpoint_dir"))));
+    return reactor;
+  }
+  try {
+    options_.checkpoint([reactor, resp](absl::StatusOr<CheckpointWritten> r) {
+      if (r.ok()) {
+        resp->set_version(r->version);
+        resp->set_path(r->path);
+        resp->set_written(r->written);
+      }
+      reactor->Finish(ToGrpcStatus(r.status()));
+    });
+  } catch (...) {
+    FinishWithException(reactor, "Checkpoint");
+  }
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* ParameterServerService::GetStatus(grpc::CallbackServerContext* ctx,

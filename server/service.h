@@ -23,6 +23,7 @@
 
 #include "absl/time/time.h"
 #include "proto/ps.grpc.pb.h"
+#include "server/checkpointer.h"
 #include "server/shard.h"
 
 namespace ps {
@@ -32,16 +33,20 @@ namespace ps {
 using ParameterServerBase = v1::ParameterServer::WithCallbackMethod_Register<
     v1::ParameterServer::WithCallbackMethod_InitParams<
         v1::ParameterServer::WithCallbackMethod_GetStatus<
-            v1::ParameterServer::WithRawCallbackMethod_Push<
-                v1::ParameterServer::WithRawCallbackMethod_Pull<
-                    v1::ParameterServer::WithRawCallbackMethod_PushPull<
-                        v1::ParameterServer::WithRawCallbackMethod_Stream<
-                            v1::ParameterServer::Service>>>>>>>;
+            v1::ParameterServer::WithCallbackMethod_Checkpoint<
+                v1::ParameterServer::WithRawCallbackMethod_Push<
+                    v1::ParameterServer::WithRawCallbackMethod_Pull<
+                        v1::ParameterServer::WithRawCallbackMethod_PushPull<
+                            v1::ParameterServer::WithRawCallbackMethod_Stream<
+                                v1::ParameterServer::Service>>>>>>>>;
 
 struct ServiceOptions {
   // Longest time a stream call may take to arrive in full (see
   // server/stream_reactor.h); zero = no limit.
   absl::Duration call_timeout = absl::Seconds(60);
+  // Starts a checkpoint write for the Checkpoint RPC (Checkpointer::
+  // RequestWrite); null: the server has no checkpoint directory.
+  std::function<void(Checkpointer::WriteDone)> checkpoint;
 };
 
 class ParameterServerService final : public ParameterServerBase {
@@ -68,6 +73,9 @@ class ParameterServerService final : public ParameterServerBase {
   // Raw: the streaming transport (server/stream_reactor.h).
   grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Stream(
       grpc::CallbackServerContext* ctx) override;
+  grpc::ServerUnaryReactor* Checkpoint(grpc::CallbackServerContext* ctx,
+                                       const v1::CheckpointRequest* req,
+                                       v1::CheckpointResponse* resp) override;
   grpc::ServerUnaryReactor* GetStatus(grpc::CallbackServerContext* ctx,
                                       const v1::StatusRequest* req,
                                       v1::StatusResponse* resp) override;

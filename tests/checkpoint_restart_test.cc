@@ -2,7 +2,8 @@
 // checkpoints at the same versions on both shards and a final one at
 // shutdown; servers restarted on the same directory resume at the final
 // version with the exact weights; a damaged newest checkpoint makes its shard
-// fall back to the previous one.
+// fall back to the previous one; the Checkpoint RPC (ps_ctl checkpoint)
+// writes one on demand.
 #include <cstdlib>
 #include <fstream>
 #include <memory>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "client/admin_client.h"
 #include "client/ps_client.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -172,6 +174,38 @@ TEST(CheckpointRestart, DamagedNewestCheckpointFallsBackToThePreviousOne) {
   EXPECT_THAT(c.Lines(), testing::Contains(HasSubstr("-v00000000000000000007.ckpt skipped")));
   EXPECT_EQ(c.servers[0]->shard()->Stats().version, 5);
   EXPECT_EQ(c.servers[1]->shard()->Stats().version, 7);
+}
+
+TEST(CheckpointRestart, CheckpointRpcWritesOnDemand) {
+  const std::string dir = TempDir();
+  Cluster c = Start(dir);
+  ASSERT_EQ(c.servers.size(), kShards);
+  // No parameters yet: nothing to write.
+  EXPECT_EQ(RequestCheckpoints(c.addresses, absl::Seconds(30)).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  Train(c, /*init=*/true, 3);
+  auto first = RequestCheckpoints(c.addresses, absl::Seconds(30));
+  ASSERT_TRUE(first.ok()) << first.status();
+  for (int s = 0; s < kShards; ++s) {
+    EXPECT_EQ((*first)[s].version(), 3);
+    EXPECT_TRUE((*first)[s].written());
+    EXPECT_EQ((*first)[s].path(),
+              absl::StrCat(dir, "/shard-", s, "-of-2-v00000000000000000003.ckpt"));
+  }
+  EXPECT_THAT(Versions(dir, 0), ElementsAre(3));
+  auto again = RequestCheckpoints(c.addresses, absl::Seconds(30));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_FALSE((*again)[0].written());
+  EXPECT_EQ((*again)[0].path(), (*first)[0].path());
+
+  // A server without a checkpoint directory says so.
+  ServerOptions o;
+  o.listen = "127.0.0.1:0";
+  auto plain = PsServer::Start(o);
+  ASSERT_TRUE(plain.ok());
+  auto refused = RequestCheckpoints({(*plain)->address()}, absl::Seconds(30));
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("without --checkpoint_dir"));
 }
 
 }  // namespace

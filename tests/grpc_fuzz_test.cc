@@ -3,7 +3,7 @@
 // For each consistency mode (sync with 2 workers, async) it starts ps_server
 // as a subprocess on 127.0.0.1 and sends thousands of random and malformed
 // requests to every RPC of ps.v1.ParameterServer (Register, InitParams, Push,
-// Pull, PushPull, GetStatus, Stream) and to grpc.health.v1.Health/Check, over
+// Pull, PushPull, GetStatus, Checkpoint, Stream) and to grpc.health.v1.Health/Check, over
 // both client transports: unary calls and the bidirectional Stream. Requests
 // start as valid messages and are re-encoded by ProtoFuzzer
 // (tests/proto_fuzzer.h), which walks their descriptors: exactly, mutated,
@@ -277,6 +277,7 @@ constexpr char kPush[] = "/ps.v1.ParameterServer/Push";
 constexpr char kPull[] = "/ps.v1.ParameterServer/Pull";
 constexpr char kPushPull[] = "/ps.v1.ParameterServer/PushPull";
 constexpr char kGetStatus[] = "/ps.v1.ParameterServer/GetStatus";
+constexpr char kCheckpoint[] = "/ps.v1.ParameterServer/Checkpoint";
 constexpr char kStream[] = "/ps.v1.ParameterServer/Stream";
 constexpr char kHealthCheck[] = "/grpc.health.v1.Health/Check";
 
@@ -967,6 +968,7 @@ class CaseGen {
   }
 
   Request Status() { return Encode(v1::StatusRequest(), false); }
+  Request Checkpoint() { return Encode(v1::CheckpointRequest(), false); }
 
   Request Health() {
     health::HealthCheckRequest m;
@@ -1046,6 +1048,7 @@ enum class Rpc {
   kPull,
   kPushPull,
   kStatus,
+  kCheckpoint,
   kHealth,
   kUnknown,
   kStreamAsUnary
@@ -1065,6 +1068,8 @@ const char* RpcName(Rpc r) {
       return "PushPull";
     case Rpc::kStatus:
       return "GetStatus";
+    case Rpc::kCheckpoint:
+      return "Checkpoint";
     case Rpc::kHealth:
       return "Health.Check";
     case Rpc::kUnknown:
@@ -1104,8 +1109,14 @@ void UnaryCase(Harness& h, uint64_t seed, int index, bool before_init) {
   static const std::vector<std::pair<Rpc, int>> kWeights = {
       {Rpc::kRegister, 8}, {Rpc::kInit, 8},      {Rpc::kPush, 22},
       {Rpc::kPull, 14},    {Rpc::kPushPull, 18}, {Rpc::kStatus, 8},
-      {Rpc::kHealth, 8},   {Rpc::kUnknown, 2},   {Rpc::kStreamAsUnary, 2}};
-  int w = fz.Uniform(90);  // the sum of the weights
+      {Rpc::kHealth, 8},   {Rpc::kUnknown, 2},   {Rpc::kStreamAsUnary, 2},
+      {Rpc::kCheckpoint, 4}};
+  static const int kTotal = [] {
+    int total = 0;
+    for (const auto& [rpc, weight] : kWeights) total += weight;
+    return total;
+  }();
+  int w = fz.Uniform(kTotal);
   auto it = kWeights.begin();
   for (; w >= it->second; ++it) w -= it->second;
   Rpc rpc = it->first;
@@ -1139,6 +1150,10 @@ void UnaryCase(Harness& h, uint64_t seed, int index, bool before_init) {
     case Rpc::kStatus:
       req = g.Status();
       method = kGetStatus;
+      break;
+    case Rpc::kCheckpoint:
+      req = g.Checkpoint();
+      method = kCheckpoint;
       break;
     case Rpc::kHealth:
       req = g.Health();
@@ -1686,7 +1701,7 @@ std::vector<NamedCase> NamedCases() {
                          {Rpc::kRegister, kRegister}, {Rpc::kInit, kInitParams},
                          {Rpc::kPush, kPush},         {Rpc::kPull, kPull},
                          {Rpc::kPushPull, kPushPull}, {Rpc::kStatus, kGetStatus},
-                         {Rpc::kHealth, kHealthCheck}};
+                         {Rpc::kCheckpoint, kCheckpoint}, {Rpc::kHealth, kHealthCheck}};
                      for (const auto& [rpc, method] : kMethods) {
                        std::string problem = ExpectRefused(h, absl::StrCat("unary ", RpcName(rpc)),
                                                            method, g.fz().NotProtobuf());

@@ -2,6 +2,7 @@
 //
 //   ps_ctl status --servers=h:p,h:p   one JSON object per shard, per line
 //   ps_ctl health --servers=h:p,h:p   grpc.health.v1 check; exit 0 iff all SERVING
+//   ps_ctl checkpoint --servers=h:p,...  each server writes a checkpoint now
 #include <iostream>
 #include <string>
 #include <vector>
@@ -44,6 +45,26 @@ int Health(const std::vector<std::string>& servers, absl::Duration timeout) {
   return rc;
 }
 
+// Prints each server's reply as one JSON object per line, naming the server
+// as its first field; or the error.
+template <typename Message>
+int PrintJson(const std::vector<std::string>& servers,
+              const absl::StatusOr<std::vector<Message>>& replies) {
+  if (!replies.ok()) {
+    std::cerr << "ps_ctl: " << replies.status() << std::endl;
+    return 1;
+  }
+  google::protobuf::util::JsonPrintOptions json;
+  json.always_print_primitive_fields = true;
+  json.preserve_proto_field_names = true;
+  for (size_t i = 0; i < replies->size(); ++i) {
+    std::string line;
+    google::protobuf::util::MessageToJsonString((*replies)[i], &line, json);
+    std::cout << "{\"server\":\"" << servers[i] << "\"," << line.substr(1) << std::endl;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -52,11 +73,14 @@ int main(int argc, char** argv) {
       "  ps_ctl status --servers=HOST:PORT,...   print each shard's status as JSON, one "
       "object per line\n"
       "  ps_ctl health --servers=HOST:PORT,...   gRPC health check of each server; exit 0 "
-      "iff all are SERVING");
+      "iff all are SERVING\n"
+      "  ps_ctl checkpoint --servers=HOST:PORT,...   each server (run with --checkpoint_dir) "
+      "writes a checkpoint now; prints one JSON object per shard");
   std::vector<char*> args = absl::ParseCommandLine(argc, argv);
   const std::string cmd = args.size() == 2 ? args[1] : "";
-  if (cmd != "status" && cmd != "health") {
-    std::cerr << "usage: ps_ctl status|health --servers=HOST:PORT,... (see --help)" << std::endl;
+  if (cmd != "status" && cmd != "health" && cmd != "checkpoint") {
+    std::cerr << "usage: ps_ctl status|health|checkpoint --servers=HOST:PORT,... (see --help)"
+              << std::endl;
     return 2;
   }
   std::vector<std::string> servers =
@@ -67,19 +91,6 @@ int main(int argc, char** argv) {
   }
   const absl::Duration timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout));
   if (cmd == "health") return Health(servers, timeout);
-  auto statuses = ps::QueryStatus(servers, timeout);
-  if (!statuses.ok()) {
-    std::cerr << "ps_ctl: " << statuses.status() << std::endl;
-    return 1;
-  }
-  google::protobuf::util::JsonPrintOptions json;
-  json.always_print_primitive_fields = true;
-  json.preserve_proto_field_names = true;
-  for (size_t i = 0; i < statuses->size(); ++i) {
-    std::string line;
-    google::protobuf::util::MessageToJsonString((*statuses)[i], &line, json);
-    // Name the server the object came from as the first field.
-    std::cout << "{\"server\":\"" << servers[i] << "\"," << line.substr(1) << std::endl;
-  }
-  return 0;
+  if (cmd == "checkpoint") return PrintJson(servers, ps::RequestCheckpoints(servers, timeout));
+  return PrintJson(servers, ps::QueryStatus(servers, timeout));
 }
