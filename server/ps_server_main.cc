@@ -190,6 +190,7 @@ int main(int argc, char** argv) {
   sigwait(&stop, &sig);
   std::cout << "received " << (sig == SIGINT ? "SIGINT" : "SIGTERM") << ", shutting down"
             << std::endl;
+  const absl::Time stop_start = absl::Now();
   absl::Status s = (*server)->Shutdown();
   if (!s.ok()) {
     // Calls gRPC could not end still reference the server: don't run
@@ -197,5 +198,10 @@ int main(int argc, char** argv) {
     std::cerr << "ps_server: " << s.message() << "; exiting anyway" << std::endl;
     std::_Exit(3);
   }
+  std::cout << "stopped serving after " << absl::FormatDuration(absl::Now() - stop_start)
+            << std::endl;
+  server->reset();
+  std::cout << "shut down after " << absl::FormatDuration(absl::Now() - stop_start)
+            << std::endl;
   return 0;
 }

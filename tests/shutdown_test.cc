@@ -130,7 +130,8 @@ TEST(Shutdown, SigtermEndsTheServerWithinTheGraceWhateverClientsDo) {
   const absl::Duration took = absl::Now() - sigterm;
   std::cout << "ps_server: " << DescribeExit(status) << " " << absl::FormatDuration(took)
             << " after SIGTERM" << std::endl;
-  EXPECT_LE(took, absl::Seconds(kGraceSeconds + 5)) << "shutdown took too long";
+  EXPECT_LE(took, absl::Seconds(kGraceSeconds + 5)) << "shutdown took too long; the server's log:\n"
+                                                     << server.LogTail(20);
   ASSERT_TRUE(status.has_value()) << server.LogTail(20);
   EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0)
       << DescribeExit(status) << "\n" << server.LogTail(20);
