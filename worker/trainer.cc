@@ -115,7 +115,17 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   std::vector<float> y(hold ? 0 : o.batch_size);
   const absl::Time start = absl::Now();
   absl::Time last_log = start;
-  int64_t step = 0, samples_since_log = 0;
+  // Sync servers restored from a checkpoint are at step V > 0: resume there.
+  // The data order is a pure function of the seed and the step, so the run
+  // continues exactly as an uninterrupted one would.
+  const int64_t resume_at =
+      store_->mode() == Mode::kSync ? std::min(store_->version(), total_steps) : 0;
+  if (resume_at > 0 && o.log != nullptr) {
+    *o.log << absl::StrFormat("worker %d: the servers are at step %d; resuming there\n",
+                              o.worker_id, resume_at)
+           << std::flush;
+  }
+  int64_t step = resume_at, samples_since_log = 0;
   double loss_since_log = 0;
   int64_t batches_since_log = 0;
   absl::Duration eval_time;     // spent evaluating; not training throughput
@@ -161,10 +171,11 @@ absl::StatusOr<TrainResult> Trainer::Run() {
     return absl::OkStatus();
   };
 
-  int epoch = 0;
+  int epoch = static_cast<int>(step / per_epoch);
   for (; epoch < o.epochs && step < total_steps; ++epoch) {
     const std::vector<int64_t> perm = EpochPermutation(train.size, o.seed, epoch, o.shuffle);
-    for (int64_t t = 0; t < per_epoch && step < total_steps; ++t) {
+    for (int64_t t = step - int64_t{epoch} * per_epoch; t < per_epoch && step < total_steps;
+         ++t) {
       for (int i = 0; i < o.batch_size; ++i) {
         examples[i] = BatchExample(perm, o.num_workers, o.worker_id, o.batch_size, t, i);
         if (hold) continue;
@@ -218,7 +229,8 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   result.final_version = store_->version();
   result.wall_s = absl::ToDoubleSeconds(end - start);
   result.samples_per_sec =
-      step * o.batch_size / std::max(1e-9, absl::ToDoubleSeconds(end - start - eval_time));
+      (step - resume_at) * o.batch_size /
+      std::max(1e-9, absl::ToDoubleSeconds(end - start - eval_time));
   RETURN_IF_ERROR(log_point(std::max(0, epoch - 1), /*eval=*/o.worker_id == 0));
   if (o.worker_id == 0 && !o.save_model.empty()) {
     RETURN_IF_ERROR(SaveModel(o.save_model, model->spec(), weights));
