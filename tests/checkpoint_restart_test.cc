@@ -17,6 +17,7 @@
 #include "gtest/gtest.h"
 #include "server/checkpoint_store.h"
 #include "server/ps_server.h"
+#include "tools/local_servers.h"
 
 namespace ps {
 namespace {
@@ -36,9 +37,7 @@ std::string TempDir() {
 }
 
 // Shard servers on one checkpoint directory, with their log lines.
-struct Cluster {
-  std::vector<std::unique_ptr<PsServer>> servers;
-  std::vector<std::string> addresses;
+struct Cluster : LocalServers {
   std::shared_ptr<absl::Mutex> mu = std::make_shared<absl::Mutex>();
   std::shared_ptr<std::vector<std::string>> lines = std::make_shared<std::vector<std::string>>();
 
@@ -50,27 +49,20 @@ struct Cluster {
 
 Cluster Start(const std::string& dir) {
   Cluster c;
-  for (int s = 0; s < kShards; ++s) {
-    ServerOptions o;
-    o.listen = "127.0.0.1:0";
-    o.shard.shard_id = s;
-    o.shard.num_shards = kShards;
-    o.shard.num_workers = kWorkers;
-    o.shard.mode = Mode::kSync;
-    o.shard.optimizer.learning_rate = 0.5f;
-    o.shard.log = [mu = c.mu, lines = c.lines](absl::string_view line) {
-      absl::MutexLock l(mu.get());
-      lines->emplace_back(line);
-    };
-    o.checkpoints.dir = dir;
-    o.checkpoints.every_versions = 5;
-    o.checkpoints.keep = 10;
-    auto server = PsServer::Start(o);
-    EXPECT_TRUE(server.ok()) << server.status();
-    if (!server.ok()) continue;
-    c.addresses.push_back((*server)->address());
-    c.servers.push_back(*std::move(server));
-  }
+  ServerOptions o;
+  o.shard.num_workers = kWorkers;
+  o.shard.mode = Mode::kSync;
+  o.shard.optimizer.learning_rate = 0.5f;
+  o.shard.log = [mu = c.mu, lines = c.lines](absl::string_view line) {
+    absl::MutexLock l(mu.get());
+    lines->emplace_back(line);
+  };
+  o.checkpoints.dir = dir;
+  o.checkpoints.every_versions = 5;
+  o.checkpoints.keep = 10;
+  absl::StatusOr<LocalServers> started = LocalServers::Start(o, kShards);
+  EXPECT_TRUE(started.ok()) << started.status();
+  if (started.ok()) static_cast<LocalServers&>(c) = *std::move(started);
   return c;
 }
 

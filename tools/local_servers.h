@@ -15,25 +15,32 @@
 namespace ps {
 
 struct LocalServers {
-  // Shard s of num_shards for num_workers workers, in `mode` with SGD at `lr`.
-  static absl::StatusOr<LocalServers> Start(int num_shards, int num_workers, Mode mode, float lr,
-                                            absl::Duration default_wait = absl::Seconds(60)) {
+  // Shards 0 .. num_shards-1 with the options `base`, except for the listen
+  // address (127.0.0.1, a free port) and the shard id and count.
+  static absl::StatusOr<LocalServers> Start(const ServerOptions& base, int num_shards) {
     LocalServers out;
     for (int s = 0; s < num_shards; ++s) {
-      ServerOptions o;
+      ServerOptions o = base;
       o.listen = "127.0.0.1:0";
       o.shard.shard_id = s;
       o.shard.num_shards = num_shards;
-      o.shard.num_workers = num_workers;
-      o.shard.mode = mode;
-      o.shard.optimizer.learning_rate = lr;
-      o.shard.default_wait = default_wait;
       absl::StatusOr<std::unique_ptr<PsServer>> server = PsServer::Start(o);
       if (!server.ok()) return server.status();
       out.addresses.push_back((*server)->address());
       out.servers.push_back(*std::move(server));
     }
     return out;
+  }
+
+  // Shard s of num_shards for num_workers workers, in `mode` with SGD at `lr`.
+  static absl::StatusOr<LocalServers> Start(int num_shards, int num_workers, Mode mode, float lr,
+                                            absl::Duration default_wait = absl::Seconds(60)) {
+    ServerOptions o;
+    o.shard.num_workers = num_workers;
+    o.shard.mode = mode;
+    o.shard.optimizer.learning_rate = lr;
+    o.shard.default_wait = default_wait;
+    return Start(o, num_shards);
   }
 
   std::vector<std::unique_ptr<PsServer>> servers;
