@@ -7,7 +7,10 @@
 # Everything after "--" goes to every worker. Each log line is prefixed with
 # its process's role and index. Exits 0 when every worker succeeded; exits
 # non-zero, stopping every process it started, as soon as a worker fails, a
-# server dies, or on Ctrl-C / SIGTERM.
+# server dies, or on Ctrl-C / SIGTERM. With --restart, a server or worker
+# that dies is started again in place instead (a server on the same address,
+# restoring its newest checkpoint), up to --max_restarts times each: kill one
+# (kill -9 PID) to watch the cluster recover.
 set -uo pipefail
 
 usage() {
@@ -20,6 +23,17 @@ options:
   --mode=sync|async    consistency mode of the servers (default sync)
   --lr=LR              servers' SGD learning rate (default 0.1)
   --pull_timeout=SEC   servers' longest wait for missing workers (default 120)
+  --worker_timeout=SEC servers' worker lease: a sync step closes without a
+                       worker silent this long (default: the server's, 10)
+  --checkpoint_dir=DIR servers write checkpoints under DIR/shard-<i>
+                       (default: none; with --restart, a folder in the
+                       launcher's temporary directory)
+  --checkpoint_every=N servers checkpoint every N versions (default: the
+                       server's, 100)
+  --restart            restart a server or worker that dies, in place
+  --max_restarts=N     restarts per process with --restart (default 3)
+  --server_flag=FLAG   pass FLAG to every server (repeatable), e.g.
+                       --server_flag=--sync_quorum=2
   --bin_dir=DIR        folder holding both ps_server and ps_worker
                        (default: bazel-bin/server/ps_server and
                        bazel-bin/worker/ps_worker in this repository)
@@ -45,6 +59,12 @@ NUM_WORKERS=2
 MODE=sync
 LR=0.1
 PULL_TIMEOUT=120
+WORKER_TIMEOUT=
+CHECKPOINT_DIR=
+CHECKPOINT_EVERY=
+RESTART=0
+MAX_RESTARTS=3
+SERVER_FLAGS=()
 STARTUP_TIMEOUT=30
 GPUS_PER_HOST=0
 SERVER_BIN="$ROOT/bazel-bin/server/ps_server"
@@ -60,6 +80,12 @@ while [ $# -gt 0 ]; do
     --mode=*) MODE="${1#*=}" ;;
     --lr=*) LR="${1#*=}" ;;
     --pull_timeout=*) PULL_TIMEOUT="${1#*=}" ;;
+    --worker_timeout=*) WORKER_TIMEOUT="${1#*=}" ;;
+    --checkpoint_dir=*) CHECKPOINT_DIR="${1#*=}" ;;
+    --checkpoint_every=*) CHECKPOINT_EVERY="${1#*=}" ;;
+    --restart) RESTART=1 ;;
+    --max_restarts=*) MAX_RESTARTS="${1#*=}" ;;
+    --server_flag=*) SERVER_FLAGS+=("${1#*=}") ;;
     --startup_timeout=*) STARTUP_TIMEOUT="${1#*=}" ;;
     --gpus_per_host=*) GPUS_PER_HOST="${1#*=}" ;;
     --bin_dir=*) SERVER_BIN="${1#*=}/ps_server"; WORKER_BIN="${1#*=}/ps_worker" ;;
@@ -76,6 +102,9 @@ done
 [[ "$NUM_WORKERS" =~ ^[1-9][0-9]*$ ]] || die "--workers must be a positive integer, got '$NUM_WORKERS'"
 [[ "$GPUS_PER_HOST" =~ ^[0-9]+$ ]] || die "--gpus_per_host must be a non-negative integer, got '$GPUS_PER_HOST'"
 [[ "$MODE" == sync || "$MODE" == async ]] || die "--mode must be sync or async, got '$MODE'"
+[[ "$MAX_RESTARTS" =~ ^[0-9]+$ ]] || die "--max_restarts must be a non-negative integer, got '$MAX_RESTARTS'"
+[ -z "$WORKER_TIMEOUT" ] || SERVER_FLAGS+=("--worker_timeout=$WORKER_TIMEOUT")
+[ -z "$CHECKPOINT_EVERY" ] || SERVER_FLAGS+=("--checkpoint_every=$CHECKPOINT_EVERY")
 for b in "$SERVER_BIN" "$WORKER_BIN"; do
   [ -x "$b" ] || die "$b not found: build first (bazel build //:ps_server //:ps_worker) or pass --bin_dir"
 done
@@ -97,7 +126,11 @@ if [ $has_threads -eq 0 ]; then
 fi
 
 WORKDIR="$(mktemp -d "${TMPDIR:-/tmp}/local_cluster.XXXXXX")"
+# A restarted server must find its checkpoints: without --checkpoint_dir,
+# --restart keeps them in the temporary directory (gone at exit).
+[ -n "$CHECKPOINT_DIR" ] || [ $RESTART -eq 0 ] || CHECKPOINT_DIR="$WORKDIR/checkpoints"
 declare -A ROLE=()   # pid -> "server i" / "worker i"
+declare -A RESTARTS=()  # "server i" / "worker i" -> times restarted
 SERVER_PIDS=()
 WORKER_PIDS=()
 
@@ -128,11 +161,38 @@ start() {
   LAST_PID=$!
 }
 
-for ((s = 0; s < NUM_SERVERS; s++)); do
-  start "server $s" "$SERVER_BIN" --listen=127.0.0.1:0 --port_file="$WORKDIR/port.$s" \
+# start_server INDEX LISTEN: (re)starts server INDEX listening on LISTEN.
+start_server() {
+  local s=$1 listen=$2 ckpt=()
+  if [ -n "$CHECKPOINT_DIR" ]; then
+    mkdir -p "$CHECKPOINT_DIR/shard-$s" || die "cannot create $CHECKPOINT_DIR/shard-$s"
+    ckpt=("--checkpoint_dir=$CHECKPOINT_DIR/shard-$s")
+  fi
+  start "server $s" "$SERVER_BIN" --listen="$listen" --port_file="$WORKDIR/port.$s" \
     --shard_id=$s --num_shards=$NUM_SERVERS --num_workers=$NUM_WORKERS --mode=$MODE \
-    --lr=$LR --pull_timeout=$PULL_TIMEOUT
-  SERVER_PIDS+=($LAST_PID)
+    --lr=$LR --pull_timeout=$PULL_TIMEOUT "${ckpt[@]+"${ckpt[@]}"}" \
+    "${SERVER_FLAGS[@]+"${SERVER_FLAGS[@]}"}"
+  SERVER_PIDS[$s]=$LAST_PID
+}
+
+# start_worker INDEX: (re)starts worker INDEX.
+start_worker() {
+  local w=$1 gpu=()
+  [ $GPUS_PER_HOST -gt 0 ] && gpu=("--gpu=$((w % GPUS_PER_HOST))")
+  start "worker $w" "$WORKER_BIN" --servers="$SERVERS_FLAG" --worker_id=$w \
+    --num_workers=$NUM_WORKERS "${WORKER_ARGS[@]}" "${gpu[@]+"${gpu[@]}"}"
+  WORKER_PIDS[$w]=$LAST_PID
+}
+
+# may_restart ROLE: true (counting it) if ROLE may be restarted once more.
+may_restart() {
+  local n=${RESTARTS[$1]:-0}
+  [ $RESTART -eq 1 ] && [ "$n" -lt "$MAX_RESTARTS" ] || return 1
+  RESTARTS[$1]=$((n + 1))
+}
+
+for ((s = 0; s < NUM_SERVERS; s++)); do
+  start_server $s 127.0.0.1:0
 done
 
 # Wait until every server has written its port file (it does so once serving).
@@ -150,11 +210,7 @@ SERVERS_FLAG=$(IFS=,; echo "${ADDRS[*]}")
 echo "local_cluster: $NUM_SERVERS servers ($MODE mode) at $SERVERS_FLAG; starting $NUM_WORKERS workers"
 
 for ((w = 0; w < NUM_WORKERS; w++)); do
-  gpu=()
-  [ $GPUS_PER_HOST -gt 0 ] && gpu=("--gpu=$((w % GPUS_PER_HOST))")
-  start "worker $w" "$WORKER_BIN" --servers="$SERVERS_FLAG" --worker_id=$w \
-    --num_workers=$NUM_WORKERS "${WORKER_ARGS[@]}" "${gpu[@]+"${gpu[@]}"}"
-  WORKER_PIDS+=($LAST_PID)
+  start_worker $w
 done
 
 remaining=$NUM_WORKERS
@@ -164,12 +220,23 @@ while [ $remaining -gt 0 ]; do
   role="${ROLE[$done_pid]:-}"
   [ -n "$role" ] || continue
   unset "ROLE[$done_pid]"
+  index=${role#* }
   case "$role" in
     server*)
+      if may_restart "$role"; then
+        echo "local_cluster: $role exited (status $rc); restarting it on ${ADDRS[$index]} (restart ${RESTARTS[$role]} of $MAX_RESTARTS)" >&2
+        start_server "$index" "${ADDRS[$index]}"
+        continue
+      fi
       echo "local_cluster: $role exited (status $rc) while workers were running" >&2
       exit 1 ;;
     worker*)
       if [ $rc -ne 0 ]; then
+        if may_restart "$role"; then
+          echo "local_cluster: $role failed with status $rc; restarting it (restart ${RESTARTS[$role]} of $MAX_RESTARTS)" >&2
+          start_worker "$index"
+          continue
+        fi
         echo "local_cluster: $role failed with status $rc; stopping everything" >&2
         exit 1
       fi

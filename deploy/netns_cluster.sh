@@ -31,6 +31,9 @@ commands:
   logs [HOST]        the output of every process (or of HOST), lines prefixed [HOST]
   exec HOST -- CMD   run CMD inside HOST's network namespace
   link HOST up|down  connect or cut HOST's cable to the bridge (a partition)
+  kill HOST          SIGKILL HOST's process (a crash); `wait HOST` then fails
+  restart HOST       start HOST's process again with the command it had (a
+                     server on the same address; its log is appended to)
   down               stop every process and remove everything `up` created
 
 options of every command:
@@ -43,6 +46,9 @@ options of up:
   --mode=sync|async  consistency mode of the servers (default sync)
   --lr=LR            servers' SGD learning rate (default 0.1)
   --pull_timeout=SEC servers' longest wait for missing workers (default 120)
+  --checkpoint_dir=DIR  servers write checkpoints to DIR/ps-server-<i> (default:
+                     none), so that `restart` finds them
+  --server_flag=FLAG pass FLAG to every server (repeatable)
   --port=PORT        servers' port (default 50051)
   --subnet=A.B.C     use A.B.C.0/24 (default: the first 10.213.X.0/24 that no
                      address, route or other cluster of this machine uses)
@@ -77,6 +83,8 @@ SERVER_BIN="$ROOT/bazel-bin/server/ps_server"
 WORKER_BIN="$ROOT/bazel-bin/worker/ps_worker"
 CTL_BIN="$ROOT/bazel-bin/tools/ps_ctl"
 WORKER_ARGS=()
+SERVER_FLAGS=()
+CHECKPOINT_DIR=""
 POSITIONAL=()
 
 die() { echo "netns_cluster: $*" >&2; exit 2; }
@@ -87,7 +95,7 @@ COMMAND="$1"
 shift
 case "$COMMAND" in
   -h|--help) usage; exit 0 ;;
-  check|up|wait|status|logs|exec|link|down) ;;
+  check|up|wait|status|logs|exec|link|kill|restart|down) ;;
   *) usage >&2; die "unknown command '$COMMAND'" ;;
 esac
 
@@ -100,6 +108,8 @@ while [ $# -gt 0 ]; do
     --mode=*) MODE="${1#*=}" ;;
     --lr=*) LR="${1#*=}" ;;
     --pull_timeout=*) PULL_TIMEOUT="${1#*=}" ;;
+    --checkpoint_dir=*) CHECKPOINT_DIR="${1#*=}" ;;
+    --server_flag=*) SERVER_FLAGS+=("${1#*=}") ;;
     --port=*) PORT="${1#*=}" ;;
     --subnet=*) SUBNET="${1#*=}" ;;
     --bin_dir=*)
@@ -142,7 +152,8 @@ veth_of() {
 # --- state -----------------------------------------------------------------
 # $STATE/namespaces: one "NAME INODE" line per namespace that up created.
 # $STATE/hosts: "HOST ADDRESS" per host; $STATE/config: key=value lines.
-# $STATE/logs/HOST.log, $STATE/run/HOST.rc (exit status once it exited).
+# $STATE/logs/HOST.log, $STATE/run/HOST.rc (exit status once it exited),
+# $STATE/run/HOST.cmd (its command line, for restart).
 
 ns_inode() { stat -L -c %i "/run/netns/$1" 2>/dev/null; }
 
@@ -247,10 +258,11 @@ add_ns() {
 # but ignores SIGHUP, so it outlives the terminal that ran `up`.
 start() {
   local host="$1"; shift
+  printf '%q ' "$@" >"$STATE/run/$host.cmd"
   (
     trap '' HUP
     rc=0
-    ip netns exec "$(ns_of "$host")" "$@" >"$STATE/logs/$host.log" 2>&1 </dev/null || rc=$?
+    ip netns exec "$(ns_of "$host")" "$@" >>"$STATE/logs/$host.log" 2>&1 </dev/null || rc=$?
     # Readers wait for the file to exist: it must appear whole.
     echo "$rc" >"$STATE/run/$host.rc.tmp" && mv "$STATE/run/$host.rc.tmp" "$STATE/run/$host.rc"
   ) >/dev/null 2>&1 &  # holds no pipe of the caller open (`up | tee` returns)
@@ -331,9 +343,15 @@ EOF
   log "cluster $ID: $NUM_SERVERS servers, $NUM_WORKERS workers on $SUBNET.0/24 (namespaces $PREFIX*)"
 
   for ((s = 0; s < NUM_SERVERS; s++)); do
+    local ckpt=()
+    if [ -n "$CHECKPOINT_DIR" ]; then
+      mkdir -p "$CHECKPOINT_DIR/ps-server-$s"
+      ckpt=("--checkpoint_dir=$(realpath "$CHECKPOINT_DIR")/ps-server-$s")
+    fi
     start "ps-server-$s" "$SERVER_BIN" --listen="$(addr_of "ps-server-$s"):$PORT" \
       --shard_id=$s --num_shards=$NUM_SERVERS --num_workers=$NUM_WORKERS --mode="$MODE" \
-      --lr="$LR" --pull_timeout="$PULL_TIMEOUT"
+      --lr="$LR" --pull_timeout="$PULL_TIMEOUT" "${ckpt[@]+"${ckpt[@]}"}" \
+      "${SERVER_FLAGS[@]+"${SERVER_FLAGS[@]}"}"
   done
 
   # Healthy = every server answers grpc.health.v1 SERVING to a worker host,
@@ -435,6 +453,39 @@ cmd_link() {
   owned "$NET_NS" || die "bridge namespace $NET_NS is not this cluster's"
   ip -n "$NET_NS" link set "$(veth_of "${POSITIONAL[0]}")" "${POSITIONAL[1]}"
   log "${POSITIONAL[0]}: link ${POSITIONAL[1]}"
+}
+
+# --- kill / restart ----------------------------------------------------------
+
+cmd_kill() {
+  require_state
+  [ ${#POSITIONAL[@]} -eq 1 ] || die "usage: $0 kill HOST"
+  local host="${POSITIONAL[0]}" ns p n=0
+  require_host "$host"
+  ns=$(ns_of "$host")
+  owned "$ns" || die "namespace $ns is not this cluster's"
+  for p in $(ip netns pids "$ns"); do kill -KILL "$p" 2>/dev/null && n=$((n + 1)); done
+  [ $n -gt 0 ] || die "$host runs no process"
+  # Its wrapper writes the exit status; wait for it, so that restart is clean.
+  local deadline=$(( $(date +%s) + 10 ))
+  while [ ! -f "$STATE/run/$host.rc" ] && [ "$(date +%s)" -lt $deadline ]; do sleep 0.1; done
+  log "$host: killed (SIGKILL)"
+}
+
+cmd_restart() {
+  require_state
+  [ ${#POSITIONAL[@]} -eq 1 ] || die "usage: $0 restart HOST"
+  local host="${POSITIONAL[0]}" ns
+  require_host "$host"
+  ns=$(ns_of "$host")
+  [ -f "$STATE/run/$host.cmd" ] || die "$host was never started"
+  [ -z "$(ip netns pids "$ns")" ] || die "$host is still running; kill it first"
+  rm -f "$STATE/run/$host.rc"
+  echo "--- restarted by netns_cluster at $(date +%T)" >>"$STATE/logs/$host.log"
+  local cmd
+  eval "cmd=($(cat "$STATE/run/$host.cmd"))"
+  start "$host" "${cmd[@]}"
+  log "$host: restarted"
 }
 
 # --- down --------------------------------------------------------------------
