@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Crashes on the network-namespace cluster (one host per process, as in
+# docker compose): 2 sync servers writing checkpoints, 3 workers, 2 epochs.
+#   1. at version 30, ps-worker-2 is killed (SIGKILL): the servers drop it
+#      once its lease expires (--worker_timeout=3) and the steps go on;
+#   2. it is started again: it rejoins at the servers' current step;
+#   3. at version 300, ps-server-1 is killed (SIGKILL) and restarted on the
+#      same address from its checkpoint (every 50 steps): the workers retry
+#      it, put it back at their step from their copy, and go on;
+#   4. every worker finishes, and worker 0's final test accuracy is >= 0.80.
+# The test prints what happened, with timings.
+#
+# usage: netns_fault_test.sh NETNS_CLUSTER PS_SERVER PS_WORKER PS_CTL
+set -euo pipefail
+source "$(dirname "$0")/netns_lib.sh"
+netns_init "$@"
+
+LEASE=3
+CKPT=$(mktemp -d)
+NETNS_EXTRA_CLEANUP='rm -rf "$CKPT"'
+
+up --mode=sync --servers=2 --workers=3 --checkpoint_dir="$CKPT" \
+  --server_flag=--worker_timeout=$LEASE --server_flag=--checkpoint_every=50 -- \
+  --epochs=2 --keepalive=2 --retry_timeout=120
+
+shard_version() {
+  cluster exec ps-server-0 -- "$CTL" status --servers=ps-server-0:50051 --timeout=2 |
+    grep -o '"version":"[0-9]*"' | grep -o '[0-9]*'
+}
+wait_version() {
+  local deadline=$(( $(date +%s) + 180 )) v
+  until v=$(shard_version) && [ "${v:-0}" -ge "$1" ]; do
+    [ "$(date +%s)" -lt $deadline ] || fail "training did not reach version $1"
+    sleep 0.2
+  done
+  echo "$v"
+}
+# wait_log HOST PATTERN TIMEOUT T0: seconds since T0 when the line appeared.
+wait_log() {
+  local deadline=$(( $(date +%s) + $3 ))
+  until cluster logs "$1" | grep -qE "$2"; do
+    [ "$(date +%s)" -lt $deadline ] || fail "$1 logged no /$2/ within $3 s"
+    sleep 0.2
+  done
+  echo $(( $(date +%s) - $4 ))
+}
+
+v=$(wait_version 30)
+cluster kill ps-worker-2
+t=$(date +%s)
+drop_s=$(wait_log ps-server-0 "worker 2 dropped" $((LEASE + 30)) $t)
+cluster restart ps-worker-2
+rejoin_s=$(wait_log ps-worker-2 "resuming there" 60 $t)
+echo "worker 2 killed at version $v; dropped after ${drop_s} s; rejoined ${rejoin_s} s after the kill: $(cluster logs ps-worker-2 | grep -m1 'resuming there')"
+
+v=$(wait_version 300)
+cluster kill ps-server-1
+t=$(date +%s)
+cluster restart ps-server-1
+restored_s=$(wait_log ps-server-1 "restored to version" 90 $t)
+echo "ps-server-1 killed at version $v; $(cluster logs ps-server-1 | grep -m1 'restored checkpoint\|no checkpoint')"
+echo "brought forward ${restored_s} s after the kill: $(cluster logs ps-server-1 | grep -m1 'restored to version')"
+
+cluster wait --timeout=600 || fail "not every worker finished"
+acc=$(cluster logs ps-worker-0 | grep -o 'final test_accuracy [0-9.]*' | awk '{print $3}')
+/usr/bin/python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 0.80 else 1)" "$acc" ||
+  fail "final accuracy $acc < 0.80"
+for w in 0 1 2; do echo "ps-worker-$w: $(cluster logs ps-worker-$w | tail -1)"; done
+echo PASS
