@@ -4,6 +4,7 @@
 #ifndef PS_CLIENT_CLIENT_OPTIONS_H_
 #define PS_CLIENT_CLIENT_OPTIONS_H_
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,19 @@ struct ClientOptions {
   //   kUnary:  one unary call per shard per operation.
   enum class Transport { kStream, kUnary };
   Transport transport = Transport::kStream;
+
+  // Faults (README.md, "Failures"). A call that fails because a shard went
+  // away (UNAVAILABLE, CANCELLED, ABORTED, or a refusal from a shard that
+  // restarted) is retried with backoff for up to this long: the client
+  // registers with the shards again and, where one came back behind the
+  // version it holds, restores that shard's slices from its copy of the
+  // last weights it pulled (InitRequest.restore) before it retries. Pushes
+  // are deduplicated by the shards, so a retry is never applied twice.
+  // Zero: no retries (and no copy kept).
+  absl::Duration retry_timeout = absl::ZeroDuration();
+  // Where the client says what it noticed and did about faults (one line
+  // each, no newline); null: silent.
+  std::function<void(absl::string_view line)> log;
 };
 
 // "stream" / "unary"; INVALID_ARGUMENT otherwise.

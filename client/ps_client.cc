@@ -1,8 +1,12 @@
 #include "client/ps_client.h"
 
 #include <algorithm>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
 #include "client/channel.h"
 #include "client/pending_calls.h"
 #include "client/shard_transport.h"
@@ -15,14 +19,96 @@
 
 namespace ps {
 
+namespace {
+
+Incarnation FromProto(const v1::Incarnation& p) { return Incarnation{p.run_id(), p.start()}; }
+
+// A failure that a retry may cure: the shard went away or restarted.
+bool MayRetry(absl::StatusCode code) {
+  return code == absl::StatusCode::kUnavailable || code == absl::StatusCode::kCancelled ||
+         code == absl::StatusCode::kAborted || code == absl::StatusCode::kFailedPrecondition;
+}
+
+// Sends Heartbeats to every shard every `period` until stopped.
+class Heartbeats {
+ public:
+  Heartbeats(const ClientOptions* options,
+             const std::vector<std::unique_ptr<v1::ParameterServer::Stub>>* stubs,
+             absl::Duration period)
+      : options_(options), stubs_(stubs), period_(period), thread_([this] { Loop(); }) {}
+  ~Heartbeats() {
+    {
+      absl::MutexLock l(&mu_);
+      stop_ = true;
+    }
+    thread_.join();
+  }
+
+ private:
+  void Loop() {
+    absl::MutexLock l(&mu_);
+    while (!mu_.AwaitWithTimeout(absl::Condition(&stop_), period_)) {
+      mu_.Unlock();
+      // Errors are not ours to handle: the training calls see them too.
+      StartUnaryCalls<v1::HeartbeatRequest, v1::HeartbeatResponse>(
+          options_->servers, period_, /*wait_for_ready=*/false,
+          [this](int, v1::HeartbeatRequest* req) { req->set_worker_id(options_->worker_id); },
+          [this](int s, auto... args) { (*stubs_)[s]->async()->Heartbeat(args...); }, nullptr)
+          ->Wait()
+          .IgnoreError();
+      mu_.Lock();
+    }
+  }
+
+  const ClientOptions* const options_;
+  const std::vector<std::unique_ptr<v1::ParameterServer::Stub>>* const stubs_;
+  const absl::Duration period_;
+  absl::Mutex mu_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;  // last: starts once the rest is set
+};
+
+}  // namespace
+
 struct PsClient::Rep {
   ClientState state;
   float learning_rate = 0;
-  // By shard, on the same channels as the transport's: Register and
-  // InitParams, which do not carry tensors on the hot path.
+  // By shard, on the same channels as the transport's: Register, InitParams
+  // and Heartbeat, which do not carry tensors on the hot path.
   std::vector<std::unique_ptr<v1::ParameterServer::Stub>> stubs;
-  // Borrows `state`; declared last so that it goes first.
+  // By shard: the incarnation seen at the last Register.
+  std::vector<Incarnation> incarnation;
+  // What the operation in progress started from: a retry pushes the same
+  // gradient for the same versions, with the same async seq, even where a
+  // shard already answered the failed try (it then answers "duplicate").
+  std::vector<int64_t> op_versions;
+  int64_t op_seq = 0;
+  void StartOp() {
+    op_versions = state.shard_version;
+    op_seq = state.seq;
+  }
+  // Borrows `state`; declared after it so that it goes first.
   std::unique_ptr<ShardTransport> transport;
+  // Null without leases; declared last so that it stops first.
+  std::unique_ptr<Heartbeats> heartbeats;
+
+  // Register with every shard, waiting for each up to `timeout`.
+  absl::Status RegisterAll(absl::Duration timeout, std::vector<v1::RegisterResponse>* replies) {
+    const ClientOptions& options = state.options;
+    replies->assign(options.servers.size(), {});
+    return StartUnaryCalls<v1::RegisterRequest, v1::RegisterResponse>(
+               options.servers, timeout, /*wait_for_ready=*/true,
+               [&options](int, v1::RegisterRequest* req) {
+                 req->set_worker_id(options.worker_id);
+                 req->set_num_workers(options.num_workers);
+               },
+               [this](int s, auto... args) { stubs[s]->async()->Register(args...); },
+               [replies](int s, const v1::RegisterResponse& r) {
+                 (*replies)[s] = r;
+                 return absl::OkStatus();
+               })
+        ->Wait();
+  }
 };
 
 namespace {
@@ -65,20 +151,11 @@ absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Connect(const ClientOptions&
   rep->state.shard_version.assign(S, 0);
   rep->transport = NewTransport(options.transport, channels, &rep->state);
 
-  std::vector<v1::RegisterResponse> replies(S);
-  absl::Status st =
-      StartUnaryCalls<v1::RegisterRequest, v1::RegisterResponse>(
-          options.servers, options.connect_timeout, /*wait_for_ready=*/true,
-          [&options](int, v1::RegisterRequest* req) {
-            req->set_worker_id(options.worker_id);
-            req->set_num_workers(options.num_workers);
-          },
-          [rep = rep.get()](int s, auto... args) { rep->stubs[s]->async()->Register(args...); },
-          [&replies](int s, const v1::RegisterResponse& r) {
-            replies[s] = r;
-            return absl::OkStatus();
-          })
-          ->Wait();
+  rep->state.reply.assign(S, ReplyInfo());
+  rep->state.held.assign(S, {});
+  rep->state.held_version.assign(S, 0);
+  std::vector<v1::RegisterResponse> replies;
+  absl::Status st = rep->RegisterAll(options.connect_timeout, &replies);
   if (!st.ok()) {
     return absl::Status(st.code(), absl::StrCat("cannot register with the servers: ",
                                                 st.message()));
@@ -105,6 +182,21 @@ absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Connect(const ClientOptions&
   }
   rep->state.mode = *mode;
   rep->learning_rate = replies[0].learning_rate();
+  int64_t lease_ms = 0;
+  for (const v1::RegisterResponse& r : replies) {
+    rep->incarnation.push_back(FromProto(r.incarnation()));
+    // A restarted async worker numbers its pushes after those accepted.
+    rep->state.seq = std::max(rep->state.seq, r.last_seq());
+    if (r.worker_timeout_ms() > 0) {
+      lease_ms = lease_ms == 0 ? r.worker_timeout_ms() : std::min(lease_ms, r.worker_timeout_ms());
+    }
+  }
+  if (lease_ms > 0) {
+    // Three heartbeats per lease: one lost or late one costs nothing.
+    rep->heartbeats = std::make_unique<Heartbeats>(
+        &rep->state.options, &rep->stubs,
+        std::max(absl::Milliseconds(lease_ms) / 3, absl::Milliseconds(100)));
+  }
   return std::unique_ptr<PsClient>(new PsClient(std::move(rep)));
 }
 
@@ -116,6 +208,112 @@ const ModelSpec& PsClient::spec() const { return rep_->state.spec; }
 int64_t PsClient::version() const {
   const std::vector<int64_t>& v = rep_->state.shard_version;
   return *std::min_element(v.begin(), v.end());
+}
+
+std::vector<PushOutcome> PsClient::LastPushOutcomes() const {
+  std::vector<PushOutcome> out;
+  for (const ReplyInfo& r : rep_->state.reply) out.push_back(r.outcome);
+  return out;
+}
+
+void PsClient::Log(const std::string& line) const {
+  if (rep_->state.options.log) rep_->state.options.log(line);
+}
+
+absl::Status PsClient::Retry(const char* what, absl::Status status,
+                             const std::function<absl::Status()>& attempt) {
+  const ClientOptions& o = rep_->state.options;
+  if (status.ok() || o.retry_timeout <= absl::ZeroDuration() || !MayRetry(status.code())) {
+    return status;
+  }
+  const absl::Time start = absl::Now();
+  const absl::Time deadline = start + o.retry_timeout;
+  for (int tries = 1;; ++tries) {
+    if (tries == 1 || tries % 10 == 0) {
+      Log(absl::StrFormat("worker %d: %s failed (a shard unavailable or restarted?), try %d, "
+                          "retrying for up to %s: %s",
+                          o.worker_id, what, tries, absl::FormatDuration(deadline - absl::Now()),
+                          status.ToString()));
+    }
+    bool restarted = false;
+    absl::Status recovered = Recover(deadline, &restarted);
+    if (!recovered.ok()) {
+      return absl::Status(status.code(),
+                          absl::StrCat(status.message(), "; gave up after retrying for ",
+                                       absl::FormatDuration(absl::Now() - start), ": ",
+                                       recovered.message()));
+    }
+    // A refusal from a shard that did not restart is the caller's error.
+    if (status.code() == absl::StatusCode::kFailedPrecondition && !restarted) return status;
+    rep_->state.shard_version = rep_->op_versions;
+    rep_->state.seq = rep_->op_seq;
+    status = attempt();
+    if (status.ok()) {
+      Log(absl::StrFormat("worker %d: %s went through after %s (%d retries)", o.worker_id, what,
+                          absl::FormatDuration(absl::Now() - start), tries));
+      return status;
+    }
+    if (!MayRetry(status.code()) || absl::Now() >= deadline) return status;
+  }
+}
+
+absl::Status PsClient::Recover(absl::Time deadline, bool* restarted) {
+  ClientState& state = rep_->state;
+  const ClientOptions& o = state.options;
+  absl::Duration backoff = absl::Milliseconds(100);
+  while (true) {
+    std::vector<v1::RegisterResponse> replies;
+    absl::Status st = rep_->RegisterAll(
+        std::min(absl::Seconds(5), std::max(deadline - absl::Now(), absl::Milliseconds(1))),
+        &replies);
+    for (int s = 0; st.ok() && s < num_shards(); ++s) {
+      const v1::RegisterResponse& r = replies[s];
+      const Incarnation inc = FromProto(r.incarnation());
+      if (inc != rep_->incarnation[s]) {
+        *restarted = true;
+        Log(absl::StrFormat("worker %d: shard %d (%s) restarted: now %s (was %s), at version %d "
+                            "%s; this worker holds version %d",
+                            o.worker_id, s, o.servers[s], IncarnationName(inc),
+                            IncarnationName(rep_->incarnation[s]), r.version(),
+                            r.initialized() ? "" : "without parameters",
+                            state.held_version[s]));
+        rep_->incarnation[s] = inc;
+      }
+      // Behind what this worker holds: put this worker's copy back.
+      const bool behind = !r.initialized() || r.version() < state.held_version[s];
+      if (!behind || state.spec.empty() || state.held[s].empty()) continue;
+      v1::InitRequest req;
+      req.set_worker_id(o.worker_id);
+      ModelSpecToProto(state.spec, req.mutable_spec());
+      for (const SliceRange& range : state.layouts[s]->slices) {
+        SliceToProto(state.spec[range.tensor_index], range,
+                     absl::MakeConstSpan(state.held[s]).subspan(range.flat_offset, range.length),
+                     req.add_values());
+      }
+      req.set_restore(true);
+      req.set_version(state.held_version[s]);
+      v1::InitResponse resp;
+      grpc::ClientContext ctx;
+      ctx.set_deadline(absl::ToChronoTime(absl::Now() + o.rpc_timeout));
+      st = FromGrpcStatus(rep_->stubs[s]->InitParams(&ctx, req, &resp));
+      if (st.ok()) {
+        Log(absl::StrFormat("worker %d: shard %d was at version %d; %s", o.worker_id, s,
+                            r.version(),
+                            resp.created()
+                                ? absl::StrCat("restored it to version ", state.held_version[s],
+                                               " from this worker's copy")
+                                : absl::StrCat("another worker brought it to version ",
+                                               resp.version(), " first")));
+      } else {
+        st = absl::Status(st.code(), absl::StrCat("restoring shard ", s, " (", o.servers[s],
+                                                  "): ", st.message()));
+      }
+    }
+    if (st.ok()) return st;
+    if (absl::Now() + backoff >= deadline) return st;
+    absl::SleepFor(backoff);
+    backoff = std::min(2 * backoff, absl::Seconds(2));
+  }
 }
 
 void PsClient::Resize(TensorList* weights) const {
@@ -188,12 +386,16 @@ std::unique_ptr<PendingOp> PsClient::PullAsync(int64_t min_version, TensorList* 
 }
 
 absl::Status PsClient::Pull(int64_t min_version, TensorList* weights) {
-  return PullAsync(min_version, weights)->Wait();
+  rep_->StartOp();
+  const auto attempt = [&] { return PullAsync(min_version, weights)->Wait(); };
+  return Retry("pull", attempt(), attempt);
 }
 
 absl::Status PsClient::Push(const TensorList& grads) {
   RETURN_IF_ERROR(CheckGrads(grads));
-  return rep_->transport->Push(grads)->Wait();
+  rep_->StartOp();
+  const auto attempt = [&] { return rep_->transport->Push(grads)->Wait(); };
+  return Retry("push", attempt(), attempt);
 }
 
 std::unique_ptr<PendingOp> PsClient::PushPullAsync(const TensorList& grads,
@@ -204,7 +406,9 @@ std::unique_ptr<PendingOp> PsClient::PushPullAsync(const TensorList& grads,
 }
 
 absl::Status PsClient::PushPull(const TensorList& grads, TensorList* weights) {
-  return PushPullAsync(grads, weights)->Wait();
+  rep_->StartOp();
+  const auto attempt = [&] { return PushPullAsync(grads, weights)->Wait(); };
+  return Retry("push-pull", attempt(), attempt);
 }
 
 std::unique_ptr<PushPullInProgress> PsClient::StartPushPull(const TensorList* grads,
@@ -212,18 +416,24 @@ std::unique_ptr<PushPullInProgress> PsClient::StartPushPull(const TensorList* gr
   const ModelSpec* spec = &rep_->state.spec;
   if (spec->empty()) {
     return std::unique_ptr<PushPullInProgress>(new PushPullInProgress(
-        spec, grads, nullptr, absl::FailedPreconditionError("Init must be called first")));
+        this, spec, grads, weights, nullptr,
+        absl::FailedPreconditionError("Init must be called first")));
   }
   Resize(weights);
+  rep_->StartOp();
   return std::unique_ptr<PushPullInProgress>(new PushPullInProgress(
-      spec, grads, rep_->transport->StartPushPull(grads, weights), absl::OkStatus()));
+      this, spec, grads, weights, rep_->transport->StartPushPull(grads, weights),
+      absl::OkStatus()));
 }
 
-PushPullInProgress::PushPullInProgress(const ModelSpec* spec, const TensorList* grads,
+PushPullInProgress::PushPullInProgress(PsClient* client, const ModelSpec* spec,
+                                       const TensorList* grads, TensorList* weights,
                                        std::unique_ptr<LayerwisePushPull> calls,
                                        absl::Status error)
-    : spec_(spec),
+    : client_(client),
+      spec_(spec),
       grads_(grads),
+      weights_(weights),
       sent_(spec->size(), false),
       remaining_(static_cast<int>(spec->size())),
       error_(std::move(error)),
@@ -261,7 +471,13 @@ absl::Status PushPullInProgress::Wait() {
         absl::StrCat(remaining_, " tensors were never sent; the push-pull was cancelled"));
     return error_;
   }
-  return calls_->Wait();
+  absl::Status s = calls_->Wait();
+  if (s.ok()) return s;
+  calls_.reset();
+  // Every tensor was sent, so a retry can push them all at once.
+  return client_->Retry("push-pull", s, [this] {
+    return client_->rep_->transport->PushPull(*grads_, weights_)->Wait();
+  });
 }
 
 }  // namespace ps

@@ -10,7 +10,12 @@
 // whole public API and includes no gRPC or generated code.
 //
 // Every call has a deadline; a shard that does not answer yields an error
-// naming it, never a hang.
+// naming it, never a hang. With ClientOptions::retry_timeout, Pull, Push and
+// the push-pulls survive a shard that restarts or a link that drops for up
+// to that long: they register again, restore a shard that came back behind
+// from the client's copy of its slices, and retry (the shards deduplicate
+// pushes). Where a shard's RegisterResponse asks for heartbeats (sync
+// leases), a background thread sends them while the client lives.
 //
 // Thread safety: one training thread per client. The *Async calls return a
 // PendingOp (client/pending_op.h) to wait on; start at most one at a time
@@ -26,6 +31,8 @@
 #define PS_CLIENT_PS_CLIENT_H_
 
 #include <cstdint>
+#include <functional>
+#include <string>
 #include <memory>
 #include <vector>
 
@@ -33,12 +40,14 @@
 #include "absl/status/statusor.h"
 #include "client/client_options.h"
 #include "client/pending_op.h"
+#include "common/incarnation.h"
 #include "common/mode.h"
 #include "common/model_spec.h"
 
 namespace ps {
 
 class LayerwisePushPull;
+class PsClient;
 
 // A push-pull whose gradient is sent tensor by tensor as it becomes final
 // (layer by layer during backward), so that communication overlaps the rest
@@ -59,13 +68,16 @@ class PushPullInProgress {
 
  private:
   friend class PsClient;  // makes them
-  // `spec` is the client's (borrowed); `calls` is the transport's half,
+  // `client` and its `spec` are borrowed; `calls` is the transport's half,
   // null when `error` is not OK.
-  PushPullInProgress(const ModelSpec* spec, const TensorList* grads,
-                     std::unique_ptr<LayerwisePushPull> calls, absl::Status error);
+  PushPullInProgress(PsClient* client, const ModelSpec* spec, const TensorList* grads,
+                     TensorList* weights, std::unique_ptr<LayerwisePushPull> calls,
+                     absl::Status error);
 
+  PsClient* const client_;       // not owned; retries a failed push-pull
   const ModelSpec* const spec_;  // not owned
   const TensorList* const grads_;
+  TensorList* const weights_;
   std::vector<bool> sent_;  // by tensor
   int remaining_;           // tensors not sent yet
   absl::Status error_;      // a bad Send, or a failed start
@@ -115,9 +127,23 @@ class PsClient {
   // The smallest version pulled from any shard (in sync mode: the step).
   int64_t version() const;
 
+  // By shard: what became of this client's last push (Push or a push-pull).
+  std::vector<PushOutcome> LastPushOutcomes() const;
+
  private:
+  friend class PushPullInProgress;
   struct Rep;  // the state, the control stubs and the transport
   explicit PsClient(std::unique_ptr<Rep> rep);
+
+  // Retries `attempt` after `status` failed it, as ClientOptions::
+  // retry_timeout says; returns the last status.
+  absl::Status Retry(const char* what, absl::Status status,
+                     const std::function<absl::Status()>& attempt);
+  // Registers with every shard again (waiting for those that are down) and
+  // restores those behind the version this client holds. Sets `*restarted`
+  // if a shard's incarnation changed. Fails once `deadline` passes.
+  absl::Status Recover(absl::Time deadline, bool* restarted);
+  void Log(const std::string& line) const;
 
   absl::Status CheckGrads(const TensorList& grads) const;
   void Resize(TensorList* weights) const;

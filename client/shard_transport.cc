@@ -44,4 +44,16 @@ absl::Status WeightReader::BadReply(const absl::Status& s) const {
       absl::StrCat("shard ", shard_, " sent a malformed pull reply: ", s.message()));
 }
 
+void HoldShard(ClientState* state, int shard, const TensorList& weights) {
+  if (state->options.retry_timeout <= absl::ZeroDuration()) return;
+  const SliceLayout& layout = *state->layouts[shard];
+  std::vector<float>& held = state->held[shard];
+  held.resize(layout.num_elements);
+  for (const SliceRange& r : layout.slices) {
+    const float* from = weights[r.tensor_index].data() + r.offset;
+    std::copy(from, from + r.length, held.begin() + r.flat_offset);
+  }
+  state->held_version[shard] = state->shard_version[shard];
+}
+
 }  // namespace ps

@@ -51,6 +51,18 @@ struct ClientState {
   // By shard: the version of the weights last pulled.
   std::vector<int64_t> shard_version;
 
+  // By shard: the incarnation and push outcome of the last reply to a push
+  // or push-pull (written by reply callbacks, read after Wait()).
+  std::vector<ReplyInfo> reply;
+  // Async: the seq of the last push (each push-carrying operation takes the
+  // next; PsClient starts it after the shards' last_seq).
+  int64_t seq = 0;
+  // With options.retry_timeout: by shard, a copy of the slices last pulled
+  // (flat, in layout order) and their version, for restoring a shard that
+  // restarted behind it.
+  std::vector<std::vector<float>> held;
+  std::vector<int64_t> held_version;
+
   int num_shards() const { return static_cast<int>(options.servers.size()); }
 };
 
@@ -94,6 +106,10 @@ class ShardTransport {
 };
 
 // ---- Helpers of both transports.
+
+// After shard `shard`'s pull into `weights` succeeded: keeps a copy of its
+// slices in state->held (when retries are on).
+void HoldShard(ClientState* state, int shard, const TensorList& weights);
 
 // Where slice `r` of `values` (one vector per tensor) starts.
 SliceValues TensorValues(const TensorList& values);

@@ -53,11 +53,13 @@ std::unique_ptr<PendingOp> StreamTransport::Pull(int64_t min_version, TensorList
 }
 
 std::unique_ptr<PendingOp> StreamTransport::Push(const TensorList& grads) {
+  ++state_->seq;
   return FanOut(StreamCall::kPush, &grads, nullptr, 0);
 }
 
 std::unique_ptr<PendingOp> StreamTransport::PushPull(const TensorList& grads,
                                                      TensorList* weights) {
+  ++state_->seq;
   return FanOut(StreamCall::kPushPull, &grads, weights, NextStep());
 }
 
@@ -67,6 +69,7 @@ std::unique_ptr<LayerwisePushPull> StreamTransport::StartPushPull(const TensorLi
   std::vector<StreamCallHeader> headers;
   std::vector<uint64_t> call_ids;
   std::vector<std::vector<grpc::ByteBuffer>> requests;
+  ++state_->seq;
   for (int s = 0; s < state_->num_shards(); ++s) {
     headers.push_back(NextCall(s, StreamCall::kPushPull, NextStep()));
     call_ids.push_back(headers.back().call_id);
@@ -89,6 +92,7 @@ StreamCallHeader StreamTransport::NextCall(int shard, StreamCall kind, int64_t m
   h.version = version;
   h.min_version = min_version < 0 ? version + 1 : min_version;
   h.wait_timeout_ms = absl::ToInt64Milliseconds(state_->options.wait_timeout);
+  h.seq = kind != StreamCall::kPull && state_->mode == Mode::kAsync ? state_->seq : 0;
   return h;
 }
 
@@ -114,13 +118,16 @@ std::unique_ptr<PendingOp> StreamTransport::StartCalls(
     stream->Call(
         headers[s].call_id, std::move(first_requests[s]),
         [this, s, weights, reader](const RawStreamResponse& r) {
+          // The first message carries it (a server's run id is never 0).
+          if (r.info.incarnation.run_id != 0) state_->reply[s] = r.info;
           if (weights == nullptr) return absl::OkStatus();
           RETURN_IF_ERROR(reader->Add(r.weights));
           if (r.last) state_->shard_version[s] = r.version;
           return absl::OkStatus();
         },
-        [op = op.get(), s, kind, reader](absl::Status st) {
+        [this, op = op.get(), s, kind, reader, weights](absl::Status st) {
           if (st.ok() && kind != StreamCall::kPush) st = reader->Finish();
+          if (st.ok() && weights != nullptr) HoldShard(state_, s, *weights);
           op->Done(s, st);
         });
   }

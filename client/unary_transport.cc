@@ -56,11 +56,16 @@ std::unique_ptr<PendingOp> UnaryTransport::Pull(int64_t min_version, TensorList*
 std::unique_ptr<PendingOp> UnaryTransport::Push(const TensorList& grads) {
   return RawCalls(
       kPushMethod, state_->options.rpc_timeout,
-      [this, &grads](int s, grpc::ByteBuffer* req) {
+      [this, &grads, seq = NextSeq()](int s, grpc::ByteBuffer* req) {
         *req = EncodePushRequest(state_->options.worker_id, state_->shard_version[s], state_->spec,
-                                 state_->layouts[s]->slices, TensorValues(grads));
+                                 state_->layouts[s]->slices, TensorValues(grads), seq);
       },
-      nullptr);
+      [this](int s, const grpc::ByteBuffer& resp) -> absl::Status {
+        ReceivedBytes bytes;
+        RETURN_IF_ERROR(Receive(resp, &bytes));
+        int64_t version = 0;
+        return DecodePushResponse(bytes.pieces, &version, &state_->reply[s]);
+      });
 }
 
 std::unique_ptr<PendingOp> UnaryTransport::PushPull(const TensorList& grads,
@@ -68,14 +73,18 @@ std::unique_ptr<PendingOp> UnaryTransport::PushPull(const TensorList& grads,
   const ClientOptions& o = state_->options;
   return RawCalls(
       kPushPullMethod, o.wait_timeout + o.rpc_timeout,
-      [this, &o, &grads](int s, grpc::ByteBuffer* req) {
+      [this, &o, &grads, seq = NextSeq()](int s, grpc::ByteBuffer* req) {
         const int64_t version = state_->shard_version[s];
         *req = EncodePushPullRequest(o.worker_id, version, state_->spec,
                                      state_->layouts[s]->slices, TensorValues(grads),
                                      state_->mode == Mode::kSync ? version + 1 : 0,
-                                     absl::ToInt64Milliseconds(o.wait_timeout));
+                                     absl::ToInt64Milliseconds(o.wait_timeout), seq);
       },
       ReadPullInto(weights));
+}
+
+int64_t UnaryTransport::NextSeq() {
+  return state_->mode == Mode::kAsync ? ++state_->seq : 0;
 }
 
 std::unique_ptr<LayerwisePushPull> UnaryTransport::StartPushPull(const TensorList* grads,
@@ -101,11 +110,12 @@ UnaryTransport::Reply UnaryTransport::ReadPullInto(TensorList* weights) {
     RETURN_IF_ERROR(Receive(resp, &bytes));
     int64_t version = 0;
     std::vector<RawTensorSlice> slices;
-    RETURN_IF_ERROR(DecodePullResponse(bytes.pieces, &version, &slices));
+    RETURN_IF_ERROR(DecodePullResponse(bytes.pieces, &version, &slices, &state_->reply[s]));
     WeightReader reader(s, state_->layouts[s], weights);
     RETURN_IF_ERROR(reader.Add(slices));
     RETURN_IF_ERROR(reader.Finish());
     state_->shard_version[s] = version;
+    HoldShard(state_, s, *weights);
     return absl::OkStatus();
   };
 }

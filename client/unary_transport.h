@@ -33,6 +33,8 @@ class UnaryTransport final : public ShardTransport {
                                                    TensorList* weights) override;
 
  private:
+  // The async seq of the next push (0 in sync mode).
+  int64_t NextSeq();
   class Layerwise;  // StartPushPull's handle
   using Reply = std::function<absl::Status(int, const grpc::ByteBuffer&)>;
 

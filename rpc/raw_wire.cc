@@ -218,9 +218,10 @@ absl::Status ReadTensorSlice(const Pieces& bytes, RawTensorSlice* out) {
 namespace {
 
 size_t PushRequestSize(int worker_id, int64_t version, const ModelSpec& spec,
-                       const std::vector<SliceRange>& slices) {
+                       const std::vector<SliceRange>& slices, int64_t seq) {
   size_t n = 1 + VarintSize(static_cast<uint64_t>(int64_t{worker_id})) + 1 +
              VarintSize(static_cast<uint64_t>(version));
+  if (seq != 0) n += 1 + VarintSize(static_cast<uint64_t>(seq));
   for (const SliceRange& r : slices) {
     const size_t ts = TensorSliceSize(spec[r.tensor_index], r);
     n += 1 + VarintSize(ts) + ts;
@@ -229,10 +230,12 @@ size_t PushRequestSize(int worker_id, int64_t version, const ModelSpec& spec,
 }
 
 void WritePushRequest(ProtoWriter* w, int worker_id, int64_t version, const ModelSpec& spec,
-                      const std::vector<SliceRange>& slices, const SliceValues& values) {
+                      const std::vector<SliceRange>& slices, const SliceValues& values,
+                      int64_t seq) {
   w->VarintField(PushRequestProto::kWorkerIdFieldNumber,
                  static_cast<uint64_t>(int64_t{worker_id}));
   w->VarintField(PushRequestProto::kVersionFieldNumber, static_cast<uint64_t>(version));
+  if (seq != 0) w->VarintField(PushRequestProto::kSeqFieldNumber, static_cast<uint64_t>(seq));
   for (const SliceRange& r : slices) {
     WriteTensorSlice(w, PushRequestProto::kGradientsFieldNumber, spec[r.tensor_index], r,
                      values(r), nullptr);
@@ -243,41 +246,78 @@ absl::Status Malformed(absl::string_view message, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat("malformed ", message, ": ", what));
 }
 
+// Incarnation{run_id, start} as field `field` (nothing when unknown).
+void WriteIncarnation(ProtoWriter* w, int field, const Incarnation& inc) {
+  if (inc.run_id == 0 && inc.start == 0) return;
+  v1::Incarnation m;
+  m.set_run_id(inc.run_id);
+  m.set_start(inc.start);
+  w->BytesField(field, m.SerializeAsString());
+}
+
+// Reads an Incarnation message whose tag was just read.
+bool ReadIncarnation(ProtoReader* r, Incarnation* out) {
+  uint64_t len;
+  std::string bytes;
+  if (!r->ReadVarint(&len) || len > 64 || !r->ReadString(len, &bytes)) return false;
+  v1::Incarnation m;
+  if (!m.ParseFromString(bytes)) return false;
+  *out = Incarnation{m.run_id(), m.start()};
+  return true;
+}
+
+bool ReadOutcome(ProtoReader* r, PushOutcome* out) {
+  uint64_t v;
+  if (!r->ReadVarint(&v) || v > 2) return false;
+  *out = static_cast<PushOutcome>(v);
+  return true;
+}
+
+void WriteOutcome(ProtoWriter* w, int field, PushOutcome outcome) {
+  if (outcome != PushOutcome::kApplied) w->VarintField(field, static_cast<uint64_t>(outcome));
+}
+
 }  // namespace
 
 grpc::ByteBuffer EncodePushRequest(int worker_id, int64_t version, const ModelSpec& spec,
                                    const std::vector<SliceRange>& slices,
-                                   const SliceValues& values) {
+                                   const SliceValues& values, int64_t seq) {
   ProtoWriter w;
-  WritePushRequest(&w, worker_id, version, spec, slices, values);
+  WritePushRequest(&w, worker_id, version, spec, slices, values, seq);
   return w.Finish();
 }
 
 grpc::ByteBuffer EncodePushPullRequest(int worker_id, int64_t version, const ModelSpec& spec,
                                        const std::vector<SliceRange>& slices,
                                        const SliceValues& values, int64_t min_version,
-                                       int64_t wait_timeout_ms) {
+                                       int64_t wait_timeout_ms, int64_t seq) {
   ProtoWriter w;
   w.LengthPrefix(PushPullRequestProto::kPushFieldNumber,
-                 PushRequestSize(worker_id, version, spec, slices));
-  WritePushRequest(&w, worker_id, version, spec, slices, values);
+                 PushRequestSize(worker_id, version, spec, slices, seq));
+  WritePushRequest(&w, worker_id, version, spec, slices, values, seq);
   w.VarintField(PushPullRequestProto::kMinVersionFieldNumber, static_cast<uint64_t>(min_version));
   w.VarintField(PushPullRequestProto::kWaitTimeoutMsFieldNumber,
                 static_cast<uint64_t>(wait_timeout_ms));
   return w.Finish();
 }
 
-grpc::ByteBuffer EncodePushResponse(int64_t version) {
+grpc::ByteBuffer EncodePushResponse(int64_t version, PushOutcome outcome,
+                                    const Incarnation& incarnation) {
   ProtoWriter w;
   w.VarintField(v1::PushResponse::kVersionFieldNumber, static_cast<uint64_t>(version));
+  WriteOutcome(&w, v1::PushResponse::kOutcomeFieldNumber, outcome);
+  WriteIncarnation(&w, v1::PushResponse::kIncarnationFieldNumber, incarnation);
   return w.Finish();
 }
 
 grpc::ByteBuffer EncodePullResponse(int64_t version, const ModelSpec& spec,
                                     const std::vector<SliceRange>& slices,
-                                    const SliceValues& values, std::shared_ptr<const void> owner) {
+                                    const SliceValues& values, std::shared_ptr<const void> owner,
+                                    const ReplyInfo& info) {
   ProtoWriter w;
   w.VarintField(PullResponseProto::kVersionFieldNumber, static_cast<uint64_t>(version));
+  WriteIncarnation(&w, PullResponseProto::kIncarnationFieldNumber, info.incarnation);
+  WriteOutcome(&w, PullResponseProto::kPushOutcomeFieldNumber, info.outcome);
   for (const SliceRange& r : slices) {
     WriteTensorSlice(&w, PullResponseProto::kWeightsFieldNumber, spec[r.tensor_index], r,
                      values(r), owner);
@@ -325,6 +365,7 @@ std::vector<grpc::ByteBuffer> EncodeStreamRequests(const StreamCallHeader& h, bo
       w.VarintField(M::kVersionFieldNumber, static_cast<uint64_t>(h.version));
       w.VarintField(M::kMinVersionFieldNumber, static_cast<uint64_t>(h.min_version));
       w.VarintField(M::kWaitTimeoutMsFieldNumber, static_cast<uint64_t>(h.wait_timeout_ms));
+      if (h.seq != 0) w.VarintField(M::kSeqFieldNumber, static_cast<uint64_t>(h.seq));
     }
     for (const SliceRange& r : messages[m]) {
       WriteTensorSlice(&w, M::kGradientsFieldNumber, spec[r.tensor_index], r, values(r),
@@ -341,7 +382,7 @@ std::vector<grpc::ByteBuffer> EncodeStreamWeights(uint64_t call_id, int64_t vers
                                                   const std::vector<SliceRange>& slices,
                                                   const SliceValues& values,
                                                   std::shared_ptr<const void> owner,
-                                                  size_t chunk_bytes) {
+                                                  size_t chunk_bytes, const ReplyInfo& info) {
   std::vector<std::vector<SliceRange>> messages = ChunkSlices(slices, chunk_bytes);
   std::vector<grpc::ByteBuffer> out;
   for (size_t m = 0; m < messages.size(); ++m) {
@@ -349,6 +390,10 @@ std::vector<grpc::ByteBuffer> EncodeStreamWeights(uint64_t call_id, int64_t vers
     using M = StreamResponseProto;
     w.VarintField(M::kCallIdFieldNumber, call_id);
     w.VarintField(M::kVersionFieldNumber, static_cast<uint64_t>(version));
+    if (m == 0) {
+      WriteIncarnation(&w, M::kIncarnationFieldNumber, info.incarnation);
+      WriteOutcome(&w, M::kPushOutcomeFieldNumber, info.outcome);
+    }
     for (const SliceRange& r : messages[m]) {
       WriteTensorSlice(&w, M::kWeightsFieldNumber, spec[r.tensor_index], r, values(r), owner);
     }
@@ -358,11 +403,14 @@ std::vector<grpc::ByteBuffer> EncodeStreamWeights(uint64_t call_id, int64_t vers
   return out;
 }
 
-grpc::ByteBuffer EncodeStreamDone(uint64_t call_id, int64_t version, const absl::Status& status) {
+grpc::ByteBuffer EncodeStreamDone(uint64_t call_id, int64_t version, const absl::Status& status,
+                                  const ReplyInfo& info) {
   using M = StreamResponseProto;
   ProtoWriter w;
   w.VarintField(M::kCallIdFieldNumber, call_id);
   w.VarintField(M::kVersionFieldNumber, static_cast<uint64_t>(version));
+  WriteIncarnation(&w, M::kIncarnationFieldNumber, info.incarnation);
+  WriteOutcome(&w, M::kPushOutcomeFieldNumber, info.outcome);
   w.VarintField(M::kLastFieldNumber, 1);
   if (!status.ok()) {
     w.VarintField(M::kErrorCodeFieldNumber,
@@ -418,6 +466,9 @@ absl::Status DecodeStreamRequest(const Pieces& bytes, RawStreamRequest* out) {
         case M::kLastFieldNumber: out->last = v != 0; break;
         default: break;  // gradients sent as a varint: read and ignored
       }
+    } else if (field == M::kSeqFieldNumber && wt == kVarint) {
+      if (!r.ReadVarint(&v)) return Malformed("StreamRequest", "bad seq");
+      out->header.seq = static_cast<int64_t>(v);
     } else if (!r.SkipField(wt)) {
       return Malformed("StreamRequest", absl::StrCat("bad field ", field));
     }
@@ -442,6 +493,14 @@ absl::Status DecodeStreamResponse(const Pieces& bytes, RawStreamResponse* out) {
     } else if (field == M::kErrorMessageFieldNumber && wt == kLen) {
       if (!r.ReadVarint(&v) || !r.ReadString(v, &message)) {
         return Malformed("StreamResponse", "bad error message");
+      }
+    } else if (field == M::kIncarnationFieldNumber && wt == kLen) {
+      if (!ReadIncarnation(&r, &out->info.incarnation)) {
+        return Malformed("StreamResponse", "bad incarnation");
+      }
+    } else if (field == M::kPushOutcomeFieldNumber && wt == kVarint) {
+      if (!ReadOutcome(&r, &out->info.outcome)) {
+        return Malformed("StreamResponse", "bad push_outcome");
       }
     } else if (field >= M::kCallIdFieldNumber && field <= M::kErrorCodeFieldNumber &&
                wt == kVarint) {
@@ -473,6 +532,9 @@ absl::Status DecodePushRequest(const Pieces& bytes, RawPush* out) {
     } else if (field == M::kVersionFieldNumber && wt == kVarint) {
       if (!r.ReadVarint(&v)) return Malformed("PushRequest", "bad version");
       out->version = static_cast<int64_t>(v);
+    } else if (field == M::kSeqFieldNumber && wt == kVarint) {
+      if (!r.ReadVarint(&v)) return Malformed("PushRequest", "bad seq");
+      out->seq = static_cast<int64_t>(v);
     } else if (field == M::kGradientsFieldNumber && wt == kLen) {
       if (absl::Status s = ReadSliceField(&r, "PushRequest", "gradient", &out->gradients);
           !s.ok()) {
@@ -533,8 +595,10 @@ absl::Status DecodePullRequest(const Pieces& bytes, RawPull* out) {
 }
 
 absl::Status DecodePullResponse(const Pieces& bytes, int64_t* version,
-                                std::vector<RawTensorSlice>* weights) {
+                                std::vector<RawTensorSlice>* weights, ReplyInfo* info) {
   using M = PullResponseProto;
+  ReplyInfo ignored;
+  if (info == nullptr) info = &ignored;
   ProtoReader r(bytes);
   while (!r.done()) {
     int field, wt;
@@ -547,8 +611,37 @@ absl::Status DecodePullResponse(const Pieces& bytes, int64_t* version,
       if (absl::Status s = ReadSliceField(&r, "PullResponse", "weights", weights); !s.ok()) {
         return s;
       }
+    } else if (field == M::kIncarnationFieldNumber && wt == kLen) {
+      if (!ReadIncarnation(&r, &info->incarnation)) {
+        return Malformed("PullResponse", "bad incarnation");
+      }
+    } else if (field == M::kPushOutcomeFieldNumber && wt == kVarint) {
+      if (!ReadOutcome(&r, &info->outcome)) return Malformed("PullResponse", "bad push_outcome");
     } else if (!r.SkipField(wt)) {
       return Malformed("PullResponse", absl::StrCat("bad field ", field));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DecodePushResponse(const Pieces& bytes, int64_t* version, ReplyInfo* info) {
+  using M = v1::PushResponse;
+  ProtoReader r(bytes);
+  while (!r.done()) {
+    int field, wt;
+    uint64_t v;
+    if (!r.ReadTag(&field, &wt)) return Malformed("PushResponse", "bad tag");
+    if (field == M::kVersionFieldNumber && wt == kVarint) {
+      if (!r.ReadVarint(&v)) return Malformed("PushResponse", "bad version");
+      *version = static_cast<int64_t>(v);
+    } else if (field == M::kIncarnationFieldNumber && wt == kLen) {
+      if (!ReadIncarnation(&r, &info->incarnation)) {
+        return Malformed("PushResponse", "bad incarnation");
+      }
+    } else if (field == M::kOutcomeFieldNumber && wt == kVarint) {
+      if (!ReadOutcome(&r, &info->outcome)) return Malformed("PushResponse", "bad outcome");
+    } else if (!r.SkipField(wt)) {
+      return Malformed("PushResponse", absl::StrCat("bad field ", field));
     }
   }
   return absl::OkStatus();

@@ -25,6 +25,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "common/float_bytes.h"
+#include "common/incarnation.h"
 #include "common/model_spec.h"
 #include "common/partition.h"
 #include "common/slice_assembler.h"
@@ -131,7 +132,15 @@ inline SliceValues FlatValues(const float* flat) {
 struct RawPush {
   int64_t worker_id = 0;
   int64_t version = 0;
+  int64_t seq = 0;  // async push number; 0 = none
   std::vector<RawTensorSlice> gradients;
+};
+
+// What every reply to a push or pull also carries: the shard's incarnation
+// and, for calls with a push, what became of it.
+struct ReplyInfo {
+  Incarnation incarnation;
+  PushOutcome outcome = PushOutcome::kApplied;
 };
 
 struct RawPull {
@@ -140,22 +149,24 @@ struct RawPull {
   int64_t wait_timeout_ms = 0;
 };
 
-// PushRequest{worker_id, version, gradients = `slices`}.
+// PushRequest{worker_id, version, gradients = `slices`, seq}.
 grpc::ByteBuffer EncodePushRequest(int worker_id, int64_t version, const ModelSpec& spec,
                                    const std::vector<SliceRange>& slices,
-                                   const SliceValues& values);
+                                   const SliceValues& values, int64_t seq = 0);
 // PushPullRequest{push = PushRequest{...}, min_version, wait_timeout_ms}.
 grpc::ByteBuffer EncodePushPullRequest(int worker_id, int64_t version, const ModelSpec& spec,
                                        const std::vector<SliceRange>& slices,
                                        const SliceValues& values, int64_t min_version,
-                                       int64_t wait_timeout_ms);
-// PushResponse{version}.
-grpc::ByteBuffer EncodePushResponse(int64_t version);
-// PullResponse{version, weights = `slices`}; `owner` keeps the values alive
-// until gRPC has sent them.
+                                       int64_t wait_timeout_ms, int64_t seq = 0);
+// PushResponse{version, outcome, incarnation}.
+grpc::ByteBuffer EncodePushResponse(int64_t version, PushOutcome outcome = PushOutcome::kApplied,
+                                    const Incarnation& incarnation = Incarnation());
+// PullResponse{version, weights = `slices`, incarnation, push_outcome};
+// `owner` keeps the values alive until gRPC has sent them.
 grpc::ByteBuffer EncodePullResponse(int64_t version, const ModelSpec& spec,
                                     const std::vector<SliceRange>& slices,
-                                    const SliceValues& values, std::shared_ptr<const void> owner);
+                                    const SliceValues& values, std::shared_ptr<const void> owner,
+                                    const ReplyInfo& info = ReplyInfo());
 
 // ---- The streaming transport (StreamRequest / StreamResponse).
 
@@ -173,6 +184,7 @@ struct StreamCallHeader {
   int64_t version = 0;
   int64_t min_version = 0;
   int64_t wait_timeout_ms = 0;
+  int64_t seq = 0;  // async push number; 0 = none
 };
 
 // Messages of one call carrying the gradient chunks of `slices` (none for
@@ -185,17 +197,19 @@ std::vector<grpc::ByteBuffer> EncodeStreamRequests(const StreamCallHeader& heade
                                                    const SliceValues& values,
                                                    size_t chunk_bytes = kStreamChunkBytes);
 
-// The weights of `slices` as chunked responses to `call_id`; `owner` keeps
-// the values alive until sent.
+// The weights of `slices` as chunked responses to `call_id`, `info` in the
+// first; `owner` keeps the values alive until sent.
 std::vector<grpc::ByteBuffer> EncodeStreamWeights(uint64_t call_id, int64_t version,
                                                   const ModelSpec& spec,
                                                   const std::vector<SliceRange>& slices,
                                                   const SliceValues& values,
                                                   std::shared_ptr<const void> owner,
-                                                  size_t chunk_bytes = kStreamChunkBytes);
+                                                  size_t chunk_bytes = kStreamChunkBytes,
+                                                  const ReplyInfo& info = ReplyInfo());
 
-// A call's single last response: its version, or its error.
-grpc::ByteBuffer EncodeStreamDone(uint64_t call_id, int64_t version, const absl::Status& status);
+// A call's single last response: its version and `info`, or its error.
+grpc::ByteBuffer EncodeStreamDone(uint64_t call_id, int64_t version, const absl::Status& status,
+                                  const ReplyInfo& info = ReplyInfo());
 
 struct RawStreamRequest {
   StreamCallHeader header;
@@ -206,6 +220,7 @@ struct RawStreamRequest {
 struct RawStreamResponse {
   uint64_t call_id = 0;
   int64_t version = 0;
+  ReplyInfo info;  // from the message that carries it (zero otherwise)
   std::vector<RawTensorSlice> weights;
   bool last = false;
   absl::Status status;  // from error_code / error_message
@@ -225,7 +240,8 @@ absl::Status DecodePushRequest(const Pieces& bytes, RawPush* out);
 absl::Status DecodePushPullRequest(const Pieces& bytes, RawPush* push, RawPull* pull);
 absl::Status DecodePullRequest(const Pieces& bytes, RawPull* out);
 absl::Status DecodePullResponse(const Pieces& bytes, int64_t* version,
-                                std::vector<RawTensorSlice>* weights);
+                                std::vector<RawTensorSlice>* weights, ReplyInfo* info = nullptr);
+absl::Status DecodePushResponse(const Pieces& bytes, int64_t* version, ReplyInfo* info);
 
 }  // namespace ps
 

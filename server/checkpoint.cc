@@ -21,6 +21,9 @@ std::string EncodeShardState(const ShardState& state) {
   snap.mutable_workers_seen()->Add(state.workers_seen.begin(), state.workers_seen.end());
   snap.set_optimizer(state.optimizer);
   snap.set_optimizer_state(state.optimizer_state);
+  snap.mutable_incarnation()->set_run_id(state.incarnation.run_id);
+  snap.mutable_incarnation()->set_start(state.incarnation.start);
+  snap.mutable_last_seq()->Add(state.last_seq.begin(), state.last_seq.end());
   return snap.SerializeAsString();
 }
 
@@ -47,6 +50,13 @@ absl::StatusOr<ShardState> DecodeShardState(absl::string_view bytes, const SpecL
   state.version = snap.version();
   state.optimizer = snap.optimizer();
   state.optimizer_state = snap.optimizer_state();
+  state.incarnation = Incarnation{snap.incarnation().run_id(), snap.incarnation().start()};
+  if (snap.last_seq_size() > state.num_workers) {
+    return absl::InvalidArgumentError(absl::StrCat("checkpoint has ", snap.last_seq_size(),
+                                                   " push seqs for ", state.num_workers,
+                                                   " workers"));
+  }
+  state.last_seq.assign(snap.last_seq().begin(), snap.last_seq().end());
   SliceAssembler::Options ao;
   ao.what = "checkpoint";
   SliceAssembler assembler(MakeSliceLayout(state.spec, state.num_shards, state.shard_id), ao);

@@ -31,6 +31,7 @@ ShardState SomeState() {
   s.weights.resize(MakeSliceLayout(kSpec, 2, 1)->num_elements);
   std::iota(s.weights.begin(), s.weights.end(), 0.5f);
   s.optimizer = "sgd";
+  s.incarnation = Incarnation{0x1234abcd5678ef90u, 3};
   return s;
 }
 
@@ -54,6 +55,8 @@ void ExpectSameState(const ShardState& a, const ShardState& b) {
   EXPECT_EQ(a.weights, b.weights);
   EXPECT_EQ(a.optimizer, b.optimizer);
   EXPECT_EQ(a.optimizer_state, b.optimizer_state);
+  EXPECT_EQ(a.incarnation, b.incarnation);
+  EXPECT_EQ(a.last_seq, b.last_seq);
 }
 
 TEST(Checkpoint, StateRoundTripsThroughBytes) {
@@ -72,12 +75,36 @@ TEST(Checkpoint, RestoredShardHoldsTheWholeState) {
   EXPECT_TRUE(stats.initialized);
   EXPECT_EQ(stats.version, 7);
   EXPECT_THAT(stats.workers_seen, ElementsAre(0, 2));
+  // The same run, started once more.
+  ShardState next = s;
+  next.incarnation.start = 4;
+  EXPECT_EQ(shard->incarnation(), next.incarnation);
   auto exported = shard->ExportState();
   ASSERT_TRUE(exported.ok()) << exported.status();
-  ExpectSameState(s, *exported);
+  ExpectSameState(next, *exported);
   auto bytes = EncodeCheckpoint(*shard);
   ASSERT_TRUE(bytes.ok());
-  EXPECT_EQ(*bytes, EncodeShardState(s));
+  EXPECT_EQ(*bytes, EncodeShardState(next));
+}
+
+TEST(Checkpoint, AsyncPushSeqsRoundTripAndStillDeduplicate) {
+  ShardState s = SomeState();
+  s.last_seq = {4, 0, 9};
+  auto decoded = DecodeShardState(EncodeShardState(s), SpecLimits());
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  ExpectSameState(s, *decoded);
+  ShardOptions o;
+  o.shard_id = s.shard_id;
+  o.num_shards = s.num_shards;
+  o.num_workers = s.num_workers;
+  o.mode = Mode::kAsync;
+  auto shard = *Shard::Create(o);
+  ASSERT_TRUE(shard->RestoreState(*decoded).ok());
+  EXPECT_EQ(shard->LastSeq(2), 9);
+  EXPECT_EQ(shard->LastSeq(1), 0);
+  s.last_seq = {1, 2, 3, 4};  // more than the workers
+  EXPECT_EQ(DecodeShardState(EncodeShardState(s), SpecLimits()).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST(Checkpoint, StateOfAnotherRunIsRefusedAndChangesNothing) {

@@ -6,38 +6,53 @@ namespace ps {
 
 namespace {
 
-// Keeps one gradient per worker for the current step; when all W are in,
-// releases them in worker-id order, so the mean is summed deterministically.
+// Keeps one gradient per worker for the current step; when the step closes
+// (SyncRule), releases those it has in worker-id order, so the mean is
+// summed deterministically.
 class SyncPolicy final : public ConsistencyPolicy {
  public:
-  explicit SyncPolicy(int num_workers) : pending_(num_workers), received_(num_workers, false) {}
+  SyncPolicy(int num_workers, const SyncRule& rule)
+      : quorum_(rule.quorum > 0 ? rule.quorum : num_workers),
+        min_workers_(rule.min_workers),
+        pending_(num_workers),
+        received_(num_workers, false),
+        live_(num_workers, true),
+        last_step_(num_workers, -1) {}
 
   Mode mode() const override { return Mode::kSync; }
 
-  absl::StatusOr<bool> OnPush(int worker_id, int64_t computed_version, int64_t current_version,
-                              std::vector<float> grad,
-                              std::vector<std::vector<float>>* to_apply) override {
+  absl::StatusOr<PushVerdict> OnPush(int worker_id, int64_t computed_version, int64_t /*seq*/,
+                                     int64_t current_version, std::vector<float> grad,
+                                     std::vector<std::vector<float>>* to_apply) override {
     to_apply->clear();
-    if (computed_version != current_version) {
+    if (computed_version > current_version) {
       return absl::FailedPreconditionError(absl::StrCat(
           "sync push from worker ", worker_id, " is for step ", computed_version,
           " but the shard is at step ", current_version));
     }
+    PushVerdict v;
+    if (computed_version < current_version) {
+      // A closed step: this worker's gradient was in it, or it was not.
+      v.outcome = last_step_[worker_id] >= computed_version ? PushOutcome::kDuplicate
+                                                            : PushOutcome::kDropped;
+      return v;
+    }
     if (received_[worker_id]) {
-      return absl::AlreadyExistsError(absl::StrCat(
-          "worker ", worker_id, " already pushed its gradient for step ", current_version));
+      v.outcome = PushOutcome::kDuplicate;
+      return v;
     }
     received_[worker_id] = true;
     pending_[worker_id] = std::move(grad);
+    last_step_[worker_id] = current_version;
     ++count_;
-    if (count_ < static_cast<int>(pending_.size())) return false;
+    v.apply = TryClose(to_apply);
+    return v;
+  }
 
-    // All in: hand them over in worker-id order.
-    *to_apply = std::move(pending_);
-    pending_.assign(received_.size(), {});
-    received_.assign(received_.size(), false);
-    count_ = 0;
-    return true;
+  bool SetLive(int worker_id, bool live, std::vector<std::vector<float>>* to_apply) override {
+    to_apply->clear();
+    live_[worker_id] = live;
+    return TryClose(to_apply);
   }
 
   int64_t PullReadyVersion(int /*worker_id*/, int64_t min_version) const override {
@@ -47,33 +62,75 @@ class SyncPolicy final : public ConsistencyPolicy {
   std::vector<int> MissingWorkers() const override {
     std::vector<int> missing;
     for (size_t w = 0; w < received_.size(); ++w) {
-      if (!received_[w]) missing.push_back(static_cast<int>(w));
+      if (!received_[w] && live_[w]) missing.push_back(static_cast<int>(w));
     }
     return missing;
   }
 
+  std::vector<int64_t> LastSeqs() const override { return {}; }
+  void SetLastSeqs(const std::vector<int64_t>& /*seqs*/) override {}
+
  private:
+  // Closes the step if its rule is met: hands the gradients over in
+  // worker-id order and starts the next step empty.
+  bool TryClose(std::vector<std::vector<float>>* to_apply) {
+    if (count_ == 0) return false;
+    bool all_live_in = true;
+    for (size_t w = 0; w < received_.size(); ++w) {
+      if (live_[w] && !received_[w]) all_live_in = false;
+    }
+    if (count_ < quorum_ && !(all_live_in && count_ >= min_workers_)) return false;
+    for (size_t w = 0; w < received_.size(); ++w) {
+      if (received_[w]) to_apply->push_back(std::move(pending_[w]));
+    }
+    pending_.assign(received_.size(), {});
+    received_.assign(received_.size(), false);
+    count_ = 0;
+    return true;
+  }
+
+  const int quorum_;
+  const int min_workers_;
   std::vector<std::vector<float>> pending_;  // by worker id
   std::vector<bool> received_;               // by worker id
-  int count_ = 0;                            // number of true entries in received_
+  std::vector<bool> live_;                   // by worker id
+  // By worker id: the last step whose gradient was accepted (-1: none).
+  std::vector<int64_t> last_step_;
+  int count_ = 0;  // number of true entries in received_
 };
 
-// Releases every gradient at once.
+// Releases every gradient at once; drops a repeated push seq.
 class AsyncPolicy final : public ConsistencyPolicy {
  public:
+  explicit AsyncPolicy(int num_workers) : last_seq_(num_workers, 0) {}
+
   Mode mode() const override { return Mode::kAsync; }
 
-  absl::StatusOr<bool> OnPush(int worker_id, int64_t computed_version, int64_t current_version,
-                              std::vector<float> grad,
-                              std::vector<std::vector<float>>* to_apply) override {
+  absl::StatusOr<PushVerdict> OnPush(int worker_id, int64_t computed_version, int64_t seq,
+                                     int64_t current_version, std::vector<float> grad,
+                                     std::vector<std::vector<float>>* to_apply) override {
     if (computed_version > current_version) {
       return absl::FailedPreconditionError(absl::StrCat(
           "async push from worker ", worker_id, " claims version ", computed_version,
           " but the shard is only at version ", current_version));
     }
     to_apply->clear();
+    PushVerdict v;
+    if (seq > 0) {
+      if (seq <= last_seq_[worker_id]) {
+        v.outcome = PushOutcome::kDuplicate;
+        return v;
+      }
+      last_seq_[worker_id] = seq;
+    }
     to_apply->push_back(std::move(grad));
-    return true;
+    v.apply = true;
+    return v;
+  }
+
+  bool SetLive(int, bool, std::vector<std::vector<float>>* to_apply) override {
+    to_apply->clear();
+    return false;
   }
 
   int64_t PullReadyVersion(int /*worker_id*/, int64_t min_version) const override {
@@ -81,21 +138,38 @@ class AsyncPolicy final : public ConsistencyPolicy {
   }
 
   std::vector<int> MissingWorkers() const override { return {}; }
+
+  std::vector<int64_t> LastSeqs() const override { return last_seq_; }
+  void SetLastSeqs(const std::vector<int64_t>& seqs) override {
+    for (size_t w = 0; w < seqs.size() && w < last_seq_.size(); ++w) last_seq_[w] = seqs[w];
+  }
+
+ private:
+  std::vector<int64_t> last_seq_;  // by worker id
 };
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<ConsistencyPolicy>> CreateConsistencyPolicy(Mode mode,
-                                                                           int num_workers) {
+absl::StatusOr<std::unique_ptr<ConsistencyPolicy>> CreateConsistencyPolicy(
+    Mode mode, int num_workers, const SyncRule& rule) {
   if (num_workers < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("num_workers must be >= 1, got ", num_workers));
   }
   switch (mode) {
     case Mode::kSync:
-      return std::unique_ptr<ConsistencyPolicy>(new SyncPolicy(num_workers));
+      if (rule.quorum < 0 || rule.quorum > num_workers) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "sync_quorum must be in [1, num_workers=", num_workers, "] (0: all), got ",
+            rule.quorum));
+      }
+      if (rule.min_workers < 1 || rule.min_workers > num_workers) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "min_workers must be in [1, num_workers=", num_workers, "], got ", rule.min_workers));
+      }
+      return std::unique_ptr<ConsistencyPolicy>(new SyncPolicy(num_workers, rule));
     case Mode::kAsync:
-      return std::unique_ptr<ConsistencyPolicy>(new AsyncPolicy());
+      return std::unique_ptr<ConsistencyPolicy>(new AsyncPolicy(num_workers));
   }
   return absl::InvalidArgumentError(absl::StrCat("no consistency policy for mode ",
                                                  ModeName(mode), " (known: ", KnownModeNames(),

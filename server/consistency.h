@@ -24,10 +24,11 @@
 //     only if every shard counts versions the same way, so the wire would
 //     need the worker's step as well. MissingWorkers would become "the
 //     workers holding the slowest clock back".
-//   - Backup workers (sync, releasing after W - b of W gradients) fit
-//     OnPush as it is, except that a late push for a completed step must be
-//     dropped quietly, not refused with FAILED_PRECONDITION: OnPush would
-//     need a third outcome.
+//   - Backup workers and leases are here: a sync step closes with the first
+//     `sync_quorum` gradients, or once every live worker's gradient is in
+//     and there are at least `min_workers` of them (SetLive marks a worker
+//     whose lease expired, or that came back). A late push gets a third
+//     outcome, PushOutcome::kDropped, not an error.
 #ifndef PS_SERVER_CONSISTENCY_H_
 #define PS_SERVER_CONSISTENCY_H_
 
@@ -38,9 +39,27 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/incarnation.h"
 #include "common/mode.h"
 
 namespace ps {
+
+// What the policy did with a push that was not an error.
+struct PushVerdict {
+  PushOutcome outcome = PushOutcome::kApplied;
+  // Apply the mean of the released gradients now (see OnPush).
+  bool apply = false;
+};
+
+// How a sync step closes (ignored in async mode).
+struct SyncRule {
+  // Close with the first `quorum` gradients from distinct workers (backup
+  // workers); 0 = all num_workers. 1 <= quorum <= num_workers otherwise.
+  int quorum = 0;
+  // With workers marked not live (their lease expired), close once every
+  // live worker's gradient is in and there are at least this many.
+  int min_workers = 1;
+};
 
 class ConsistencyPolicy {
  public:
@@ -51,33 +70,48 @@ class ConsistencyPolicy {
 
   // Offers `grad` from `worker_id`, computed on weights of version
   // `computed_version`, while the shard is at `current_version`.
-  //   - Error: the push is rejected and nothing changes (e.g. sync push for a
-  //     step other than the current one: FAILED_PRECONDITION naming both; a
-  //     second push by the same worker for the same step: ALREADY_EXISTS).
-  //   - true: apply the mean of `*to_apply` (summed in their order, then
-  //     divided by their count) once, then version += 1. (The buffers may be
-  //     empty: a shard that owns no elements still advances its version.)
-  //   - false: kept; nothing to apply yet.
+  //   - Error: the push is refused and nothing changes (sync: a push for a
+  //     step after the current one, FAILED_PRECONDITION naming both; async:
+  //     a version the shard has not reached).
+  //   - kDuplicate: this worker's gradient for that step (sync) or push
+  //     `seq` (async, seq > 0) was accepted before; nothing changes.
+  //   - kDropped (sync): the step is closed and this worker's gradient was
+  //     not in it; nothing changes.
+  //   - kApplied: accepted. With `apply`, apply the mean of `*to_apply`
+  //     (summed in their order, then divided by their count) once, then
+  //     version += 1. (The buffers may be empty: a shard that owns no
+  //     elements still advances its version.)
   // REQUIRES: 0 <= worker_id < num_workers; grad has the shard's size.
-  virtual absl::StatusOr<bool> OnPush(int worker_id, int64_t computed_version,
-                                      int64_t current_version, std::vector<float> grad,
-                                      std::vector<std::vector<float>>* to_apply) = 0;
+  virtual absl::StatusOr<PushVerdict> OnPush(int worker_id, int64_t computed_version,
+                                             int64_t seq, int64_t current_version,
+                                             std::vector<float> grad,
+                                             std::vector<std::vector<float>>* to_apply) = 0;
+
+  // Marks a worker live or not (sync leases; async ignores it). Returns
+  // true, filling `to_apply` as OnPush does, if that closes the open step.
+  virtual bool SetLive(int worker_id, bool live, std::vector<std::vector<float>>* to_apply) = 0;
 
   // The version the shard must have reached (and be initialized) before
   // the pull of `worker_id` asking for `min_version` is answered. Sync and
   // async: min_version itself.
   virtual int64_t PullReadyVersion(int worker_id, int64_t min_version) const = 0;
 
-  // Workers whose gradient for the current step has not arrived (sync);
-  // always empty in async mode.
+  // Live workers whose gradient for the current step has not arrived
+  // (sync); always empty in async mode.
   virtual std::vector<int> MissingWorkers() const = 0;
+
+  // Async exactly-once: the last push seq accepted from each worker (0:
+  // none), and installing them (e.g. from a checkpoint). Sync: empty.
+  virtual std::vector<int64_t> LastSeqs() const = 0;
+  virtual void SetLastSeqs(const std::vector<int64_t>& seqs) = 0;
 };
 
 // The policy of `mode` for `num_workers` workers. INVALID_ARGUMENT naming the
 // mode and the known ones for a value that is not a Mode enumerator, and for
 // num_workers < 1.
-absl::StatusOr<std::unique_ptr<ConsistencyPolicy>> CreateConsistencyPolicy(Mode mode,
-                                                                           int num_workers);
+// INVALID_ARGUMENT too for a SyncRule out of range.
+absl::StatusOr<std::unique_ptr<ConsistencyPolicy>> CreateConsistencyPolicy(
+    Mode mode, int num_workers, const SyncRule& rule = SyncRule());
 
 }  // namespace ps
 

@@ -27,17 +27,45 @@ std::vector<float> Grad(int w) { return {static_cast<float>(w), 10.0f + w}; }
 
 using Released = std::vector<std::vector<float>>;
 
+// OnPush without an async seq; the verdict's `apply` as a bool, or the error.
+absl::StatusOr<bool> Offer(ConsistencyPolicy* p, int worker, int64_t computed, int64_t current,
+                           std::vector<float> grad, Released* out) {
+  absl::StatusOr<PushVerdict> v = p->OnPush(worker, computed, 0, current, std::move(grad), out);
+  if (!v.ok()) return v.status();
+  EXPECT_EQ(v->outcome, PushOutcome::kApplied);
+  return v->apply;
+}
+
+PushOutcome OutcomeOf(ConsistencyPolicy* p, int worker, int64_t computed, int64_t current,
+                      int64_t seq = 0) {
+  Released out;
+  absl::StatusOr<PushVerdict> v = p->OnPush(worker, computed, seq, current, Grad(worker), &out);
+  EXPECT_TRUE(v.ok()) << v.status();
+  EXPECT_THAT(out, IsEmpty());
+  return v.ok() ? v->outcome : PushOutcome::kApplied;
+}
+
+std::unique_ptr<ConsistencyPolicy> MakeSync(int workers, int quorum, int min_workers) {
+  SyncRule rule;
+  rule.quorum = quorum;
+  rule.min_workers = min_workers;
+  absl::StatusOr<std::unique_ptr<ConsistencyPolicy>> p =
+      CreateConsistencyPolicy(Mode::kSync, workers, rule);
+  EXPECT_TRUE(p.ok()) << p.status();
+  return p.ok() ? std::move(*p) : nullptr;
+}
+
 TEST(SyncPolicy, ReleasesOnlyWhenAllWorkersPushedInWorkerOrder) {
   auto p = Make(Mode::kSync, 3);
   EXPECT_EQ(p->mode(), Mode::kSync);
   Released out;
   for (int w : {2, 0}) {
-    absl::StatusOr<bool> r = p->OnPush(w, 0, 0, Grad(w), &out);
+    absl::StatusOr<bool> r = Offer(p.get(), w, 0, 0, Grad(w), &out);
     ASSERT_TRUE(r.ok()) << r.status();
     EXPECT_FALSE(*r);
     EXPECT_THAT(out, IsEmpty());
   }
-  absl::StatusOr<bool> r = p->OnPush(1, 0, 0, Grad(1), &out);
+  absl::StatusOr<bool> r = Offer(p.get(), 1, 0, 0, Grad(1), &out);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_TRUE(*r);
   EXPECT_THAT(out, ElementsAre(Grad(0), Grad(1), Grad(2)));
@@ -46,14 +74,14 @@ TEST(SyncPolicy, ReleasesOnlyWhenAllWorkersPushedInWorkerOrder) {
 TEST(SyncPolicy, NextStepStartsEmpty) {
   auto p = Make(Mode::kSync, 2);
   Released out;
-  ASSERT_FALSE(*p->OnPush(0, 0, 0, Grad(0), &out));
-  ASSERT_TRUE(*p->OnPush(1, 0, 0, Grad(1), &out));
+  ASSERT_FALSE(*Offer(p.get(), 0, 0, 0, Grad(0), &out));
+  ASSERT_TRUE(*Offer(p.get(), 1, 0, 0, Grad(1), &out));
   EXPECT_THAT(p->MissingWorkers(), ElementsAre(0, 1));
   // Step 1 (the shard applied step 0): worker 0 may push again.
-  absl::StatusOr<bool> r = p->OnPush(0, 1, 1, Grad(5), &out);
+  absl::StatusOr<bool> r = Offer(p.get(), 0, 1, 1, Grad(5), &out);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_FALSE(*r);
-  ASSERT_TRUE(*p->OnPush(1, 1, 1, Grad(6), &out));
+  ASSERT_TRUE(*Offer(p.get(), 1, 1, 1, Grad(6), &out));
   EXPECT_THAT(out, ElementsAre(Grad(5), Grad(6)));
 }
 
@@ -61,35 +89,43 @@ TEST(SyncPolicy, OneWorkerReleasesEveryPush) {
   auto p = Make(Mode::kSync, 1);
   Released out;
   for (int64_t step = 0; step < 3; ++step) {
-    absl::StatusOr<bool> r = p->OnPush(0, step, step, Grad(static_cast<int>(step)), &out);
+    absl::StatusOr<bool> r = Offer(p.get(), 0, step, step, Grad(static_cast<int>(step)), &out);
     ASSERT_TRUE(r.ok()) << r.status();
     EXPECT_TRUE(*r);
     EXPECT_THAT(out, ElementsAre(Grad(static_cast<int>(step))));
   }
 }
 
-TEST(SyncPolicy, PushForAnotherStepIsFailedPreconditionAndKeepsNothing) {
+TEST(SyncPolicy, PushForALaterStepIsFailedPreconditionAndKeepsNothing) {
   auto p = Make(Mode::kSync, 2);
   Released out;
-  for (int64_t computed : {int64_t{3}, int64_t{5}}) {  // behind, ahead
-    absl::StatusOr<bool> r = p->OnPush(1, computed, 4, Grad(1), &out);
-    EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
-    EXPECT_THAT(r.status().message(),
-                AllOf(HasSubstr("worker 1"), HasSubstr(absl::StrCat("step ", computed)),
-                      HasSubstr("step 4")));
-    EXPECT_THAT(out, IsEmpty());
-  }
+  absl::StatusOr<bool> r = Offer(p.get(), 1, 5, 4, Grad(1), &out);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(r.status().message(),
+              AllOf(HasSubstr("worker 1"), HasSubstr("step 5"), HasSubstr("step 4")));
+  EXPECT_THAT(out, IsEmpty());
   EXPECT_THAT(p->MissingWorkers(), ElementsAre(0, 1));
 }
 
-TEST(SyncPolicy, SecondPushForTheStepIsAlreadyExistsAndTheFirstIsKept) {
+TEST(SyncPolicy, PushForAClosedStepIsDroppedUnlessItWasInIt) {
   auto p = Make(Mode::kSync, 2);
   Released out;
-  ASSERT_FALSE(*p->OnPush(0, 0, 0, Grad(0), &out));
-  absl::StatusOr<bool> r = p->OnPush(0, 0, 0, Grad(7), &out);
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kAlreadyExists);
-  EXPECT_THAT(r.status().message(), HasSubstr("worker 0"));
-  ASSERT_TRUE(*p->OnPush(1, 0, 0, Grad(1), &out));
+  ASSERT_FALSE(*Offer(p.get(), 0, 0, 0, Grad(0), &out));
+  ASSERT_TRUE(*Offer(p.get(), 1, 0, 0, Grad(1), &out));
+  // Step 0 closed with both: a retry of either is a duplicate.
+  EXPECT_EQ(OutcomeOf(p.get(), 0, 0, 1), PushOutcome::kDuplicate);
+  // A step before any this worker was counted in: dropped.
+  auto q = Make(Mode::kSync, 2);
+  EXPECT_EQ(OutcomeOf(q.get(), 1, 3, 4), PushOutcome::kDropped);
+  EXPECT_THAT(q->MissingWorkers(), ElementsAre(0, 1));
+}
+
+TEST(SyncPolicy, SecondPushForTheStepIsADuplicateAndTheFirstIsKept) {
+  auto p = Make(Mode::kSync, 2);
+  Released out;
+  ASSERT_FALSE(*Offer(p.get(), 0, 0, 0, Grad(0), &out));
+  EXPECT_EQ(OutcomeOf(p.get(), 0, 0, 0), PushOutcome::kDuplicate);
+  ASSERT_TRUE(*Offer(p.get(), 1, 0, 0, Grad(1), &out));
   EXPECT_THAT(out, ElementsAre(Grad(0), Grad(1)));
 }
 
@@ -97,10 +133,66 @@ TEST(SyncPolicy, MissingWorkersListsThoseNotYetPushedInOrder) {
   auto p = Make(Mode::kSync, 4);
   Released out;
   EXPECT_THAT(p->MissingWorkers(), ElementsAre(0, 1, 2, 3));
-  ASSERT_FALSE(*p->OnPush(2, 0, 0, Grad(2), &out));
+  ASSERT_FALSE(*Offer(p.get(), 2, 0, 0, Grad(2), &out));
   EXPECT_THAT(p->MissingWorkers(), ElementsAre(0, 1, 3));
-  ASSERT_FALSE(*p->OnPush(0, 0, 0, Grad(0), &out));
+  ASSERT_FALSE(*Offer(p.get(), 0, 0, 0, Grad(0), &out));
   EXPECT_THAT(p->MissingWorkers(), ElementsAre(1, 3));
+}
+
+TEST(SyncPolicy, QuorumClosesWithTheFirstNDistinctWorkersAndDropsTheLate) {
+  auto p = MakeSync(3, /*quorum=*/2, /*min_workers=*/1);
+  Released out;
+  ASSERT_FALSE(*Offer(p.get(), 2, 0, 0, Grad(2), &out));
+  // The same worker again does not fill the quorum.
+  EXPECT_EQ(OutcomeOf(p.get(), 2, 0, 0), PushOutcome::kDuplicate);
+  ASSERT_TRUE(*Offer(p.get(), 0, 0, 0, Grad(0), &out));
+  EXPECT_THAT(out, ElementsAre(Grad(0), Grad(2)));
+  // Worker 1's gradient for step 0 arrives after the step closed.
+  EXPECT_EQ(OutcomeOf(p.get(), 1, 0, 1), PushOutcome::kDropped);
+  EXPECT_EQ(OutcomeOf(p.get(), 0, 0, 1), PushOutcome::kDuplicate);
+}
+
+TEST(SyncPolicy, ADroppedWorkerNoLongerHoldsTheStepBackUntilItIsLiveAgain) {
+  auto p = MakeSync(3, 0, 1);
+  Released out;
+  ASSERT_FALSE(*Offer(p.get(), 0, 0, 0, Grad(0), &out));
+  ASSERT_FALSE(p->SetLive(2, false, &out));  // worker 1 is still missing
+  EXPECT_THAT(p->MissingWorkers(), ElementsAre(1));
+  ASSERT_TRUE(*Offer(p.get(), 1, 0, 0, Grad(1), &out));
+  EXPECT_THAT(out, ElementsAre(Grad(0), Grad(1)));  // averaged over those two
+  // The lease of worker 1 expires while it is the only one missing: the
+  // step closes at once.
+  ASSERT_FALSE(*Offer(p.get(), 0, 1, 1, Grad(5), &out));
+  ASSERT_TRUE(p->SetLive(1, false, &out));
+  EXPECT_THAT(out, ElementsAre(Grad(5)));
+  // Back: steps wait for them again.
+  ASSERT_FALSE(p->SetLive(1, true, &out));
+  ASSERT_FALSE(p->SetLive(2, true, &out));
+  ASSERT_FALSE(*Offer(p.get(), 0, 2, 2, Grad(0), &out));
+  EXPECT_THAT(p->MissingWorkers(), ElementsAre(1, 2));
+}
+
+TEST(SyncPolicy, MinWorkersKeepsAStepOpenWithTooFewGradients) {
+  auto p = MakeSync(3, 0, /*min_workers=*/2);
+  Released out;
+  ASSERT_FALSE(p->SetLive(1, false, &out));
+  ASSERT_FALSE(p->SetLive(2, false, &out));
+  ASSERT_FALSE(*Offer(p.get(), 0, 0, 0, Grad(0), &out));  // 1 < 2: waits
+  ASSERT_FALSE(p->SetLive(1, true, &out));
+  ASSERT_TRUE(*Offer(p.get(), 1, 0, 0, Grad(1), &out));
+  EXPECT_THAT(out, ElementsAre(Grad(0), Grad(1)));
+}
+
+TEST(SyncPolicy, RejectsARuleOutOfRange) {
+  for (auto [quorum, min_workers] : {std::pair{4, 1}, std::pair{-1, 1}, std::pair{0, 0},
+                                     std::pair{0, 4}}) {
+    SyncRule rule;
+    rule.quorum = quorum;
+    rule.min_workers = min_workers;
+    EXPECT_EQ(CreateConsistencyPolicy(Mode::kSync, 3, rule).status().code(),
+              absl::StatusCode::kInvalidArgument)
+        << quorum << " " << min_workers;
+  }
 }
 
 TEST(AsyncPolicy, ReleasesEachPushAtOnce) {
@@ -109,7 +201,7 @@ TEST(AsyncPolicy, ReleasesEachPushAtOnce) {
   Released out;
   // Current and stale versions are both fine.
   for (auto [worker, computed] : {std::pair{1, 5}, std::pair{0, 2}, std::pair{1, 0}}) {
-    absl::StatusOr<bool> r = p->OnPush(worker, computed, 5, Grad(worker), &out);
+    absl::StatusOr<bool> r = Offer(p.get(), worker, computed, 5, Grad(worker), &out);
     ASSERT_TRUE(r.ok()) << r.status();
     EXPECT_TRUE(*r);
     EXPECT_THAT(out, ElementsAre(Grad(worker)));
@@ -117,10 +209,27 @@ TEST(AsyncPolicy, ReleasesEachPushAtOnce) {
   }
 }
 
+TEST(AsyncPolicy, ARepeatedSeqIsADuplicateAndSeqsSurviveAnExport) {
+  auto p = Make(Mode::kAsync, 2);
+  Released out;
+  absl::StatusOr<PushVerdict> v = p->OnPush(1, 0, /*seq=*/1, 0, Grad(1), &out);
+  ASSERT_TRUE(v.ok() && v->apply && v->outcome == PushOutcome::kApplied);
+  EXPECT_EQ(OutcomeOf(p.get(), 1, 0, 1, /*seq=*/1), PushOutcome::kDuplicate);
+  v = p->OnPush(1, 1, 2, 1, Grad(1), &out);
+  ASSERT_TRUE(v.ok() && v->apply);
+  EXPECT_THAT(p->LastSeqs(), ElementsAre(0, 2));
+  auto q = Make(Mode::kAsync, 2);
+  q->SetLastSeqs(p->LastSeqs());
+  EXPECT_EQ(OutcomeOf(q.get(), 1, 0, 2, /*seq=*/2), PushOutcome::kDuplicate);
+  // Seq 0: not deduplicated.
+  v = q->OnPush(1, 0, 0, 2, Grad(1), &out);
+  ASSERT_TRUE(v.ok() && v->apply);
+}
+
 TEST(AsyncPolicy, PushFromTheFutureIsFailedPrecondition) {
   auto p = Make(Mode::kAsync, 1);
   Released out;
-  absl::StatusOr<bool> r = p->OnPush(0, 6, 5, Grad(0), &out);
+  absl::StatusOr<bool> r = Offer(p.get(), 0, 6, 5, Grad(0), &out);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(r.status().message(), AllOf(HasSubstr("version 6"), HasSubstr("version 5")));
 }
@@ -129,7 +238,7 @@ TEST(ConsistencyPolicy, SyncAndAsyncAnswerAPullAtTheVersionItAsksFor) {
   for (Mode mode : {Mode::kSync, Mode::kAsync}) {
     auto p = Make(mode, 2);
     Released out;
-    ASSERT_TRUE(p->OnPush(0, 0, 0, Grad(0), &out).ok());
+    ASSERT_TRUE(Offer(p.get(), 0, 0, 0, Grad(0), &out).ok());
     for (int worker : {0, 1}) {
       EXPECT_EQ(p->PullReadyVersion(worker, 0), 0) << ModeName(mode);
       EXPECT_EQ(p->PullReadyVersion(worker, 7), 7) << ModeName(mode);

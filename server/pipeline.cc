@@ -33,6 +33,7 @@ void CallWait::Cancel() {
 ShardCall::ShardCall(Shard* shard, std::optional<PushArgs> push, std::optional<PullArgs> pull)
     : shard_(shard), pull_(pull) {
   if (!push.has_value()) return;
+  seq_ = push->seq;
   absl::StatusOr<GradientAssembly> a = shard_->StartPush(push->worker_id, push->version);
   if (a.ok()) {
     push_.emplace(*std::move(a));
@@ -59,25 +60,28 @@ void ShardCall::AddMessage(const std::vector<RawTensorSlice>& chunks) {
 
 void ShardCall::Complete(CallWait* wait, Done done) && {
   CallResult result;
+  result.incarnation = shard_->incarnation();
   if (error_.ok() && push_.has_value()) {
     absl::StatusOr<AssembledGradient> grad = std::move(*push_).Finish();
     push_.reset();
-    absl::StatusOr<int64_t> version =
-        grad.ok() ? shard_->Push(*std::move(grad)) : absl::StatusOr<int64_t>(grad.status());
-    if (version.ok()) result.version = *version;
-    error_ = version.status();
+    absl::StatusOr<PushResult> pushed =
+        grad.ok() ? shard_->Push(*std::move(grad), seq_) : absl::StatusOr<PushResult>(grad.status());
+    if (pushed.ok()) {
+      result.version = pushed->version;
+      result.outcome = pushed->outcome;
+    }
+    error_ = pushed.status();
   }
   if (!error_.ok()) return done(error_);
   if (!pull_.has_value()) return done(std::move(result));
-  const uint64_t ticket =
-      shard_->Pull(pull_->worker_id, pull_->min_version, pull_->wait,
-                   [done = std::move(done)](absl::StatusOr<WeightsSnapshot> snap) {
-                     if (!snap.ok()) return done(snap.status());
-                     CallResult r;
-                     r.version = snap->version;
-                     r.weights = *std::move(snap);
-                     done(std::move(r));
-                   });
+  const uint64_t ticket = shard_->Pull(
+      pull_->worker_id, pull_->min_version, pull_->wait,
+      [done = std::move(done), result](absl::StatusOr<WeightsSnapshot> snap) mutable {
+        if (!snap.ok()) return done(snap.status());
+        result.version = snap->version;
+        result.weights = *std::move(snap);
+        done(std::move(result));
+      });
   if (wait != nullptr) wait->Started(ticket);
 }
 

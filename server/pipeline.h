@@ -29,6 +29,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/incarnation.h"
 #include "common/slice_assembler.h"
 #include "server/gradient.h"
 #include "server/shard.h"
@@ -41,6 +42,7 @@ namespace ps {
 struct PushArgs {
   int worker_id = 0;
   int64_t version = 0;
+  int64_t seq = 0;  // async push number (0: not deduplicated)
 };
 
 // The pull part: weights at version >= min_version, waiting up to `wait`
@@ -55,6 +57,8 @@ struct PullArgs {
 struct CallResult {
   int64_t version = 0;  // the shard's version after the push (calls without a pull)
   std::optional<WeightsSnapshot> weights;  // calls with a pull
+  PushOutcome outcome = PushOutcome::kApplied;  // calls with a push
+  Incarnation incarnation;                      // the shard's
 };
 
 // The wait of a transport's call in the shard, cancellable from any thread
@@ -107,6 +111,7 @@ class ShardCall {
  private:
   Shard* shard_;
   std::optional<PullArgs> pull_;
+  int64_t seq_ = 0;
   std::optional<GradientAssembly> push_;  // calls with a push, until an error
   absl::Status error_;
 };

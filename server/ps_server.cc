@@ -69,8 +69,10 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
     if (options.shard.log) {
       options.shard.log(loaded.has_value()
                             ? absl::StrCat(who, "restored checkpoint ", loaded->path,
-                                           " (version ", loaded->state.version, ")")
-                            : absl::StrCat(who, "no checkpoint in ", c.dir, "; starting empty"));
+                                           " (version ", loaded->state.version, "); ",
+                                           IncarnationName(s->shard_->incarnation()))
+                            : absl::StrCat(who, "no checkpoint in ", c.dir, "; starting empty, ",
+                                           IncarnationName(s->shard_->incarnation())));
     }
     CheckpointerOptions co;
     co.shard_id = options.shard.shard_id;

@@ -77,6 +77,21 @@ ABSL_FLAG(double, checkpoint_secs, 0,
           "With --checkpoint_dir: also write one at most this many seconds apart if the "
           "version moved (not a consistent cut across shards). 0 = not by time.");
 ABSL_FLAG(int, checkpoint_keep, 3, "With --checkpoint_dir: how many newest checkpoints to keep.");
+ABSL_FLAG(double, worker_timeout, 10,
+          "Sync mode: a worker's lease, in seconds. A worker that sent a request in this run "
+          "of the server and then nothing (not even the heartbeat its ps_worker sends) for "
+          "this long is dropped: the open step and the next ones close without its gradient "
+          "(averaging over the workers that pushed) until it sends again. Logged as "
+          "\"shard S: worker W dropped ...\" and \"... worker W is back\". 0 = no leases: "
+          "a step waits for every worker up to --pull_timeout.");
+ABSL_FLAG(int, min_workers, 1,
+          "Sync mode: a step closes without dropped workers only once at least this many "
+          "gradients are in; below it, it waits.");
+ABSL_FLAG(int, sync_quorum, 0,
+          "Sync mode, backup workers: close each step with the first N gradients from N "
+          "distinct workers (1 <= N <= --num_workers). A gradient that arrives for a closed "
+          "step is answered \"dropped\" (not an error), counted in ps_ctl status, and its "
+          "worker continues from the current step. 0 = every live worker's gradient.");
 ABSL_FLAG(bool, reject_nonfinite, true,
           "Refuse gradients and initial values holding NaN or Inf (INVALID_ARGUMENT), so that "
           "one bad worker cannot poison the model silently.");
@@ -162,6 +177,18 @@ int main(int argc, char** argv) {
         "need --checkpoint_every >= 0, --checkpoint_secs >= 0 and --checkpoint_keep >= 1"));
   }
   options.checkpoints.period = absl::Seconds(checkpoint_secs);
+  const double worker_timeout = absl::GetFlag(FLAGS_worker_timeout);
+  if (!(worker_timeout >= 0)) {
+    return Fail(absl::InvalidArgumentError("--worker_timeout must be >= 0"));
+  }
+  options.shard.worker_timeout = absl::Seconds(worker_timeout);
+  options.shard.sync_rule.quorum = absl::GetFlag(FLAGS_sync_quorum);
+  options.shard.sync_rule.min_workers = absl::GetFlag(FLAGS_min_workers);
+  if (options.shard.mode != ps::Mode::kSync &&
+      (options.shard.sync_rule.quorum != 0 || options.shard.sync_rule.min_workers != 1)) {
+    return Fail(absl::InvalidArgumentError(
+        "--sync_quorum and --min_workers apply to --mode=sync only"));
+  }
 
   // Block the stop signals before any thread starts, so that only sigwait below
   // receives them.
@@ -176,7 +203,17 @@ int main(int argc, char** argv) {
   std::cout << "listening on " << (*server)->address() << std::endl;
   std::cout << "shard " << options.shard.shard_id << "/" << options.shard.num_shards << ", "
             << ps::ModeName(options.shard.mode) << " mode, " << options.shard.num_workers
-            << " workers, lr " << options.shard.optimizer.learning_rate << std::endl;
+            << " workers, lr " << options.shard.optimizer.learning_rate;
+  if (options.shard.mode == ps::Mode::kSync) {
+    const ps::SyncRule& rule = options.shard.sync_rule;
+    std::cout << ", steps close with "
+              << (rule.quorum > 0 ? absl::StrCat("the first ", rule.quorum, " gradients")
+                                  : std::string("every live worker's gradient"))
+              << ", worker lease "
+              << (worker_timeout > 0 ? absl::FormatDuration(options.shard.worker_timeout)
+                                     : std::string("off"));
+  }
+  std::cout << std::endl;
   const std::string port_file = absl::GetFlag(FLAGS_port_file);
   if (!port_file.empty()) {
     const std::string tmp = port_file + ".tmp";

@@ -5,21 +5,26 @@
 namespace ps {
 
 grpc::ByteBuffer EncodeUnaryReply(const CallResult& result) {
-  if (!result.weights.has_value()) return EncodePushResponse(result.version);
+  if (!result.weights.has_value()) {
+    return EncodePushResponse(result.version, result.outcome, result.incarnation);
+  }
   const WeightsSnapshot& snap = *result.weights;
   return EncodePullResponse(snap.version, snap.layout->spec, snap.layout->slices,
-                            FlatValues(snap.weights->data()), snap.weights);
+                            FlatValues(snap.weights->data()), snap.weights,
+                            ReplyInfo{result.incarnation, result.outcome});
 }
 
 std::vector<grpc::ByteBuffer> EncodeStreamReply(uint64_t call_id,
                                                 const absl::StatusOr<CallResult>& result) {
   if (!result.ok()) return {EncodeStreamDone(call_id, 0, result.status())};
+  const ReplyInfo info{result->incarnation, result->outcome};
   if (!result->weights.has_value()) {
-    return {EncodeStreamDone(call_id, result->version, absl::OkStatus())};
+    return {EncodeStreamDone(call_id, result->version, absl::OkStatus(), info)};
   }
   const WeightsSnapshot& snap = *result->weights;
   return EncodeStreamWeights(call_id, snap.version, snap.layout->spec, snap.layout->slices,
-                             FlatValues(snap.weights->data()), snap.weights);
+                             FlatValues(snap.weights->data()), snap.weights, kStreamChunkBytes,
+                             info);
 }
 
 }  // namespace ps

@@ -80,7 +80,7 @@ void Serve(Shard* shard, const grpc::ByteBuffer& req, Decoder decode, grpc::Byte
 }
 
 PushArgs PushArgsOf(const RawPush& push) {
-  return PushArgs{static_cast<int>(push.worker_id), push.version};
+  return PushArgs{static_cast<int>(push.worker_id), push.version, push.seq};
 }
 
 PullArgs PullArgsOf(const RawPull& pull) {
@@ -112,6 +112,11 @@ absl::StatusOr<ShardCall> DecodePushPull(Shard* shard, const Pieces& bytes) {
   return call;
 }
 
+void SetIncarnation(const Incarnation& inc, v1::Incarnation* out) {
+  out->set_run_id(inc.run_id);
+  out->set_start(inc.start);
+}
+
 }  // namespace
 
 grpc::ServerUnaryReactor* ParameterServerService::Register(grpc::CallbackServerContext* ctx,
@@ -129,6 +134,9 @@ grpc::ServerUnaryReactor* ParameterServerService::Register(grpc::CallbackServerC
       resp->set_learning_rate(st.learning_rate);
       resp->set_initialized(st.initialized);
       resp->set_version(st.version);
+      SetIncarnation(st.incarnation, resp->mutable_incarnation());
+      resp->set_last_seq(shard_->LastSeq(req->worker_id()));
+      resp->set_worker_timeout_ms(absl::ToInt64Milliseconds(shard_->options().worker_timeout));
       if (st.initialized) {
         std::shared_ptr<const ShardLayout> layout = shard_->Layout();
         ModelSpecToProto(layout->spec, resp->mutable_spec());
@@ -151,20 +159,55 @@ grpc::ServerUnaryReactor* ParameterServerService::Register(grpc::CallbackServerC
 grpc::ServerUnaryReactor* ParameterServerService::InitParams(grpc::CallbackServerContext* ctx,
                                                              const v1::InitRequest* req,
                                                              v1::InitResponse* resp) {
+  if (req->restore()) {
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    try {
+      absl::StatusOr<bool> installed =
+          shard_->Restore(req->worker_id(), ModelSpecFromProto(req->spec()),
+                          SlicesFromProto(req->values()), req->version());
+      if (installed.ok()) {
+        resp->set_created(*installed);
+        resp->set_version(shard_->Stats().version);
+        SetIncarnation(shard_->incarnation(), resp->mutable_incarnation());
+      }
+      reactor->Finish(ToGrpcStatus(installed.status()));
+    } catch (...) {
+      FinishWithException(reactor, "InitParams");
+    }
+    return reactor;
+  }
   auto* reactor = new WaitingReactor(shard_);
   try {
     reactor->wait()->Started(shard_->Init(
         req->worker_id(), ModelSpecFromProto(req->spec()), SlicesFromProto(req->values()),
         Millis(req->wait_timeout_ms()),
-        [resp, reactor](absl::StatusOr<int64_t> version, bool created) {
+        [this, resp, reactor](absl::StatusOr<int64_t> version, bool created) {
           if (version.ok()) {
             resp->set_version(*version);
             resp->set_created(created);
+            SetIncarnation(shard_->incarnation(), resp->mutable_incarnation());
           }
           reactor->Finish(ToGrpcStatus(version.status()));
         }));
   } catch (...) {
     FinishWithException(reactor, "InitParams");
+  }
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ParameterServerService::Heartbeat(grpc::CallbackServerContext* ctx,
+                                                            const v1::HeartbeatRequest* req,
+                                                            v1::HeartbeatResponse* resp) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  try {
+    absl::StatusOr<int64_t> version = shard_->Heartbeat(req->worker_id());
+    if (version.ok()) {
+      resp->set_version(*version);
+      SetIncarnation(shard_->incarnation(), resp->mutable_incarnation());
+    }
+    reactor->Finish(ToGrpcStatus(version.status()));
+  } catch (...) {
+    FinishWithException(reactor, "Heartbeat");
   }
   return reactor;
 }
@@ -208,8 +251,9 @@ grpc::ServerUnaryReactor* ParameterServerService::Checkpoint(
     return reactor;
   }
   try {
-    options_.checkpoint([reactor, resp](absl::StatusOr<CheckpointWritten> r) {
+    options_.checkpoint([this, reactor, resp](absl::StatusOr<CheckpointWritten> r) {
       if (r.ok()) {
+        SetIncarnation(shard_->incarnation(), resp->mutable_incarnation());
         resp->set_version(r->version);
         resp->set_path(r->path);
         resp->set_written(r->written);
@@ -243,6 +287,14 @@ grpc::ServerUnaryReactor* ParameterServerService::GetStatus(grpc::CallbackServer
     resp->set_learning_rate(st.learning_rate);
     resp->set_waiting_calls(st.waiting_calls);
     resp->set_pending_pushes(st.pending_pushes);
+    SetIncarnation(st.incarnation, resp->mutable_incarnation());
+    for (int w : st.live_workers) resp->add_live_workers(w);
+    for (int w : st.dropped_workers) resp->add_dropped_workers(w);
+    resp->set_sync_quorum(st.sync_quorum);
+    resp->set_min_workers(st.min_workers);
+    resp->set_worker_timeout_ms(absl::ToInt64Milliseconds(st.worker_timeout));
+    resp->set_pushes_dropped(st.pushes_dropped);
+    resp->set_pushes_duplicate(st.pushes_duplicate);
     reactor->Finish(grpc::Status::OK);
   } catch (...) {
     FinishWithException(reactor, "GetStatus");

@@ -34,11 +34,12 @@ using ParameterServerBase = v1::ParameterServer::WithCallbackMethod_Register<
     v1::ParameterServer::WithCallbackMethod_InitParams<
         v1::ParameterServer::WithCallbackMethod_GetStatus<
             v1::ParameterServer::WithCallbackMethod_Checkpoint<
-                v1::ParameterServer::WithRawCallbackMethod_Push<
-                    v1::ParameterServer::WithRawCallbackMethod_Pull<
-                        v1::ParameterServer::WithRawCallbackMethod_PushPull<
-                            v1::ParameterServer::WithRawCallbackMethod_Stream<
-                                v1::ParameterServer::Service>>>>>>>>;
+                v1::ParameterServer::WithCallbackMethod_Heartbeat<
+                    v1::ParameterServer::WithRawCallbackMethod_Push<
+                        v1::ParameterServer::WithRawCallbackMethod_Pull<
+                            v1::ParameterServer::WithRawCallbackMethod_PushPull<
+                                v1::ParameterServer::WithRawCallbackMethod_Stream<
+                                    v1::ParameterServer::Service>>>>>>>>>;
 
 struct ServiceOptions {
   // Longest time a stream call may take to arrive in full (see
@@ -57,9 +58,13 @@ class ParameterServerService final : public ParameterServerBase {
   grpc::ServerUnaryReactor* Register(grpc::CallbackServerContext* ctx,
                                      const v1::RegisterRequest* req,
                                      v1::RegisterResponse* resp) override;
+  // With `restore`: Shard::Restore, answered at once.
   grpc::ServerUnaryReactor* InitParams(grpc::CallbackServerContext* ctx,
                                        const v1::InitRequest* req,
                                        v1::InitResponse* resp) override;
+  grpc::ServerUnaryReactor* Heartbeat(grpc::CallbackServerContext* ctx,
+                                      const v1::HeartbeatRequest* req,
+                                      v1::HeartbeatResponse* resp) override;
   // Raw: PushRequest -> PushResponse.
   grpc::ServerUnaryReactor* Push(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
                                  grpc::ByteBuffer* resp) override;

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdio>
 #include <optional>
+#include <random>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -53,7 +54,10 @@ absl::StatusOr<std::unique_ptr<Shard>> Shard::Create(const ShardOptions& options
   ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> opt, CreateOptimizer(options.optimizer, 0));
   // An unknown mode fails here, not as a silent fallback.
   ASSIGN_OR_RETURN(std::unique_ptr<ConsistencyPolicy> policy,
-                   CreateConsistencyPolicy(options.mode, options.num_workers));
+                   CreateConsistencyPolicy(options.mode, options.num_workers, options.sync_rule));
+  if (options.worker_timeout < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("worker_timeout must be >= 0");
+  }
   return std::unique_ptr<Shard>(new Shard(options, std::move(opt), std::move(policy)));
 }
 
@@ -67,7 +71,11 @@ Shard::Shard(const ShardOptions& options, std::unique_ptr<Optimizer> optimizer,
                                          : 2 * options.num_workers + 2,
           options.num_workers, metrics_)),
       optimizer_(std::move(optimizer)),
-      policy_(std::move(policy)) {
+      policy_(std::move(policy)),
+      last_seen_(options.num_workers, absl::InfinitePast()) {
+  incarnation_.run_id = options.run_id;
+  while (incarnation_.run_id == 0) incarnation_.run_id = std::random_device()() * 4294967296ull + std::random_device()();
+  incarnation_.start = 1;
   WaitersOptions w;
   w.name = absl::StrCat("shard ", options.shard_id);
   w.max_waiting = options.max_waiting_calls;
@@ -112,11 +120,85 @@ absl::Status Shard::Register(int worker_id, int num_workers) {
         "worker ", worker_id, " was started with num_workers=", num_workers,
         " but this server expects num_workers=", options_.num_workers));
   }
-  absl::MutexLock l(&mu_);
-  workers_seen_.insert(worker_id);
+  Effects fx;
+  {
+    absl::MutexLock l(&mu_);
+    workers_seen_.insert(worker_id);
+    TouchLocked(worker_id, &fx);
+  }
+  Finish(std::move(fx));
   return absl::OkStatus();
 }
 
+absl::StatusOr<int64_t> Shard::Heartbeat(int worker_id) {
+  RETURN_IF_ERROR(CheckWorker(worker_id));
+  Effects fx;
+  int64_t version;
+  {
+    absl::MutexLock l(&mu_);
+    TouchLocked(worker_id, &fx);
+    version = version_;
+  }
+  Finish(std::move(fx));
+  return version;
+}
+
+int64_t Shard::LastSeq(int worker_id) const {
+  if (!CheckWorker(worker_id).ok()) return 0;
+  absl::MutexLock l(&mu_);
+  const std::vector<int64_t> seqs = policy_->LastSeqs();
+  return worker_id < static_cast<int>(seqs.size()) ? seqs[worker_id] : 0;
+}
+
+Incarnation Shard::incarnation() const {
+  absl::MutexLock l(&mu_);
+  return incarnation_;
+}
+
+void Shard::TouchLocked(int worker_id, Effects* fx) {
+  if (!leases()) return;
+  const absl::Time now = absl::Now();
+  last_seen_[worker_id] = now;
+  if (dropped_.erase(worker_id) > 0) {
+    fx->lines.push_back(absl::StrCat("shard ", options_.shard_id, ": worker ", worker_id,
+                                     " is back (at step ", version_,
+                                     "); sync steps wait for it again"));
+    std::vector<std::vector<float>> to_apply;
+    if (policy_->SetLive(worker_id, true, &to_apply) && initialized_) {
+      OnStepPushLocked(/*completed=*/true, &fx->lines);
+      ApplyLocked(std::move(to_apply), fx);
+    }
+  }
+  if (next_lease_check_ == absl::InfiniteFuture()) {
+    next_lease_check_ = now + options_.worker_timeout;
+    waiters_->WakeAt(next_lease_check_);
+  }
+}
+
+void Shard::CheckLeasesLocked(absl::Time now, Effects* fx) {
+  if (!leases() || now < next_lease_check_) return;
+  next_lease_check_ = absl::InfiniteFuture();
+  for (int w = 0; w < options_.num_workers; ++w) {
+    if (last_seen_[w] == absl::InfinitePast() || dropped_.count(w) > 0) continue;
+    const absl::Time expires = last_seen_[w] + options_.worker_timeout;
+    if (expires > now) {
+      next_lease_check_ = std::min(next_lease_check_, expires);
+      continue;
+    }
+    dropped_.insert(w);
+    fx->lines.push_back(absl::StrFormat(
+        "shard %d: worker %d dropped: no request for %.1fs (--worker_timeout=%s) at step %d; "
+        "sync steps close without it until it is back",
+        options_.shard_id, w, absl::ToDoubleSeconds(now - last_seen_[w]),
+        absl::FormatDuration(options_.worker_timeout), version_));
+    std::vector<std::vector<float>> to_apply;
+    if (policy_->SetLive(w, false, &to_apply) && initialized_) {
+      OnStepPushLocked(/*completed=*/true, &fx->lines);
+      ApplyLocked(std::move(to_apply), fx);
+    }
+  }
+  if (next_lease_check_ != absl::InfiniteFuture()) waiters_->WakeAt(next_lease_check_);
+}
 SliceAssembler::Options Shard::AssemblerOptions(absl::string_view what) const {
   SliceAssembler::Options o;
   o.what = absl::StrCat(what, " to shard ", options_.shard_id);
@@ -134,7 +216,10 @@ absl::Status Shard::InstallLocked(std::shared_ptr<const ShardLayout> layout,
   }
   // Made before anything changes, so a failure leaves the shard as it was.
   ASSIGN_OR_RETURN(std::unique_ptr<ConsistencyPolicy> policy,
-                   CreateConsistencyPolicy(options_.mode, options_.num_workers));
+                   CreateConsistencyPolicy(options_.mode, options_.num_workers,
+                                           options_.sync_rule));
+  std::vector<std::vector<float>> none;
+  for (int w : dropped_) policy->SetLive(w, false, &none);  // no step is open
   optimizer_ = std::move(optimizer);
   layout_ = std::move(layout);
   weights_ = weights_pool_->Share(std::move(weights));
@@ -164,6 +249,14 @@ uint64_t Shard::Init(int worker_id, const ModelSpec& spec,
   if (!s.ok()) {
     done(s, false);
     return 0;
+  }
+  if (leases()) {
+    Effects fx;
+    {
+      absl::MutexLock l(&mu_);
+      TouchLocked(worker_id, &fx);
+    }
+    Finish(std::move(fx));
   }
 
   // The creator's values are checked in full before the weights are
@@ -244,6 +337,69 @@ uint64_t Shard::Init(int worker_id, const ModelSpec& spec,
   return 0;
 }
 
+absl::StatusOr<bool> Shard::Restore(int worker_id, const ModelSpec& spec,
+                                     const std::vector<RawTensorSlice>& values,
+                                     int64_t version) {
+  RETURN_IF_ERROR(CheckWorker(worker_id));
+  RETURN_IF_ERROR(ValidateModelSpec(spec, options_.spec_limits));
+  if (version < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("restore from worker ", worker_id, ": version ", version, " is negative"));
+  }
+  std::shared_ptr<const ShardLayout> layout;
+  {
+    absl::MutexLock l(&mu_);
+    if (initialized_) {
+      RETURN_IF_ERROR(CompareModelSpecs(layout_->spec, spec));
+      if (version_ >= version) return false;
+    }
+  }
+  // Checked and copied outside the lock, as a creating init.
+  layout = MakeSliceLayout(spec, options_.num_shards, options_.shard_id);
+  SliceAssembler assembler(layout, AssemblerOptions("restore"));
+  RETURN_IF_ERROR(assembler.Validate(values));
+  std::vector<float> weights(layout->num_elements);
+  for (const RawTensorSlice& v : values) {
+    RETURN_IF_ERROR(assembler.Add(v, [&](const SliceRange& r) -> absl::StatusOr<float*> {
+      return weights.data() + r.flat_offset;
+    }));
+  }
+  Effects fx;
+  {
+    absl::MutexLock l(&mu_);
+    if (closed_) {
+      return absl::UnavailableError(absl::StrCat("shard ", options_.shard_id, " is shutting down"));
+    }
+    if (initialized_ && version_ >= version) return false;  // another worker was first
+    const int64_t was = version_;
+    const bool had = initialized_;
+    std::unique_ptr<Optimizer> optimizer;
+    if (had) {
+      optimizer = std::move(optimizer_);  // same spec: its state still fits
+    } else {
+      ASSIGN_OR_RETURN(optimizer, CreateOptimizer(options_.optimizer, layout->num_elements));
+    }
+    const std::vector<int64_t> seqs = policy_->LastSeqs();
+    absl::Status installed =
+        InstallLocked(std::move(layout), std::move(weights), std::move(optimizer), version);
+    if (!installed.ok()) {
+      // Cannot happen (the weights are sized by the layout), but the shard
+      // must keep an optimizer that fits its unchanged parameters.
+      optimizer_ = CreateOptimizer(options_.optimizer, layout_->num_elements).value();
+      return installed;
+    }
+    policy_->SetLastSeqs(seqs);
+    workers_seen_.insert(worker_id);
+    fx.lines.push_back(absl::StrCat(
+        "shard ", options_.shard_id, ": restored to version ", version, " from worker ",
+        worker_id, "'s copy (the shard was ",
+        had ? absl::StrCat("at version ", was) : std::string("empty"), ")"));
+    fx.ready = TakeReadyLocked(&fx.snap);
+  }
+  Finish(std::move(fx));
+  return true;
+}
+
 absl::Status Shard::CheckInitializedLocked() const {
   if (initialized_) return absl::OkStatus();
   return absl::FailedPreconditionError(
@@ -268,18 +424,15 @@ absl::StatusOr<GradientAssembly> Shard::StartPush(int worker_id,
                           AssemblerOptions("push"), gradient_pool_);
 }
 
-absl::StatusOr<int64_t> Shard::Push(AssembledGradient g) {
+absl::StatusOr<PushResult> Shard::Push(AssembledGradient g, int64_t seq) {
   const absl::Time start = absl::Now();
   const int worker_id = g.worker_id;
   const int64_t computed_version = g.computed_version;
   RETURN_IF_ERROR(CheckWorker(worker_id));
   std::vector<float> grad = std::move(g.values).TakeValues();
-  SnapshotCallbacks ready;
-  WeightsSnapshot snap;
-  std::vector<std::string> lines;
-  int64_t version;
+  Effects fx;
+  PushResult result;
   int64_t staleness;
-  std::optional<absl::StatusOr<ShardState>> checkpoint;
   {
     absl::MutexLock l(&mu_);
     RETURN_IF_ERROR(CheckInitializedLocked());
@@ -293,58 +446,87 @@ absl::StatusOr<int64_t> Shard::Push(AssembledGradient g) {
                                                      " owns ", layout_->num_elements));
     }
     std::vector<std::vector<float>> to_apply;
-    ASSIGN_OR_RETURN(const bool apply, policy_->OnPush(worker_id, computed_version, version_,
-                                                       std::move(grad), &to_apply));
+    ASSIGN_OR_RETURN(const PushVerdict verdict,
+                     policy_->OnPush(worker_id, computed_version, seq, version_, std::move(grad),
+                                     &to_apply));
     workers_seen_.insert(worker_id);
+    TouchLocked(worker_id, &fx);
+    result.outcome = verdict.outcome;
     // The policy accepted it: 0 <= computed_version <= version_, no overflow.
     staleness = version_ - computed_version;
-    OnStepPushLocked(apply, &lines);
-    if (apply) {
-      // Copy on write: a reader may still be sending the current buffer. New
-      // references are only taken under mu_, so a count of 1 means nobody
-      // else holds it; the fence orders the last reader's reads before ours.
-      if (weights_.use_count() > 1) {
-        std::vector<float> copy = weights_pool_->Take(weights_->size());
-        std::copy(weights_->begin(), weights_->end(), copy.begin());
-        weights_ = weights_pool_->Share(std::move(copy));
-      } else {
-        std::atomic_thread_fence(std::memory_order_acquire);
-      }
-      std::vector<const float*> grads;
-      for (const std::vector<float>& g : to_apply) grads.push_back(g.data());
-      ApplyMeanInParallel(optimizer_.get(), /*step=*/version_ + 1, grads, weights_->size(),
-                          weights_->data());
-      for (std::vector<float>& g : to_apply) gradient_pool_->Give(std::move(g));
-      ++version_;
-      metrics_->version.Set(version_);
-      ready = TakeReadyLocked(&snap);
-      if (options_.checkpoint_every > 0 && options_.on_checkpoint &&
-          version_ % options_.checkpoint_every == 0) {
-        checkpoint = ExportStateLocked();
-      }
+    if (verdict.outcome == PushOutcome::kApplied) {
+      OnStepPushLocked(verdict.apply, &fx.lines);
+      if (verdict.apply) ApplyLocked(std::move(to_apply), &fx);
     }
-    version = version_;
+    result.version = version_;
   }
-  metrics_->pushes_accepted.Add();
-  metrics_->RecordStaleness(staleness);
+  switch (result.outcome) {
+    case PushOutcome::kApplied:
+      metrics_->pushes_accepted.Add();
+      metrics_->RecordStaleness(staleness);
+      break;
+    case PushOutcome::kDuplicate:
+      metrics_->pushes_duplicate.Add();
+      break;
+    case PushOutcome::kDropped:
+      metrics_->pushes_dropped.Add();
+      break;
+  }
   metrics_->push_latency.Record(absl::Now() - start);
-  Log(lines);
-  Release(std::move(ready), snap);
-  if (checkpoint.has_value()) {
-    if (checkpoint->ok()) {
-      options_.on_checkpoint(*std::move(*checkpoint));
+  Finish(std::move(fx));
+  return result;
+}
+
+void Shard::ApplyLocked(std::vector<std::vector<float>> to_apply, Effects* fx) {
+  // Copy on write: a reader may still be sending the current buffer. New
+  // references are only taken under mu_, so a count of 1 means nobody
+  // else holds it; the fence orders the last reader's reads before ours.
+  if (weights_.use_count() > 1) {
+    std::vector<float> copy = weights_pool_->Take(weights_->size());
+    std::copy(weights_->begin(), weights_->end(), copy.begin());
+    weights_ = weights_pool_->Share(std::move(copy));
+  } else {
+    std::atomic_thread_fence(std::memory_order_acquire);
+  }
+  std::vector<const float*> grads;
+  for (const std::vector<float>& g : to_apply) grads.push_back(g.data());
+  ApplyMeanInParallel(optimizer_.get(), /*step=*/version_ + 1, grads, weights_->size(),
+                      weights_->data());
+  for (std::vector<float>& g : to_apply) gradient_pool_->Give(std::move(g));
+  ++version_;
+  metrics_->version.Set(version_);
+  fx->ready = TakeReadyLocked(&fx->snap);
+  if (options_.checkpoint_every > 0 && options_.on_checkpoint &&
+      version_ % options_.checkpoint_every == 0) {
+    fx->checkpoint = ExportStateLocked();
+  }
+}
+
+void Shard::Finish(Effects fx) {
+  Log(fx.lines);
+  Release(std::move(fx.ready), fx.snap);
+  if (fx.checkpoint.has_value()) {
+    if (fx.checkpoint->ok()) {
+      options_.on_checkpoint(*std::move(*fx.checkpoint));
     } else {
-      Log({absl::StrCat("shard ", options_.shard_id, ": cannot export version ", version,
-                        " for a checkpoint: ", checkpoint->status().message())});
+      Log({absl::StrCat("shard ", options_.shard_id, ": cannot export a checkpoint: ",
+                        fx.checkpoint->status().message())});
     }
   }
-  return version;
 }
 
 uint64_t Shard::Pull(int worker_id, int64_t min_version, absl::Duration wait,
                      SnapshotCallback done) {
   const absl::Status valid = CheckWorker(worker_id);
   absl::StatusOr<WeightsSnapshot> result = absl::UnknownError("unset");
+  if (valid.ok() && leases()) {
+    Effects fx;
+    {
+      absl::MutexLock l(&mu_);
+      TouchLocked(worker_id, &fx);
+    }
+    Finish(std::move(fx));
+  }
   if (!valid.ok()) {
     result = valid;
   } else {
@@ -432,15 +614,16 @@ void Shard::OnStepPushLocked(bool completed, std::vector<std::string>* lines) {
 }
 
 void Shard::OnAlarm(absl::Time now) {
-  std::vector<std::string> lines;
+  Effects fx;
   {
     absl::MutexLock l(&mu_);
     if (closed_) return;
-    CollectStallReportLocked(now, &lines);
+    CheckLeasesLocked(now, &fx);
+    CollectStallReportLocked(now, &fx.lines);
     // Also when the alarm came early (it was set for an earlier step).
     if (next_stall_report_ != absl::InfiniteFuture()) waiters_->WakeAt(next_stall_report_);
   }
-  Log(lines);
+  Finish(std::move(fx));
 }
 
 void Shard::CollectStallReportLocked(absl::Time now, std::vector<std::string>* lines) {
@@ -491,6 +674,21 @@ ShardStats Shard::Stats() const {
   s.waiting_calls = metrics_->waiting_calls.Get();
   s.pending_pushes = metrics_->pending_pushes.Get();
   s.pulls_served = metrics_->pulls_served.Get();
+  s.incarnation = incarnation_;
+  if (leases()) {
+    for (int w = 0; w < options_.num_workers; ++w) {
+      if (last_seen_[w] == absl::InfinitePast()) continue;
+      (dropped_.count(w) > 0 ? s.dropped_workers : s.live_workers).push_back(w);
+    }
+  }
+  if (options_.mode == Mode::kSync) {
+    s.sync_quorum =
+        options_.sync_rule.quorum > 0 ? options_.sync_rule.quorum : options_.num_workers;
+    s.min_workers = options_.sync_rule.min_workers;
+    s.worker_timeout = options_.worker_timeout;
+  }
+  s.pushes_dropped = metrics_->pushes_dropped.Get();
+  s.pushes_duplicate = metrics_->pushes_duplicate.Get();
   s.push_latency = metrics_->push_latency.Read();
   s.pull_latency = metrics_->pull_latency.Read();
   return s;
@@ -519,6 +717,8 @@ absl::StatusOr<ShardState> Shard::ExportStateLocked() const {
   state.spec = layout_->spec;
   state.version = version_;
   state.weights = *weights_;
+  state.incarnation = incarnation_;
+  state.last_seq = policy_->LastSeqs();
   state.optimizer = optimizer_->name();
   ASSIGN_OR_RETURN(state.optimizer_state, optimizer_->SaveState());
   return state;
@@ -553,6 +753,10 @@ absl::Status Shard::RestoreState(const ShardState& state) {
     RETURN_IF_ERROR(
         InstallLocked(std::move(layout), state.weights, std::move(optimizer), state.version));
     workers_seen_.insert(state.workers_seen.begin(), state.workers_seen.end());
+    policy_->SetLastSeqs(state.last_seq);
+    if (state.incarnation.run_id != 0) {
+      incarnation_ = Incarnation{state.incarnation.run_id, state.incarnation.start + 1};
+    }
     ready = TakeReadyLocked(&snap);
   }
   Release(std::move(ready), snap);

@@ -20,6 +20,18 @@
 // readable without the shard's lock. In sync mode the same timer thread logs a step that has waited long for
 // some workers' gradients (ShardOptions::stall_report_after).
 //
+// Faults (README.md, "Failures"). With a worker_timeout, a sync shard holds
+// a lease per worker, renewed by each of its requests (Heartbeat included);
+// a worker seen in this incarnation and then silent that long is dropped:
+// the open step closes without it (SyncRule) and it is logged as
+//   shard 0: worker 2 dropped: no request for 3.0s (--worker_timeout=3s); ...
+// until its next request brings it back ("shard 0: worker 2 is back ...").
+// Pushes are applied at most once (ConsistencyPolicy: sync by worker and
+// step, async by worker and seq). Restore installs a worker's copy of the
+// weights in a shard that came back behind it. Each shard has an
+// Incarnation: a random run id and a start count, adopted from the
+// checkpoint it restores.
+//
 // Knows nothing of gRPC. Thread-safe: every public method may be called
 // concurrently. Callbacks are never invoked with the shard's lock held.
 #ifndef PS_SERVER_SHARD_H_
@@ -28,6 +40,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -39,6 +52,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/float_bytes.h"
+#include "common/incarnation.h"
 #include "common/model_spec.h"
 #include "common/partition.h"
 #include "common/slice_assembler.h"
@@ -108,6 +122,21 @@ struct ShardOptions {
   // callback should only queue the state (server/checkpointer.h writes it).
   int64_t checkpoint_every = 0;
   std::function<void(ShardState state)> on_checkpoint;
+
+  // Sync leases: a worker seen in this incarnation and then silent this
+  // long is dropped from the steps until it sends again. Zero: no leases
+  // (a step waits for every worker, up to the pulls' wait).
+  absl::Duration worker_timeout = absl::ZeroDuration();
+  // How a sync step closes: quorum (backup workers) and min_workers.
+  SyncRule sync_rule;
+  // The run id of a shard that restores no checkpoint; 0 = drawn at random.
+  uint64_t run_id = 0;
+};
+
+// What became of a push that was not an error.
+struct PushResult {
+  int64_t version = 0;  // the shard's version after it
+  PushOutcome outcome = PushOutcome::kApplied;
 };
 
 // Counters for operators; see StatusResponse in proto/ps.proto.
@@ -130,6 +159,16 @@ struct ShardStats {
   int64_t waiting_calls = 0;  // pulls/inits waiting for a version
   int64_t pending_pushes = 0;  // pushes being received (holding a PushBuffer)
   int64_t pulls_served = 0;
+  Incarnation incarnation;
+  // Sync membership: live (not dropped) and dropped workers among those
+  // seen in this incarnation; the step rule; the lease (zero: none).
+  std::vector<int> live_workers;
+  std::vector<int> dropped_workers;
+  int sync_quorum = 0;  // num_workers unless a quorum was set
+  int min_workers = 1;
+  absl::Duration worker_timeout;
+  int64_t pushes_dropped = 0;
+  int64_t pushes_duplicate = 0;
   Histogram::Snapshot push_latency;
   Histogram::Snapshot pull_latency;
 };
@@ -149,9 +188,28 @@ class Shard {
 
   const ShardOptions& options() const { return options_; }
 
-  // Records a worker. INVALID_ARGUMENT if worker_id is out of range or
-  // num_workers differs from the server's.
+  // Records a worker (renewing its lease). INVALID_ARGUMENT if worker_id
+  // is out of range or num_workers differs from the server's.
   absl::Status Register(int worker_id, int num_workers);
+
+  // Renews the worker's lease; returns the shard's version.
+  absl::StatusOr<int64_t> Heartbeat(int worker_id);
+
+  // The async push seq last accepted from `worker_id` (0: none, and always
+  // in sync mode), so that a restarted worker numbers its pushes after it.
+  int64_t LastSeq(int worker_id) const;
+
+  // Restore after a shard restart: `values` (every slice this shard owns,
+  // exactly once) are a worker's copy of the weights at `version`, for
+  // `spec`. A shard with no parameters, or behind `version`, installs them
+  // at `version`: an open step's gradients are dropped, the optimizer state
+  // kept when it has one. Returns whether they were installed (false: the
+  // shard was at `version` or beyond, and nothing changed).
+  // FAILED_PRECONDITION for a spec other than the shard's.
+  absl::StatusOr<bool> Restore(int worker_id, const ModelSpec& spec,
+                               const std::vector<RawTensorSlice>& values, int64_t version);
+
+  Incarnation incarnation() const;
 
   // Worker 0 creates the parameters from `values` (every slice this shard
   // owns, exactly once; none if it owns no elements). Other workers send no
@@ -173,10 +231,11 @@ class Shard {
   absl::StatusOr<GradientAssembly> StartPush(int worker_id, int64_t computed_version) const;
 
   // Offers an assembled gradient to the consistency policy, which applies it
-  // (now or with the rest of its step) or refuses it. Returns the version
-  // after the push. ABORTED if the parameters were replaced (restored) since
-  // StartPush.
-  absl::StatusOr<int64_t> Push(AssembledGradient grad);
+  // (now or with the rest of its step), refuses it, or answers it was a
+  // duplicate or dropped (ConsistencyPolicy::OnPush; `seq` is the async
+  // push number, 0 = none). ABORTED if the parameters were replaced
+  // (restored) since StartPush.
+  absl::StatusOr<PushResult> Push(AssembledGradient grad, int64_t seq = 0);
 
   // Calls `done` with the weights once the shard is initialized and at the
   // version the consistency policy sets for this worker's pull (sync and
@@ -199,9 +258,10 @@ class Shard {
 
   // Checkpoint support (server/shard_state.h). ExportState copies the full
   // state; FAILED_PRECONDITION before the parameters exist. RestoreState
-  // replaces spec, weights, version, optimizer state and the workers seen,
-  // drops the gradients of an open sync step, and releases the pulls the
-  // restored version satisfies. INVALID_ARGUMENT, changing nothing, for a
+  // replaces spec, weights, version, optimizer state, the workers seen and
+  // the async push seqs, drops the gradients of an open sync step, releases
+  // the pulls the restored version satisfies, and makes the shard the next
+  // start of the state's run (its incarnation). INVALID_ARGUMENT, changing nothing, for a
   // state of another shard position, worker count or optimizer, or one that
   // does not fit its spec.
   absl::StatusOr<ShardState> ExportState() const;
@@ -216,7 +276,28 @@ class Shard {
   Shard(const ShardOptions& options, std::unique_ptr<Optimizer> optimizer,
         std::unique_ptr<ConsistencyPolicy> policy);
 
+  // What an update leaves to do once the lock is released.
+  struct Effects {
+    SnapshotCallbacks ready;
+    WeightsSnapshot snap;
+    std::vector<std::string> lines;
+    std::optional<absl::StatusOr<ShardState>> checkpoint;
+  };
+
   absl::Status CheckWorker(int worker_id) const;
+  // Applies the mean of `to_apply` and moves to the next version.
+  void ApplyLocked(std::vector<std::vector<float>> to_apply, Effects* fx)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Runs `fx` (outside the lock).
+  void Finish(Effects fx);
+  // A request from `worker_id`: renews its lease, bringing it back if it
+  // was dropped.
+  void TouchLocked(int worker_id, Effects* fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops the workers whose lease expired by `now`; sets the next alarm.
+  void CheckLeasesLocked(absl::Time now, Effects* fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool leases() const {
+    return options_.mode == Mode::kSync && options_.worker_timeout > absl::ZeroDuration();
+  }
   absl::Status CheckInitializedLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   SliceAssembler::Options AssemblerOptions(absl::string_view what) const;
   // Makes `layout`, `weights` (its size) and `optimizer` (sized for it) the
@@ -264,6 +345,13 @@ class Shard {
   std::unique_ptr<Optimizer> optimizer_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<ConsistencyPolicy> policy_ ABSL_GUARDED_BY(mu_);
   std::set<int> workers_seen_ ABSL_GUARDED_BY(mu_);
+  Incarnation incarnation_ ABSL_GUARDED_BY(mu_);
+  // Leases (sync, worker_timeout > 0): by worker, when it was last heard
+  // from in this incarnation (InfinitePast: not yet); the workers dropped;
+  // when the timer checks the leases next.
+  std::vector<absl::Time> last_seen_ ABSL_GUARDED_BY(mu_);
+  std::set<int> dropped_ ABSL_GUARDED_BY(mu_);
+  absl::Time next_lease_check_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   // Sync stall reports: when the open step (some gradients in, not all) got
   // its first push, InfiniteFuture when no step is open; when the timer
   // reports it next (InfiniteFuture: never); reports logged for it so far.

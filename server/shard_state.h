@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "common/incarnation.h"
 #include "common/model_spec.h"
 
 namespace ps {
@@ -39,6 +40,12 @@ struct ShardState {
   // shard with the same rule) and its Optimizer::SaveState bytes.
   std::string optimizer;
   std::string optimizer_state;
+  // The incarnation of the shard that exported it: a shard restoring it
+  // becomes start + 1 of the same run.
+  Incarnation incarnation;
+  // Async exactly-once: by worker id, the last push seq accepted (empty in
+  // sync mode).
+  std::vector<int64_t> last_seq;
 };
 
 }  // namespace ps

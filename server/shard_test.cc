@@ -17,7 +17,10 @@
 namespace ps {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::SizeIs;
 using ::testing::MatchesRegex;
 
 // Encoded slices of `values` for every slice of `layout`.
@@ -40,12 +43,22 @@ Slices Encode(const ModelSpec& spec, int num_shards, int shard, const TensorList
 }
 
 // A unary push: the gradient in one message, assembled, then pushed.
-absl::StatusOr<int64_t> PushSlices(Shard* shard, int worker, int64_t version,
-                                   const std::vector<RawTensorSlice>& slices) {
+absl::StatusOr<PushResult> PushWithOutcome(Shard* shard, int worker, int64_t version,
+                                           const std::vector<RawTensorSlice>& slices) {
   ASSIGN_OR_RETURN(GradientAssembly assembly, shard->StartPush(worker, version));
   RETURN_IF_ERROR(assembly.AddMessage(slices));
   ASSIGN_OR_RETURN(AssembledGradient grad, std::move(assembly).Finish());
   return shard->Push(std::move(grad));
+}
+
+// The version after a push the shard applied (or counted into its step).
+absl::StatusOr<int64_t> PushSlices(Shard* shard, int worker, int64_t version,
+                                   const std::vector<RawTensorSlice>& slices) {
+  ASSIGN_OR_RETURN(PushResult r, PushWithOutcome(shard, worker, version, slices));
+  if (r.outcome != PushOutcome::kApplied) {
+    return absl::InternalError(absl::StrCat("push was ", PushOutcomeName(r.outcome)));
+  }
+  return r.version;
 }
 
 struct PullResult {
@@ -174,12 +187,107 @@ TEST(Shard, SyncPushForWrongStepNamesBothSteps) {
   EXPECT_THAT(std::string(v.status().message()), HasSubstr("step 0"));
 }
 
-TEST(Shard, SyncSecondPushBySameWorkerIsRejected) {
+TEST(Shard, SyncSecondPushBySameWorkerIsADuplicateAndCounted) {
   auto shard = MakeShard(Mode::kSync, 2);
   InitShard(shard.get(), {{1, 2, 3, 4}, {0, 0, 0}});
   Slices g = Encode(kSpec, 1, 0, {{1, 1, 1, 1}, {1, 1, 1}});
   ASSERT_TRUE(PushSlices(shard.get(), 0, 0, g.data).ok());
-  EXPECT_EQ(PushSlices(shard.get(), 0, 0, g.data).status().code(), absl::StatusCode::kAlreadyExists);
+  absl::StatusOr<PushResult> again = PushWithOutcome(shard.get(), 0, 0, g.data);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->outcome, PushOutcome::kDuplicate);
+  EXPECT_EQ(again->version, 0);
+  EXPECT_EQ(shard->Stats().pushes_duplicate, 1);
+  EXPECT_EQ(shard->Stats().pushes_applied, 1);
+}
+
+TEST(Shard, ExpiredLeaseClosesTheStepWithoutTheWorkerUntilItIsBack) {
+  LogCapture log;
+  ShardOptions o;
+  o.num_workers = 3;
+  o.mode = Mode::kSync;
+  o.optimizer.learning_rate = 1.0f;
+  o.worker_timeout = absl::Milliseconds(300);
+  o.log = log.Sink();
+  auto shard = *Shard::Create(o);
+  InitShard(shard.get(), {{0, 0, 0, 0}, {0, 0, 0}});  // worker 0 seen
+  ASSERT_TRUE(shard->Register(2, 3).ok());          // worker 2 seen, then silent
+  // Worker 1 is never seen: steps wait for it, whatever the leases.
+  Slices g0 = Encode(kSpec, 1, 0, {{2, 2, 2, 2}, {2, 2, 2}});
+  Slices g1 = Encode(kSpec, 1, 0, {{4, 4, 4, 4}, {4, 4, 4}});
+  PullResult pull;
+  ASSERT_TRUE(PushSlices(shard.get(), 0, 0, g0.data).ok());
+  ASSERT_TRUE(PushSlices(shard.get(), 1, 0, g1.data).ok());
+  StartPull(shard.get(), 0, 1, absl::Seconds(10), &pull);
+  // Worker 0 keeps its lease; worker 2 loses its own.
+  for (int i = 0; i < 4 && !pull.done.HasBeenNotified(); ++i) {
+    absl::SleepFor(absl::Milliseconds(150));
+    ASSERT_TRUE(shard->Heartbeat(0).ok());
+    ASSERT_TRUE(shard->Heartbeat(1).ok());
+  }
+  ASSERT_TRUE(pull.done.WaitForNotificationWithTimeout(absl::Seconds(5)));
+  ASSERT_TRUE(pull.snap.ok()) << pull.snap.status();
+  EXPECT_EQ(pull.snap->version, 1);
+  // The mean of the two gradients that came: -(2 + 4) / 2.
+  EXPECT_EQ((*pull.snap->weights)[0], -3.0f);
+  EXPECT_THAT(log.WaitForLines("worker 2 dropped", 1, absl::Seconds(1)), SizeIs(1));
+  ShardStats st = shard->Stats();
+  EXPECT_THAT(st.dropped_workers, ElementsAre(2));
+  EXPECT_THAT(st.live_workers, ElementsAre(0, 1));
+  // Its late gradient for step 0 is dropped; then it is back.
+  absl::StatusOr<PushResult> late = PushWithOutcome(shard.get(), 2, 0, g0.data);
+  ASSERT_TRUE(late.ok()) << late.status();
+  EXPECT_EQ(late->outcome, PushOutcome::kDropped);
+  EXPECT_EQ(shard->Stats().pushes_dropped, 1);
+  EXPECT_THAT(log.WaitForLines("worker 2 is back", 1, absl::Seconds(1)), SizeIs(1));
+  EXPECT_THAT(shard->Stats().dropped_workers, IsEmpty());
+  EXPECT_THAT(shard->Stats().waiting_for, ElementsAre(0, 1, 2));
+}
+
+TEST(Shard, RestoreInstallsAWorkersCopyOnlyWhereTheShardIsBehind) {
+  LogCapture log;
+  ShardOptions o;
+  o.num_workers = 2;
+  o.mode = Mode::kSync;
+  o.log = log.Sink();
+  auto shard = *Shard::Create(o);
+  Slices copy = Encode(kSpec, 1, 0, {{5, 6, 7, 8}, {9, 9, 9}});
+  // Empty: installed at the copy's version, by any worker.
+  absl::StatusOr<bool> r = shard->Restore(1, kSpec, copy.data, 7);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(*r);
+  EXPECT_EQ(shard->Stats().version, 7);
+  EXPECT_THAT(log.WaitForLines("restored to version 7 from worker 1", 1, absl::Seconds(1)),
+              SizeIs(1));
+  // At or behind the shard: nothing changes.
+  Slices other = Encode(kSpec, 1, 0, {{0, 0, 0, 0}, {0, 0, 0}});
+  EXPECT_FALSE(*shard->Restore(0, kSpec, other.data, 7));
+  EXPECT_FALSE(*shard->Restore(0, kSpec, other.data, 3));
+  // Ahead: installed, and a pull waiting for it is released.
+  PullResult pull;
+  StartPull(shard.get(), 0, 9, absl::Seconds(10), &pull);
+  EXPECT_TRUE(*shard->Restore(0, kSpec, other.data, 9));
+  ASSERT_TRUE(pull.done.WaitForNotificationWithTimeout(absl::Seconds(5)));
+  ASSERT_TRUE(pull.snap.ok());
+  EXPECT_EQ((*pull.snap->weights)[0], 0.0f);
+  // Another spec is refused.
+  const ModelSpec wrong = {{"w", {2, 2}}, {"c", {3}}};
+  Slices w = Encode(wrong, 1, 0, {{0, 0, 0, 0}, {0, 0, 0}});
+  EXPECT_EQ(shard->Restore(0, wrong, w.data, 20).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(Shard, RestoredStateContinuesItsRunAsTheNextStart) {
+  auto shard = MakeShard(Mode::kSync, 2);
+  InitShard(shard.get(), {{1, 2, 3, 4}, {0, 0, 0}});
+  absl::StatusOr<ShardState> state = shard->ExportState();
+  ASSERT_TRUE(state.ok());
+  EXPECT_EQ(state->incarnation, shard->incarnation());
+  EXPECT_NE(shard->incarnation().run_id, 0u);
+  EXPECT_EQ(shard->incarnation().start, 1);
+  auto again = MakeShard(Mode::kSync, 2);
+  EXPECT_NE(again->incarnation().run_id, shard->incarnation().run_id);
+  ASSERT_TRUE(again->RestoreState(*state).ok());
+  EXPECT_EQ(again->incarnation(), (Incarnation{shard->incarnation().run_id, 2}));
 }
 
 TEST(Shard, PullTimesOutNamingMissingWorkers) {
@@ -308,7 +416,7 @@ TEST(Shard, AppliedGradientBuffersAreRecycled) {
     absl::StatusOr<AssembledGradient> grad = std::move(*a).Finish();
     ASSERT_TRUE(grad.ok()) << grad.status();
     ASSERT_EQ(grad->values.size(), 7u);
-    ASSERT_EQ(*shard->Push(*std::move(grad)), 1);
+    ASSERT_EQ(shard->Push(*std::move(grad))->version, 1);
     // The same memory, still holding the applied gradient (a fresh one is
     // zeroed): the first chunk rewrites only "w", so "b" shows what was left.
     absl::StatusOr<GradientAssembly> b = shard->StartPush(0, 1);

@@ -71,6 +71,8 @@ class Histogram {
 struct ShardMetrics {
   Counter pushes_accepted;  // pushes the consistency policy accepted
   Counter pulls_served;     // pulls answered with weights
+  Counter pushes_dropped;   // sync pushes for a step that closed without them
+  Counter pushes_duplicate; // pushes accepted before (retries), not applied again
   // Staleness of accepted pushes: shard version minus the version the
   // gradient was computed on.
   Counter staleness_sum;

@@ -294,7 +294,7 @@ absl::Status StreamReactor::Handle() {
     const StreamCallHeader& h = req.header;
     std::optional<PushArgs> push;
     std::optional<PullArgs> pull;
-    if (h.kind != StreamCall::kPull) push = PushArgs{h.worker_id, h.version};
+    if (h.kind != StreamCall::kPull) push = PushArgs{h.worker_id, h.version, h.seq};
     if (h.kind != StreamCall::kPush) {
       pull = PullArgs{h.worker_id, h.min_version, absl::Milliseconds(h.wait_timeout_ms)};
     }

@@ -85,7 +85,18 @@ TEST_P(Async, ConcurrentPushesAreAllAppliedExactlyOnce) {
   // computed on version 0, is N versions stale. Every other push was applied
   // at a version below N and computed on one >= 0, so N is the maximum.
   constexpr int kConcurrent = kWorkers * kPushes;
+  // Worker 0 again, as after a restart: it numbers its pushes after those
+  // the shards accepted from worker 0 (RegisterResponse.last_seq), so its
+  // push is applied, not taken for a retry. (`late`, connected before them,
+  // would number its push 1: a duplicate of worker 0's first.)
+  auto restarted = cluster.Connect(0, kWorkers, GetParam());
+  ASSERT_TRUE(restarted.ok()) << restarted.status();
+  ASSERT_TRUE((*restarted)->Init(kSpec, nullptr).ok());
+  ASSERT_EQ((*restarted)->version(), 0);  // it has pulled nothing
+  ASSERT_TRUE((*restarted)->Push(Gradient(0, kPushes)).ok());
+  for (PushOutcome o : (*restarted)->LastPushOutcomes()) EXPECT_EQ(o, PushOutcome::kApplied);
   ASSERT_TRUE((*late)->Push(Gradient(0, kPushes)).ok());
+  for (PushOutcome o : (*late)->LastPushOutcomes()) EXPECT_EQ(o, PushOutcome::kDuplicate);
   auto stats = QueryStatus(cluster.addresses(), absl::Seconds(10));
   ASSERT_TRUE(stats.ok()) << stats.status();
   ASSERT_EQ(stats->size(), size_t{kShards});

@@ -688,8 +688,22 @@ def check_k8s_build(name, resources, bins, docker_uid, errors):
         errors.append(f"{where}: servers' --num_workers={sorted(num_workers, key=str)}, but the Job "
                       f"has {W} completions")
     tspec = js["template"]["spec"]
-    if tspec.get("restartPolicy") != "Never":
-        errors.append(f"{where}: worker pods must have restartPolicy: Never")
+    # A failed worker is restarted and rejoins at the servers' step.
+    if tspec.get("restartPolicy") != "OnFailure":
+        errors.append(f"{where}: worker pods must have restartPolicy: OnFailure (a failed worker "
+                      f"rejoins)")
+    if int(js.get("backoffLimit", 6)) < 1:
+        errors.append(f"{where}: the worker Job's backoffLimit must let a worker restart")
+    # Servers: a checkpoint volume per pod, where --checkpoint_dir points.
+    claims = [t["metadata"]["name"] for t in sts["spec"].get("volumeClaimTemplates", [])]
+    sflags = parse_flags(pod_argv(c, {"name": f"{sname}-0", "env": {}, "labels": {
+        **labels, "apps.kubernetes.io/pod-index": "0"}, "annotations": {}}, configmaps,
+        where, []))
+    mounts = {m.get("mountPath"): m.get("name") for m in c.get("volumeMounts", [])}
+    ckpt = sflags.get("checkpoint_dir")
+    if not ckpt or mounts.get(ckpt) not in claims:
+        errors.append(f"{where}: servers must write --checkpoint_dir to a volume of their own "
+                      f"(volumeClaimTemplates {claims}, mounts {mounts}, --checkpoint_dir={ckpt})")
     wc = tspec.get("containers", [{}])[0]
     check_resources(wc, f"{where}: {job['metadata']['name']}", errors)
     gpus = ((wc.get("resources") or {}).get("limits") or {}).get("nvidia.com/gpu")
@@ -894,6 +908,10 @@ MUTATIONS = [
      "condition: service_healthy", "condition: service_started", "condition service_healthy"),
     ("a bad --device in the GPU override", "deploy/docker-compose.gpu.yml",
      "[--worker_id=1, --device=cuda]", "[--worker_id=1, --device=gpu]", "--device=gpu: ps_worker accepts"),
+    ("worker pods that are never restarted", "deploy/k8s/base/worker-job.yaml",
+     "restartPolicy: OnFailure", "restartPolicy: Never", "restartPolicy: OnFailure"),
+    ("server checkpoints outside the claim", "deploy/k8s/base/server-statefulset.yaml",
+     "- --checkpoint_dir=/checkpoints", "- --checkpoint_dir=/tmp", "a volume of their own"),
     ("a Job completions not matching --num_workers", "deploy/k8s/base/worker-job.yaml",
      "completions: 3", "completions: 4", "completions"),
     ("a server flag renamed in the StatefulSet", "deploy/k8s/base/server-statefulset.yaml",

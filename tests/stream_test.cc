@@ -4,6 +4,7 @@
 // it instead of leaving them hanging. What both transports must do alike
 // (tensors of many chunks arriving intact among them) is in
 // transport_conformance_test.cc.
+#include <cmath>
 #include "client/admin_client.h"
 #include "gtest/gtest.h"
 #include "tests/test_cluster.h"
@@ -45,8 +46,12 @@ class StreamSync : public ::testing::Test {
 TEST_F(StreamSync, AFailedCallLeavesTheStreamUsable) {
   TensorList grad = {{1, 1, 1, 1}};
   ASSERT_TRUE(client_->Push(grad).ok());
-  absl::Status again = client_->Push(grad);  // same step twice
-  EXPECT_EQ(again.code(), absl::StatusCode::kAlreadyExists) << again;
+  // The same step twice is taken for a retry: answered, not applied again.
+  ASSERT_TRUE(client_->Push(grad).ok());
+  EXPECT_EQ(client_->LastPushOutcomes(), std::vector<PushOutcome>{PushOutcome::kDuplicate});
+  TensorList bad = {{1, std::nanf(""), 1, 1}};
+  absl::Status refused = client_->Push(bad);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument) << refused;
   TensorList weights;
   EXPECT_TRUE(client_->Pull(0, &weights).ok());
   EXPECT_EQ(weights, init_);

@@ -20,6 +20,12 @@ absl::Status RemoteParamStore::PushPull(const TensorList& grads, TensorList* wei
   return client_->PushPull(grads, weights);
 }
 
+int RemoteParamStore::DroppedShards() const {
+  int n = 0;
+  for (PushOutcome o : client_->LastPushOutcomes()) n += o == PushOutcome::kDropped;
+  return n;
+}
+
 absl::Status RemoteParamStore::BeginPushPull(const TensorList* grads, TensorList* weights) {
   in_progress_ = client_->StartPushPull(grads, weights);
   return absl::OkStatus();

@@ -44,6 +44,10 @@ class ParamStore {
   virtual absl::Status Pull(int64_t min_version, TensorList* weights) = 0;
   // Version of the weights last returned.
   virtual int64_t version() const = 0;
+  // Sync: how many shards dropped the last push (its step had closed
+  // without it), of num_shards().
+  virtual int DroppedShards() const { return 0; }
+  virtual int num_shards() const { return 1; }
   // The servers' consistency mode; nullopt for a store without servers
   // (LocalParamStore).
   virtual std::optional<Mode> mode() const = 0;
@@ -64,6 +68,8 @@ class RemoteParamStore final : public ParamStore {
   void SendGradients(const std::vector<int>& tensors) override;
   absl::Status FinishPushPull() override;
   int64_t version() const override { return client_->version(); }
+  int DroppedShards() const override;
+  int num_shards() const override { return client_->num_shards(); }
   std::optional<Mode> mode() const override { return client_->mode(); }
 
  private:

@@ -67,6 +67,15 @@ ABSL_FLAG(double, wait_timeout, 120,
           "Seconds a step may wait for the other workers (sync) or for worker 0's init before "
           "failing with an error that names the missing workers.");
 
+ABSL_FLAG(double, retry_timeout, 60,
+          "Seconds a step keeps retrying when a server goes away (restarts, or its link "
+          "drops): the worker reconnects, puts a restarted server back at its step from its "
+          "own copy of the weights, and retries; the servers apply no push twice. 0 = fail "
+          "at once.");
+ABSL_FLAG(double, slowdown, 0,
+          "For tests of stragglers: after computing each step's gradient, sleep this many "
+          "times as long as the computation took. 0 = full speed.");
+
 namespace {
 
 int Fail(const absl::Status& s) {
@@ -115,6 +124,8 @@ int main(int argc, char** argv) {
       absl::GetFlag(FLAGS_metrics_file), {{"{worker_id}", absl::StrCat(options.worker_id)}});
   options.save_model = absl::GetFlag(FLAGS_save_model);
   options.log = &std::cout;
+  options.slowdown = absl::GetFlag(FLAGS_slowdown);
+  if (!(options.slowdown >= 0)) return Fail(absl::InvalidArgumentError("--slowdown must be >= 0"));
 
   const bool standalone = absl::GetFlag(FLAGS_standalone);
   if (standalone && options.num_workers != 1) {
@@ -153,6 +164,10 @@ int main(int argc, char** argv) {
         ps::ParseTransport(absl::GetFlag(FLAGS_transport));
     if (!transport.ok()) return Fail(transport.status());
     client_options.transport = *transport;
+    const double retry = absl::GetFlag(FLAGS_retry_timeout);
+    if (!(retry >= 0)) return Fail(absl::InvalidArgumentError("--retry_timeout must be >= 0"));
+    client_options.retry_timeout = absl::Seconds(retry);
+    client_options.log = [](absl::string_view line) { std::cout << line << std::endl; };
   }
   absl::StatusOr<ps::TrainResult> result =
       ps::RunWorker(options, &*data, backend_options, standalone ? nullptr : &client_options,

@@ -171,44 +171,77 @@ absl::StatusOr<TrainResult> Trainer::Run() {
     return absl::OkStatus();
   };
 
+  // Sync: a step can end past step + 1 when the servers moved on without
+  // this worker (its gradient was dropped: --sync_quorum, or its lease
+  // expired while it was cut off); it then continues at the servers' step,
+  // with that step's share of the data.
+  const bool sync = store_->mode() == Mode::kSync;
+  int64_t trained = 0;  // steps this worker computed
   int epoch = static_cast<int>(step / per_epoch);
-  for (; epoch < o.epochs && step < total_steps; ++epoch) {
-    const std::vector<int64_t> perm = EpochPermutation(train.size, o.seed, epoch, o.shuffle);
-    for (int64_t t = step - int64_t{epoch} * per_epoch; t < per_epoch && step < total_steps;
-         ++t) {
-      for (int i = 0; i < o.batch_size; ++i) {
-        examples[i] = BatchExample(perm, o.num_workers, o.worker_id, o.batch_size, t, i);
-        if (hold) continue;
-        const int64_t e = examples[i];
-        std::copy(train.image(e), train.image(e) + train.features,
-                  x.begin() + size_t(i) * train.features);
-        y[i] = train.labels[e];
-      }
-      const absl::Time compute_start = absl::Now();
-      RETURN_IF_ERROR(model->SetWeights(weights));
-      // Each layer's gradient goes out as soon as backward has it; the next
-      // weights land in `weights` (the model already holds this step's).
-      RETURN_IF_ERROR(store_->BeginPushPull(&grads, &weights));
-      const Mlp::OnReady send = [this](const std::vector<int>& t) { store_->SendGradients(t); };
-      absl::StatusOr<BatchStats> s =
-          hold ? model->TrainStep(examples, &grads, send)
-               : model->TrainStep(x.data(), y.data(), o.batch_size, &grads, send);
-      const absl::Time comm_start = absl::Now();
-      absl::Status pushed = store_->FinishPushPull();
-      RETURN_IF_ERROR(s.status());
-      RETURN_IF_ERROR(pushed);
-      compute_time += comm_start - compute_start;
-      comm_time += absl::Now() - comm_start;
-      ++step;
-      samples_since_log += o.batch_size;
-      loss_since_log += s->loss_sum / s->rows;
-      ++batches_since_log;
-      const bool eval = o.worker_id == 0 && o.eval_every > 0 && step % o.eval_every == 0;
-      if (step < total_steps && (eval || (o.log_every > 0 && step % o.log_every == 0))) {
-        RETURN_IF_ERROR(log_point(epoch, eval));
+  std::vector<int64_t> perm;
+  int perm_epoch = -1;
+  while (step < total_steps) {
+    epoch = static_cast<int>(step / per_epoch);
+    const int64_t t = step - int64_t{epoch} * per_epoch;
+    if (epoch != perm_epoch) {
+      perm = EpochPermutation(train.size, o.seed, epoch, o.shuffle);
+      perm_epoch = epoch;
+    }
+    for (int i = 0; i < o.batch_size; ++i) {
+      examples[i] = BatchExample(perm, o.num_workers, o.worker_id, o.batch_size, t, i);
+      if (hold) continue;
+      const int64_t e = examples[i];
+      std::copy(train.image(e), train.image(e) + train.features,
+                x.begin() + size_t(i) * train.features);
+      y[i] = train.labels[e];
+    }
+    const absl::Time compute_start = absl::Now();
+    RETURN_IF_ERROR(model->SetWeights(weights));
+    // Each layer's gradient goes out as soon as backward has it; the next
+    // weights land in `weights` (the model already holds this step's).
+    RETURN_IF_ERROR(store_->BeginPushPull(&grads, &weights));
+    const Mlp::OnReady send = [this](const std::vector<int>& t) { store_->SendGradients(t); };
+    absl::StatusOr<BatchStats> s =
+        hold ? model->TrainStep(examples, &grads, send)
+             : model->TrainStep(x.data(), y.data(), o.batch_size, &grads, send);
+    const absl::Time comm_start = absl::Now();
+    absl::Status pushed = store_->FinishPushPull();
+    RETURN_IF_ERROR(s.status());
+    RETURN_IF_ERROR(pushed);
+    compute_time += comm_start - compute_start;
+    comm_time += absl::Now() - comm_start;
+    if (o.slowdown > 0) {
+      const absl::Duration extra = o.slowdown * (comm_start - compute_start);
+      absl::SleepFor(extra);
+      compute_time += extra;
+    }
+    const int64_t pushed_step = step++;
+    ++trained;
+    if (sync && store_->DroppedShards() > 0) {
+      ++result.steps_dropped;
+      if (o.log != nullptr && (result.steps_dropped <= 3 || result.steps_dropped % 100 == 0)) {
+        *o.log << absl::StrFormat(
+                      "worker %d: step %d: %d of %d shards dropped this gradient (the step had "
+                      "closed without it); continuing at step %d (%d dropped so far)\n",
+                      o.worker_id, pushed_step, store_->DroppedShards(), store_->num_shards(),
+                      std::min(store_->version(), total_steps), result.steps_dropped)
+               << std::flush;
       }
     }
+    if (sync && store_->version() > step) {
+      const int64_t next = std::min(store_->version(), total_steps);
+      result.steps_skipped += next - step;
+      step = next;
+    }
+    samples_since_log += o.batch_size;
+    loss_since_log += s->loss_sum / s->rows;
+    ++batches_since_log;
+    const bool eval = o.worker_id == 0 && o.eval_every > 0 && step % o.eval_every == 0;
+    if (step < total_steps && (eval || (o.log_every > 0 && step % o.log_every == 0))) {
+      RETURN_IF_ERROR(log_point(epoch, eval));
+    }
   }
+  ++epoch;  // as after the loop over epochs: one past the last one trained
   const absl::Time end = absl::Now();
   // Async: the shards count pushes, and every worker pushes once per step, so
   // the run is complete at version W * steps. Worker 0 evaluates and saves
@@ -229,7 +262,7 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   result.final_version = store_->version();
   result.wall_s = absl::ToDoubleSeconds(end - start);
   result.samples_per_sec =
-      (step - resume_at) * o.batch_size /
+      trained * o.batch_size /
       std::max(1e-9, absl::ToDoubleSeconds(end - start - eval_time));
   RETURN_IF_ERROR(log_point(std::max(0, epoch - 1), /*eval=*/o.worker_id == 0));
   if (o.worker_id == 0 && !o.save_model.empty()) {
@@ -240,6 +273,10 @@ absl::StatusOr<TrainResult> Trainer::Run() {
         "worker %d done: mode %s, steps %d, version %d, samples/s %.0f, wall_s %.1f",
         o.worker_id, store_->mode_name(), step, result.final_version, result.samples_per_sec,
         result.wall_s);
+    if (result.steps_dropped > 0 || result.steps_skipped > 0) {
+      absl::StrAppendFormat(&line, ", gradients dropped %d, steps skipped %d",
+                            result.steps_dropped, result.steps_skipped);
+    }
     if (result.evaluated) {
       absl::StrAppendFormat(&line, ", final test_accuracy %.4f test_loss %.4f",
                             result.test_accuracy, result.test_loss);

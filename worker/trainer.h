@@ -40,6 +40,9 @@ struct TrainerOptions {
   std::string metrics_file;           // JSON lines; empty = none
   std::string save_model;             // directory for <name>.npy (worker 0); empty = none
   std::ostream* log = nullptr;        // progress lines; nullptr = silent
+  // Tests of stragglers: after each step's compute, sleep slowdown times
+  // as long as it took. 0 = full speed.
+  double slowdown = 0;
 };
 
 struct TrainResult {
@@ -52,6 +55,10 @@ struct TrainResult {
   double wall_s = 0;
   double compute_s = 0;              // in forward/backward
   double comm_s = 0;                 // waiting on push-pull (communication and peers)
+  // Sync: steps whose gradient some shard dropped (its step had closed
+  // without it), and steps skipped because the servers had moved on.
+  int64_t steps_dropped = 0;
+  int64_t steps_skipped = 0;
   TensorList weights;                // the weights after the last step
 };
 
