@@ -25,11 +25,13 @@ expect() {
 }
 
 for flag in listen port_file shard_id num_shards num_workers mode lr pull_timeout \
-            checkpoint_dir checkpoint_every checkpoint_secs checkpoint_keep; do
+            checkpoint_dir checkpoint_every checkpoint_secs checkpoint_keep worker_timeout \
+            min_workers sync_quorum; do
   expect "ps_server --help lists --$flag" 1 "--$flag \(" "$SERVER" --help
 done
 for flag in servers worker_id num_workers standalone model hidden dataset_dir batch_size \
-            epochs max_steps seed shuffle eval_every metrics_file save_model transport device gpu tf32 keepalive wait_timeout; do
+            epochs max_steps seed shuffle eval_every metrics_file save_model transport device gpu tf32 keepalive wait_timeout \
+            retry_timeout slowdown; do
   expect "ps_worker --help lists --$flag" 1 "--$flag \(" "$WORKER" --help
 done
 expect "ps_ctl --help names its commands" 1 "ps_ctl status" "$CTL" --help
@@ -44,6 +46,14 @@ expect "server rejects --checkpoint_keep=0" 2 "--checkpoint_keep >= 1" \
   "$SERVER" --listen=127.0.0.1:0 --checkpoint_dir=/tmp --checkpoint_keep=0
 expect "server names a checkpoint dir it cannot create" 2 "cannot create checkpoint dir /proc/nonexistent/ckpt" \
   "$SERVER" --listen=127.0.0.1:0 --checkpoint_dir=/proc/nonexistent/ckpt
+expect "server rejects a quorum above the workers" 2 "sync_quorum must be in \[1, num_workers=3\].*got 4" \
+  "$SERVER" --listen=127.0.0.1:0 --num_workers=3 --sync_quorum=4
+expect "server rejects a quorum in async mode" 2 "--sync_quorum and --min_workers apply to --mode=sync only" \
+  "$SERVER" --listen=127.0.0.1:0 --mode=async --sync_quorum=1
+expect "server rejects a negative --worker_timeout" 2 "--worker_timeout must be >= 0" \
+  "$SERVER" --listen=127.0.0.1:0 --worker_timeout=-1
+expect "worker rejects a negative --retry_timeout" 1 "--retry_timeout must be >= 0" \
+  "$WORKER" --servers=127.0.0.1:1 --retry_timeout=-1 --max_steps=1
 expect "worker without servers says how to fix it" 1 "--servers is empty.*--standalone" \
   "$WORKER" --max_steps=1
 expect "worker names the dataset package" 1 "dataset-fashion-mnist" \
