@@ -231,17 +231,18 @@ absl::Status PsClient::Retry(const char* what, absl::Status status,
   for (int tries = 1;; ++tries) {
     if (tries == 1 || tries % 10 == 0) {
       Log(absl::StrFormat("worker %d: %s failed (a shard unavailable or restarted?), try %d, "
-                          "retrying for up to %s: %s",
-                          o.worker_id, what, tries, absl::FormatDuration(deadline - absl::Now()),
-                          status.ToString()));
+                          "retrying for up to %.1fs more: %s",
+                          o.worker_id, what, tries,
+                          absl::ToDoubleSeconds(deadline - absl::Now()), status.ToString()));
     }
     bool restarted = false;
     absl::Status recovered = Recover(deadline, &restarted);
     if (!recovered.ok()) {
       return absl::Status(status.code(),
                           absl::StrCat(status.message(), "; gave up after retrying for ",
-                                       absl::FormatDuration(absl::Now() - start), ": ",
-                                       recovered.message()));
+                                       absl::StrFormat("%.1fs", absl::ToDoubleSeconds(
+                                                                    absl::Now() - start)),
+                                       " (--retry_timeout): ", recovered.message()));
     }
     // A refusal from a shard that did not restart is the caller's error.
     if (status.code() == absl::StatusCode::kFailedPrecondition && !restarted) return status;
@@ -249,8 +250,8 @@ absl::Status PsClient::Retry(const char* what, absl::Status status,
     rep_->state.seq = rep_->op_seq;
     status = attempt();
     if (status.ok()) {
-      Log(absl::StrFormat("worker %d: %s went through after %s (%d retries)", o.worker_id, what,
-                          absl::FormatDuration(absl::Now() - start), tries));
+      Log(absl::StrFormat("worker %d: %s went through after %.1fs (%d retries)", o.worker_id,
+                          what, absl::ToDoubleSeconds(absl::Now() - start), tries));
       return status;
     }
     if (!MayRetry(status.code()) || absl::Now() >= deadline) return status;

@@ -123,6 +123,76 @@ TEST(RawWire, PullResponseRoundTrips) {
   EXPECT_TRUE(got[2].shape.empty());
 }
 
+TEST(RawWire, FaultFieldsRoundTripAsTheProtobufMessages) {
+  const Incarnation inc{0xfedcba9876543210u, 3};
+  const auto slices = ShardSlices(kSpec, 2, 0);
+  const TensorList v = Values();
+  // The push's seq, in both push messages and the stream header.
+  v1::PushPullRequest pp;
+  ASSERT_TRUE(pp.ParseFromString(
+      Flatten(EncodePushPullRequest(1, 4, kSpec, slices, From(v), 5, 100, /*seq=*/77))));
+  EXPECT_EQ(pp.push().seq(), 77);
+  RawPush push;
+  RawPull pull;
+  const std::string pp_bytes = pp.SerializeAsString();
+  ASSERT_TRUE(DecodePushPullRequest({pp_bytes}, &push, &pull).ok());
+  EXPECT_EQ(push.seq, 77);
+  StreamCallHeader h;
+  h.call_id = 9;
+  h.seq = 12;
+  std::vector<grpc::ByteBuffer> reqs =
+      EncodeStreamRequests(h, /*first=*/true, /*last=*/true, kSpec, slices, From(v));
+  RawStreamRequest sr;
+  const std::string sr_bytes = Flatten(reqs[0]);
+  ASSERT_TRUE(DecodeStreamRequest({sr_bytes}, &sr).ok());
+  EXPECT_EQ(sr.header.seq, 12);
+  // Replies: outcome and incarnation.
+  v1::PushResponse pr;
+  const std::string pr_bytes = Flatten(EncodePushResponse(8, PushOutcome::kDropped, inc));
+  ASSERT_TRUE(pr.ParseFromString(pr_bytes));
+  EXPECT_EQ(pr.outcome(), v1::PUSH_DROPPED);
+  EXPECT_EQ(pr.incarnation().run_id(), inc.run_id);
+  int64_t version = 0;
+  ReplyInfo info;
+  ASSERT_TRUE(DecodePushResponse({pr_bytes}, &version, &info).ok());
+  EXPECT_EQ(version, 8);
+  EXPECT_EQ(info.outcome, PushOutcome::kDropped);
+  EXPECT_EQ(info.incarnation, inc);
+  const std::string pull_bytes = Flatten(EncodePullResponse(
+      6, kSpec, slices, From(v), nullptr, ReplyInfo{inc, PushOutcome::kDuplicate}));
+  v1::PullResponse pl;
+  ASSERT_TRUE(pl.ParseFromString(pull_bytes));
+  EXPECT_EQ(pl.push_outcome(), v1::PUSH_DUPLICATE);
+  EXPECT_EQ(pl.incarnation().start(), 3);
+  std::vector<RawTensorSlice> got;
+  info = ReplyInfo();
+  ASSERT_TRUE(DecodePullResponse({pull_bytes}, &version, &got, &info).ok());
+  EXPECT_EQ(info.outcome, PushOutcome::kDuplicate);
+  EXPECT_EQ(info.incarnation, inc);
+  // The stream: the first weights message carries them, later ones do not.
+  std::vector<grpc::ByteBuffer> resps = EncodeStreamWeights(
+      9, 6, kSpec, slices, From(v), nullptr, /*chunk_bytes=*/16, ReplyInfo{inc, PushOutcome::kDropped});
+  ASSERT_GT(resps.size(), 1u);
+  RawStreamResponse first, second;
+  const std::string b0 = Flatten(resps[0]), b1 = Flatten(resps[1]);
+  ASSERT_TRUE(DecodeStreamResponse({b0}, &first).ok());
+  ASSERT_TRUE(DecodeStreamResponse({b1}, &second).ok());
+  EXPECT_EQ(first.info.incarnation, inc);
+  EXPECT_EQ(first.info.outcome, PushOutcome::kDropped);
+  EXPECT_EQ(second.info.incarnation.run_id, 0u);
+  RawStreamResponse done;
+  const std::string bd =
+      Flatten(EncodeStreamDone(9, 6, absl::OkStatus(), ReplyInfo{inc, PushOutcome::kDuplicate}));
+  ASSERT_TRUE(DecodeStreamResponse({bd}, &done).ok());
+  EXPECT_EQ(done.info.outcome, PushOutcome::kDuplicate);
+  // An outcome the wire does not know is malformed, not a crash.
+  v1::PushResponse bad;
+  bad.set_outcome(static_cast<v1::PushOutcome>(7));
+  const std::string bad_bytes = bad.SerializeAsString();
+  EXPECT_EQ(DecodePushResponse({bad_bytes}, &version, &info).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(RawWire, TruncatedAndRandomBytesAreErrorsNotCrashes) {
   const TensorList v = Values();
   const std::string bytes =

@@ -74,7 +74,10 @@ Shard::Shard(const ShardOptions& options, std::unique_ptr<Optimizer> optimizer,
       policy_(std::move(policy)),
       last_seen_(options.num_workers, absl::InfinitePast()) {
   incarnation_.run_id = options.run_id;
-  while (incarnation_.run_id == 0) incarnation_.run_id = std::random_device()() * 4294967296ull + std::random_device()();
+  while (incarnation_.run_id == 0) {
+    std::random_device random;
+    incarnation_.run_id = (uint64_t{random()} << 32) | random();
+  }
   incarnation_.start = 1;
   WaitersOptions w;
   w.name = absl::StrCat("shard ", options.shard_id);
@@ -346,7 +349,6 @@ absl::StatusOr<bool> Shard::Restore(int worker_id, const ModelSpec& spec,
     return absl::InvalidArgumentError(
         absl::StrCat("restore from worker ", worker_id, ": version ", version, " is negative"));
   }
-  std::shared_ptr<const ShardLayout> layout;
   {
     absl::MutexLock l(&mu_);
     if (initialized_) {
@@ -355,7 +357,7 @@ absl::StatusOr<bool> Shard::Restore(int worker_id, const ModelSpec& spec,
     }
   }
   // Checked and copied outside the lock, as a creating init.
-  layout = MakeSliceLayout(spec, options_.num_shards, options_.shard_id);
+  std::shared_ptr<const ShardLayout> layout = MakeSliceLayout(spec, options_.num_shards, options_.shard_id);
   SliceAssembler assembler(layout, AssemblerOptions("restore"));
   RETURN_IF_ERROR(assembler.Validate(values));
   std::vector<float> weights(layout->num_elements);
@@ -390,6 +392,19 @@ absl::StatusOr<bool> Shard::Restore(int worker_id, const ModelSpec& spec,
     }
     policy_->SetLastSeqs(seqs);
     workers_seen_.insert(worker_id);
+    if (leases()) {
+      // The run is live (a worker holds its weights): every worker is
+      // expected, so one that died before this shard restarted is dropped
+      // after a lease rather than waited for.
+      const absl::Time now = absl::Now();
+      for (absl::Time& seen : last_seen_) {
+        if (seen == absl::InfinitePast()) seen = now;
+      }
+      if (next_lease_check_ == absl::InfiniteFuture()) {
+        next_lease_check_ = now + options_.worker_timeout;
+        waiters_->WakeAt(next_lease_check_);
+      }
+    }
     fx.lines.push_back(absl::StrCat(
         "shard ", options_.shard_id, ": restored to version ", version, " from worker ",
         worker_id, "'s copy (the shard was ",

@@ -203,8 +203,10 @@ class Shard {
   // exactly once) are a worker's copy of the weights at `version`, for
   // `spec`. A shard with no parameters, or behind `version`, installs them
   // at `version`: an open step's gradients are dropped, the optimizer state
-  // kept when it has one. Returns whether they were installed (false: the
-  // shard was at `version` or beyond, and nothing changed).
+  // kept when it has one. With leases, every worker not seen yet in this
+  // incarnation gets one from now (the run is live: one that does not come
+  // is dropped). Returns whether they were installed (false: the shard was
+  // at `version` or beyond, and nothing changed).
   // FAILED_PRECONDITION for a spec other than the shard's.
   absl::StatusOr<bool> Restore(int worker_id, const ModelSpec& spec,
                                const std::vector<RawTensorSlice>& values, int64_t version);

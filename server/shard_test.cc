@@ -276,6 +276,30 @@ TEST(Shard, RestoreInstallsAWorkersCopyOnlyWhereTheShardIsBehind) {
             absl::StatusCode::kFailedPrecondition);
 }
 
+TEST(Shard, AfterARestoreAWorkerThatNeverComesIsDropped) {
+  LogCapture log;
+  ShardOptions o;
+  o.num_workers = 2;
+  o.mode = Mode::kSync;
+  o.worker_timeout = absl::Milliseconds(200);
+  o.log = log.Sink();
+  auto shard = *Shard::Create(o);
+  Slices copy = Encode(kSpec, 1, 0, {{5, 6, 7, 8}, {9, 9, 9}});
+  ASSERT_TRUE(*shard->Restore(0, kSpec, copy.data, 5));
+  // Worker 1 died before this shard restarted: it never sends anything.
+  ASSERT_TRUE(PushSlices(shard.get(), 0, 5, copy.data).ok());
+  PullResult pull;
+  StartPull(shard.get(), 0, 6, absl::Seconds(10), &pull);
+  for (int i = 0; i < 20 && !pull.done.HasBeenNotified(); ++i) {
+    absl::SleepFor(absl::Milliseconds(50));
+    ASSERT_TRUE(shard->Heartbeat(0).ok());
+  }
+  ASSERT_TRUE(pull.done.WaitForNotificationWithTimeout(absl::Seconds(5)));
+  ASSERT_TRUE(pull.snap.ok()) << pull.snap.status();
+  EXPECT_EQ(pull.snap->version, 6);
+  EXPECT_THAT(log.WaitForLines("worker 1 dropped", 1, absl::Seconds(1)), SizeIs(1));
+}
+
 TEST(Shard, RestoredStateContinuesItsRunAsTheNextStart) {
   auto shard = MakeShard(Mode::kSync, 2);
   InitShard(shard.get(), {{1, 2, 3, 4}, {0, 0, 0}});

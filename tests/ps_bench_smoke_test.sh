@@ -37,14 +37,15 @@ out=$("$BENCH" apply --apply_elements=100000 --seconds=0.05)
 echo "$out"
 grep -q "^sgd_apply" <<<"$out" && grep -q "^sgd_shard" <<<"$out" || fail "apply table lacks sgd_apply and sgd_shard rows"
 
-json=$("$BENCH" train --max_steps=20 --json)
+json=$("$BENCH" train --max_steps=20 --checkpoint_every=5 --json)
 echo "$json"
 /usr/bin/python3 -c '
 import json, sys
 d = json.loads(sys.argv[1])
 names = [r["name"] for r in d["rows"]]
-assert d["mode"] == "train" and len(names) == 3, names
+assert d["mode"] == "train" and len(names) == 4, names
 assert names[0].startswith("standalone") and names[1].startswith("sync") and names[2].startswith("async"), names
+assert names[3] == "sync, fault tolerant (ckpt every 5)", names
 for r in d["rows"]:
     assert r["value"] > 0 and 0 < r["test_accuracy"] <= 1, r
 ' "$json"

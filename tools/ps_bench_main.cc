@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <iostream>
 #include <string>
+#include <filesystem>
 #include <thread>
 #include <vector>
 
@@ -50,6 +51,10 @@ ABSL_FLAG(std::string, apply_elements, "1048576,16777216",
 ABSL_FLAG(int, epochs, 3, "train: epochs for each configuration.");
 ABSL_FLAG(int64_t, max_steps, 0, "train: stop each configuration after this many steps (0 = all).");
 ABSL_FLAG(double, lr, 0.1, "train: learning rate.");
+ABSL_FLAG(int64_t, checkpoint_every, 100,
+          "train: the \"sync, fault tolerant\" row's checkpoint interval, in versions (its "
+          "server also holds 10 s worker leases, its workers keep a copy for restores and "
+          "send heartbeats). 0 = leave that row out.");
 ABSL_FLAG(std::string, dataset_dir, ps::kDefaultDatasetDir, "train: Fashion-MNIST folder.");
 ABSL_FLAG(bool, json, false, "Print one JSON object instead of tables.");
 
@@ -344,10 +349,24 @@ absl::StatusOr<TrainRun> Standalone(const FashionMnist& data) {
   return TrainRun{r->samples_per_sec, r->test_accuracy};
 }
 
-absl::StatusOr<TrainRun> Distributed(const FashionMnist& data, Mode mode) {
+// `fault_tolerant`: as ps_server and ps_worker run by default, with
+// checkpoints every --checkpoint_every versions into a temporary folder.
+absl::StatusOr<TrainRun> Distributed(const FashionMnist& data, Mode mode, bool fault_tolerant) {
   constexpr int kWorkers = 2;
-  absl::StatusOr<LocalServers> server =
-      LocalServers::Start(1, kWorkers, mode, static_cast<float>(absl::GetFlag(FLAGS_lr)));
+  ServerOptions so;
+  so.shard.num_workers = kWorkers;
+  so.shard.mode = mode;
+  so.shard.optimizer.learning_rate = static_cast<float>(absl::GetFlag(FLAGS_lr));
+  std::string dir;
+  if (fault_tolerant) {
+    char tmpl[] = "/tmp/ps_bench_ckpt.XXXXXX";
+    if (mkdtemp(tmpl) == nullptr) return absl::InternalError("cannot make a temporary folder");
+    dir = tmpl;
+    so.shard.worker_timeout = absl::Seconds(10);
+    so.checkpoints.dir = dir;
+    so.checkpoints.every_versions = absl::GetFlag(FLAGS_checkpoint_every);
+  }
+  absl::StatusOr<LocalServers> server = LocalServers::Start(so, 1);
   if (!server.ok()) return server.status();
   std::vector<absl::StatusOr<TrainResult>> results(kWorkers, absl::UnknownError("not run"));
   std::vector<std::thread> threads;
@@ -357,10 +376,13 @@ absl::StatusOr<TrainRun> Distributed(const FashionMnist& data, Mode mode) {
       co.servers = server->addresses;
       co.worker_id = w;
       co.num_workers = kWorkers;
+      if (fault_tolerant) co.retry_timeout = absl::Seconds(60);
       results[w] = RunWorker(TrainOptions(w, kWorkers, 64), &data, {"cpu", 1}, &co, 0);
     });
   }
   for (auto& t : threads) t.join();
+  server->servers.clear();  // writes the final checkpoint
+  if (!dir.empty()) std::filesystem::remove_all(dir);
   TrainRun run;
   for (int w = 0; w < kWorkers; ++w) {
     if (!results[w].ok()) return results[w].status();
@@ -385,11 +407,20 @@ absl::StatusOr<std::vector<Row>> Train() {
   base.value = base.baseline = standalone->samples_per_sec;
   base.accuracy = standalone->accuracy;
   rows.push_back(base);
-  for (Mode mode : {Mode::kSync, Mode::kAsync}) {
-    auto run = Distributed(*data, mode);
+  struct Config {
+    Mode mode;
+    bool fault_tolerant;
+  };
+  std::vector<Config> configs = {{Mode::kSync, false}, {Mode::kAsync, false}};
+  if (absl::GetFlag(FLAGS_checkpoint_every) > 0) configs.push_back({Mode::kSync, true});
+  for (const Config& c : configs) {
+    auto run = Distributed(*data, c.mode, c.fault_tolerant);
     if (!run.ok()) return run.status();
     Row r;
-    r.name = absl::StrCat(ModeName(mode), " (1 server, 2 workers, batch 64 each)");
+    r.name = c.fault_tolerant
+                 ? absl::StrCat("sync, fault tolerant (ckpt every ",
+                                absl::GetFlag(FLAGS_checkpoint_every), ")")
+                 : absl::StrCat(ModeName(c.mode), " (1 server, 2 workers, batch 64 each)");
     r.value = run->samples_per_sec;
     r.baseline = standalone->samples_per_sec;
     r.accuracy = run->accuracy;
