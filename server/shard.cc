@@ -202,6 +202,20 @@ void Shard::CheckLeasesLocked(absl::Time now, Effects* fx) {
   }
   if (next_lease_check_ != absl::InfiniteFuture()) waiters_->WakeAt(next_lease_check_);
 }
+absl::StatusOr<std::vector<float>> Shard::AssembleValues(
+    const std::shared_ptr<const ShardLayout>& layout, const std::vector<RawTensorSlice>& values,
+    absl::string_view what) const {
+  SliceAssembler assembler(layout, AssemblerOptions(what));
+  RETURN_IF_ERROR(assembler.Validate(values));
+  std::vector<float> flat(layout->num_elements);
+  for (const RawTensorSlice& v : values) {
+    RETURN_IF_ERROR(assembler.Add(v, [&](const SliceRange& r) -> absl::StatusOr<float*> {
+      return flat.data() + r.flat_offset;
+    }));
+  }
+  return flat;
+}
+
 SliceAssembler::Options Shard::AssemblerOptions(absl::string_view what) const {
   SliceAssembler::Options o;
   o.what = absl::StrCat(what, " to shard ", options_.shard_id);
@@ -274,21 +288,12 @@ uint64_t Shard::Init(int worker_id, const ModelSpec& spec,
   }
   if (creator && !initialized) {
     layout = MakeSliceLayout(spec, options_.num_shards, options_.shard_id);
-    SliceAssembler assembler(layout, AssemblerOptions("init"));
-    s = assembler.Validate(values);
-    if (s.ok()) {
-      initial.resize(layout->num_elements);
-      for (const RawTensorSlice& v : values) {
-        s = assembler.Add(v, [&](const SliceRange& r) -> absl::StatusOr<float*> {
-          return initial.data() + r.flat_offset;
-        });
-        if (!s.ok()) break;
-      }
-    }
-    if (!s.ok()) {
-      done(s, false);
+    absl::StatusOr<std::vector<float>> assembled = AssembleValues(layout, values, "init");
+    if (!assembled.ok()) {
+      done(assembled.status(), false);
       return 0;
     }
+    initial = *std::move(assembled);
   }
 
   absl::StatusOr<int64_t> result;
@@ -357,15 +362,9 @@ absl::StatusOr<bool> Shard::Restore(int worker_id, const ModelSpec& spec,
     }
   }
   // Checked and copied outside the lock, as a creating init.
-  std::shared_ptr<const ShardLayout> layout = MakeSliceLayout(spec, options_.num_shards, options_.shard_id);
-  SliceAssembler assembler(layout, AssemblerOptions("restore"));
-  RETURN_IF_ERROR(assembler.Validate(values));
-  std::vector<float> weights(layout->num_elements);
-  for (const RawTensorSlice& v : values) {
-    RETURN_IF_ERROR(assembler.Add(v, [&](const SliceRange& r) -> absl::StatusOr<float*> {
-      return weights.data() + r.flat_offset;
-    }));
-  }
+  std::shared_ptr<const ShardLayout> layout =
+      MakeSliceLayout(spec, options_.num_shards, options_.shard_id);
+  ASSIGN_OR_RETURN(std::vector<float> weights, AssembleValues(layout, values, "restore"));
   Effects fx;
   {
     absl::MutexLock l(&mu_);

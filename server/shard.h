@@ -302,6 +302,11 @@ class Shard {
   }
   absl::Status CheckInitializedLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   SliceAssembler::Options AssemblerOptions(absl::string_view what) const;
+  // `values` (every slice of `layout`, exactly once, checked in full first)
+  // as one flat buffer in layout order; `what` names the request in errors.
+  absl::StatusOr<std::vector<float>> AssembleValues(
+      const std::shared_ptr<const ShardLayout>& layout, const std::vector<RawTensorSlice>& values,
+      absl::string_view what) const;
   // Makes `layout`, `weights` (its size) and `optimizer` (sized for it) the
   // parameters at `version`, with a fresh consistency policy. A failure
   // leaves the shard as it was.
