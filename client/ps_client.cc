@@ -317,6 +317,39 @@ absl::Status PsClient::Recover(absl::Time deadline, bool* restarted) {
   }
 }
 
+void PsClient::RollBackToCommonVersion(std::vector<int64_t> versions) {
+  const ClientOptions& o = rep_->state.options;
+  // A shard that rolls back may land below the others' version (it lacks
+  // that checkpoint); then they follow. Each round lowers the target.
+  for (int round = 0; round < num_shards(); ++round) {
+    const int64_t target = *std::min_element(versions.begin(), versions.end());
+    if (target == *std::max_element(versions.begin(), versions.end())) return;
+    bool moved = false;
+    for (int s = 0; s < num_shards(); ++s) {
+      if (versions[s] == target) continue;
+      v1::InitRequest req;
+      req.set_worker_id(o.worker_id);
+      req.set_rollback(true);
+      req.set_version(target);
+      v1::InitResponse resp;
+      grpc::ClientContext ctx;
+      ctx.set_deadline(absl::ToChronoTime(absl::Now() + o.rpc_timeout));
+      const absl::Status st = FromGrpcStatus(rep_->stubs[s]->InitParams(&ctx, req, &resp));
+      // Refused: the shard trains already (a live cluster whose shards are
+      // a step apart), or has no older checkpoint. Nothing to do then.
+      if (!st.ok()) continue;
+      if (resp.created()) {
+        Log(absl::StrFormat("worker %d: the shards restarted at versions [%s]; rolled shard %d "
+                            "back to its checkpoint of version %d, the newest they share",
+                            o.worker_id, absl::StrJoin(versions, ", "), s, resp.version()));
+        moved = true;
+      }
+      versions[s] = resp.version();
+    }
+    if (!moved) return;
+  }
+}
+
 void PsClient::Resize(TensorList* weights) const {
   const ModelSpec& spec = rep_->state.spec;
   weights->resize(spec.size());
@@ -348,6 +381,7 @@ absl::Status PsClient::Init(const ModelSpec& spec, const TensorList* initial) {
     state.layouts.push_back(MakeSliceLayout(state.spec, num_shards(), s));
   }
   absl::Status status = initial != nullptr ? CheckGrads(*initial) : absl::OkStatus();
+  std::vector<int64_t> versions(num_shards(), 0);
   if (status.ok()) {
     const ClientOptions& o = state.options;
     status = StartUnaryCalls<v1::InitRequest, v1::InitResponse>(
@@ -367,9 +401,13 @@ absl::Status PsClient::Init(const ModelSpec& spec, const TensorList* initial) {
                        absl::ToInt64Milliseconds(state.options.wait_timeout));
                  },
                  [this](int s, auto... args) { rep_->stubs[s]->async()->InitParams(args...); },
-                 nullptr)
+                 [&versions](int s, const v1::InitResponse& r) {
+                   versions[s] = r.version();
+                   return absl::OkStatus();
+                 })
                  ->Wait();
   }
+  if (status.ok() && state.mode == Mode::kSync) RollBackToCommonVersion(versions);
   if (!status.ok()) {
     // Not initialized: later calls must fail with "Init must be called first".
     state.spec.clear();

@@ -143,6 +143,10 @@ class PsClient {
   // restores those behind the version this client holds. Sets `*restarted`
   // if a shard's incarnation changed. Fails once `deadline` passes.
   absl::Status Recover(absl::Time deadline, bool* restarted);
+  // Sync: when Init found the shards at different versions (they restarted
+  // from checkpoints of different versions), asks those ahead to roll back
+  // to the newest checkpoint they all have (InitRequest.rollback).
+  void RollBackToCommonVersion(std::vector<int64_t> versions);
   void Log(const std::string& line) const;
 
   absl::Status CheckGrads(const TensorList& grads) const;

@@ -171,7 +171,7 @@ absl::StatusOr<std::string> CheckpointStore::Write(const ShardState& state) {
 }
 
 absl::StatusOr<std::optional<CheckpointStore::Loaded>> CheckpointStore::LoadNewest(
-    const SpecLimits& limits) const {
+    const SpecLimits& limits, int64_t max_version) const {
   for (const std::string& path : List()) {
     std::ifstream in(path, std::ios::binary);
     std::stringstream bytes;
@@ -190,6 +190,7 @@ absl::StatusOr<std::optional<CheckpointStore::Loaded>> CheckpointStore::LoadNewe
       }
       continue;
     }
+    if (state->version > max_version) continue;
     return Loaded{path, *std::move(state)};
   }
   return std::nullopt;

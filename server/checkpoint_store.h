@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -65,7 +66,10 @@ class CheckpointStore {
     std::string path;
     ShardState state;
   };
-  absl::StatusOr<std::optional<Loaded>> LoadNewest(const SpecLimits& limits) const;
+  // Only states of version <= max_version count.
+  absl::StatusOr<std::optional<Loaded>> LoadNewest(
+      const SpecLimits& limits,
+      int64_t max_version = std::numeric_limits<int64_t>::max()) const;
 
   // This shard's checkpoint files, newest first.
   std::vector<std::string> List() const;

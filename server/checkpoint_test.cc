@@ -87,6 +87,36 @@ TEST(Checkpoint, RestoredShardHoldsTheWholeState) {
   EXPECT_EQ(*bytes, EncodeShardState(next));
 }
 
+TEST(Checkpoint, RollBackOnlyWhileUntouchedSinceTheRestore) {
+  const ShardState newer = SomeState();  // version 7
+  ShardState older = SomeState();
+  older.version = 5;
+  older.weights.assign(older.weights.size(), 1.0f);
+  auto fresh = ShardFor(newer);
+  // Not restored from a checkpoint: nothing to roll back from.
+  EXPECT_EQ(fresh->RollBack(older).code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(fresh->RestoreState(newer).ok());
+  const Incarnation restarted = fresh->incarnation();
+  ASSERT_TRUE(fresh->RollBack(older).ok());
+  EXPECT_EQ(fresh->Stats().version, 5);
+  EXPECT_EQ(fresh->incarnation(), restarted);  // a rollback is no restart
+  // Once it changes (here: a restore from a worker's copy), it stays.
+  ASSERT_TRUE(fresh->RestoreState(newer).ok());
+  std::vector<RawTensorSlice> values;
+  const auto layout = MakeSliceLayout(kSpec, 2, 1);
+  for (const SliceRange& r : layout->slices) {
+    values.push_back(RawTensorSlice{
+        kSpec[r.tensor_index].name, kSpec[r.tensor_index].shape, r.offset, r.length,
+        {absl::string_view(reinterpret_cast<const char*>(newer.weights.data() + r.flat_offset),
+                           r.length * sizeof(float))}});
+  }
+  ASSERT_TRUE(*fresh->Restore(0, kSpec, values, 9));
+  absl::Status refused = fresh->RollBack(older);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(refused.message()), HasSubstr("cannot roll back"));
+  EXPECT_EQ(fresh->Stats().version, 9);
+}
+
 TEST(Checkpoint, AsyncPushSeqsRoundTripAndStillDeduplicate) {
   ShardState s = SomeState();
   s.last_seq = {4, 0, 9};

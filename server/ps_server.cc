@@ -86,6 +86,11 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
     s->checkpointer_ = std::make_unique<Checkpointer>(s->store_.get(), std::move(co));
   }
   ServiceOptions service_options = options.service;
+  if (s->store_ != nullptr) {
+    service_options.rollback = [server = s.get()](int worker_id, int64_t max_version) {
+      return server->RollBack(worker_id, max_version);
+    };
+  }
   if (s->checkpointer_ != nullptr) {
     service_options.checkpoint = [checkpointer = s->checkpointer_.get()](
                                      Checkpointer::WriteDone done) {
@@ -158,6 +163,26 @@ absl::Status PsServer::Shutdown() {
   // acknowledged (logged; a failure leaves the earlier ones).
   if (checkpointer_ != nullptr) checkpointer_->WriteNow().IgnoreError();
   return shutdown_status_;
+}
+
+absl::StatusOr<bool> PsServer::RollBack(int worker_id, int64_t max_version) {
+  const ShardOptions& o = options_.shard;
+  if (shard_->Stats().version <= max_version) return false;
+  ASSIGN_OR_RETURN(std::optional<CheckpointStore::Loaded> loaded,
+                   store_->LoadNewest(o.spec_limits, max_version));
+  if (!loaded.has_value()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "shard ", o.shard_id, " has no valid checkpoint at or below version ", max_version));
+  }
+  const int64_t was = shard_->Stats().version;
+  RETURN_IF_ERROR(shard_->RollBack(loaded->state));
+  if (o.log) {
+    o.log(absl::StrCat("shard ", o.shard_id, ": rolled back from version ", was,
+                       " to checkpoint ", loaded->path, " (version ", loaded->state.version,
+                       "), asked by worker ", worker_id,
+                       ": the shards restarted from different versions"));
+  }
+  return true;
 }
 
 }  // namespace ps

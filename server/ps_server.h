@@ -81,6 +81,11 @@ class PsServer {
  private:
   explicit PsServer(const ServerOptions& options) : options_(options) {}
 
+  // InitRequest.rollback: restores the newest valid checkpoint at or below
+  // `max_version` if the shard is above it and untouched since its own
+  // restore (Shard::RollBack); true if it rolled back.
+  absl::StatusOr<bool> RollBack(int worker_id, int64_t max_version);
+
   const ServerOptions options_;
 
   std::unique_ptr<CheckpointStore> store_;  // null without checkpoints

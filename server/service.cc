@@ -159,6 +159,25 @@ grpc::ServerUnaryReactor* ParameterServerService::Register(grpc::CallbackServerC
 grpc::ServerUnaryReactor* ParameterServerService::InitParams(grpc::CallbackServerContext* ctx,
                                                              const v1::InitRequest* req,
                                                              v1::InitResponse* resp) {
+  if (req->rollback()) {
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    try {
+      absl::StatusOr<bool> rolled =
+          options_.rollback ? options_.rollback(req->worker_id(), req->version())
+                            : absl::FailedPreconditionError(absl::StrCat(
+                                  "shard ", shard_->options().shard_id,
+                                  " runs without --checkpoint_dir: it cannot roll back"));
+      if (rolled.ok()) {
+        resp->set_created(*rolled);
+        resp->set_version(shard_->Stats().version);
+        SetIncarnation(shard_->incarnation(), resp->mutable_incarnation());
+      }
+      reactor->Finish(ToGrpcStatus(rolled.status()));
+    } catch (...) {
+      FinishWithException(reactor, "InitParams");
+    }
+    return reactor;
+  }
   if (req->restore()) {
     grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
     try {

@@ -48,6 +48,10 @@ struct ServiceOptions {
   // Starts a checkpoint write for the Checkpoint RPC (Checkpointer::
   // RequestWrite); null: the server has no checkpoint directory.
   std::function<void(Checkpointer::WriteDone)> checkpoint;
+  // Rolls the shard back to its newest valid checkpoint at or below the
+  // version, for worker `worker_id` (InitRequest.rollback); true if it did,
+  // false if the shard was already there. Null: no --checkpoint_dir.
+  std::function<absl::StatusOr<bool>(int worker_id, int64_t max_version)> rollback;
 };
 
 class ParameterServerService final : public ParameterServerBase {

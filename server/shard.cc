@@ -250,6 +250,7 @@ absl::Status Shard::InstallLocked(std::shared_ptr<const ShardLayout> layout,
   weights_pool_->Clear();
   gradient_pool_->Clear();
   initialized_ = true;
+  untouched_restore_ = false;
   return absl::OkStatus();
 }
 
@@ -508,6 +509,7 @@ void Shard::ApplyLocked(std::vector<std::vector<float>> to_apply, Effects* fx) {
                       weights_->data());
   for (std::vector<float>& g : to_apply) gradient_pool_->Give(std::move(g));
   ++version_;
+  untouched_restore_ = false;
   metrics_->version.Set(version_);
   fx->ready = TakeReadyLocked(&fx->snap);
   if (options_.checkpoint_every > 0 && options_.on_checkpoint &&
@@ -739,6 +741,14 @@ absl::StatusOr<ShardState> Shard::ExportStateLocked() const {
 }
 
 absl::Status Shard::RestoreState(const ShardState& state) {
+  return Install(state, /*only_untouched=*/false);
+}
+
+absl::Status Shard::RollBack(const ShardState& state) {
+  return Install(state, /*only_untouched=*/true);
+}
+
+absl::Status Shard::Install(const ShardState& state, bool only_untouched) {
   if (state.shard_id != options_.shard_id || state.num_shards != options_.num_shards) {
     return absl::InvalidArgumentError(absl::StrCat(
         "state is of shard ", state.shard_id, " of ", state.num_shards, ", this is shard ",
@@ -764,11 +774,18 @@ absl::Status Shard::RestoreState(const ShardState& state) {
   WeightsSnapshot snap;
   {
     absl::MutexLock l(&mu_);
+    if (only_untouched && !untouched_restore_) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "shard ", options_.shard_id, " is at version ", version_,
+          " and has changed since it restored its checkpoint: it cannot roll back"));
+    }
     RETURN_IF_ERROR(
         InstallLocked(std::move(layout), state.weights, std::move(optimizer), state.version));
+    untouched_restore_ = true;
     workers_seen_.insert(state.workers_seen.begin(), state.workers_seen.end());
     policy_->SetLastSeqs(state.last_seq);
-    if (state.incarnation.run_id != 0) {
+    // A rollback is no restart: the incarnation stays.
+    if (state.incarnation.run_id != 0 && !only_untouched) {
       incarnation_ = Incarnation{state.incarnation.run_id, state.incarnation.start + 1};
     }
     ready = TakeReadyLocked(&snap);

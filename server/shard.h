@@ -268,6 +268,11 @@ class Shard {
   // does not fit its spec.
   absl::StatusOr<ShardState> ExportState() const;
   absl::Status RestoreState(const ShardState& state);
+  // RestoreState of an older checkpoint, for a consistent cut across shards
+  // (InitRequest.rollback): FAILED_PRECONDITION, changing nothing, unless
+  // the shard's state is the one it last restored with RestoreState,
+  // untouched since (no update, restore or init).
+  absl::Status RollBack(const ShardState& state);
 
   // Fails every waiting call with UNAVAILABLE; later waits fail at once.
   void Close();
@@ -315,6 +320,8 @@ class Shard {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   WeightsSnapshot SnapshotLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   absl::StatusOr<ShardState> ExportStateLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // RestoreState, or RollBack when `only_untouched`.
+  absl::Status Install(const ShardState& state, bool only_untouched);
   // Takes the waiters that the current version releases, with the snapshot
   // to run them with (outside the lock, by Release).
   SnapshotCallbacks TakeReadyLocked(WeightsSnapshot* snap) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -353,6 +360,8 @@ class Shard {
   std::unique_ptr<ConsistencyPolicy> policy_ ABSL_GUARDED_BY(mu_);
   std::set<int> workers_seen_ ABSL_GUARDED_BY(mu_);
   Incarnation incarnation_ ABSL_GUARDED_BY(mu_);
+  // True from a RestoreState until the parameters change (RollBack's guard).
+  bool untouched_restore_ ABSL_GUARDED_BY(mu_) = false;
   // Leases (sync, worker_timeout > 0): by worker, when it was last heard
   // from in this incarnation (InfinitePast: not yet); the workers dropped;
   // when the timer checks the leases next.
