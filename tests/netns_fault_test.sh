@@ -7,7 +7,8 @@
 #   3. at version 300, ps-server-1 is killed (SIGKILL) and restarted on the
 #      same address from its checkpoint (every 50 steps): the workers retry
 #      it, put it back at their step from their copy, and go on;
-#   4. every worker finishes, and worker 0's final test accuracy is >= 0.80.
+#   4. every worker finishes, and worker 0's final test accuracy is >= 0.80
+#      and within 3 points of a fault-free run with the same seed (run first).
 # The test prints what happened, with timings.
 #
 # usage: netns_fault_test.sh NETNS_CLUSTER PS_SERVER PS_WORKER PS_CTL
@@ -19,9 +20,22 @@ LEASE=3
 CKPT=$(mktemp -d)
 NETNS_EXTRA_CLEANUP='rm -rf "$CKPT"'
 
+WORKER_FLAGS=(--epochs=2 --keepalive=2 --retry_timeout=120)
+final_accuracy() {
+  cluster logs ps-worker-0 | grep -o 'final test_accuracy [0-9.]*' | awk '{print $3}'
+}
+
+# The fault-free run, with the same seed and flags.
+up --mode=sync --servers=2 --workers=3 --server_flag=--worker_timeout=$LEASE -- \
+  "${WORKER_FLAGS[@]}"
+cluster wait --timeout=300 || fail "the fault-free run did not finish"
+ref_acc=$(final_accuracy)
+cluster down >/dev/null
+echo "fault-free run: final test_accuracy $ref_acc"
+
 up --mode=sync --servers=2 --workers=3 --checkpoint_dir="$CKPT" \
   --server_flag=--worker_timeout=$LEASE --server_flag=--checkpoint_every=50 -- \
-  --epochs=2 --keepalive=2 --retry_timeout=120
+  "${WORKER_FLAGS[@]}"
 
 shard_version() {
   cluster exec ps-server-0 -- "$CTL" status --servers=ps-server-0:50051 --timeout=2 |
@@ -62,8 +76,12 @@ echo "ps-server-1 killed at version $v; $(cluster logs ps-server-1 | grep -m1 'r
 echo "brought forward ${restored_s} s after the kill: $(cluster logs ps-server-1 | grep -m1 'restored to version')"
 
 cluster wait --timeout=600 || fail "not every worker finished"
-acc=$(cluster logs ps-worker-0 | grep -o 'final test_accuracy [0-9.]*' | awk '{print $3}')
-/usr/bin/python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 0.80 else 1)" "$acc" ||
-  fail "final accuracy $acc < 0.80"
+acc=$(final_accuracy)
+# The faults cost worker 2's share of a few steps (those closed without it);
+# runs whose batches differ that much land within about a point of each
+# other on this model, so 3 points below the fault-free run is a failure.
+/usr/bin/python3 -c "import sys; a, r = map(float, sys.argv[1:]); sys.exit(0 if a >= 0.80 and a >= r - 0.03 else 1)" "$acc" "$ref_acc" ||
+  fail "final accuracy $acc (fault-free: $ref_acc)"
+echo "final test_accuracy $acc (fault-free: $ref_acc)"
 for w in 0 1 2; do echo "ps-worker-$w: $(cluster logs ps-worker-$w | tail -1)"; done
 echo PASS

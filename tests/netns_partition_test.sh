@@ -82,4 +82,7 @@ echo "ps-worker-2 noticed ${noticed_s} s after the cut: $(cluster logs ps-worker
 echo "link back at ${up_s} s; servers saw worker 2 back at ${back_s} s: $(cluster logs ps-server-0 | grep -m1 'worker 2 is back')"
 echo "ps-worker-2: $(cluster logs ps-worker-2 | grep -m1 'dropped this gradient')"
 for w in 0 1 2; do echo "ps-worker-$w: $(cluster logs ps-worker-$w | tail -1)"; done
+acc=$(cluster logs ps-worker-0 | grep -o 'final test_accuracy [0-9.]*' | awk '{print $3}')
+/usr/bin/python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 0.80 else 1)" "$acc" ||
+  fail "final accuracy $acc < 0.80"
 echo PASS
