@@ -55,7 +55,18 @@ void PendingCalls::Done(int shard, absl::Status s) {
 absl::Status PendingCalls::Wait() {
   absl::MutexLock l(&mu_);
   auto all_done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return unanswered_.empty(); };
-  if (!mu_.AwaitWithDeadline(absl::Condition(&all_done), deadline_)) {
+  auto done_or_failed = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return unanswered_.empty() || !status_.ok();
+  };
+  if (mu_.AwaitWithDeadline(absl::Condition(&done_or_failed), deadline_) && !status_.ok() &&
+      !unanswered_.empty()) {
+    // One shard failed: the operation has, so the others' calls are ended
+    // now rather than waited for. (A sync pull may wait on workers that in
+    // turn wait for this one to retry the failed shard.)
+    for (auto& cancel : cancels_) cancel();
+    mu_.Await(absl::Condition(&all_done));
+  }
+  if (!unanswered_.empty()) {
     // Unary calls carry their own deadline, so this matters for stream calls.
     if (status_.ok()) {
       std::vector<std::string> silent;

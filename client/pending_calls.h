@@ -1,8 +1,10 @@
 // PendingCalls: the PendingOp (client/pending_op.h) of an operation that
 // makes one call per shard, on either transport. It tracks which shards have
 // not answered, keeps the first error (prefixed with the shard and its
-// address), and past the operation's deadline cancels what is left and says
-// which shards were silent.
+// address), and then cancels the calls still running (the operation failed;
+// waiting on them could wait on workers that wait for this one), and past
+// the operation's deadline cancels what is left and says which shards were
+// silent.
 //
 // StartUnaryCalls starts one unary gRPC call per shard and returns their
 // PendingCalls; the unary transport and PsClient's own control calls
@@ -43,8 +45,8 @@ class PendingCalls final : public PendingOp {
   // An operation that failed before starting: Wait() returns `s`.
   static std::unique_ptr<PendingCalls> Failed(absl::Status s);
 
-  // OK, or the first error naming its shard; DEADLINE_EXCEEDED naming the
-  // silent shards once the deadline passed.
+  // OK, or the first error naming its shard (the other calls cancelled);
+  // DEADLINE_EXCEEDED naming the silent shards once the deadline passed.
   absl::Status Wait() override;
 
   // Shard `shard`'s call ended with `s`. Once per shard.

@@ -200,7 +200,6 @@ void Shard::CheckLeasesLocked(absl::Time now, Effects* fx) {
       ApplyLocked(std::move(to_apply), fx);
     }
   }
-  if (next_lease_check_ != absl::InfiniteFuture()) waiters_->WakeAt(next_lease_check_);
 }
 absl::StatusOr<std::vector<float>> Shard::AssembleValues(
     const std::shared_ptr<const ShardLayout>& layout, const std::vector<RawTensorSlice>& values,
@@ -636,8 +635,10 @@ void Shard::OnAlarm(absl::Time now) {
     if (closed_) return;
     CheckLeasesLocked(now, &fx);
     CollectStallReportLocked(now, &fx.lines);
-    // Also when the alarm came early (it was set for an earlier step).
+    // The timer keeps only the earliest alarm: set both again, also when
+    // the alarm came early (set for another purpose, or an earlier step).
     if (next_stall_report_ != absl::InfiniteFuture()) waiters_->WakeAt(next_stall_report_);
+    if (next_lease_check_ != absl::InfiniteFuture()) waiters_->WakeAt(next_lease_check_);
   }
   Finish(std::move(fx));
 }

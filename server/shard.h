@@ -300,7 +300,8 @@ class Shard {
   // A request from `worker_id`: renews its lease, bringing it back if it
   // was dropped.
   void TouchLocked(int worker_id, Effects* fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Drops the workers whose lease expired by `now`; sets the next alarm.
+  // Drops the workers whose lease expired by `now`, and sets
+  // next_lease_check_ (the caller sets the alarm).
   void CheckLeasesLocked(absl::Time now, Effects* fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool leases() const {
     return options_.mode == Mode::kSync && options_.worker_timeout > absl::ZeroDuration();

@@ -243,6 +243,40 @@ TEST(Shard, ExpiredLeaseClosesTheStepWithoutTheWorkerUntilItIsBack) {
   EXPECT_THAT(shard->Stats().waiting_for, ElementsAre(0, 1, 2));
 }
 
+TEST(Shard, StallReportAlarmsDoNotDelayALeaseExpiry) {
+  // The waiters' timer keeps one alarm, the earliest. Stall reports every
+  // 40 ms, 80 ms, 160 ms, ... fire before the 3 s lease check: once it was
+  // overwritten, the drop waited for the report at 5.12 s.
+  LogCapture log;
+  ShardOptions o;
+  o.num_workers = 3;
+  o.mode = Mode::kSync;
+  o.worker_timeout = absl::Seconds(3);
+  o.stall_report_after = absl::Milliseconds(40);
+  o.log = log.Sink();
+  auto shard = *Shard::Create(o);
+  InitShard(shard.get(), {{0, 0, 0, 0}, {0, 0, 0}});
+  ASSERT_TRUE(shard->Register(2, 3).ok());
+  Slices g = Encode(kSpec, 1, 0, {{2, 2, 2, 2}, {2, 2, 2}});
+  ASSERT_TRUE(PushSlices(shard.get(), 0, 0, g.data).ok());
+  ASSERT_TRUE(PushSlices(shard.get(), 1, 0, g.data).ok());
+  PullResult pull;
+  StartPull(shard.get(), 0, 1, absl::Seconds(20), &pull);
+  while (!pull.done.WaitForNotificationWithTimeout(absl::Milliseconds(500))) {
+    ASSERT_TRUE(shard->Heartbeat(0).ok());
+    ASSERT_TRUE(shard->Heartbeat(1).ok());
+  }
+  std::vector<std::string> dropped = log.WaitForLines("worker 2 dropped", 1, absl::Seconds(1));
+  ASSERT_THAT(dropped, SizeIs(1));
+  // "no request for S s": the lease plus how late the timer woke, which is
+  // far below the 2 s that a lost lease alarm costs here.
+  const size_t at = dropped[0].find("no request for ");
+  ASSERT_NE(at, std::string::npos) << dropped[0];
+  const double silent = std::strtod(dropped[0].c_str() + at + 15, nullptr);
+  EXPECT_GE(silent, 3.0) << dropped[0];
+  EXPECT_LT(silent, 4.5) << dropped[0];
+}
+
 TEST(Shard, RestoreInstallsAWorkersCopyOnlyWhereTheShardIsBehind) {
   LogCapture log;
   ShardOptions o;

@@ -205,7 +205,7 @@ server_restarted() {
     worker_ok $w || fail "worker $w did not finish after shard 1 restarted"
   done
   grep -q "steps 312, version 312" "$T/run.worker0.log" || fail "worker 0 did not end at step 312"
-  echo "shard 1 restarted $(secs "$killed" "$back") s after the kill; $(grep -m1 'restored checkpoint\|no checkpoint' "$T/run.server1.log")"
+  echo "shard 1 restarted $(secs "$killed" "$back") s after the kill; $(grep 'restored checkpoint\|no checkpoint' "$T/run.server1.log" | tail -1)"
   echo "recovery: $(grep -m1 'restored to version' "$T/run.server1.log") $(secs "$back" "$restored") s after its restart"
   echo "worker 0: $(grep -m1 'unavailable' "$T/run.worker0.log")"
   echo "steps lost: 0"

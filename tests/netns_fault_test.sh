@@ -72,7 +72,7 @@ cluster kill ps-server-1
 t=$(date +%s)
 cluster restart ps-server-1
 restored_s=$(wait_log ps-server-1 "restored to version" 90 $t)
-echo "ps-server-1 killed at version $v; $(cluster logs ps-server-1 | grep -m1 'restored checkpoint\|no checkpoint')"
+echo "ps-server-1 killed at version $v; $(cluster logs ps-server-1 | grep 'restored checkpoint\|no checkpoint' | tail -1)"
 echo "brought forward ${restored_s} s after the kill: $(cluster logs ps-server-1 | grep -m1 'restored to version')"
 
 cluster wait --timeout=600 || fail "not every worker finished"

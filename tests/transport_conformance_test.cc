@@ -396,6 +396,41 @@ TEST_P(Conformance, ServersThatAreDownGiveAnErrorNotAHang) {
   EXPECT_THAT(s.message(), HasSubstr("shard ")) << s;
 }
 
+TEST_P(Conformance, AShardThatFailsEndsTheOtherShardsCallsAtOnce) {
+  // Worker 0's sync push-pull waits on both shards for worker 1. Shard 1
+  // goes away: the operation has failed, so the wait on shard 0 is
+  // cancelled instead of held to its wait timeout (here 5 min), where it
+  // could wait on workers that wait for this one to retry shard 1.
+  const TensorList init = Values(kSpec, 1);
+  TestCluster cluster(2, 2, Mode::kSync, kLr);
+  ClientOptions o = Options(cluster, 0, 2);
+  o.wait_timeout = absl::Minutes(5);
+  std::unique_ptr<PsClient> client = Connect(o);
+  ASSERT_NE(client, nullptr);
+  ASSERT_TRUE(client->Init(kSpec, &init).ok());
+  TensorList weights;
+  ASSERT_TRUE(client->Pull(0, &weights).ok());
+  const TensorList grads = Values(kSpec, 2);
+  std::unique_ptr<PendingOp> op = client->PushPullAsync(grads, &weights);
+  const absl::Time deadline = absl::Now() + kNoHang;
+  while (cluster.server(0)->shard()->Stats().waiting_calls +
+             cluster.server(1)->shard()->Stats().waiting_calls < 2 &&
+         absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  ASSERT_TRUE(cluster.server(1)->Shutdown().ok());
+  const absl::Time start = absl::Now();
+  absl::Status s = op->Wait();
+  EXPECT_LT(absl::Now() - start, kNoHang);
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_THAT(s.message(), HasSubstr("shard 1")) << s;
+  // Shard 0 let go of the pull: nothing waits there any more.
+  while (cluster.server(0)->shard()->Stats().waiting_calls > 0 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_EQ(cluster.server(0)->shard()->Stats().waiting_calls, 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, Conformance, AllTransports(), TransportName);
 
 }  // namespace
