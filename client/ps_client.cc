@@ -272,11 +272,12 @@ absl::Status PsClient::Recover(absl::Time deadline, bool* restarted) {
       const Incarnation inc = FromProto(r.incarnation());
       if (inc != rep_->incarnation[s]) {
         *restarted = true;
-        Log(absl::StrFormat("worker %d: shard %d (%s) restarted: now %s (was %s), at version %d "
-                            "%s; this worker holds version %d",
+        Log(absl::StrFormat("worker %d: shard %d (%s) restarted: now %s (was %s), %s; this "
+                            "worker holds version %d",
                             o.worker_id, s, o.servers[s], IncarnationName(inc),
-                            IncarnationName(rep_->incarnation[s]), r.version(),
-                            r.initialized() ? "" : "without parameters",
+                            IncarnationName(rep_->incarnation[s]),
+                            r.initialized() ? absl::StrCat("at version ", r.version())
+                                            : std::string("without parameters"),
                             state.held_version[s]));
         rep_->incarnation[s] = inc;
       }
