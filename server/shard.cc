@@ -172,10 +172,13 @@ void Shard::TouchLocked(int worker_id, Effects* fx) {
       ApplyLocked(std::move(to_apply), fx);
     }
   }
-  if (next_lease_check_ == absl::InfiniteFuture()) {
-    next_lease_check_ = now + options_.worker_timeout;
-    waiters_->WakeAt(next_lease_check_);
-  }
+  ArmLeaseCheckLocked(now + options_.worker_timeout);
+}
+
+void Shard::ArmLeaseCheckLocked(absl::Time when) {
+  if (next_lease_check_ != absl::InfiniteFuture()) return;  // an earlier one is set
+  next_lease_check_ = when;
+  waiters_->WakeAt(when);
 }
 
 void Shard::CheckLeasesLocked(absl::Time now, Effects* fx) {
@@ -399,10 +402,7 @@ absl::StatusOr<bool> Shard::Restore(int worker_id, const ModelSpec& spec,
       for (absl::Time& seen : last_seen_) {
         if (seen == absl::InfinitePast()) seen = now;
       }
-      if (next_lease_check_ == absl::InfiniteFuture()) {
-        next_lease_check_ = now + options_.worker_timeout;
-        waiters_->WakeAt(next_lease_check_);
-      }
+      ArmLeaseCheckLocked(now + options_.worker_timeout);
     }
     fx.lines.push_back(absl::StrCat(
         "shard ", options_.shard_id, ": restored to version ", version, " from worker ",

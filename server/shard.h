@@ -300,6 +300,9 @@ class Shard {
   // A request from `worker_id`: renews its lease, bringing it back if it
   // was dropped.
   void TouchLocked(int worker_id, Effects* fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sets the lease check for `when` unless one is set already (leases only
+  // move later, so the one set is never later than needed).
+  void ArmLeaseCheckLocked(absl::Time when) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Drops the workers whose lease expired by `now`, and sets
   // next_lease_check_ (the caller sets the alarm).
   void CheckLeasesLocked(absl::Time now, Effects* fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
