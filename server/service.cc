@@ -159,41 +159,38 @@ grpc::ServerUnaryReactor* ParameterServerService::Register(grpc::CallbackServerC
 grpc::ServerUnaryReactor* ParameterServerService::InitParams(grpc::CallbackServerContext* ctx,
                                                              const v1::InitRequest* req,
                                                              v1::InitResponse* resp) {
-  if (req->rollback()) {
+  // Restore and rollback are answered at once: `created` says whether the
+  // shard changed.
+  const auto answer_now = [&](const std::function<absl::StatusOr<bool>()>& run) {
     grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
     try {
-      absl::StatusOr<bool> rolled =
-          options_.rollback ? options_.rollback(req->worker_id(), req->version())
-                            : absl::FailedPreconditionError(absl::StrCat(
-                                  "shard ", shard_->options().shard_id,
-                                  " runs without --checkpoint_dir: it cannot roll back"));
-      if (rolled.ok()) {
-        resp->set_created(*rolled);
+      absl::StatusOr<bool> changed = run();
+      if (changed.ok()) {
+        resp->set_created(*changed);
         resp->set_version(shard_->Stats().version);
         SetIncarnation(shard_->incarnation(), resp->mutable_incarnation());
       }
-      reactor->Finish(ToGrpcStatus(rolled.status()));
+      reactor->Finish(ToGrpcStatus(changed.status()));
     } catch (...) {
       FinishWithException(reactor, "InitParams");
     }
     return reactor;
+  };
+  if (req->rollback()) {
+    return answer_now([&]() -> absl::StatusOr<bool> {
+      if (!options_.rollback) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("shard ", shard_->options().shard_id,
+                         " runs without --checkpoint_dir: it cannot roll back"));
+      }
+      return options_.rollback(req->worker_id(), req->version());
+    });
   }
   if (req->restore()) {
-    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-    try {
-      absl::StatusOr<bool> installed =
-          shard_->Restore(req->worker_id(), ModelSpecFromProto(req->spec()),
-                          SlicesFromProto(req->values()), req->version());
-      if (installed.ok()) {
-        resp->set_created(*installed);
-        resp->set_version(shard_->Stats().version);
-        SetIncarnation(shard_->incarnation(), resp->mutable_incarnation());
-      }
-      reactor->Finish(ToGrpcStatus(installed.status()));
-    } catch (...) {
-      FinishWithException(reactor, "InitParams");
-    }
-    return reactor;
+    return answer_now([&] {
+      return shard_->Restore(req->worker_id(), ModelSpecFromProto(req->spec()),
+                             SlicesFromProto(req->values()), req->version());
+    });
   }
   auto* reactor = new WaitingReactor(shard_);
   try {
