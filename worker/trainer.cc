@@ -177,6 +177,7 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   // with that step's share of the data.
   const bool sync = store_->mode() == Mode::kSync;
   int64_t trained = 0;  // steps this worker computed
+  int64_t skips = 0;    // times the servers had moved on
   int epoch = static_cast<int>(step / per_epoch);
   std::vector<int64_t> perm;
   int perm_epoch = -1;
@@ -217,7 +218,8 @@ absl::StatusOr<TrainResult> Trainer::Run() {
     }
     const int64_t pushed_step = step++;
     ++trained;
-    if (sync && store_->DroppedShards() > 0) {
+    const bool dropped = sync && store_->DroppedShards() > 0;
+    if (dropped) {
       ++result.steps_dropped;
       if (o.log != nullptr && (result.steps_dropped <= 3 || result.steps_dropped % 100 == 0)) {
         *o.log << absl::StrFormat(
@@ -229,8 +231,18 @@ absl::StatusOr<TrainResult> Trainer::Run() {
       }
     }
     if (sync && store_->version() > step) {
+      // The servers closed steps without this worker (it was dropped, or
+      // cut off: its retried gradient may still have counted).
       const int64_t next = std::min(store_->version(), total_steps);
       result.steps_skipped += next - step;
+      ++skips;
+      if (!dropped && o.log != nullptr && (skips <= 3 || skips % 100 == 0)) {
+        *o.log << absl::StrFormat(
+                      "worker %d: step %d: the servers moved on to step %d without this "
+                      "worker; continuing there (%d steps skipped so far)\n",
+                      o.worker_id, pushed_step, next, result.steps_skipped)
+               << std::flush;
+      }
       step = next;
     }
     samples_since_log += o.batch_size;
