@@ -21,8 +21,6 @@ namespace ps {
 
 namespace {
 
-Incarnation FromProto(const v1::Incarnation& p) { return Incarnation{p.run_id(), p.start()}; }
-
 // A failure that a retry may cure: the shard went away or restarted.
 bool MayRetry(absl::StatusCode code) {
   return code == absl::StatusCode::kUnavailable || code == absl::StatusCode::kCancelled ||
@@ -184,7 +182,7 @@ absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Connect(const ClientOptions&
   rep->learning_rate = replies[0].learning_rate();
   int64_t lease_ms = 0;
   for (const v1::RegisterResponse& r : replies) {
-    rep->incarnation.push_back(FromProto(r.incarnation()));
+    rep->incarnation.push_back(IncarnationFromProto(r.incarnation()));
     // A restarted async worker numbers its pushes after those accepted.
     rep->state.seq = std::max(rep->state.seq, r.last_seq());
     if (r.worker_timeout_ms() > 0) {
@@ -269,7 +267,7 @@ absl::Status PsClient::Recover(absl::Time deadline, bool* restarted) {
         &replies);
     for (int s = 0; st.ok() && s < num_shards(); ++s) {
       const v1::RegisterResponse& r = replies[s];
-      const Incarnation inc = FromProto(r.incarnation());
+      const Incarnation inc = IncarnationFromProto(r.incarnation());
       if (inc != rep_->incarnation[s]) {
         *restarted = true;
         Log(absl::StrFormat("worker %d: shard %d (%s) restarted: now %s (was %s), %s; this "

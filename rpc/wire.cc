@@ -30,6 +30,15 @@ absl::StatusOr<Mode> ModeFromProto(v1::Mode mode) {
                    " on the wire (known: ", KnownModeNames(), ")"));
 }
 
+void IncarnationToProto(const Incarnation& inc, v1::Incarnation* out) {
+  out->set_run_id(inc.run_id);
+  out->set_start(inc.start);
+}
+
+Incarnation IncarnationFromProto(const v1::Incarnation& p) {
+  return Incarnation{p.run_id(), p.start()};
+}
+
 void ModelSpecToProto(const ModelSpec& spec, v1::ModelSpec* out) {
   out->Clear();
   for (const TensorSpec& t : spec) {

@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "common/incarnation.h"
 #include "common/mode.h"
 #include "common/model_spec.h"
 #include "common/partition.h"
@@ -33,6 +34,10 @@ absl::StatusOr<Mode> ModeFromProto(v1::Mode mode);
 // Core <-> proto model specs.
 void ModelSpecToProto(const ModelSpec& spec, v1::ModelSpec* out);
 ModelSpec ModelSpecFromProto(const v1::ModelSpec& p);
+
+// Core <-> proto incarnations.
+void IncarnationToProto(const Incarnation& inc, v1::Incarnation* out);
+Incarnation IncarnationFromProto(const v1::Incarnation& p);
 
 // Fills `out` with slice `r` of tensor `t`: name, shape, range and `values`
 // (exactly r.length floats).

@@ -112,11 +112,6 @@ absl::StatusOr<ShardCall> DecodePushPull(Shard* shard, const Pieces& bytes) {
   return call;
 }
 
-void SetIncarnation(const Incarnation& inc, v1::Incarnation* out) {
-  out->set_run_id(inc.run_id);
-  out->set_start(inc.start);
-}
-
 }  // namespace
 
 grpc::ServerUnaryReactor* ParameterServerService::Register(grpc::CallbackServerContext* ctx,
@@ -134,7 +129,7 @@ grpc::ServerUnaryReactor* ParameterServerService::Register(grpc::CallbackServerC
       resp->set_learning_rate(st.learning_rate);
       resp->set_initialized(st.initialized);
       resp->set_version(st.version);
-      SetIncarnation(st.incarnation, resp->mutable_incarnation());
+      IncarnationToProto(st.incarnation, resp->mutable_incarnation());
       resp->set_last_seq(shard_->LastSeq(req->worker_id()));
       resp->set_worker_timeout_ms(absl::ToInt64Milliseconds(shard_->options().worker_timeout));
       if (st.initialized) {
@@ -168,7 +163,7 @@ grpc::ServerUnaryReactor* ParameterServerService::InitParams(grpc::CallbackServe
       if (changed.ok()) {
         resp->set_created(*changed);
         resp->set_version(shard_->Stats().version);
-        SetIncarnation(shard_->incarnation(), resp->mutable_incarnation());
+        IncarnationToProto(shard_->incarnation(), resp->mutable_incarnation());
       }
       reactor->Finish(ToGrpcStatus(changed.status()));
     } catch (...) {
@@ -201,7 +196,7 @@ grpc::ServerUnaryReactor* ParameterServerService::InitParams(grpc::CallbackServe
           if (version.ok()) {
             resp->set_version(*version);
             resp->set_created(created);
-            SetIncarnation(shard_->incarnation(), resp->mutable_incarnation());
+            IncarnationToProto(shard_->incarnation(), resp->mutable_incarnation());
           }
           reactor->Finish(ToGrpcStatus(version.status()));
         }));
@@ -219,7 +214,7 @@ grpc::ServerUnaryReactor* ParameterServerService::Heartbeat(grpc::CallbackServer
     absl::StatusOr<int64_t> version = shard_->Heartbeat(req->worker_id());
     if (version.ok()) {
       resp->set_version(*version);
-      SetIncarnation(shard_->incarnation(), resp->mutable_incarnation());
+      IncarnationToProto(shard_->incarnation(), resp->mutable_incarnation());
     }
     reactor->Finish(ToGrpcStatus(version.status()));
   } catch (...) {
@@ -269,7 +264,7 @@ grpc::ServerUnaryReactor* ParameterServerService::Checkpoint(
   try {
     options_.checkpoint([this, reactor, resp](absl::StatusOr<CheckpointWritten> r) {
       if (r.ok()) {
-        SetIncarnation(shard_->incarnation(), resp->mutable_incarnation());
+        IncarnationToProto(shard_->incarnation(), resp->mutable_incarnation());
         resp->set_version(r->version);
         resp->set_path(r->path);
         resp->set_written(r->written);
@@ -303,7 +298,7 @@ grpc::ServerUnaryReactor* ParameterServerService::GetStatus(grpc::CallbackServer
     resp->set_learning_rate(st.learning_rate);
     resp->set_waiting_calls(st.waiting_calls);
     resp->set_pending_pushes(st.pending_pushes);
-    SetIncarnation(st.incarnation, resp->mutable_incarnation());
+    IncarnationToProto(st.incarnation, resp->mutable_incarnation());
     for (int w : st.live_workers) resp->add_live_workers(w);
     for (int w : st.dropped_workers) resp->add_dropped_workers(w);
     resp->set_sync_quorum(st.sync_quorum);
