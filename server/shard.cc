@@ -158,6 +158,16 @@ Incarnation Shard::incarnation() const {
   return incarnation_;
 }
 
+void Shard::Touch(int worker_id) {
+  if (!leases()) return;
+  Effects fx;
+  {
+    absl::MutexLock l(&mu_);
+    TouchLocked(worker_id, &fx);
+  }
+  Finish(std::move(fx));
+}
+
 void Shard::TouchLocked(int worker_id, Effects* fx) {
   if (!leases()) return;
   const absl::Time now = absl::Now();
@@ -270,14 +280,7 @@ uint64_t Shard::Init(int worker_id, const ModelSpec& spec,
     done(s, false);
     return 0;
   }
-  if (leases()) {
-    Effects fx;
-    {
-      absl::MutexLock l(&mu_);
-      TouchLocked(worker_id, &fx);
-    }
-    Finish(std::move(fx));
-  }
+  Touch(worker_id);
 
   // The creator's values are checked in full before the weights are
   // allocated, and copied outside the lock. (Parameters, once created, are
@@ -534,14 +537,7 @@ uint64_t Shard::Pull(int worker_id, int64_t min_version, absl::Duration wait,
                      SnapshotCallback done) {
   const absl::Status valid = CheckWorker(worker_id);
   absl::StatusOr<WeightsSnapshot> result = absl::UnknownError("unset");
-  if (valid.ok() && leases()) {
-    Effects fx;
-    {
-      absl::MutexLock l(&mu_);
-      TouchLocked(worker_id, &fx);
-    }
-    Finish(std::move(fx));
-  }
+  if (valid.ok()) Touch(worker_id);
   if (!valid.ok()) {
     result = valid;
   } else {

@@ -298,7 +298,8 @@ class Shard {
   // Runs `fx` (outside the lock).
   void Finish(Effects fx);
   // A request from `worker_id`: renews its lease, bringing it back if it
-  // was dropped.
+  // was dropped. Touch takes the lock (and does nothing without leases).
+  void Touch(int worker_id) ABSL_LOCKS_EXCLUDED(mu_);
   void TouchLocked(int worker_id, Effects* fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Sets the lease check for `when` unless one is set already (leases only
   // move later, so the one set is never later than needed).
