@@ -10,10 +10,14 @@ namespace {
 // Calls `method` on each server in turn, with `timeout` each.
 template <typename Resp, typename Req, typename Method>
 absl::StatusOr<std::vector<Resp>> AskEach(const std::vector<std::string>& servers,
-                                          absl::Duration timeout, Method method) {
+                                          absl::Duration timeout,
+                                          const SecurityOptions& security, Method method) {
   std::vector<Resp> out(servers.size());
   for (size_t s = 0; s < servers.size(); ++s) {
-    auto stub = v1::ParameterServer::NewStub(MakeChannel(servers[s], absl::ZeroDuration()));
+    absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+        MakeChannel(servers[s], absl::ZeroDuration(), security);
+    if (!channel.ok()) return channel.status();
+    auto stub = v1::ParameterServer::NewStub(*channel);
     grpc::ClientContext ctx;
     ctx.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
     grpc::Status st = ((*stub).*method)(&ctx, Req(), &out[s]);
@@ -28,15 +32,17 @@ absl::StatusOr<std::vector<Resp>> AskEach(const std::vector<std::string>& server
 }  // namespace
 
 absl::StatusOr<std::vector<v1::StatusResponse>> QueryStatus(
-    const std::vector<std::string>& servers, absl::Duration timeout) {
+    const std::vector<std::string>& servers, absl::Duration timeout,
+    const SecurityOptions& security) {
   return AskEach<v1::StatusResponse, v1::StatusRequest>(
-      servers, timeout, &v1::ParameterServer::Stub::GetStatus);
+      servers, timeout, security, &v1::ParameterServer::Stub::GetStatus);
 }
 
 absl::StatusOr<std::vector<v1::CheckpointResponse>> RequestCheckpoints(
-    const std::vector<std::string>& servers, absl::Duration timeout) {
+    const std::vector<std::string>& servers, absl::Duration timeout,
+    const SecurityOptions& security) {
   return AskEach<v1::CheckpointResponse, v1::CheckpointRequest>(
-      servers, timeout, &v1::ParameterServer::Stub::Checkpoint);
+      servers, timeout, security, &v1::ParameterServer::Stub::Checkpoint);
 }
 
 }  // namespace ps

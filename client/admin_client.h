@@ -15,18 +15,24 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "proto/ps.pb.h"
+#include "rpc/credentials.h"
 
 namespace ps {
 
 // One reply per server, in the order of `servers`; each call has `timeout`.
 // An error names the server that failed.
+// `security`: as the client library's (rpc/credentials.h); the calls need
+// an admin identity (status also a reader) on a server that authenticates.
 absl::StatusOr<std::vector<v1::StatusResponse>> QueryStatus(
-    const std::vector<std::string>& servers, absl::Duration timeout);
+    const std::vector<std::string>& servers, absl::Duration timeout,
+    const SecurityOptions& security = {});
 
 // The same for the Checkpoint RPC: each server writes one and answers once
 // it is on disk. FAILED_PRECONDITION from a server without --checkpoint_dir.
 absl::StatusOr<std::vector<v1::CheckpointResponse>> RequestCheckpoints(
-    const std::vector<std::string>& servers, absl::Duration timeout);
+    const std::vector<std::string>& servers, absl::Duration timeout,
+    const SecurityOptions& security = {});
+
 
 }  // namespace ps
 

@@ -4,13 +4,11 @@
 #include <climits>
 #include <cstdint>
 
-#include "grpcpp/create_channel.h"
-#include "rpc/credentials.h"
 
 namespace ps {
 
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
-                                           absl::Duration keepalive) {
+absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(
+    const std::string& address, absl::Duration keepalive, const SecurityOptions& security) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(INT_MAX);
   args.SetMaxSendMessageSize(INT_MAX);
@@ -30,7 +28,7 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
     args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, ms);
     args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);  // also while a call waits
   }
-  return grpc::CreateCustomChannel(address, ps::MakeChannelCredentials(), args);
+  return MakeSecureChannel(address, security, std::move(args));
 }
 
 }  // namespace ps

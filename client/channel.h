@@ -1,5 +1,7 @@
 // MakeChannel: the gRPC channel a client opens to one server, with the
-// credentials of rpc/credentials.h, no message size limit, a connection of
+// transport security of rpc/credentials.h (TLS, its client certificate,
+// its bearer token; INVALID_ARGUMENT if `security` is inconsistent or
+// plaintext to a non-loopback address without `insecure`), no message size limit, a connection of
 // its own (not shared with other clients of the process) and HTTP/2
 // keepalive pings every `keepalive` (none when zero; see
 // ClientOptions::keepalive).
@@ -11,12 +13,15 @@
 #include <memory>
 #include <string>
 
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "grpcpp/channel.h"
+#include "rpc/credentials.h"
 
 namespace ps {
 
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address, absl::Duration keepalive);
+absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(
+    const std::string& address, absl::Duration keepalive, const SecurityOptions& security);
 
 }  // namespace ps
 

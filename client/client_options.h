@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "rpc/credentials.h"
 
 namespace ps {
 
@@ -18,6 +19,8 @@ struct ClientOptions {
   std::vector<std::string> servers;  // HOST:PORT of shard 0, 1, ... in order
   int worker_id = 0;                 // 0 <= worker_id < num_workers
   int num_workers = 1;
+  // TLS, the worker's certificate or token (rpc/credentials.h).
+  SecurityOptions security;
   // How long Connect waits for every server to come up and answer.
   absl::Duration connect_timeout = absl::Seconds(60);
   // Deadline of calls that do not wait for other workers.

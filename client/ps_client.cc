@@ -143,7 +143,10 @@ absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Connect(const ClientOptions&
   const int S = static_cast<int>(options.servers.size());
   std::vector<std::shared_ptr<grpc::Channel>> channels;
   for (const std::string& addr : options.servers) {
-    channels.push_back(MakeChannel(addr, options.keepalive));
+    absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+        MakeChannel(addr, options.keepalive, options.security);
+    if (!channel.ok()) return channel.status();
+    channels.push_back(*std::move(channel));
     rep->stubs.push_back(v1::ParameterServer::NewStub(channels.back()));
   }
   rep->state.shard_version.assign(S, 0);

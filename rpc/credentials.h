@@ -1,25 +1,89 @@
-// Credentials for every gRPC connection of the system: the server's listening
-// port, the client library's channels, ps_ctl's and the tests' own. They are
-// made here and nowhere else, so that transport security (mutual TLS, with
-// per-role identities) changes all of them at once.
+// Transport security for every gRPC connection of the system: the server's
+// listening port, the client library's channels, ps_ctl's and the tests'
+// own. Credentials are made here and nowhere else.
 //
-// Today both sides are plaintext (grpc::Insecure*Credentials): run the
-// servers on a trusted network. Thread-safe; each call returns a new object
-// that the caller owns (shared).
+// SecurityOptions says what a process was given (the --tls_* flags,
+// --auth_token_file, --insecure). With TLS, the PEM files are watched
+// (grpc::experimental::FileWatcherCertificateProvider) and re-read every
+// `reload_interval`, so a certificate rotated on disk is used by the next
+// handshake without a restart; connections already up keep theirs.
+//
+//   server: tls_cert + tls_key        TLS; the server proves who it is.
+//           + tls_ca                  mutual TLS: every client must present a
+//                                     certificate signed by that CA (the
+//                                     handshake fails otherwise).
+//           + auth_token_file         bearer tokens (rpc/authz.h TokenTable).
+//   client: tls_ca                    TLS; the server's certificate must chain
+//                                     to it and name the address's host (or
+//                                     tls_server_name).
+//           + tls_cert + tls_key      the client's certificate (mutual TLS).
+//           + auth_token_file         sends its token with every call.
+//
+// Plaintext is allowed only on loopback addresses, or anywhere with
+// `insecure` (CheckPlaintextAllowed). Thread-safe; results are owned by the
+// caller (shared).
 #ifndef PS_RPC_CREDENTIALS_H_
 #define PS_RPC_CREDENTIALS_H_
 
 #include <memory>
+#include <string>
 
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "grpcpp/channel.h"
+#include "grpcpp/security/auth_metadata_processor.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/security/server_credentials.h"
+#include "grpcpp/support/channel_arguments.h"
 
 namespace ps {
 
-// For grpc::ServerBuilder::AddListeningPort.
-std::shared_ptr<grpc::ServerCredentials> MakeServerCredentials();
+struct SecurityOptions {
+  // PEM files; all empty: plaintext.
+  std::string tls_cert;  // this side's certificate (chain), leaf first
+  std::string tls_key;   // its private key
+  std::string tls_ca;    // the CA that signs the peers' certificates
+  // Client only: the name the server's certificate must carry, when the
+  // address's host is not it (e.g. an IP address, or a tunnel).
+  std::string tls_server_name;
+  // Bearer tokens (rpc/authz.h): the server's table, or the client's own
+  // token. Needs TLS on both sides.
+  std::string auth_token_file;
+  // How often the PEM files are re-read (at least 1 s).
+  absl::Duration reload_interval = absl::Seconds(10);
+  // Allows plaintext on non-loopback addresses.
+  bool insecure = false;
 
-// For grpc::CreateChannel / grpc::CreateCustomChannel.
+  bool tls() const { return !tls_cert.empty() || !tls_key.empty() || !tls_ca.empty(); }
+};
+
+// OK when `options` are consistent: files readable, a key with each
+// certificate, a server with a certificate, tokens only with TLS (a client
+// needs tls_ca; a server tls_cert), and plaintext only on a loopback host
+// of `address` (HOST:PORT; "localhost", 127.0.0.0/8, [::1]) unless
+// options.insecure. INVALID_ARGUMENT naming the flag otherwise. `server`
+// selects the server's rules.
+absl::Status CheckSecurityOptions(const SecurityOptions& options, absl::string_view address,
+                                  bool server);
+
+// True if HOST of HOST:PORT is a loopback name or address.
+bool IsLoopbackAddress(absl::string_view address);
+
+// The listening port's credentials (CheckSecurityOptions first). With TLS,
+// `processor` (may be null) authenticates and authorizes every call
+// (rpc/auth_processor.h).
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
+    const SecurityOptions& options, std::shared_ptr<grpc::AuthMetadataProcessor> processor);
+
+// A channel to `address` with `options` (CheckSecurityOptions first) and
+// the caller's channel arguments (tls_server_name is added to them).
+absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeSecureChannel(const std::string& address,
+                                                                const SecurityOptions& options,
+                                                                grpc::ChannelArguments args);
+
+// Plaintext, for tests' own channels to loopback servers.
 std::shared_ptr<grpc::ChannelCredentials> MakeChannelCredentials();
 
 }  // namespace ps

@@ -81,7 +81,8 @@ void ShardCall::Complete(CallWait* wait, Done done) && {
         result.version = snap->version;
         result.weights = *std::move(snap);
         done(std::move(result));
-      });
+      },
+      pull_->renews_lease);
   if (wait != nullptr) wait->Started(ticket);
 }
 

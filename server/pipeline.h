@@ -51,6 +51,7 @@ struct PullArgs {
   int worker_id = 0;
   int64_t min_version = 0;
   absl::Duration wait;
+  bool renews_lease = true;  // false: a reader's pull (Shard::Pull)
 };
 
 // What a completed call produced.

@@ -13,6 +13,7 @@
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/server_builder.h"
+#include "rpc/auth_processor.h"
 #include "rpc/credentials.h"
 
 namespace ps {
@@ -33,6 +34,7 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
     return absl::InvalidArgumentError(
         absl::StrCat("listen address '", options.listen, "' is not HOST:PORT"));
   }
+  RETURN_IF_ERROR(CheckSecurityOptions(options.security, options.listen, /*server=*/true));
   if (options.max_concurrent_streams < 1) {
     return absl::InvalidArgumentError("max_concurrent_streams must be >= 1");
   }
@@ -97,12 +99,43 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
       checkpointer->RequestWrite(std::move(done));
     };
   }
+  const SecurityOptions& sec = options.security;
+  std::shared_ptr<AuthProcessor> processor;
+  if (sec.tls() && (!sec.tls_ca.empty() || !sec.auth_token_file.empty())) {
+    std::optional<TokenTable> tokens;
+    if (!sec.auth_token_file.empty()) {
+      ASSIGN_OR_RETURN(tokens, TokenTable::Load(sec.auth_token_file));
+    }
+    service_options.authenticator =
+        std::make_shared<Authenticator>(!sec.tls_ca.empty(), std::move(tokens));
+    processor = std::make_shared<AuthProcessor>(service_options.authenticator);
+  }
+  ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
+                   MakeServerCredentials(sec, processor));
   s->service_ = std::make_unique<ParameterServerService>(s->shard_.get(), service_options);
 
   grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  if (options.reflection) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  if (!options.health_listen.empty()) {
+    const size_t health_colon = options.health_listen.rfind(':');
+    if (health_colon == std::string::npos || health_colon == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "health listen address '", options.health_listen, "' is not HOST:PORT"));
+    }
+    int health_port = 0;
+    grpc::ServerBuilder health;
+    health.AddListeningPort(options.health_listen, grpc::InsecureServerCredentials(),
+                            &health_port);
+    s->health_server_ = health.BuildAndStart();
+    if (s->health_server_ == nullptr || health_port == 0) {
+      return absl::UnavailableError(absl::StrCat("cannot listen on ", options.health_listen,
+                                                 " (address in use or invalid?)"));
+    }
+    s->health_address_ =
+        absl::StrCat(options.health_listen.substr(0, health_colon), ":", health_port);
+  }
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.listen, ps::MakeServerCredentials(), &s->port_);
+  builder.AddListeningPort(options.listen, credentials, &s->port_);
   builder.RegisterService(s->service_.get());
   // Requests may be as large as the limits let a model be, no larger.
   builder.SetMaxReceiveMessageSize(MaxReceiveMessageBytes(options));
@@ -141,6 +174,9 @@ absl::Status PsServer::Shutdown() {
   if (shut_down_) return shutdown_status_;
   shut_down_ = true;
   if (shard_ != nullptr) shard_->Close();
+  if (health_server_ != nullptr) {
+    health_server_->GetHealthCheckService()->Shutdown();  // NOT_SERVING from now on
+  }
   if (server_ == nullptr) return absl::OkStatus();  // Start() failed before the server ran
   server_->GetHealthCheckService()->Shutdown();
   // grpc::Server::Shutdown cancels what still runs at the deadline and then
@@ -162,6 +198,9 @@ absl::Status PsServer::Shutdown() {
   // No push can arrive any more: the final checkpoint holds everything
   // acknowledged (logged; a failure leaves the earlier ones).
   if (checkpointer_ != nullptr) checkpointer_->WriteNow().IgnoreError();
+  if (health_server_ != nullptr) {
+    health_server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
+  }
   return shutdown_status_;
 }
 

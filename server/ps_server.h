@@ -1,6 +1,9 @@
-// PsServer: a running parameter-server shard: a Shard, its gRPC service, the
-// standard grpc.health.v1 health service and server reflection, listening on
-// one address; and, with a checkpoint directory, the shard's checkpoints:
+// PsServer: a running parameter-server shard: a Shard, its gRPC service and
+// the standard grpc.health.v1 health service (plus server reflection when
+// asked), listening on one address with the transport security of
+// rpc/credentials.h and, with TLS, the authentication and authorization of
+// rpc/auth_processor.h; optionally the health service alone, in plaintext,
+// on a second address for probes; and, with a checkpoint directory, the shard's checkpoints:
 // the newest valid one is restored at Start, later ones are written as the
 // options say, and a final one at Shutdown.
 //
@@ -15,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "grpcpp/server.h"
+#include "rpc/credentials.h"
 #include "server/checkpoint_store.h"
 #include "server/checkpointer.h"
 #include "server/service.h"
@@ -24,7 +28,17 @@ namespace ps {
 
 struct ServerOptions {
   // HOST:PORT to listen on; port 0 picks a free port (see PsServer::address()).
-  std::string listen = "0.0.0.0:50051";
+  // Plaintext only on loopback unless security.insecure.
+  std::string listen = "127.0.0.1:50051";
+  // TLS, client certificates, bearer tokens (rpc/credentials.h).
+  SecurityOptions security;
+  // HOST:PORT of a plaintext port serving only grpc.health.v1 (for
+  // Kubernetes and compose probes, which cannot present a client
+  // certificate); empty: none. It tells SERVING or NOT_SERVING, nothing else.
+  std::string health_listen;
+  // Serve gRPC server reflection (grpc.reflection.v1alpha). Once on, gRPC
+  // adds it to every server the process builds later.
+  bool reflection = false;
   ShardOptions shard;
   ServiceOptions service;
   // Concurrent calls (streams and unary calls, waiting pulls included) one
@@ -67,6 +81,8 @@ class PsServer {
   // HOST:PORT actually bound (the real port when the options asked for 0).
   const std::string& address() const { return address_; }
   int port() const { return port_; }
+  // The health port's HOST:PORT; empty without options.health_listen.
+  const std::string& health_address() const { return health_address_; }
   Shard* shard() { return shard_.get(); }
 
   // Fails waiting pulls with UNAVAILABLE, marks the health service NOT_SERVING
@@ -94,7 +110,9 @@ class PsServer {
   std::unique_ptr<Checkpointer> checkpointer_;
   std::unique_ptr<ParameterServerService> service_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<grpc::Server> health_server_;  // null without health_listen
   std::string address_;
+  std::string health_address_;
   int port_ = 0;
   bool shut_down_ = false;  // only touched by Shutdown, which callers serialize
   absl::Status shutdown_status_;

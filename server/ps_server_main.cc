@@ -2,6 +2,7 @@
 //
 //   ps_server --listen=0.0.0.0:50051 --shard_id=0 --num_shards=2
 //             --num_workers=2 --mode=sync --lr=0.1
+//             --tls_cert=server-0.pem --tls_key=server-0.key --tls_ca=ca.pem
 //
 // Prints "listening on HOST:PORT" as its first stdout line once serving, and
 // runs until SIGINT or SIGTERM.
@@ -21,8 +22,36 @@
 #include "rpc/raw_wire.h"
 #include "server/ps_server.h"
 
-ABSL_FLAG(std::string, listen, "0.0.0.0:50051",
-          "HOST:PORT to serve on. Port 0 picks a free port; the first stdout line says which.");
+ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
+          "HOST:PORT to serve on (0.0.0.0:PORT: every interface). Port 0 picks a free port; "
+          "the first stdout line says which. Without TLS only a loopback address is allowed, "
+          "unless --insecure.");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM certificate (chain) of this server; with --tls_key, serve TLS. Re-read every "
+          "--tls_reload_secs, so a rotated certificate needs no restart.");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert.");
+ABSL_FLAG(std::string, tls_ca, "",
+          "PEM CA certificate(s): require every client to present a certificate signed by it "
+          "(mutual TLS; the handshake fails otherwise). Its Subject CN (worker-<id>, reader, "
+          "admin) or SAN URI ps://worker/<id> is the client's identity, which decides what it "
+          "may call (PERMISSION_DENIED otherwise).");
+ABSL_FLAG(std::string, auth_token_file, "",
+          "Bearer tokens, one 'IDENTITY TOKEN' line each (IDENTITY: worker-<id>, reader, "
+          "admin): every call must carry one (UNAUTHENTICATED otherwise). Needs TLS; with "
+          "--tls_ca the token and certificate must name the same identity.");
+ABSL_FLAG(double, tls_reload_secs, 10,
+          "How often, in seconds, the --tls_* files are re-read (>= 1).");
+ABSL_FLAG(bool, insecure, false,
+          "Allow plaintext (no --tls_cert) on a non-loopback --listen address: anyone who can "
+          "reach the port can read and change the model. Prints a warning.");
+ABSL_FLAG(std::string, health_listen, "",
+          "HOST:PORT of an extra plaintext port that serves only grpc.health.v1 (SERVING / "
+          "NOT_SERVING), for Kubernetes and compose probes that have no client certificate. "
+          "Empty: none (the main port answers health checks from any peer that passes the "
+          "TLS handshake).");
+ABSL_FLAG(bool, reflection, false,
+          "Serve gRPC server reflection (for grpcurl and grpc_cli); reflection calls need the "
+          "admin identity when clients are authenticated.");
 ABSL_FLAG(std::string, port_file, "",
           "If set, write the bound HOST:PORT to this file once the server is serving.");
 ABSL_FLAG(int, shard_id, 0, "This server's shard index, 0 <= shard_id < num_shards.");
@@ -114,6 +143,17 @@ int main(int argc, char** argv) {
 
   ps::ServerOptions options;
   options.listen = absl::GetFlag(FLAGS_listen);
+  options.health_listen = absl::GetFlag(FLAGS_health_listen);
+  options.reflection = absl::GetFlag(FLAGS_reflection);
+  ps::SecurityOptions& security = options.security;
+  security.tls_cert = absl::GetFlag(FLAGS_tls_cert);
+  security.tls_key = absl::GetFlag(FLAGS_tls_key);
+  security.tls_ca = absl::GetFlag(FLAGS_tls_ca);
+  security.auth_token_file = absl::GetFlag(FLAGS_auth_token_file);
+  security.insecure = absl::GetFlag(FLAGS_insecure);
+  const double reload = absl::GetFlag(FLAGS_tls_reload_secs);
+  if (!(reload >= 1)) return Fail(absl::InvalidArgumentError("--tls_reload_secs must be >= 1"));
+  security.reload_interval = absl::Seconds(reload);
   options.shard.shard_id = absl::GetFlag(FLAGS_shard_id);
   options.shard.num_shards = absl::GetFlag(FLAGS_num_shards);
   options.shard.num_workers = absl::GetFlag(FLAGS_num_workers);
@@ -212,6 +252,25 @@ int main(int argc, char** argv) {
               << ", worker lease "
               << (worker_timeout > 0 ? absl::FormatDuration(options.shard.worker_timeout)
                                      : std::string("off"));
+  }
+  std::cout << std::endl;
+  if (!security.tls()) {
+    std::cerr << "ps_server: WARNING: serving in plaintext"
+              << (security.insecure ? " (--insecure)" : " on loopback")
+              << ": no encryption and no authentication; anyone who can reach "
+              << (*server)->address() << " can read and change the model" << std::endl;
+  } else if (security.tls_ca.empty() && security.auth_token_file.empty()) {
+    std::cerr << "ps_server: WARNING: TLS without --tls_ca or --auth_token_file: clients are "
+                 "not authenticated, so anyone who can reach the port can read and change "
+                 "the model" << std::endl;
+  }
+  std::cout << "security: "
+            << (!security.tls()                 ? "plaintext"
+                : !security.tls_ca.empty()       ? "mutual TLS"
+                                                 : "TLS")
+            << (security.auth_token_file.empty() ? "" : " + bearer tokens");
+  if (!(*server)->health_address().empty()) {
+    std::cout << "; health probes (plaintext) on " << (*server)->health_address();
   }
   std::cout << std::endl;
   const std::string port_file = absl::GetFlag(FLAGS_port_file);

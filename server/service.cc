@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "common/status_macros.h"
+#include "rpc/auth_processor.h"
 #include "rpc/raw_wire.h"
 #include "rpc/wire.h"
 #include "server/pipeline.h"
@@ -50,18 +51,36 @@ class WaitingReactor final : public grpc::ServerUnaryReactor {
   CallWait wait_;
 };
 
-// Decodes a raw request into the call it asks for on `shard`.
-using Decoder = absl::StatusOr<ShardCall> (*)(Shard* shard, const Pieces& bytes);
+// Who made a call (nullopt: the port authenticates no one), for the checks
+// of what a request says (rpc/authz.h AuthorizeWorker); the method itself
+// was authorized by the port's AuthProcessor.
+struct Caller {
+  std::optional<Identity> who;
+
+  absl::Status MayActAs(absl::string_view call, int worker_id,
+                        bool creates_parameters = false) const {
+    if (!who.has_value()) return absl::OkStatus();
+    return AuthorizeWorker(*who, call, worker_id, creates_parameters);
+  }
+  // A reader's pulls keep no worker's lease alive.
+  bool renews_lease() const { return !who.has_value() || who->role != Role::kReader; }
+};
+
+// Decodes a raw request into the call it asks for on `shard`, if `caller`
+// may make it.
+using Decoder = absl::StatusOr<ShardCall> (*)(Shard* shard, const Pieces& bytes,
+                                              const Caller& caller);
 
 // The unary Push, Pull and PushPull: decodes `req`, runs the call through
 // the pipeline and finishes `reactor` with its reply in `resp`. `wait` (may
 // be null) cancels a waiting pull.
-void Serve(Shard* shard, const grpc::ByteBuffer& req, Decoder decode, grpc::ByteBuffer* resp,
-           grpc::ServerUnaryReactor* reactor, CallWait* wait, const char* method) {
+void Serve(Shard* shard, const absl::StatusOr<Caller>& caller, const grpc::ByteBuffer& req,
+           Decoder decode, grpc::ByteBuffer* resp, grpc::ServerUnaryReactor* reactor,
+           CallWait* wait, const char* method) {
   try {
     ReceivedBytes bytes;
-    absl::Status s = Receive(req, &bytes);
-    absl::StatusOr<ShardCall> call = s.ok() ? decode(shard, bytes.pieces) : s;
+    absl::Status s = caller.ok() ? Receive(req, &bytes) : caller.status();
+    absl::StatusOr<ShardCall> call = s.ok() ? decode(shard, bytes.pieces, *caller) : s;
     if (!call.ok()) {
       reactor->Finish(ToGrpcStatus(call.status()));
       return;
@@ -83,33 +102,54 @@ PushArgs PushArgsOf(const RawPush& push) {
   return PushArgs{static_cast<int>(push.worker_id), push.version, push.seq};
 }
 
-PullArgs PullArgsOf(const RawPull& pull) {
-  return PullArgs{static_cast<int>(pull.worker_id), pull.min_version, Millis(pull.wait_timeout_ms)};
+PullArgs PullArgsOf(const RawPull& pull, const Caller& caller) {
+  return PullArgs{static_cast<int>(pull.worker_id), pull.min_version, Millis(pull.wait_timeout_ms),
+                  caller.renews_lease()};
 }
 
 // The decoders of Serve. A push's gradient is assembled here, so the call
 // no longer needs the request bytes.
-absl::StatusOr<ShardCall> DecodePush(Shard* shard, const Pieces& bytes) {
+absl::StatusOr<ShardCall> DecodePush(Shard* shard, const Pieces& bytes, const Caller& caller) {
   RawPush push;
   RETURN_IF_ERROR(DecodePushRequest(bytes, &push));
+  RETURN_IF_ERROR(caller.MayActAs("Push", static_cast<int>(push.worker_id)));
   ShardCall call(shard, PushArgsOf(push), std::nullopt);
   call.AddMessage(push.gradients);
   return call;
 }
 
-absl::StatusOr<ShardCall> DecodePull(Shard* shard, const Pieces& bytes) {
+absl::StatusOr<ShardCall> DecodePull(Shard* shard, const Pieces& bytes, const Caller& caller) {
   RawPull pull;
   RETURN_IF_ERROR(DecodePullRequest(bytes, &pull));
-  return ShardCall(shard, std::nullopt, PullArgsOf(pull));
+  RETURN_IF_ERROR(caller.MayActAs("Pull", static_cast<int>(pull.worker_id)));
+  return ShardCall(shard, std::nullopt, PullArgsOf(pull, caller));
 }
 
-absl::StatusOr<ShardCall> DecodePushPull(Shard* shard, const Pieces& bytes) {
+absl::StatusOr<ShardCall> DecodePushPull(Shard* shard, const Pieces& bytes,
+                                         const Caller& caller) {
   RawPush push;
   RawPull pull;
   RETURN_IF_ERROR(DecodePushPullRequest(bytes, &push, &pull));
-  ShardCall call(shard, PushArgsOf(push), PullArgsOf(pull));
+  RETURN_IF_ERROR(caller.MayActAs("PushPull", static_cast<int>(push.worker_id)));
+  if (pull.worker_id != push.worker_id) {
+    return absl::InvalidArgumentError(absl::StrCat("push-pull as worker ", push.worker_id,
+                                                   " pulls as worker ", pull.worker_id));
+  }
+  ShardCall call(shard, PushArgsOf(push), PullArgsOf(pull, caller));
   call.AddMessage(push.gradients);
   return call;
+}
+
+absl::StatusOr<Caller> CallerOfCall(const Authenticator* authenticator,
+                                    const grpc::ServerContextBase& ctx) {
+  ASSIGN_OR_RETURN(std::optional<Identity> who, ps::CallerOf(authenticator, ctx));
+  return Caller{std::move(who)};
+}
+
+absl::Status MayActAs(const Authenticator* authenticator, const grpc::ServerContextBase& ctx,
+                      absl::string_view call, int worker_id, bool creates_parameters = false) {
+  ASSIGN_OR_RETURN(Caller caller, CallerOfCall(authenticator, ctx));
+  return caller.MayActAs(call, worker_id, creates_parameters);
 }
 
 }  // namespace
@@ -119,7 +159,8 @@ grpc::ServerUnaryReactor* ParameterServerService::Register(grpc::CallbackServerC
                                                            v1::RegisterResponse* resp) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   try {
-    absl::Status s = shard_->Register(req->worker_id(), req->num_workers());
+    absl::Status s = MayActAs(authenticator(), *ctx, "Register", req->worker_id());
+    if (s.ok()) s = shard_->Register(req->worker_id(), req->num_workers());
     if (s.ok()) {
       const ShardStats st = shard_->Stats();
       resp->set_mode(ModeToProto(st.mode));
@@ -154,6 +195,13 @@ grpc::ServerUnaryReactor* ParameterServerService::Register(grpc::CallbackServerC
 grpc::ServerUnaryReactor* ParameterServerService::InitParams(grpc::CallbackServerContext* ctx,
                                                              const v1::InitRequest* req,
                                                              v1::InitResponse* resp) {
+  if (absl::Status s = MayActAs(authenticator(), *ctx, "InitParams", req->worker_id(),
+                                /*creates_parameters=*/!req->restore() && req->values_size() > 0);
+      !s.ok()) {
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    reactor->Finish(ToGrpcStatus(s));
+    return reactor;
+  }
   // Restore and rollback are answered at once: `created` says whether the
   // shard changed.
   const auto answer_now = [&](const std::function<absl::StatusOr<bool>()>& run) {
@@ -211,7 +259,9 @@ grpc::ServerUnaryReactor* ParameterServerService::Heartbeat(grpc::CallbackServer
                                                             v1::HeartbeatResponse* resp) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   try {
-    absl::StatusOr<int64_t> version = shard_->Heartbeat(req->worker_id());
+    absl::Status allowed = MayActAs(authenticator(), *ctx, "Heartbeat", req->worker_id());
+    absl::StatusOr<int64_t> version =
+        allowed.ok() ? shard_->Heartbeat(req->worker_id()) : allowed;
     if (version.ok()) {
       resp->set_version(*version);
       IncarnationToProto(shard_->incarnation(), resp->mutable_incarnation());
@@ -227,29 +277,39 @@ grpc::ServerUnaryReactor* ParameterServerService::Push(grpc::CallbackServerConte
                                                        const grpc::ByteBuffer* req,
                                                        grpc::ByteBuffer* resp) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  Serve(shard_, *req, DecodePush, resp, reactor, /*wait=*/nullptr, "Push");
+  Serve(shard_, CallerOfCall(authenticator(), *ctx), *req, DecodePush, resp, reactor, /*wait=*/nullptr, "Push");
   return reactor;
 }
 
-grpc::ServerUnaryReactor* ParameterServerService::Pull(grpc::CallbackServerContext* /*ctx*/,
+grpc::ServerUnaryReactor* ParameterServerService::Pull(grpc::CallbackServerContext* ctx,
                                                        const grpc::ByteBuffer* req,
                                                        grpc::ByteBuffer* resp) {
   auto* reactor = new WaitingReactor(shard_);
-  Serve(shard_, *req, DecodePull, resp, reactor, reactor->wait(), "Pull");
+  Serve(shard_, CallerOfCall(authenticator(), *ctx), *req, DecodePull, resp, reactor, reactor->wait(), "Pull");
   return reactor;
 }
 
-grpc::ServerUnaryReactor* ParameterServerService::PushPull(grpc::CallbackServerContext* /*ctx*/,
+grpc::ServerUnaryReactor* ParameterServerService::PushPull(grpc::CallbackServerContext* ctx,
                                                            const grpc::ByteBuffer* req,
                                                            grpc::ByteBuffer* resp) {
   auto* reactor = new WaitingReactor(shard_);
-  Serve(shard_, *req, DecodePushPull, resp, reactor, reactor->wait(), "PushPull");
+  Serve(shard_, CallerOfCall(authenticator(), *ctx), *req, DecodePushPull, resp, reactor, reactor->wait(),
+        "PushPull");
   return reactor;
 }
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ParameterServerService::Stream(
-    grpc::CallbackServerContext* /*ctx*/) {
-  return NewStreamReactor(shard_, options_.call_timeout);
+    grpc::CallbackServerContext* ctx) {
+  absl::StatusOr<Caller> caller = CallerOfCall(authenticator(), *ctx);
+  std::function<absl::Status(int)> may_act_as;
+  if (caller.ok() && caller->who.has_value()) {
+    may_act_as = [who = *caller->who](int worker_id) {
+      return AuthorizeWorker(who, "Stream", worker_id);
+    };
+  } else if (!caller.ok()) {
+    may_act_as = [status = caller.status()](int) { return status; };
+  }
+  return NewStreamReactor(shard_, options_.call_timeout, std::move(may_act_as));
 }
 
 grpc::ServerUnaryReactor* ParameterServerService::Checkpoint(

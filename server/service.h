@@ -23,6 +23,7 @@
 
 #include "absl/time/time.h"
 #include "proto/ps.grpc.pb.h"
+#include "rpc/auth_processor.h"
 #include "server/checkpointer.h"
 #include "server/shard.h"
 
@@ -52,6 +53,11 @@ struct ServiceOptions {
   // version, for worker `worker_id` (InitRequest.rollback); true if it did,
   // false if the shard was already there. Null: no --checkpoint_dir.
   std::function<absl::StatusOr<bool>(int worker_id, int64_t max_version)> rollback;
+  // Identifies each call's caller, whose AuthProcessor already authorized
+  // the method; the handlers check what the request says (the worker id a
+  // worker acts as, rpc/authz.h AuthorizeWorker): PERMISSION_DENIED.
+  // Null: no authentication, every caller may do everything.
+  std::shared_ptr<const Authenticator> authenticator;
 };
 
 class ParameterServerService final : public ParameterServerBase {
@@ -90,6 +96,8 @@ class ParameterServerService final : public ParameterServerBase {
                                       v1::StatusResponse* resp) override;
 
  private:
+  const Authenticator* authenticator() const { return options_.authenticator.get(); }
+
   Shard* const shard_;  // not owned
   const ServiceOptions options_;
 };

@@ -534,10 +534,10 @@ void Shard::Finish(Effects fx) {
 }
 
 uint64_t Shard::Pull(int worker_id, int64_t min_version, absl::Duration wait,
-                     SnapshotCallback done) {
+                     SnapshotCallback done, bool renews_lease) {
   const absl::Status valid = CheckWorker(worker_id);
   absl::StatusOr<WeightsSnapshot> result = absl::UnknownError("unset");
-  if (valid.ok()) Touch(worker_id);
+  if (valid.ok() && renews_lease) Touch(worker_id);
   if (!valid.ok()) {
     result = valid;
   } else {

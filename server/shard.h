@@ -244,8 +244,11 @@ class Shard {
   // async: min_version), or with DEADLINE_EXCEEDED after `wait` (0 = the
   // default wait) naming the workers that have not pushed. Runs exactly once,
   // possibly before Pull returns. Returns a ticket for CancelWait while the
-  // pull waits; 0 if it is done.
-  uint64_t Pull(int worker_id, int64_t min_version, absl::Duration wait, SnapshotCallback done);
+  // pull waits; 0 if it is done. The pull renews the worker's lease unless
+  // `renews_lease` is false (a reader's pull, which names a worker only for
+  // the version it waits for).
+  uint64_t Pull(int worker_id, int64_t min_version, absl::Duration wait, SnapshotCallback done,
+                bool renews_lease = true);
 
   // Ends a waiting Init or Pull (e.g. its client went away): its callback
   // runs with CANCELLED. No-op if the call already completed.

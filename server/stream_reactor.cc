@@ -71,8 +71,12 @@ struct Core {
 
 class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
-  StreamReactor(Shard* shard, absl::Duration call_timeout)
-      : shard_(shard), call_timeout_(call_timeout), core_(std::make_shared<Core>(shard)) {
+  StreamReactor(Shard* shard, absl::Duration call_timeout,
+                std::function<absl::Status(int)> may_act_as)
+      : shard_(shard),
+        call_timeout_(call_timeout),
+        may_act_as_(std::move(may_act_as)),
+        core_(std::make_shared<Core>(shard)) {
     {
       absl::MutexLock l(&core_->mu);
       core_->reactor = this;
@@ -144,6 +148,7 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
 
   Shard* const shard_;
   const absl::Duration call_timeout_;
+  const std::function<absl::Status(int)> may_act_as_;  // null: anyone may
   const std::shared_ptr<Core> core_;
   grpc::ByteBuffer in_;  // the message being read
   Call call_;            // only touched by the read path, which gRPC serializes
@@ -279,6 +284,7 @@ absl::Status StreamReactor::Handle() {
     if (req.header.call_id == 0) {
       return absl::InvalidArgumentError("stream call_id must be > 0");
     }
+    if (may_act_as_) RETURN_IF_ERROR(may_act_as_(req.header.worker_id));
     {
       absl::MutexLock l(&core_->mu);
       if (core_->call_open) {
@@ -332,8 +338,8 @@ void StreamReactor::Complete() {
 }  // namespace
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* NewStreamReactor(
-    Shard* shard, absl::Duration call_timeout) {
-  return new StreamReactor(shard, call_timeout);
+    Shard* shard, absl::Duration call_timeout, std::function<absl::Status(int)> may_act_as) {
+  return new StreamReactor(shard, call_timeout, std::move(may_act_as));
 }
 
 }  // namespace ps

@@ -24,6 +24,9 @@
 #ifndef PS_SERVER_STREAM_REACTOR_H_
 #define PS_SERVER_STREAM_REACTOR_H_
 
+#include <functional>
+
+#include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/support/server_callback.h"
@@ -32,8 +35,11 @@
 namespace ps {
 
 // `call_timeout` > 0: the longest a call may take to arrive in full.
+// `may_act_as` (null: anyone may) says whether the stream's caller may act
+// as a call's worker id; its error ends the stream.
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* NewStreamReactor(
-    Shard* shard, absl::Duration call_timeout);
+    Shard* shard, absl::Duration call_timeout,
+    std::function<absl::Status(int worker_id)> may_act_as = nullptr);
 
 }  // namespace ps
 

@@ -1,5 +1,7 @@
-// ps_server serves gRPC server reflection, so grpcurl-style tools can list
-// its services without the .proto files.
+// ps_server --reflection serves gRPC server reflection, so grpcurl-style
+// tools can list its services without the .proto files. It is off by
+// default; gRPC's reflection plugin, once on, is on for every server the
+// process builds later, so the test of the default runs first.
 //
 // Debian ships the reflection server in libgrpc++_reflection (which also
 // registers the reflection messages) but not the .proto or headers, so the
@@ -24,10 +26,31 @@ bool Await(grpc::CompletionQueue* cq, void* tag) {
   return ok;
 }
 
-TEST(Reflection, ListsParameterServerAndHealthServices) {
+TEST(Reflection, OffByDefault) {
   TestCluster cluster(1, 1, Mode::kSync, 0.1f);
   grpc::GenericStub stub(
       grpc::CreateChannel(cluster.addresses()[0], ps::MakeChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  grpc::CompletionQueue cq;
+  auto call = stub.PrepareCall(
+      &ctx, "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", &cq);
+  int tag = 0;
+  call->StartCall(&tag);
+  Await(&cq, &tag);
+  grpc::Status status;
+  call->Finish(&status, &tag);
+  ASSERT_TRUE(Await(&cq, &tag));
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED) << status.error_message();
+}
+
+TEST(Reflection, ListsParameterServerAndHealthServices) {
+  ServerOptions options;
+  options.reflection = true;
+  absl::StatusOr<LocalServers> servers = LocalServers::Start(options, 1);
+  ASSERT_TRUE(servers.ok()) << servers.status();
+  grpc::GenericStub stub(
+      grpc::CreateChannel(servers->addresses[0], ps::MakeChannelCredentials()));
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
   grpc::CompletionQueue cq;

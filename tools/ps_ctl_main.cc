@@ -13,21 +13,45 @@
 #include "absl/strings/str_split.h"
 #include "client/admin_client.h"
 #include "google/protobuf/util/json_util.h"
-#include "grpcpp/create_channel.h"
 #include "proto/health.grpc.pb.h"
+#include "client/channel.h"
 #include "rpc/credentials.h"
 
 ABSL_FLAG(std::string, servers, "", "Comma-separated HOST:PORT of the shards to query.");
 ABSL_FLAG(double, timeout, 10, "Seconds to wait for each server.");
+ABSL_FLAG(std::string, tls_ca, "",
+          "PEM CA certificate(s) that signed the servers' certificates: connect with TLS and "
+          "verify each server's certificate against it and the address's host name (or "
+          "--tls_server_name).");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM client certificate for mutual TLS; its Subject CN (admin for every command; reader for status) is this client's "
+          "identity on the servers. Re-read when it changes on disk.");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert.");
+ABSL_FLAG(std::string, tls_server_name, "",
+          "The name the servers' certificates carry, when the addresses in --servers are not "
+          "it (e.g. IP addresses).");
+ABSL_FLAG(std::string, auth_token_file, "",
+          "File holding this client's bearer token ('TOKEN' or 'IDENTITY TOKEN'), sent with "
+          "every call; needs --tls_ca.");
+ABSL_FLAG(bool, insecure, false,
+          "Allow plaintext connections (no --tls_ca) to non-loopback servers: anyone on the "
+          "path can read the traffic and impersonate the servers.");
+
 
 namespace {
 
 // Prints "HOST:PORT STATUS" per server; 0 iff every server is SERVING.
-int Health(const std::vector<std::string>& servers, absl::Duration timeout) {
+int Health(const std::vector<std::string>& servers, absl::Duration timeout,
+           const ps::SecurityOptions& security) {
   int rc = 0;
   for (const std::string& s : servers) {
-    auto stub = grpc::health::v1::Health::NewStub(
-        grpc::CreateChannel(s, ps::MakeChannelCredentials()));
+    absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+        ps::MakeChannel(s, absl::ZeroDuration(), security);
+    if (!channel.ok()) {
+      std::cerr << "ps_ctl: " << channel.status().message() << std::endl;
+      return 2;
+    }
+    auto stub = grpc::health::v1::Health::NewStub(*channel);
     grpc::ClientContext ctx;
     ctx.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
     grpc::health::v1::HealthCheckResponse resp;
@@ -90,7 +114,16 @@ int main(int argc, char** argv) {
     return 2;
   }
   const absl::Duration timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout));
-  if (cmd == "health") return Health(servers, timeout);
-  if (cmd == "checkpoint") return PrintJson(servers, ps::RequestCheckpoints(servers, timeout));
-  return PrintJson(servers, ps::QueryStatus(servers, timeout));
+  ps::SecurityOptions security;
+  security.tls_ca = absl::GetFlag(FLAGS_tls_ca);
+  security.tls_cert = absl::GetFlag(FLAGS_tls_cert);
+  security.tls_key = absl::GetFlag(FLAGS_tls_key);
+  security.tls_server_name = absl::GetFlag(FLAGS_tls_server_name);
+  security.auth_token_file = absl::GetFlag(FLAGS_auth_token_file);
+  security.insecure = absl::GetFlag(FLAGS_insecure);
+  if (cmd == "health") return Health(servers, timeout, security);
+  if (cmd == "checkpoint") {
+    return PrintJson(servers, ps::RequestCheckpoints(servers, timeout, security));
+  }
+  return PrintJson(servers, ps::QueryStatus(servers, timeout, security));
 }

@@ -72,6 +72,23 @@ ABSL_FLAG(double, retry_timeout, 60,
           "drops): the worker reconnects, puts a restarted server back at its step from its "
           "own copy of the weights, and retries; the servers apply no push twice. 0 = fail "
           "at once.");
+ABSL_FLAG(std::string, tls_ca, "",
+          "PEM CA certificate(s) that signed the servers' certificates: connect with TLS and "
+          "verify each server's certificate against it and the address's host name (or "
+          "--tls_server_name).");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM client certificate for mutual TLS; its Subject CN (worker-<id>, matching --worker_id) is this client's "
+          "identity on the servers. Re-read when it changes on disk.");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert.");
+ABSL_FLAG(std::string, tls_server_name, "",
+          "The name the servers' certificates carry, when the addresses in --servers are not "
+          "it (e.g. IP addresses).");
+ABSL_FLAG(std::string, auth_token_file, "",
+          "File holding this client's bearer token ('TOKEN' or 'IDENTITY TOKEN'), sent with "
+          "every call; needs --tls_ca.");
+ABSL_FLAG(bool, insecure, false,
+          "Allow plaintext connections (no --tls_ca) to non-loopback servers: anyone on the "
+          "path can read the traffic and impersonate the servers.");
 ABSL_FLAG(double, slowdown, 0,
           "For tests of stragglers: after computing each step's gradient, sleep this many "
           "times as long as the computation took. 0 = full speed.");
@@ -168,6 +185,13 @@ int main(int argc, char** argv) {
     if (!(retry >= 0)) return Fail(absl::InvalidArgumentError("--retry_timeout must be >= 0"));
     client_options.retry_timeout = absl::Seconds(retry);
     client_options.log = [](absl::string_view line) { std::cout << line << std::endl; };
+    ps::SecurityOptions& security = client_options.security;
+    security.tls_ca = absl::GetFlag(FLAGS_tls_ca);
+    security.tls_cert = absl::GetFlag(FLAGS_tls_cert);
+    security.tls_key = absl::GetFlag(FLAGS_tls_key);
+    security.tls_server_name = absl::GetFlag(FLAGS_tls_server_name);
+    security.auth_token_file = absl::GetFlag(FLAGS_auth_token_file);
+    security.insecure = absl::GetFlag(FLAGS_insecure);
   }
   absl::StatusOr<ps::TrainResult> result =
       ps::RunWorker(options, &*data, backend_options, standalone ? nullptr : &client_options,

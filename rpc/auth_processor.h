@@ -1,0 +1,71 @@
+// The server's authentication and authorization of calls: who the caller
+// is (its verified client certificate, or its bearer token), and whether
+// the policy of rpc/authz.h lets it make the call.
+//
+// AuthProcessor runs in gRPC before any handler, for every call on a TLS
+// port that has one (MakeServerCredentials): it refuses unauthenticated
+// callers (UNAUTHENTICATED) and calls their role may not make
+// (PERMISSION_DENIED). Handlers then check only what the request says
+// (AuthorizeWorker: the worker id a worker acts as), with the identity
+// CallerOf gives them.
+//
+// Thread-safe; immutable after construction.
+#ifndef PS_RPC_AUTH_PROCESSOR_H_
+#define PS_RPC_AUTH_PROCESSOR_H_
+
+#include <map>
+#include <memory>
+#include <optional>
+
+#include "absl/status/statusor.h"
+#include "grpcpp/security/auth_context.h"
+#include "grpcpp/security/auth_metadata_processor.h"
+#include "grpcpp/server_context.h"
+#include "rpc/authz.h"
+
+namespace ps {
+
+class Authenticator {
+ public:
+  using Metadata = std::multimap<grpc::string_ref, grpc::string_ref>;
+
+  // `client_certificates`: the port requires verified client certificates,
+  // whose names are identities. `tokens`: every call must carry one of them
+  // ("authorization: Bearer TOKEN"); with a certificate too, both must name
+  // the same identity.
+  Authenticator(bool client_certificates, std::optional<TokenTable> tokens)
+      : client_certificates_(client_certificates), tokens_(std::move(tokens)) {}
+
+  // The caller of a call with these peer properties and request metadata;
+  // UNAUTHENTICATED (naming why) if it has no identity.
+  absl::StatusOr<Identity> Identify(const grpc::AuthContext& peer,
+                                    const Metadata& metadata) const;
+
+ private:
+  const bool client_certificates_;
+  const std::optional<TokenTable> tokens_;
+};
+
+class AuthProcessor final : public grpc::AuthMetadataProcessor {
+ public:
+  explicit AuthProcessor(std::shared_ptr<const Authenticator> authenticator)
+      : authenticator_(std::move(authenticator)) {}
+
+  // Runs on gRPC's thread: it only compares strings.
+  bool IsBlocking() const override { return false; }
+  grpc::Status Process(const InputMetadata& metadata, grpc::AuthContext* context,
+                       OutputMetadata* consumed, OutputMetadata* response) override;
+
+ private:
+  const std::shared_ptr<const Authenticator> authenticator_;
+};
+
+// The identity of the caller of `ctx`, for a handler: nullopt when
+// `authenticator` is null (no authentication on this port: every caller
+// may do everything).
+absl::StatusOr<std::optional<Identity>> CallerOf(const Authenticator* authenticator,
+                                                 const grpc::ServerContextBase& ctx);
+
+}  // namespace ps
+
+#endif  // PS_RPC_AUTH_PROCESSOR_H_
