@@ -6,7 +6,8 @@
 #   # on the other machine:
 #   . /tmp/ps-bundle/env.sh && ps_worker --help
 #
-# Layout: bin/ (binaries, local_cluster.sh, run_on_gpu.sh), lib/ (every shared
+# Layout: bin/ (binaries, local_cluster.sh, make_certs.sh and this machine's
+# openssl, which local_cluster.sh runs for its TLS certificates, run_on_gpu.sh), lib/ (every shared
 # library the binaries load except glibc's own and the NVIDIA driver's
 # libcuda, which must come from the target machine), data/fashion-mnist/ (the
 # dataset, so workers need no Debian package), env.sh (puts bin/ on PATH and
@@ -62,12 +63,17 @@ if [ ${#BINARIES[@]} -eq 0 ]; then
   done
 fi
 
+# make_certs.sh needs openssl, which a bare machine may lack.
+OPENSSL=$(command -v openssl) || die "openssl not found (apt-get install openssl): local_cluster.sh needs it"
+BINARIES+=("$OPENSSL")
+
 mkdir -p "$OUT/bin" "$OUT/lib"
 for b in "${BINARIES[@]}"; do
   [ -x "$b" ] || die "$b is not an executable file"
   cp -L "$b" "$OUT/bin/"
 done
-cp "$ROOT/deploy/local_cluster.sh" "$ROOT/tests/gpu/run_on_gpu.sh" "$OUT/bin/"
+cp "$ROOT/deploy/local_cluster.sh" "$ROOT/deploy/make_certs.sh" "$ROOT/tests/gpu/run_on_gpu.sh" \
+  "$OUT/bin/"
 
 # glibc and the loader must be the target's own; so must the driver's libcuda.
 skip='^(linux-vdso|ld-linux|libc|libm|libpthread|libdl|librt|libutil|libresolv|libcuda)\.so'

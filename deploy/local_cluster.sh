@@ -11,6 +11,10 @@
 # that dies is started again in place instead (a server on the same address,
 # restoring its newest checkpoint), up to --max_restarts times each: kill one
 # (kill -9 PID) to watch the cluster recover.
+#
+# Every connection is mutual TLS, with a throwaway CA and certificates made
+# by make_certs.sh (next to this script) in the launcher's temporary folder
+# (or taken from --certs_dir); --insecure runs plaintext instead.
 set -uo pipefail
 
 usage() {
@@ -40,6 +44,9 @@ options:
   --server_bin=PATH    the ps_server binary (overrides --bin_dir)
   --worker_bin=PATH    the ps_worker binary (overrides --bin_dir)
   --startup_timeout=SEC  how long to wait for servers to listen (default 30)
+  --certs_dir=DIR      certificates from deploy/make_certs.sh (default: made
+                       afresh in the launcher's temporary folder)
+  --insecure           plaintext instead of mutual TLS
   --gpus_per_host=N    GPU workers: worker i gets --device=cuda --gpu=(i mod N),
                        one worker per GPU when W = N (default 0: no GPU flags;
                        workers then pick with their own --device, default auto)
@@ -67,6 +74,8 @@ MAX_RESTARTS=3
 SERVER_FLAGS=()
 STARTUP_TIMEOUT=30
 GPUS_PER_HOST=0
+INSECURE=0
+CERTS_DIR=
 SERVER_BIN="$ROOT/bazel-bin/server/ps_server"
 WORKER_BIN="$ROOT/bazel-bin/worker/ps_worker"
 WORKER_ARGS=()
@@ -88,6 +97,8 @@ while [ $# -gt 0 ]; do
     --server_flag=*) SERVER_FLAGS+=("${1#*=}") ;;
     --startup_timeout=*) STARTUP_TIMEOUT="${1#*=}" ;;
     --gpus_per_host=*) GPUS_PER_HOST="${1#*=}" ;;
+    --certs_dir=*) CERTS_DIR="${1#*=}" ;;
+    --insecure) INSECURE=1 ;;
     --bin_dir=*) SERVER_BIN="${1#*=}/ps_server"; WORKER_BIN="${1#*=}/ps_worker" ;;
     --server_bin=*) SERVER_BIN="${1#*=}" ;;
     --worker_bin=*) WORKER_BIN="${1#*=}" ;;
@@ -129,6 +140,24 @@ WORKDIR="$(mktemp -d "${TMPDIR:-/tmp}/local_cluster.XXXXXX")"
 # A restarted server must find its checkpoints: without --checkpoint_dir,
 # --restart keeps them in the temporary directory (gone at exit).
 [ -n "$CHECKPOINT_DIR" ] || [ $RESTART -eq 0 ] || CHECKPOINT_DIR="$WORKDIR/checkpoints"
+if [ $INSECURE -eq 1 ]; then
+  [ -z "$CERTS_DIR" ] || die "--certs_dir and --insecure exclude each other"
+elif [ -z "$CERTS_DIR" ]; then
+  CERTS_DIR="$WORKDIR/certs"
+  "$(dirname "${BASH_SOURCE[0]}")/make_certs.sh" "$CERTS_DIR" --servers="$NUM_SERVERS" \
+    --workers="$NUM_WORKERS" >/dev/null || { rm -rf "$WORKDIR"; die "cannot make certificates (is openssl installed?)"; }
+fi
+if [ -n "$CERTS_DIR" ]; then
+  for f in ca.pem $(seq -f 'server-%g.pem' 0 $((NUM_SERVERS - 1))) $(seq -f 'worker-%g.pem' 0 $((NUM_WORKERS - 1))); do
+    [ -r "$CERTS_DIR/$f" ] || { rm -rf "$WORKDIR"; die "$CERTS_DIR/$f is missing: make it with deploy/make_certs.sh $CERTS_DIR --servers=$NUM_SERVERS --workers=$NUM_WORKERS"; }
+  done
+fi
+# tls ROLE-NAME: the TLS flags of that certificate (none with --insecure).
+tls() {
+  [ -n "$CERTS_DIR" ] || return 0
+  printf '%s\n' "--tls_ca=$CERTS_DIR/ca.pem" "--tls_cert=$CERTS_DIR/$1.pem" "--tls_key=$CERTS_DIR/$1.key"
+}
+
 declare -A ROLE=()   # pid -> "server i" / "worker i"
 declare -A RESTARTS=()  # "server i" / "worker i" -> times restarted
 SERVER_PIDS=()
@@ -170,7 +199,7 @@ start_server() {
   fi
   start "server $s" "$SERVER_BIN" --listen="$listen" --port_file="$WORKDIR/port.$s" \
     --shard_id=$s --num_shards=$NUM_SERVERS --num_workers=$NUM_WORKERS --mode=$MODE \
-    --lr=$LR --pull_timeout=$PULL_TIMEOUT "${ckpt[@]+"${ckpt[@]}"}" \
+    --lr=$LR --pull_timeout=$PULL_TIMEOUT "${ckpt[@]+"${ckpt[@]}"}" $(tls "server-$s") \
     "${SERVER_FLAGS[@]+"${SERVER_FLAGS[@]}"}"
   SERVER_PIDS[$s]=$LAST_PID
 }
@@ -180,7 +209,7 @@ start_worker() {
   local w=$1 gpu=()
   [ $GPUS_PER_HOST -gt 0 ] && gpu=("--gpu=$((w % GPUS_PER_HOST))")
   start "worker $w" "$WORKER_BIN" --servers="$SERVERS_FLAG" --worker_id=$w \
-    --num_workers=$NUM_WORKERS "${WORKER_ARGS[@]}" "${gpu[@]+"${gpu[@]}"}"
+    --num_workers=$NUM_WORKERS $(tls "worker-$w") "${WORKER_ARGS[@]}" "${gpu[@]+"${gpu[@]}"}"
   WORKER_PIDS[$w]=$LAST_PID
 }
 
@@ -207,7 +236,7 @@ for ((s = 0; s < NUM_SERVERS; s++)); do
   ADDRS+=("$(cat "$WORKDIR/port.$s")")
 done
 SERVERS_FLAG=$(IFS=,; echo "${ADDRS[*]}")
-echo "local_cluster: $NUM_SERVERS servers ($MODE mode) at $SERVERS_FLAG; starting $NUM_WORKERS workers"
+echo "local_cluster: $NUM_SERVERS servers ($MODE mode, $([ -n "$CERTS_DIR" ] && echo "mutual TLS, certificates in $CERTS_DIR" || echo plaintext)) at $SERVERS_FLAG; starting $NUM_WORKERS workers"
 
 for ((w = 0; w < NUM_WORKERS; w++)); do
   start_worker $w

@@ -11,7 +11,9 @@
 #   deploy/netns_cluster.sh wait --timeout=300
 #   deploy/netns_cluster.sh down
 #
-# Needs root and iproute2. Every namespace is named psns-ID-HOST and recorded,
+# Every connection is mutual TLS, with certificates that make_certs.sh (next
+# to this script) makes into the cluster's state folder; --insecure runs
+# plaintext instead. Needs root, iproute2 and openssl. Every namespace is named psns-ID-HOST and recorded,
 # with its inode, in the cluster's state folder; `down` removes only those, so
 # clusters with different ids can run side by side.
 set -euo pipefail
@@ -57,6 +59,7 @@ options of up:
                      of this repository)
   --server_bin=PATH, --worker_bin=PATH, --ctl_bin=PATH   the binaries themselves
   --startup_timeout=SEC  how long servers may take to become healthy (default 30)
+  --insecure         plaintext instead of mutual TLS
 
 options of wait:
   --timeout=SEC      give up (exit 1, cluster left up) after SEC seconds (default 600)
@@ -85,6 +88,7 @@ CTL_BIN="$ROOT/bazel-bin/tools/ps_ctl"
 WORKER_ARGS=()
 SERVER_FLAGS=()
 CHECKPOINT_DIR=""
+INSECURE=0
 POSITIONAL=()
 
 die() { echo "netns_cluster: $*" >&2; exit 2; }
@@ -119,6 +123,7 @@ while [ $# -gt 0 ]; do
     --ctl_bin=*) CTL_BIN="${1#*=}" ;;
     --startup_timeout=*) STARTUP_TIMEOUT="${1#*=}" ;;
     --timeout=*) WAIT_TIMEOUT="${1#*=}" ;;
+    --insecure) INSECURE=1 ;;
     -h|--help) usage; exit 0 ;;
     --) shift; WORKER_ARGS=("$@"); break ;;
     --*) usage >&2; die "unknown option '$1'" ;;
@@ -128,6 +133,13 @@ while [ $# -gt 0 ]; do
 done
 
 is_uint() { [[ "$1" =~ ^[0-9]+$ ]]; }
+
+# tls NAME: the TLS flags of certificate NAME (server-<i>, worker-<i>, admin)
+# of the cluster; none with --insecure.
+tls() {
+  [ "$INSECURE" -eq 0 ] || return 0
+  printf '%s\n' "--tls_ca=$STATE/certs/ca.pem" "--tls_cert=$STATE/certs/$1.pem" "--tls_key=$STATE/certs/$1.key"
+}
 [[ "$ID" =~ ^[a-z0-9]{1,8}$ ]] || die "--id must be 1-8 characters of [a-z0-9], got '$ID'"
 for v in NUM_SERVERS NUM_WORKERS PORT STARTUP_TIMEOUT WAIT_TIMEOUT; do
   is_uint "${!v}" && [ "${!v}" -gt 0 ] || die "${v,,} must be a positive integer, got '${!v}'"
@@ -309,6 +321,7 @@ NUM_WORKERS=$NUM_WORKERS
 MODE=$MODE
 PORT=$PORT
 CTL_BIN=$CTL_BIN
+INSECURE=$INSECURE
 EOF
   flock -u 9
   exec 9>&-
@@ -341,6 +354,11 @@ EOF
     { echo "127.0.0.1 localhost"; awk '{print $2, $1}' "$STATE/hosts"; } >"/etc/netns/$ns/hosts"
   done
   log "cluster $ID: $NUM_SERVERS servers, $NUM_WORKERS workers on $SUBNET.0/24 (namespaces $PREFIX*)"
+  if [ "$INSECURE" -eq 0 ]; then
+    "$(dirname "${BASH_SOURCE[0]}")/make_certs.sh" "$STATE/certs" --servers="$NUM_SERVERS" \
+      --workers="$NUM_WORKERS" >/dev/null || die "cannot make certificates (is openssl installed?)"
+    log "mutual TLS, certificates in $STATE/certs"
+  fi
 
   for ((s = 0; s < NUM_SERVERS; s++)); do
     local ckpt=()
@@ -350,7 +368,7 @@ EOF
     fi
     start "ps-server-$s" "$SERVER_BIN" --listen="$(addr_of "ps-server-$s"):$PORT" \
       --shard_id=$s --num_shards=$NUM_SERVERS --num_workers=$NUM_WORKERS --mode="$MODE" \
-      --lr="$LR" --pull_timeout="$PULL_TIMEOUT" "${ckpt[@]+"${ckpt[@]}"}" \
+      --lr="$LR" --pull_timeout="$PULL_TIMEOUT" "${ckpt[@]+"${ckpt[@]}"}" $(tls "server-$s") \
       "${SERVER_FLAGS[@]+"${SERVER_FLAGS[@]}"}"
   done
 
@@ -359,7 +377,7 @@ EOF
   local servers deadline
   servers=$(server_list)
   deadline=$(( $(date +%s) + STARTUP_TIMEOUT ))
-  until ip netns exec "$(ns_of ps-worker-0)" "$CTL_BIN" health --servers="$servers" --timeout=1 >/dev/null 2>&1; do
+  until ip netns exec "$(ns_of ps-worker-0)" "$CTL_BIN" health --servers="$servers" --timeout=1 $(tls admin) >/dev/null 2>&1; do
     for ((s = 0; s < NUM_SERVERS; s++)); do
       if [ -f "$STATE/run/ps-server-$s.rc" ]; then
         tail -5 "$STATE/logs/ps-server-$s.log" | sed "s/^/[ps-server-$s] /" >&2
@@ -379,7 +397,7 @@ EOF
   fi
   for ((w = 0; w < NUM_WORKERS; w++)); do
     start "ps-worker-$w" "$WORKER_BIN" --servers="$servers" --worker_id=$w \
-      --num_workers=$NUM_WORKERS "${WORKER_ARGS[@]}"
+      --num_workers=$NUM_WORKERS $(tls "worker-$w") "${WORKER_ARGS[@]}"
   done
   log "started $NUM_WORKERS workers; follow with: $0 logs --id=$ID; then: $0 wait --id=$ID; $0 down --id=$ID"
   trap - EXIT INT TERM
@@ -424,7 +442,7 @@ cmd_status() {
     printf '%-12s %-15s link %-4s %s\n' "$host" "$(addr_of "$host")" \
       "$(ip -n "$NET_NS" -o link show "$(veth_of "$host")" | grep -q 'state UP' && echo up || echo down)" "$state"
   done
-  ip netns exec "$(ns_of ps-worker-0)" "$CTL_BIN" health --servers="$(server_list)" --timeout=2 || true
+  ip netns exec "$(ns_of ps-worker-0)" "$CTL_BIN" health --servers="$(server_list)" --timeout=2 $(tls admin) || true
 }
 
 cmd_logs() {

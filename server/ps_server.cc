@@ -1,5 +1,7 @@
 #include "server/ps_server.h"
 
+#include <dlfcn.h>
+
 #include <chrono>
 #include <algorithm>
 #include <climits>
@@ -10,13 +12,29 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/server_builder.h"
+#include "grpcpp/version_info.h"
 #include "rpc/auth_processor.h"
 #include "rpc/credentials.h"
 
 namespace ps {
+namespace {
+
+// Turns on gRPC server reflection for the servers built from now on.
+// libgrpc++_reflection registers its plugin with every ServerBuilder as soon
+// as it is loaded, so the binaries do not link it: it is loaded only here.
+absl::Status EnableReflection() {
+  const std::string lib = absl::StrCat("libgrpc++_reflection.so.", GRPC_CPP_VERSION_MAJOR, ".",
+                                       GRPC_CPP_VERSION_MINOR);
+  if (dlopen(lib.c_str(), RTLD_NOW | RTLD_GLOBAL) == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("--reflection: cannot load ", lib, ": ", dlerror()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 int MaxReceiveMessageBytes(const ServerOptions& options) {
   const SpecLimits& l = options.shard.spec_limits;
@@ -115,7 +133,7 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
   s->service_ = std::make_unique<ParameterServerService>(s->shard_.get(), service_options);
 
   grpc::EnableDefaultHealthCheckService(true);
-  if (options.reflection) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  if (options.reflection) RETURN_IF_ERROR(EnableReflection());
   if (!options.health_listen.empty()) {
     const size_t health_colon = options.health_listen.rfind(':');
     if (health_colon == std::string::npos || health_colon == 0) {
@@ -126,6 +144,8 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
     grpc::ServerBuilder health;
     health.AddListeningPort(options.health_listen, grpc::InsecureServerCredentials(),
                             &health_port);
+    s->health_generic_ = std::make_unique<grpc::CallbackGenericService>();
+    health.RegisterCallbackGenericService(s->health_generic_.get());
     s->health_server_ = health.BuildAndStart();
     if (s->health_server_ == nullptr || health_port == 0) {
       return absl::UnavailableError(absl::StrCat("cannot listen on ", options.health_listen,

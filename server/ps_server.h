@@ -17,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "grpcpp/generic/async_generic_service.h"
 #include "grpcpp/server.h"
 #include "rpc/credentials.h"
 #include "server/checkpoint_store.h"
@@ -36,8 +37,9 @@ struct ServerOptions {
   // Kubernetes and compose probes, which cannot present a client
   // certificate); empty: none. It tells SERVING or NOT_SERVING, nothing else.
   std::string health_listen;
-  // Serve gRPC server reflection (grpc.reflection.v1alpha). Once on, gRPC
-  // adds it to every server the process builds later.
+  // Serve gRPC server reflection (grpc.reflection.v1alpha), from
+  // libgrpc++_reflection, loaded at Start. Once loaded, gRPC adds it to
+  // every server the process builds later.
   bool reflection = false;
   ShardOptions shard;
   ServiceOptions service;
@@ -110,6 +112,10 @@ class PsServer {
   std::unique_ptr<Checkpointer> checkpointer_;
   std::unique_ptr<ParameterServerService> service_;
   std::unique_ptr<grpc::Server> server_;
+  // The health port: gRPC's default health service, and a generic service
+  // that answers every other method UNIMPLEMENTED (gRPC builds no server
+  // without a callback or synchronous service).
+  std::unique_ptr<grpc::CallbackGenericService> health_generic_;
   std::unique_ptr<grpc::Server> health_server_;  // null without health_listen
   std::string address_;
   std::string health_address_;

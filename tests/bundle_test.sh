@@ -10,7 +10,8 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 
 out="$TEST_TMPDIR/bundle"
 "$BUNDLE_SH" "$out" --binary="$SERVER" --binary="$WORKER"
-for f in bin/ps_server bin/ps_worker bin/local_cluster.sh bin/run_on_gpu.sh env.sh MANIFEST \
+for f in bin/ps_server bin/ps_worker bin/local_cluster.sh bin/make_certs.sh bin/openssl \
+         bin/run_on_gpu.sh env.sh MANIFEST \
          data/fashion-mnist/train-images-idx3-ubyte.gz; do
   [ -e "$out/$f" ] || fail "bundle lacks $f"
 done

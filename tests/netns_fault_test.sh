@@ -38,7 +38,7 @@ up --mode=sync --servers=2 --workers=3 --checkpoint_dir="$CKPT" \
   "${WORKER_FLAGS[@]}"
 
 shard_version() {
-  cluster exec ps-server-0 -- "$CTL" status --servers=ps-server-0:50051 --timeout=2 |
+  ctl ps-server-0 status --servers=ps-server-0:50051 --timeout=2 |
     grep -o '"version":"[0-9]*"' | grep -o '[0-9]*'
 }
 wait_version() {

@@ -4,6 +4,8 @@
 # where "$@" is NETNS_CLUSTER PS_SERVER PS_WORKER PS_CTL. Afterwards:
 #   cluster CMD ARGS...  runs deploy/netns_cluster.sh CMD --id=$ID ARGS...
 #   up ARGS...           cluster up with this build's binaries
+#   ctl HOST ARGS...     ps_ctl ARGS inside HOST, with the cluster's admin
+#                        certificate
 #   fail MSG             prints FAIL: MSG and exits 1 (the cluster is taken down)
 #   NETNS_EXTRA_CLEANUP  a command to run on exit besides taking the cluster down
 # netns_init skips the test (prints "SKIPPED: <reason>" and exits 0) where
@@ -63,4 +65,11 @@ cluster() {
 
 up() {
   cluster up --server_bin="$SERVER" --worker_bin="$WORKER" --ctl_bin="$CTL" "$@"
+}
+
+ctl() {
+  local host="$1" certs="/run/psns/$ID/certs"
+  shift
+  cluster exec "$host" -- "$CTL" "$@" --tls_ca="$certs/ca.pem" --tls_cert="$certs/admin.pem" \
+    --tls_key="$certs/admin.key"
 }

@@ -34,7 +34,7 @@ up --mode=sync --servers=2 --workers=3 --server_flag=--worker_timeout=$LEASE -- 
   --epochs=$EPOCHS --keepalive=$KEEPALIVE --retry_timeout=120 --slowdown=3
 
 shard_version() {
-  cluster exec ps-server-0 -- "$CTL" status --servers=ps-server-0:50051 --timeout=2 |
+  ctl ps-server-0 status --servers=ps-server-0:50051 --timeout=2 |
     grep -o '"version":"[0-9]*"' | grep -o '[0-9]*'
 }
 # wait_log HOST PATTERN TIMEOUT: seconds since the cut when the line appeared.
@@ -74,7 +74,7 @@ v_rejoin=$(cluster logs ps-server-0 | grep -m1 -o 'worker 2 is back (at step [0-
 moved_s=$(wait_log ps-worker-2 "dropped this gradient|moved on to step" 30)
 cluster wait --timeout=300 || fail "not every worker finished after the link returned"
 
-status=$(cluster exec ps-server-0 -- "$CTL" status --servers=$SERVERS --timeout=5) ||
+status=$(ctl ps-server-0 status --servers=$SERVERS --timeout=5) ||
   fail "servers do not answer status after the partition"
 [ "$(grep -c '"waiting_calls":"0"' <<<"$status")" -eq 2 ] || fail "calls still waiting on the servers: $status"
 

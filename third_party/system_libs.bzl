@@ -33,7 +33,7 @@ package(default_visibility = ["//visibility:public"])
 
 cc_library(name = "absl", linkopts = {absl})
 cc_library(name = "protobuf", linkopts = ["-lprotobuf"])
-cc_library(name = "grpc", linkopts = ["-lgrpc++_reflection"] + {grpc}, deps = [":absl"])
+cc_library(name = "grpc", linkopts = {grpc}, deps = [":absl"])
 cc_library(name = "gtest", linkopts = ["-lgtest", "-lpthread"])
 cc_library(name = "gtest_main", linkopts = ["-lgtest_main", "-lgtest", "-lpthread"])
 cc_library(name = "gmock", linkopts = ["-lgmock", "-lgtest", "-lpthread"])

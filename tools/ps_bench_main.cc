@@ -21,6 +21,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -31,6 +32,7 @@
 #include "common/allocator.h"
 #include "common/flag_lists.h"
 #include "common/optimizer.h"
+#include "common/status_macros.h"
 #include "tools/local_servers.h"
 #include "tools/raw_tcp.h"
 #include "worker/backend.h"
@@ -57,6 +59,12 @@ ABSL_FLAG(int64_t, checkpoint_every, 100,
           "send heartbeats). 0 = leave that row out.");
 ABSL_FLAG(std::string, dataset_dir, ps::kDefaultDatasetDir, "train: Fashion-MNIST folder.");
 ABSL_FLAG(bool, json, false, "Print one JSON object instead of tables.");
+ABSL_FLAG(bool, tls, false,
+          "transport: also measure each operation over mutual TLS, against plaintext in the "
+          "same run; train: add TLS runs. Needs --tls_dir.");
+ABSL_FLAG(std::string, tls_dir, "",
+          "With --tls: certificates from deploy/make_certs.sh DIR --servers=1 --workers=W (the "
+          "shards share server-0's certificate; client w uses worker-w's).");
 
 namespace ps {
 namespace {
@@ -196,7 +204,48 @@ double GBps(int64_t bytes_per_op, const OpTimings& t) {
   return double(bytes_per_op) * t.ops / absl::ToDoubleSeconds(t.wall) / 1e9;
 }
 
+// With --tls, the security of the shards (server-0's certificate) or of
+// client `worker` (worker-<worker>'s), from --tls_dir; plaintext otherwise.
+SecurityOptions Security(bool tls, int worker = -1) {
+  SecurityOptions o;
+  if (!tls) return o;
+  const std::string dir = absl::GetFlag(FLAGS_tls_dir);
+  const std::string name = worker < 0 ? "server-0" : absl::StrCat("worker-", worker);
+  o.tls_ca = absl::StrCat(dir, "/ca.pem");
+  o.tls_cert = absl::StrCat(dir, "/", name, ".pem");
+  o.tls_key = absl::StrCat(dir, "/", name, ".key");
+  return o;
+}
+
+absl::Status CheckTlsFlags() {
+  if (!absl::GetFlag(FLAGS_tls)) return absl::OkStatus();
+  if (absl::GetFlag(FLAGS_tls_dir).empty()) {
+    return absl::InvalidArgumentError(
+        "--tls needs --tls_dir=DIR, made by deploy/make_certs.sh DIR --servers=1 --workers=W");
+  }
+  return absl::OkStatus();
+}
+
+// One transport row: `clients` run `op` on `floats`-element tensors.
+absl::StatusOr<Row> MeasureOp(const std::string& name, Op op, int64_t size, int64_t op_bytes,
+                              const std::vector<std::unique_ptr<PsClient>>& clients,
+                              int warmup, absl::Duration duration) {
+  const int W = static_cast<int>(clients.size());
+  auto [ps, cpu] = WithCpu(op_bytes, int64_t{W} * warmup,
+                           [&] { return RunPsOps(op, clients, size / 4, warmup, duration); });
+  if (!ps.ok()) return ps.status();
+  Row r;
+  r.name = name;
+  r.bytes = size;
+  r.value = GBps(op_bytes, *ps);
+  r.p50_us = Percentile(ps->latencies, 0.5);
+  r.p99_us = Percentile(ps->latencies, 0.99);
+  r.cpu_us_per_mb = cpu;
+  return r;
+}
+
 absl::StatusOr<std::vector<Row>> Transport() {
+  RETURN_IF_ERROR(CheckTlsFlags());
   auto sizes = ParseList(absl::GetFlag(FLAGS_sizes), "sizes");
   if (!sizes.ok()) return sizes.status();
   const int S = absl::GetFlag(FLAGS_shards), W = absl::GetFlag(FLAGS_clients);
@@ -208,8 +257,18 @@ absl::StatusOr<std::vector<Row>> Transport() {
     if (size % 4 != 0) return absl::InvalidArgumentError("--sizes must be multiples of 4");
     const int64_t floats = size / 4;
     // Async shards: a push is applied at once and a pull never waits.
-    absl::StatusOr<LocalServers> cluster = LocalServers::Start(S, W, Mode::kAsync, 1e-6f);
-    if (!cluster.ok()) return cluster.status();
+    ServerOptions so;
+    so.shard.num_workers = W;
+    so.shard.mode = Mode::kAsync;
+    so.shard.optimizer.learning_rate = 1e-6f;
+    std::vector<LocalServers> clusters;  // plaintext, then TLS
+    for (bool tls : {false, true}) {
+      if (tls && !absl::GetFlag(FLAGS_tls)) break;
+      so.security = Security(tls);
+      absl::StatusOr<LocalServers> cluster = LocalServers::Start(so, S);
+      if (!cluster.ok()) return cluster.status();
+      clusters.push_back(*std::move(cluster));
+    }
     const ModelSpec spec = {{"payload", {floats}}};
     struct Case {
       const char* name;
@@ -243,38 +302,43 @@ absl::StatusOr<std::vector<Row>> Transport() {
          absl::StrSplit(absl::GetFlag(FLAGS_transports), ',', absl::SkipWhitespace())) {
       auto transport = ParseTransport(transport_name);
       if (!transport.ok()) return transport.status();
-      std::vector<std::unique_ptr<PsClient>> clients;
-      for (int w = 0; w < W; ++w) {
-        ClientOptions co;
-        co.servers = cluster->addresses;
-        co.worker_id = w;
-        co.num_workers = W;
-        co.transport = *transport;
-        auto c = PsClient::Connect(co);
-        if (!c.ok()) return c.status();
-        clients.push_back(*std::move(c));
-      }
-      TensorList init = {std::vector<float>(floats, 0.5f)};
-      for (int w = 0; w < W; ++w) {
-        absl::Status s = clients[w]->Init(spec, w == 0 ? &init : nullptr);
-        if (!s.ok()) return s;
+      // clients[0] talk plaintext, clients[1] (with --tls) mutual TLS.
+      std::vector<std::vector<std::unique_ptr<PsClient>>> clients(clusters.size());
+      for (size_t k = 0; k < clusters.size(); ++k) {
+        for (int w = 0; w < W; ++w) {
+          ClientOptions co;
+          co.servers = clusters[k].addresses;
+          co.worker_id = w;
+          co.num_workers = W;
+          co.transport = *transport;
+          co.security = Security(k == 1, w);
+          auto c = PsClient::Connect(co);
+          if (!c.ok()) return c.status();
+          clients[k].push_back(*std::move(c));
+        }
+        TensorList init = {std::vector<float>(floats, 0.5f)};
+        for (int w = 0; w < W; ++w) {
+          absl::Status s = clients[k][w]->Init(spec, w == 0 ? &init : nullptr);
+          if (!s.ok()) return s;
+        }
       }
       for (size_t i = 0; i < chosen.size(); ++i) {
         const Case& c = *chosen[i];
-        auto [ps, cpu] = WithCpu(c.bytes, int64_t{W} * warmup,
-                                 [&] { return RunPsOps(c.op, clients, floats, warmup, duration); });
-        if (!ps.ok()) return ps.status();
-        Row r;
-        r.name = absl::StrCat(c.name, "/", transport_name);
-        r.bytes = size;
-        r.value = GBps(c.bytes, *ps);
+        const std::string name = absl::StrCat(c.name, "/", transport_name);
+        ASSIGN_OR_RETURN(Row r, MeasureOp(name, c.op, size, c.bytes, clients[0], warmup, duration));
         r.baseline = GBps(c.bytes, raw[i]);
-        r.p50_us = Percentile(ps->latencies, 0.5);
-        r.p99_us = Percentile(ps->latencies, 0.99);
         r.baseline_p50_us = Percentile(raw[i].latencies, 0.5);
-        r.cpu_us_per_mb = cpu;
         r.baseline_cpu_us_per_mb = raw_cpu[i];
         rows.push_back(r);
+        if (clients.size() > 1) {
+          // Baseline: the same operation in plaintext, just measured.
+          ASSIGN_OR_RETURN(Row t, MeasureOp(absl::StrCat(name, "+tls"), c.op, size, c.bytes,
+                                            clients[1], warmup, duration));
+          t.baseline = r.value;
+          t.baseline_p50_us = r.p50_us;
+          t.baseline_cpu_us_per_mb = r.cpu_us_per_mb;
+          rows.push_back(t);
+        }
       }
     }
   }
@@ -351,9 +415,11 @@ absl::StatusOr<TrainRun> Standalone(const FashionMnist& data) {
 
 // `fault_tolerant`: as ps_server and ps_worker run by default, with
 // checkpoints every --checkpoint_every versions into a temporary folder.
-absl::StatusOr<TrainRun> Distributed(const FashionMnist& data, Mode mode, bool fault_tolerant) {
+absl::StatusOr<TrainRun> Distributed(const FashionMnist& data, Mode mode, bool fault_tolerant,
+                                     bool tls) {
   constexpr int kWorkers = 2;
   ServerOptions so;
+  so.security = Security(tls);
   so.shard.num_workers = kWorkers;
   so.shard.mode = mode;
   so.shard.optimizer.learning_rate = static_cast<float>(absl::GetFlag(FLAGS_lr));
@@ -376,6 +442,7 @@ absl::StatusOr<TrainRun> Distributed(const FashionMnist& data, Mode mode, bool f
       co.servers = server->addresses;
       co.worker_id = w;
       co.num_workers = kWorkers;
+      co.security = Security(tls, w);
       if (fault_tolerant) co.retry_timeout = absl::Seconds(60);
       results[w] = RunWorker(TrainOptions(w, kWorkers, 64), &data, {"cpu", 1}, &co, 0);
     });
@@ -397,6 +464,7 @@ absl::StatusOr<TrainRun> Distributed(const FashionMnist& data, Mode mode, bool f
 }
 
 absl::StatusOr<std::vector<Row>> Train() {
+  RETURN_IF_ERROR(CheckTlsFlags());
   auto data = LoadFashionMnist(absl::GetFlag(FLAGS_dataset_dir));
   if (!data.ok()) return data.status();
   auto standalone = Standalone(*data);
@@ -410,17 +478,23 @@ absl::StatusOr<std::vector<Row>> Train() {
   struct Config {
     Mode mode;
     bool fault_tolerant;
+    bool tls;
   };
-  std::vector<Config> configs = {{Mode::kSync, false}, {Mode::kAsync, false}};
-  if (absl::GetFlag(FLAGS_checkpoint_every) > 0) configs.push_back({Mode::kSync, true});
+  std::vector<Config> configs = {{Mode::kSync, false, false}, {Mode::kAsync, false, false}};
+  if (absl::GetFlag(FLAGS_checkpoint_every) > 0) configs.push_back({Mode::kSync, true, false});
+  if (absl::GetFlag(FLAGS_tls)) {
+    configs.push_back({Mode::kSync, false, true});
+    configs.push_back({Mode::kAsync, false, true});
+  }
   for (const Config& c : configs) {
-    auto run = Distributed(*data, c.mode, c.fault_tolerant);
+    auto run = Distributed(*data, c.mode, c.fault_tolerant, c.tls);
     if (!run.ok()) return run.status();
     Row r;
     r.name = c.fault_tolerant
                  ? absl::StrCat("sync, fault tolerant (ckpt every ",
                                 absl::GetFlag(FLAGS_checkpoint_every), ")")
-                 : absl::StrCat(ModeName(c.mode), " (1 server, 2 workers, batch 64 each)");
+                 : absl::StrCat(ModeName(c.mode), c.tls ? ", mutual TLS" : "",
+                                " (1 server, 2 workers, batch 64 each)");
     r.value = run->samples_per_sec;
     r.baseline = standalone->samples_per_sec;
     r.accuracy = run->accuracy;
@@ -431,14 +505,24 @@ absl::StatusOr<std::vector<Row>> Train() {
 
 void PrintTable(const std::string& section, const std::vector<Row>& rows) {
   if (section == "transport") {
-    std::printf("%-16s %8s %10s %10s %7s %10s %10s %10s %9s %9s %9s\n", "op/transport",
-                "payload", "GB/s", "tcp GB/s", "ratio", "p50 us", "p99 us", "tcp p50",
-                "cpu us/MB", "tcp cpu", "cpu ratio");
+    // Rows against raw TCP, then (--tls) TLS rows against plaintext gRPC.
+    for (bool tls : {false, true}) {
+    std::vector<Row> part;
     for (const Row& r : rows) {
-      std::printf("%-16s %8s %10.3f %10.3f %7.2f %10.1f %10.1f %10.1f %9.0f %9.0f %9.2f\n",
+      if (absl::EndsWith(r.name, "+tls") == tls) part.push_back(r);
+    }
+    if (part.empty()) continue;
+    const char* base = tls ? "plain" : "tcp";
+    if (tls) std::printf("\nmutual TLS against plaintext gRPC (same run):\n");
+    std::printf("%-20s %8s %10s %7s %7s %10s %10s %7s %9s %9s %9s\n", "op/transport", "payload",
+                "GB/s", base, "ratio", "p50 us", "p99 us", base, "cpu us/MB",
+                absl::StrCat(base, " cpu").c_str(), "cpu ratio");
+    for (const Row& r : part) {
+      std::printf("%-20s %8s %10.3f %7.3f %7.2f %10.1f %10.1f %7.1f %9.0f %9.0f %9.2f\n",
                   r.name.c_str(), HumanBytes(r.bytes).c_str(), r.value, r.baseline,
                   r.value / r.baseline, r.p50_us, r.p99_us, r.baseline_p50_us, r.cpu_us_per_mb,
                   r.baseline_cpu_us_per_mb, r.baseline_cpu_us_per_mb / r.cpu_us_per_mb);
+    }
     }
   } else if (section == "apply") {
     std::printf("%-16s %12s %10s %10s %7s\n", "apply", "elements", "GB/s", "axpy GB/s",
@@ -465,6 +549,8 @@ int main(int argc, char** argv) {
       "Parameter-server benchmarks; every figure is a ratio of a baseline measured in the same "
       "run.\n  ps_bench transport [--sizes=...] [--shards=S] [--clients=W] [--seconds=T]\n"
       "  ps_bench apply [--apply_elements=...]\n  ps_bench train [--epochs=3]\n"
+      "TLS cost: deploy/make_certs.sh DIR --servers=1 --workers=W, then add --tls "
+      "--tls_dir=DIR to transport or train.\n"
       "Add --json for machine-readable output.");
   std::vector<char*> args = absl::ParseCommandLine(argc, argv);
   const std::string mode = args.size() == 2 ? args[1] : "";
