@@ -11,7 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "rpc/credentials.h"
+#include "common/security_options.h"
 
 namespace ps {
 

@@ -2,8 +2,8 @@
 // listening port, the client library's channels, ps_ctl's and the tests'
 // own. Credentials are made here and nowhere else.
 //
-// SecurityOptions says what a process was given (the --tls_* flags,
-// --auth_token_file, --insecure). With TLS, the PEM files are watched
+// SecurityOptions (common/security_options.h) says what a process was
+// given (the --tls_* flags, --auth_token_file, --insecure). With TLS, the PEM files are watched
 // (grpc::experimental::FileWatcherCertificateProvider) and re-read every
 // `reload_interval`, so a certificate rotated on disk is used by the next
 // handshake without a restart; connections already up keep theirs.
@@ -36,28 +36,10 @@
 #include "grpcpp/security/auth_metadata_processor.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/security/server_credentials.h"
+#include "common/security_options.h"
 #include "grpcpp/support/channel_arguments.h"
 
 namespace ps {
-
-struct SecurityOptions {
-  // PEM files; all empty: plaintext.
-  std::string tls_cert;  // this side's certificate (chain), leaf first
-  std::string tls_key;   // its private key
-  std::string tls_ca;    // the CA that signs the peers' certificates
-  // Client only: the name the server's certificate must carry, when the
-  // address's host is not it (e.g. an IP address, or a tunnel).
-  std::string tls_server_name;
-  // Bearer tokens (rpc/authz.h): the server's table, or the client's own
-  // token. Needs TLS on both sides.
-  std::string auth_token_file;
-  // How often the PEM files are re-read (at least 1 s).
-  absl::Duration reload_interval = absl::Seconds(10);
-  // Allows plaintext on non-loopback addresses.
-  bool insecure = false;
-
-  bool tls() const { return !tls_cert.empty() || !tls_key.empty() || !tls_ca.empty(); }
-};
 
 // OK when `options` are consistent: files readable, a key with each
 // certificate, a server with a certificate, tokens only with TLS (a client
