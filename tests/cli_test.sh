@@ -26,12 +26,13 @@ expect() {
 
 for flag in listen port_file shard_id num_shards num_workers mode lr pull_timeout \
             checkpoint_dir checkpoint_every checkpoint_secs checkpoint_keep worker_timeout \
-            min_workers sync_quorum; do
+            min_workers sync_quorum tls_cert tls_key tls_ca auth_token_file tls_reload_secs \
+            insecure health_listen reflection; do
   expect "ps_server --help lists --$flag" 1 "--$flag \(" "$SERVER" --help
 done
 for flag in servers worker_id num_workers standalone model hidden dataset_dir batch_size \
             epochs max_steps seed shuffle eval_every metrics_file save_model transport device gpu tf32 keepalive wait_timeout \
-            retry_timeout slowdown; do
+            retry_timeout slowdown tls_ca tls_cert tls_key tls_server_name auth_token_file insecure; do
   expect "ps_worker --help lists --$flag" 1 "--$flag \(" "$WORKER" --help
 done
 expect "ps_ctl --help names its commands" 1 "ps_ctl status" "$CTL" --help
@@ -50,6 +51,14 @@ expect "server rejects a quorum above the workers" 2 "sync_quorum must be in \[1
   "$SERVER" --listen=127.0.0.1:0 --num_workers=3 --sync_quorum=4
 expect "server rejects a quorum in async mode" 2 "--sync_quorum and --min_workers apply to --mode=sync only" \
   "$SERVER" --listen=127.0.0.1:0 --mode=async --sync_quorum=1
+expect "server wants --tls_key with --tls_cert" 2 "--tls_cert and --tls_key go together" \
+  "$SERVER" --listen=127.0.0.1:0 --tls_cert=/etc/hostname
+expect "server names a certificate it cannot read" 2 "--tls_key: cannot read /nonexistent/k.pem" \
+  "$SERVER" --listen=127.0.0.1:0 --tls_cert=/etc/hostname --tls_key=/nonexistent/k.pem
+expect "server rejects --tls_reload_secs=0" 2 "--tls_reload_secs must be >= 1" \
+  "$SERVER" --listen=127.0.0.1:0 --tls_reload_secs=0
+expect "worker with a certificate wants the CA" 1 "a TLS client needs --tls_ca" \
+  "$WORKER" --servers=127.0.0.1:1 --tls_cert=/etc/hostname --tls_key=/etc/hostname --max_steps=1
 expect "server rejects a negative --worker_timeout" 2 "--worker_timeout must be >= 0" \
   "$SERVER" --listen=127.0.0.1:0 --worker_timeout=-1
 expect "worker rejects a negative --retry_timeout" 1 "--retry_timeout must be >= 0" \

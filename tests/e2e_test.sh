@@ -2,7 +2,8 @@
 # End to end through the launcher and the real binaries: 2 servers and 2
 # workers train the MLP for one epoch in sync mode, then in async mode; each
 # must reach test accuracy >= 0.80. The sync run also saves the model, which
-# numpy must load with the right shapes.
+# numpy must load with the right shapes. Every connection is mutual TLS (the
+# launcher's default): both servers must say so.
 #
 # usage: e2e_test.sh LAUNCHER PS_SERVER PS_WORKER
 set -euo pipefail
@@ -22,6 +23,8 @@ for mode in sync async; do
   [ -n "$acc" ] || fail "$mode: worker 0 printed no final test accuracy"
   awk -v a="$acc" 'BEGIN { exit !(a >= 0.80) }' || fail "$mode: test accuracy $acc < 0.80"
   grep -q '^\[worker 1\] worker 1 done' "$log" || fail "$mode: worker 1 did not finish"
+  [ "$(grep -c '^\[server [01]\] security: mutual TLS$' "$log")" -eq 2 ] ||
+    fail "$mode: the servers did not both serve mutual TLS"
   # Worker 0's final weights include every push: version = steps (sync) or
   # W * steps (async, where the version counts pushes).
   done0=$(grep '^\[worker 0\] worker 0 done' "$log")

@@ -21,6 +21,8 @@ for mode in sync async; do
   cluster status
   cluster down
   grep -E '^\[ps-worker-[0-9]\] worker [0-9] done' "$log"
+  [ "$(grep -c '^\[ps-server-[01]\] security: mutual TLS$' "$log")" -eq 2 ] ||
+    fail "$mode: the servers did not both serve mutual TLS"
 
   done0=$(grep '^\[ps-worker-0\] worker 0 done' "$log") || fail "$mode: worker 0 did not finish"
   acc=$(grep -o 'final test_accuracy [0-9.]*' <<<"$done0" | awk '{print $3}')
