@@ -140,7 +140,9 @@ absl::StatusOr<TokenTable> TokenTable::Parse(absl::string_view text, absl::strin
           source, ": expected lines 'IDENTITY TOKEN', got '", absl::StrJoin(fields, " "), "'"));
     }
     absl::StatusOr<Identity> id = ParseIdentity(fields[0]);
-    if (!id.ok()) return absl::InvalidArgumentError(absl::StrCat(source, ": ", id.status().message()));
+    if (!id.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(source, ": ", id.status().message()));
+    }
     if (fields[1].size() < 16) {
       return absl::InvalidArgumentError(
           absl::StrCat(source, ": the token of ", id->name, " is shorter than 16 characters"));

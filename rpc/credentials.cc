@@ -56,8 +56,9 @@ absl::Status CheckSecurityOptions(const SecurityOptions& o, absl::string_view ad
   if (o.tls_cert.empty() != o.tls_key.empty()) {
     return absl::InvalidArgumentError("--tls_cert and --tls_key go together");
   }
-  for (const auto& [path, flag] : {std::pair{o.tls_cert, "--tls_cert"}, {o.tls_key, "--tls_key"},
-                                   {o.tls_ca, "--tls_ca"}, {o.auth_token_file, "--auth_token_file"}}) {
+  for (const auto& [path, flag] :
+       {std::pair{o.tls_cert, "--tls_cert"}, {o.tls_key, "--tls_key"}, {o.tls_ca, "--tls_ca"},
+        {o.auth_token_file, "--auth_token_file"}}) {
     if (absl::Status s = Readable(path, flag); !s.ok()) return s;
   }
   if (o.reload_interval < absl::Seconds(1)) {
@@ -95,7 +96,8 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
     options.watch_root_certs();
     options.set_cert_request_type(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
   }
-  std::shared_ptr<grpc::ServerCredentials> creds = grpc::experimental::TlsServerCredentials(options);
+  std::shared_ptr<grpc::ServerCredentials> creds =
+      grpc::experimental::TlsServerCredentials(options);
   if (creds == nullptr) return absl::InvalidArgumentError("gRPC refused the TLS options");
   if (processor != nullptr) creds->SetAuthMetadataProcessor(std::move(processor));
   return creds;

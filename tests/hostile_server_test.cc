@@ -78,7 +78,8 @@ class HostileServer : public ::testing::TestWithParam<ClientOptions::Transport> 
   std::unique_ptr<grpc::Server> Serve(LyingServer* service, ClientOptions* co) {
     int port = 0;
     grpc::ServerBuilder b;
-    b.AddListeningPort("127.0.0.1:0", *ps::MakeServerCredentials(ps::SecurityOptions(), nullptr), &port);
+    b.AddListeningPort("127.0.0.1:0", *ps::MakeServerCredentials(ps::SecurityOptions(), nullptr),
+                       &port);
     b.RegisterService(service);
     std::unique_ptr<grpc::Server> server = b.BuildAndStart();
     EXPECT_NE(port, 0);

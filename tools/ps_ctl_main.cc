@@ -24,8 +24,9 @@ ABSL_FLAG(std::string, tls_ca, "",
           "verify each server's certificate against it and the address's host name (or "
           "--tls_server_name).");
 ABSL_FLAG(std::string, tls_cert, "",
-          "PEM client certificate for mutual TLS; its Subject CN (admin for every command; reader for status) is this client's "
-          "identity on the servers. Re-read when it changes on disk.");
+          "PEM client certificate for mutual TLS; its Subject CN is this client's identity on "
+          "the servers: admin (every command) or reader (status). Re-read when it changes on "
+          "disk.");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert.");
 ABSL_FLAG(std::string, tls_server_name, "",
           "The name the servers' certificates carry, when the addresses in --servers are not "

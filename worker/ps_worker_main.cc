@@ -77,8 +77,9 @@ ABSL_FLAG(std::string, tls_ca, "",
           "verify each server's certificate against it and the address's host name (or "
           "--tls_server_name).");
 ABSL_FLAG(std::string, tls_cert, "",
-          "PEM client certificate for mutual TLS; its Subject CN (worker-<id>, matching --worker_id) is this client's "
-          "identity on the servers. Re-read when it changes on disk.");
+          "PEM client certificate for mutual TLS; its Subject CN, worker-<id> with this "
+          "--worker_id, is this worker's identity on the servers. Re-read when it changes on "
+          "disk.");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert.");
 ABSL_FLAG(std::string, tls_server_name, "",
           "The name the servers' certificates carry, when the addresses in --servers are not "
