@@ -142,8 +142,10 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
     }
     int health_port = 0;
     grpc::ServerBuilder health;
-    health.AddListeningPort(options.health_listen, grpc::InsecureServerCredentials(),
-                            &health_port);
+    // Plaintext (empty SecurityOptions), anywhere: it serves nothing but
+    // health.
+    health.AddListeningPort(options.health_listen,
+                            *MakeServerCredentials(SecurityOptions(), nullptr), &health_port);
     s->health_generic_ = std::make_unique<grpc::CallbackGenericService>();
     health.RegisterCallbackGenericService(s->health_generic_.get());
     s->health_server_ = health.BuildAndStart();
