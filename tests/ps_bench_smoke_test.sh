@@ -3,9 +3,9 @@
 # must print its figures (as a table and as JSON). Values are not checked:
 # performance is measured by running ps_bench, never asserted in tests.
 #
-# usage: ps_bench_smoke_test.sh PS_BENCH
+# usage: ps_bench_smoke_test.sh PS_BENCH MAKE_CERTS
 set -euo pipefail
-BENCH="$1"
+BENCH="$1" MAKE_CERTS="$2"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 out=$("$BENCH" transport --sizes=4096,65536 --seconds=0.05 --warmup=1)
@@ -33,19 +33,36 @@ echo "$out"
 [ "$(grep -c "^pu" <<<"$out")" -eq 1 ] || fail "--ops=pull should give one pull row"
 if "$BENCH" transport --ops=fetch 2>/dev/null; then fail "--ops=fetch should be an error"; fi
 
-out=$("$BENCH" apply --apply_elements=100000 --seconds=0.05)
-echo "$out"
-grep -q "^sgd_apply" <<<"$out" && grep -q "^sgd_shard" <<<"$out" || fail "apply table lacks sgd_apply and sgd_shard rows"
-
-json=$("$BENCH" train --max_steps=20 --checkpoint_every=5 --json)
+# --tls: each operation again over mutual TLS, against plaintext.
+certs="$TEST_TMPDIR/certs"
+"$MAKE_CERTS" "$certs" --servers=1 --workers=2 >/dev/null
+json=$("$BENCH" transport --tls --tls_dir="$certs" --sizes=4096 --seconds=0.05 --warmup=1 \
+  --clients=2 --ops=push_pull --transports=stream --json)
 echo "$json"
 /usr/bin/python3 -c '
 import json, sys
 d = json.loads(sys.argv[1])
 names = [r["name"] for r in d["rows"]]
-assert d["mode"] == "train" and len(names) == 4, names
+assert names == ["push_pull/stream", "push_pull/stream+tls"], names
+plain, tls = d["rows"]
+assert tls["baseline"] == plain["value"] and tls["value"] > 0, d
+' "$json"
+if "$BENCH" transport --tls 2>/dev/null; then fail "--tls without --tls_dir should be an error"; fi
+
+out=$("$BENCH" apply --apply_elements=100000 --seconds=0.05)
+echo "$out"
+grep -q "^sgd_apply" <<<"$out" && grep -q "^sgd_shard" <<<"$out" || fail "apply table lacks sgd_apply and sgd_shard rows"
+
+json=$("$BENCH" train --max_steps=20 --checkpoint_every=5 --tls --tls_dir="$certs" --json)
+echo "$json"
+/usr/bin/python3 -c '
+import json, sys
+d = json.loads(sys.argv[1])
+names = [r["name"] for r in d["rows"]]
+assert d["mode"] == "train" and len(names) == 6, names
 assert names[0].startswith("standalone") and names[1].startswith("sync") and names[2].startswith("async"), names
 assert names[3] == "sync, fault tolerant (ckpt every 5)", names
+assert names[4].startswith("sync, mutual TLS") and names[5].startswith("async, mutual TLS"), names
 for r in d["rows"]:
     assert r["value"] > 0 and 0 < r["test_accuracy"] <= 1, r
 ' "$json"
