@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -91,11 +92,15 @@ struct PsClient::Rep {
   std::unique_ptr<Heartbeats> heartbeats;
 
   // Register with every shard, waiting for each up to `timeout`.
-  absl::Status RegisterAll(absl::Duration timeout, std::vector<v1::RegisterResponse>* replies) {
+  // `wait_for_ready`: wait for servers that are not up yet (their
+  // connection errors, e.g. a failed TLS handshake, then show only as
+  // DEADLINE_EXCEEDED).
+  absl::Status RegisterAll(absl::Duration timeout, bool wait_for_ready,
+                           std::vector<v1::RegisterResponse>* replies) {
     const ClientOptions& options = state.options;
     replies->assign(options.servers.size(), {});
     return StartUnaryCalls<v1::RegisterRequest, v1::RegisterResponse>(
-               options.servers, timeout, /*wait_for_ready=*/true,
+               options.servers, timeout, wait_for_ready,
                [&options](int, v1::RegisterRequest* req) {
                  req->set_worker_id(options.worker_id);
                  req->set_num_workers(options.num_workers);
@@ -156,7 +161,20 @@ absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Connect(const ClientOptions&
   rep->state.held.assign(S, {});
   rep->state.held_version.assign(S, 0);
   std::vector<v1::RegisterResponse> replies;
-  absl::Status st = rep->RegisterAll(options.connect_timeout, &replies);
+  absl::Status st = rep->RegisterAll(options.connect_timeout, /*wait_for_ready=*/true, &replies);
+  if (st.code() == absl::StatusCode::kDeadlineExceeded) {
+    // Say why: one more try that fails with the connection's last error.
+    absl::Status why = rep->RegisterAll(absl::Seconds(2), /*wait_for_ready=*/false, &replies);
+    st = why.ok() ? why
+                  : absl::DeadlineExceededError(absl::StrCat(
+                        "no answer within --connect_timeout=",
+                        absl::FormatDuration(options.connect_timeout), "; then ", why.message(),
+                        absl::StrContains(why.message(), "Socket closed")
+                            ? " (the server closed the connection while it was set up: do "
+                              "this worker's TLS flags match the server's, and does its "
+                              "--tls_ca trust this worker's --tls_cert?)"
+                            : ""));
+  }
   if (!st.ok()) {
     return absl::Status(st.code(), absl::StrCat("cannot register with the servers: ",
                                                 st.message()));
@@ -267,7 +285,7 @@ absl::Status PsClient::Recover(absl::Time deadline, bool* restarted) {
     std::vector<v1::RegisterResponse> replies;
     absl::Status st = rep_->RegisterAll(
         std::min(absl::Seconds(5), std::max(deadline - absl::Now(), absl::Milliseconds(1))),
-        &replies);
+        /*wait_for_ready=*/true, &replies);
     for (int s = 0; st.ok() && s < num_shards(); ++s) {
       const v1::RegisterResponse& r = replies[s];
       const Incarnation inc = IncarnationFromProto(r.incarnation());

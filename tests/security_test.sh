@@ -136,6 +136,15 @@ expect "ps_worker with worker-1's certificate as worker 0 fails" \
   "$WORKER" --servers="$M" --worker_id=0 --num_workers=2 --max_steps=1 --retry_timeout=0 \
   --connect_timeout=5 $(as worker-1)
 
+expect "ps_worker says why a server it does not trust fails" \
+  "cannot register with the servers: no answer within --connect_timeout=3s; then .*certificate verify failed" \
+  "$WORKER" --servers="$M" --worker_id=1 --num_workers=2 --max_steps=1 --connect_timeout=3 \
+  --tls_ca="$T/foreign/ca.pem" --tls_cert="$T/foreign/worker-1.pem" --tls_key="$T/foreign/worker-1.key"
+expect "ps_worker says why a server that does not trust it fails" \
+  "then .*Socket closed \(the server closed the connection while it was set up" \
+  "$WORKER" --servers="$M" --worker_id=1 --num_workers=2 --max_steps=1 --connect_timeout=3 \
+  --tls_ca="$P/ca.pem" --tls_cert="$T/foreign/worker-1.pem" --tls_key="$T/foreign/worker-1.key"
+
 echo "== certificate rotation without a restart"
 fingerprint() {
   openssl s_client -connect "$M" -CAfile "$P/ca.pem" -cert "$P/admin.pem" -key "$P/admin.key" \
