@@ -4,10 +4,12 @@
 # bearer token per identity.
 #
 #   deploy/make_certs.sh DIR --servers=S --workers=W [--names=NAME,...]
-#                        [--days=N] [--owner=UID:GID]
+#                        [--days=N] [--owner=UID:GID] [--new_ca]
 #
 # Writes into DIR (created; existing files are replaced):
-#   ca.pem ca.key                 the CA (keep ca.key away from the cluster)
+#   ca.pem ca.key                 the CA (keep ca.key away from the cluster);
+#                                 kept when DIR holds both already (new
+#                                 leaves under the same CA), unless --new_ca
 #   server-<s>.pem server-<s>.key CN server-<s>; SANs localhost, 127.0.0.1,
 #                                 ::1, ps-server-<s> (compose),
 #                                 ps-server-<s>.ps-server and
@@ -23,17 +25,16 @@
 #                                 --auth_token_file
 # Keys and token files are mode 0600 (0400 with --owner, which needs root and
 # hands them to the user the containers run as). Certificates are ECDSA
-# P-256, valid for --days (default 365). To rotate, run it again into a new
-# folder with the same CA (copy ca.pem/ca.key there first) and replace the
-# files in place: servers and clients re-read them (ps_server
-# --tls_reload_secs).
+# P-256, valid for --days (default 365). To rotate the leaves, run it again
+# on the same DIR (the CA stays) and give the processes the new files:
+# servers and clients re-read them (ps_server --tls_reload_secs).
 set -euo pipefail
 
 usage() {
   sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
 }
 
-dir="" servers="" workers="" names="" days=365 owner=""
+dir="" servers="" workers="" names="" days=365 owner="" new_ca=0
 for arg in "$@"; do
   case "$arg" in
     -h|--help) usage; exit 0 ;;
@@ -42,6 +43,7 @@ for arg in "$@"; do
     --names=*) names="${arg#*=}" ;;
     --days=*) days="${arg#*=}" ;;
     --owner=*) owner="${arg#*=}" ;;
+    --new_ca) new_ca=1 ;;
     -*) echo "make_certs: unknown flag $arg (see --help)" >&2; exit 2 ;;
     *) [ -z "$dir" ] || { echo "make_certs: one DIR only" >&2; exit 2; }; dir="$arg" ;;
   esac
@@ -72,10 +74,15 @@ sign() {
     2>/dev/null
 }
 
-key ca.key
-openssl req -x509 -new -key ca.key -subj "/O=ps/CN=ps throwaway CA" -days "$days" -sha256 \
-  -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
-  -out ca.pem
+if [ $new_ca -eq 1 ] || [ ! -s ca.pem ] || [ ! -s ca.key ]; then
+  key ca.key
+  openssl req -x509 -new -key ca.key -subj "/O=ps/CN=ps throwaway CA" -days "$days" -sha256 \
+    -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
+    -out ca.pem
+  ca_note="a new CA"
+else
+  ca_note="the CA already in $(pwd)"
+fi
 
 for ((s = 0; s < servers; s++)); do
   san="DNS:localhost,IP:127.0.0.1,IP:::1,DNS:ps-server,DNS:ps-server-$s,DNS:ps-server-$s.ps-server"
@@ -110,4 +117,4 @@ if [ -n "$owner" ]; then
   chown "$owner" ./*.pem ./*.key ./*.token tokens.txt
   chmod 400 ./*.key ./*.token tokens.txt
 fi
-echo "make_certs: CA, $servers server, $workers worker, admin and reader certificates and tokens in $(pwd)"
+echo "make_certs: $servers server, $workers worker, admin and reader certificates and tokens, signed by $ca_note, in $(pwd)"

@@ -19,6 +19,14 @@ What it does, each step a check printed as `compose_test: PASS|FAIL <name>`:
     async mode: every worker exits 0, worker 0's final test accuracy is
     >= 0.80, the `model` volume holds finite float32 .npy files with as many
     values as the model has parameters, every worker wrote its metrics;
+  - after the sync run, with its servers still up: both serve mutual TLS
+    with the health port in plaintext on loopback; ps_ctl in plaintext is
+    refused, the reader certificate may read the status but not write a
+    checkpoint (PERMISSION_DENIED), the admin one may; the `certs` volume
+    holds no CA key and keys of mode 0400 for uid 10001, and is read-only
+    like the root filesystem; `run --rm ps-certs` keeps the certificates,
+    `run --rm ps-certs --force` replaces them and the running servers accept
+    the new CA's certificates without a restart;
   - sync mode with worker 2's container killed mid-run: the servers drop it
     once its lease (PS_WORKER_TIMEOUT=3) expires, and the other workers
     finish with accuracy >= 0.80;
@@ -400,6 +408,8 @@ class Cluster:
             self.checks.figure(f"compose {mode}: {wall:.1f} s (up to the last worker's exit), "
                                f"worker 0 test_accuracy {acc}")
             self.check_model_volume(f"{mode} cluster: model volume")
+            if mode == "sync":
+                self.check_security()
         except RuntimeError as e:
             self.checks.check(f"{mode} cluster", False, str(e))
         finally:
@@ -503,14 +513,104 @@ class Cluster:
             ok, out = self.down()
             self.checks.check(f"{name}: down -v", ok, "" if ok else tail(out))
 
+    def ctl(self, service, command, identity, servers="localhost:50051"):
+        """ps_ctl COMMAND inside SERVICE's container, as IDENTITY (a certificate
+        of the `certs` volume: reader, admin) or in plaintext (None)."""
+        tls = [] if identity is None else [
+            "--tls_ca=/certs/ca.pem", f"--tls_cert=/certs/{identity}.pem",
+            f"--tls_key=/certs/{identity}.key"]
+        return run(["docker", "exec", self.container(service), "ps_ctl", command,
+                    f"--servers={servers}", "--timeout=5"] + tls, timeout=30)
+
+    def check_security(self):
+        """With the cluster of a finished run still up: mutual TLS is on, the
+        identities decide what a client may do, the certificates' volume is
+        as deploy/docker-compose.yml says, and a rerun of ps-certs --force
+        rotates every certificate without a restart."""
+        name = "security"
+        logs = self.logs("ps-server-0", "ps-server-1")
+        modes = re.findall(r"security: ([^\n]*)", logs)
+        self.checks.check(f"{name}: both servers serve mutual TLS, health in plaintext on loopback",
+                          len(modes) == 2 and all(m.startswith("mutual TLS; health probes "
+                                                               "(plaintext) on 127.0.0.1:8081")
+                                                  for m in modes), f"{modes}")
+        plain = self.ctl("ps-server-0", "status", None)
+        reader = self.ctl("ps-server-0", "status", "reader", "ps-server-0:50051,ps-server-1:50051")
+        reader_ckpt = self.ctl("ps-server-0", "checkpoint", "reader")
+        admin_ckpt = self.ctl("ps-server-0", "checkpoint", "admin")
+        self.checks.check(
+            f"{name}: plaintext refused; reader may read the status but not checkpoint; admin may",
+            plain.returncode != 0 and reader.returncode == 0 and '"version"' in reader.stdout
+            and reader_ckpt.returncode != 0 and "PERMISSION_DENIED" in reader_ckpt.stdout
+            and admin_ckpt.returncode == 0,
+            f"plaintext: exit {plain.returncode} {tail(plain.stdout, 1)}; reader status: exit "
+            f"{reader.returncode}; reader checkpoint: exit {reader_ckpt.returncode} "
+            f"{tail(reader_ckpt.stdout, 1)}; admin checkpoint: exit {admin_ckpt.returncode} "
+            f"{tail(admin_ckpt.stdout, 1)}")
+        # The volume: keys only for uid 10001, no CA key; mounted read-only;
+        # the root filesystem read-only too.
+        server = self.container("ps-server-0")
+        listing = run(["docker", "exec", server, "sh", "-c",
+                       "cd /certs && stat -c '%n %u:%g %a' *"], timeout=30).stdout.split("\n")
+        files = dict(l.split(" ", 1) for l in listing if l.count(" ") == 2)
+        keys = {n: v for n, v in files.items() if n.endswith(".key")}
+        writes = run(["docker", "exec", server, "sh", "-c",
+                      "touch /certs/x 2>&1; touch /x 2>&1; touch /tmp/x && echo tmp-ok"],
+                     timeout=30).stdout
+        self.checks.check(
+            f"{name}: certs volume: keys 0400 of 10001:10001, no ca.key, read-only; root "
+            f"filesystem read-only, /tmp writable",
+            "ca.pem" in files and "ca.key" not in files and len(keys) >= 7
+            and all(v == "10001:10001 400" for v in keys.values())
+            and writes.count("Read-only file system") == 2 and "tmp-ok" in writes,
+            f"{len(files)} files, keys {sorted(set(keys.values()))}; writes: "
+            f"{' | '.join(writes.split(chr(10)))}")
+        # ps-certs again: keeps the certificates; with --force, a new CA and
+        # certificates, which the running servers pick up.
+        def ca_digest():
+            return run(["docker", "exec", server, "sha256sum", "/certs/ca.pem"],
+                       timeout=30).stdout.split()[:1]
+        started = {s: run(["docker", "inspect", "-f", "{{.State.StartedAt}}", self.container(s)],
+                          timeout=30).stdout.strip() for s in ("ps-server-0", "ps-server-1")}
+        before = ca_digest()
+        keep = run(self.cmd("run", "--rm", "-T", "ps-certs"), env=self.env(), timeout=120,
+                   stdin=subprocess.DEVNULL)
+        kept = ca_digest()
+        rotate = run(self.cmd("run", "--rm", "-T", "ps-certs", "--force"), env=self.env(),
+                     timeout=120, stdin=subprocess.DEVNULL)
+        rotated = ca_digest()
+        t0 = time.monotonic()
+        ok = None
+        while time.monotonic() - t0 < 40:  # the servers re-read every 10 s
+            p = self.ctl("ps-server-0", "status", "reader", "ps-server-0:50051,ps-server-1:50051")
+            if p.returncode == 0:
+                ok = time.monotonic() - t0
+                break
+            time.sleep(1)
+        after = {s: run(["docker", "inspect", "-f", "{{.State.StartedAt}}", self.container(s)],
+                        timeout=30).stdout.strip() for s in ("ps-server-0", "ps-server-1")}
+        self.checks.check(
+            f"{name}: ps-certs keeps the certificates; ps-certs --force rotates them and the "
+            f"running servers accept the new ones without a restart",
+            keep.returncode == 0 and before == kept and rotate.returncode == 0
+            and rotated != before and ok is not None and after == started,
+            f"keep: exit {keep.returncode}, CA {'unchanged' if before == kept else 'changed'}; "
+            f"--force: exit {rotate.returncode}, CA {'new' if rotated != before else 'unchanged'}; "
+            + (f"status with the new reader certificate {ok:.1f} s later" if ok is not None
+               else f"status still failing after 40 s: {tail(p.stdout, 2)}")
+            + ("" if after == started else f"; servers restarted: {started} -> {after}")
+            + ("" if rotate.returncode == 0 else "\n" + tail(rotate.stdout, 5)))
+        if ok is not None:
+            self.checks.figure(f"certificate rotation: the servers accepted the new CA's "
+                               f"certificates {ok:.1f} s after ps-certs --force")
+
     def wait_for_version(self, version, timeout):
         """Polls shard 0's version (ps_ctl status inside its container) until
         it reaches `version` or `timeout` passes; returns the last seen."""
         deadline = time.monotonic() + timeout
         seen = -1
         while time.monotonic() < deadline:
-            p = run(["docker", "exec", self.container("ps-server-0"), "ps_ctl", "status",
-                     "--servers=localhost:50051", "--timeout=5"], timeout=30)
+            p = self.ctl("ps-server-0", "status", "reader")
             m = re.search(r'"version":\s*"?(\d+)', p.stdout)
             seen = int(m.group(1)) if m else seen
             if seen >= version:

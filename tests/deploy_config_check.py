@@ -35,11 +35,37 @@ What it checks:
     overlays) renders, runs the mode and devices its name says, and every
     other YAML file under k8s/ is named by some kustomization.
   - The Dockerfiles build and copy the binaries the commands use, run as the
-    user the Kubernetes manifests expect, install the dataset and the runtime
-    packages; .dockerignore keeps Bazel's trees out of the build context.
+    user the Kubernetes manifests expect, install the dataset, the runtime
+    packages, openssl and make_certs.sh; .dockerignore keeps Bazel's trees
+    out of the build context.
+  - Security. Every server and worker (compose services, GPU override
+    included; every Kubernetes pod as rendered) runs mutual TLS: --tls_cert,
+    --tls_key and --tls_ca, no --insecure, its certificate and key being
+    its own (server-<shard>.pem/.key, worker-<id>.pem/.key for the service's
+    or pod's own index), all on a read-only mount: compose's `certs` volume,
+    or the role's Secret (ps-tls-server, ps-tls-worker), which
+    deploy/k8s/make_secrets.sh must make. Compose: one certificates service
+    runs make_certs.sh as root (--servers = the server services, --workers
+    >= the worker services, --owner = the image's user) only when ca.pem is
+    missing, deletes ca.key, and the others depend on it with
+    service_completed_successfully; the healthcheck asks the loopback
+    plaintext --health_listen port, or the TLS port with a certificate;
+    every service has read_only, cap_drop ALL and no-new-privileges.
+    Kubernetes: the probes ask the --health_listen port (not loopback, a
+    containerPort), never the TLS port; every container of every pod
+    (deploy/k8s/admin's included) has runAsNonRoot as the image's user,
+    seccompProfile RuntimeDefault, allowPrivilegeEscalation false,
+    capabilities drop ALL (none added), readOnlyRootFilesystem and a
+    writable emptyDir /tmp; a NetworkPolicy selects the server pods and lets
+    in only pods labelled app.kubernetes.io/name ps-worker or ps-admin, only
+    on the gRPC port, and lets the workers in; the admin pod mounts
+    ps-tls-admin read-only and has a label that policy admits. No rendered
+    Secret, and no PEM or base64 PEM in any compose or Kubernetes file.
 Then, unless --no_self_check, it proves that it can fail: each of a list of
 mutations (a renamed flag in a file or in a binary, a wrong count, a bad
-enumeration value, ...) applied to a copy of deploy/ must make it report an
+enumeration value, a missing TLS flag, another worker's certificate, a
+writable mount, a hardening field dropped, a NetworkPolicy that is missing
+or too wide, ...) applied to a copy of deploy/ must make it report an
 error; the Kubernetes ones are caught in what kubectl renders from the copy.
 """
 
@@ -91,6 +117,8 @@ KUSTOMIZATIONS = {
     "sync": {"mode": "sync", "gpu": False},
     "async": {"mode": "async", "gpu": False},
     "gpu": {"mode": "sync", "gpu": True},
+    # The operator's pod (ps_ctl with the admin certificate), not a cluster.
+    "admin": {"admin": True},
 }
 
 BINARY_NAMES = ["ps_server", "ps_worker", "ps_ctl", "ps_bench"]
@@ -206,6 +234,87 @@ def host_port(value, where, errors):
     return m.group(1), int(m.group(2))
 
 
+# --- security: TLS flags, certificate files, hardening ---------------------------
+
+# The Secret that each role's pods mount (made by deploy/k8s/make_secrets.sh,
+# never committed), and the certificate files of deploy/make_certs.sh that a
+# process of the role with index i uses: <role>-<i>.pem, <role>-<i>.key and
+# ca.pem.
+SECRETS = {"server": "ps-tls-server", "worker": "ps-tls-worker", "admin": "ps-tls-admin"}
+# deploy/make_certs.sh's flags (also checked against its --help when the file
+# is among the test's files).
+MAKE_CERTS_FLAGS = {"servers", "workers", "names", "days", "owner"}
+# The pods that the servers' NetworkPolicy may let reach their gRPC port, by
+# this label: the workers and the operator's pod of deploy/k8s/admin.
+APP_LABEL = "app.kubernetes.io/name"
+CLIENT_APPS = {"ps-worker", "ps-admin"}
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+# PEM, or PEM in base64 (a Secret's data): no file under deploy/ may hold it.
+KEY_MATERIAL_RE = re.compile(r"-----BEGIN|PRIVATE KEY-----|LS0tLS1CRUdJTi")
+
+
+def mount_for(path, mounts):
+    """(mount path, its info) of the mount in MOUNTS that holds PATH (the
+    deepest), or (None, None)."""
+    best = None
+    for m in mounts:
+        if m and (path == m or path.startswith(m.rstrip("/") + "/")):
+            if best is None or len(m) > len(best):
+                best = m
+    return (best, mounts[best]) if best else (None, None)
+
+
+def check_tls_flags(role, index, flags, mounts, where, errors):
+    """Server (ROLE 'server') or worker ('worker') number INDEX: mutual TLS
+    with its own certificate and key and the CA, all on one read-only mount,
+    and no --insecure. MOUNTS: {mount path: {"read_only": bool, ...}}.
+    Returns the mount path of its TLS files, or None."""
+    if flags.get("insecure") not in (None, "false", "0"):
+        errors.append(f"{where}: carries --insecure (plaintext to or from anyone who reaches "
+                      f"the port); it must use mutual TLS")
+    missing = [f"--{n}" for n in ("tls_cert", "tls_key", "tls_ca")
+               if not isinstance(flags.get(n), str) or not flags.get(n)]
+    if missing:
+        why = ("its certificate, and the CA its clients' certificates must chain to" if role == "server"
+               else "the CA of the servers' certificates, and its own certificate")
+        errors.append(f"{where}: lacks {', '.join(missing)}: mutual TLS needs {why}")
+        return None
+    want = {"tls_cert": f"{role}-{index}.pem", "tls_key": f"{role}-{index}.key", "tls_ca": "ca.pem"}
+    found = set()
+    for flag, name in want.items():
+        path = flags[flag]
+        if os.path.basename(path) != name:
+            errors.append(f"{where}: --{flag}={path} is not {role} {index}'s own file {name} "
+                          f"(make_certs.sh's name; a certificate names one identity)")
+        mount, info = mount_for(path, mounts)
+        if mount is None:
+            errors.append(f"{where}: --{flag}={path} is on no volume it mounts ({sorted(mounts)})")
+        elif not info["read_only"]:
+            errors.append(f"{where}: --{flag}={path} is on {mount}, which is not mounted read-only")
+        found.add(mount)
+    if len(found) != 1 or None in found:
+        if len(found) > 1:
+            errors.append(f"{where}: its TLS files are on different mounts {sorted(map(str, found))}")
+        return None
+    return found.pop()
+
+
+def check_no_key_material(root, errors):
+    """No certificate or key, in PEM or base64, in the compose and Kubernetes files."""
+    paths = [os.path.join(root, "deploy", f) for f in ("docker-compose.yml", "docker-compose.gpu.yml", ".env")]
+    for dirpath, _, files in os.walk(os.path.join(root, "deploy", "k8s")):
+        paths += [os.path.join(dirpath, f) for f in files]
+    for p in sorted(paths):
+        if not os.path.isfile(p):
+            continue
+        with open(p, errors="replace") as f:
+            m = KEY_MATERIAL_RE.search(f.read())
+        if m:
+            errors.append(f"{os.path.relpath(p, root)}: holds certificate or key material "
+                          f"('{m.group(0)}'); keys are made by make_certs.sh and Secrets by "
+                          f"deploy/k8s/make_secrets.sh, never committed")
+
+
 # --- docker compose -----------------------------------------------------------
 
 VAR_RE = re.compile(r"\$(?:(\$)|\{([A-Za-z_]\w*)(?:(:?[-?+])([^}]*))?\}|([A-Za-z_]\w*))")
@@ -298,7 +407,90 @@ def compose_argv(svc, where, errors):
     return argv
 
 
-def check_compose(doc, env, files, root, bins, errors):
+def compose_mounts(svc):
+    """{target: {"source", "read_only"}} of a service's volumes (short or long syntax)."""
+    out = {}
+    for v in svc.get("volumes") or []:
+        if isinstance(v, dict):
+            out[str(v.get("target"))] = {"source": v.get("source"),
+                                         "read_only": bool(v.get("read_only"))}
+            continue
+        parts = str(v).split(":")
+        if len(parts) >= 2:
+            modes = parts[2].split(",") if len(parts) > 2 else []
+            out[parts[1]] = {"source": parts[0], "read_only": "ro" in modes}
+    return out
+
+
+def check_compose_hardening(svc, where, errors):
+    """What the Kubernetes pods' securityContext does, in compose's words."""
+    if svc.get("read_only") is not True:
+        errors.append(f"{where}: needs read_only: true (a read-only root filesystem; volumes "
+                      f"and a tmpfs /tmp for what it writes)")
+    if "ALL" not in [str(c).upper() for c in svc.get("cap_drop") or []]:
+        errors.append(f"{where}: needs cap_drop: [ALL]")
+    if not any(re.fullmatch(r"no-new-privileges(:true|=true)?", str(o))
+               for o in svc.get("security_opt") or []):
+        errors.append(f"{where}: needs security_opt: [no-new-privileges:true]")
+    if svc.get("privileged"):
+        errors.append(f"{where}: must not be privileged")
+
+
+MAKE_CERTS_RE = re.compile(r"make_certs\.sh[ \t]+(\S+)((?:[ \t]+--\S+)*)")
+
+
+def check_compose_certs(services, n_servers, n_workers, docker_uid, where, errors):
+    """The one-shot service that makes the certificates into a named volume;
+    returns (its name, that volume, the path it is mounted at) or None."""
+    certs = {n: s for n, s in services.items()
+             if "make_certs.sh" in " ".join(compose_argv(s, f"{where}: {n}", []))}
+    if len(certs) != 1:
+        errors.append(f"{where}: needs exactly one service that runs make_certs.sh (the "
+                      f"certificates' one-shot service), has {sorted(certs)}")
+        return None
+    name, svc = next(iter(certs.items()))
+    w = f"{where}: {name}"
+    script = "\n".join(compose_argv(svc, w, errors))
+    check_compose_hardening(svc, w, errors)
+    if str(svc.get("user", "")).split(":")[0] not in ("0", "root"):
+        errors.append(f"{w}: must run as root (user: \"0:0\") to hand the keys to the "
+                      f"containers' user with --owner, has user {svc.get('user')}")
+    if str(svc.get("restart", "no")) not in ("no", "on-failure"):
+        errors.append(f"{w}: a one-shot service; restart: {svc.get('restart')} would rerun it")
+    m = MAKE_CERTS_RE.search(script)
+    if not m:
+        errors.append(f"{w}: no 'make_certs.sh DIR --flag...' in its command")
+        return None
+    flags = parse_flags(["make_certs.sh"] + m.group(2).split())
+    for flag in flags:
+        if flag not in MAKE_CERTS_FLAGS:
+            errors.append(f"{w}: make_certs.sh has no --{flag} (its flags: {sorted(MAKE_CERTS_FLAGS)})")
+    if str(flags.get("servers")) != str(n_servers):
+        errors.append(f"{w}: make_certs.sh --servers={flags.get('servers')}, but there are "
+                      f"{n_servers} server services")
+    if not str(flags.get("workers", "")).isdigit() or int(flags["workers"]) < n_workers:
+        errors.append(f"{w}: make_certs.sh --workers={flags.get('workers')}, but there are "
+                      f"{n_workers} worker services, each with its own certificate")
+    if docker_uid is not None and str(flags.get("owner", "")).split(":")[0] != str(docker_uid):
+        errors.append(f"{w}: make_certs.sh --owner={flags.get('owner')}: the keys must belong "
+                      f"to the image's user {docker_uid}, as which the servers and workers read them")
+    rw = {t: mnt for t, mnt in compose_mounts(svc).items() if not mnt["read_only"]}
+    if len(rw) != 1:
+        errors.append(f"{w}: must mount exactly one volume read-write (where the certificates "
+                      f"go), mounts {compose_mounts(svc)}")
+        return None
+    target, mnt = next(iter(rw.items()))
+    if not re.search(rf"-[ef]\s+{re.escape(target)}/ca\.pem\b", script):
+        errors.append(f"{w}: must make certificates only when {target}/ca.pem is missing "
+                      f"(test -f {target}/ca.pem): a second `up` keeps the CA that the running "
+                      f"processes trust")
+    if not re.search(r"\brm\b[^\n;&|]*ca\.key\b", script):
+        errors.append(f"{w}: must delete the CA's key ca.key: with it, any container that "
+                      f"mounts the volume could sign itself an admin certificate")
+    return name, mnt["source"], target
+
+
+def check_compose(doc, env, files, root, bins, docker_uid, errors):
     where = f"{' + '.join(files)} with {env or 'defaults'}"
     services = doc.get("services") or {}
     servers, workers = {}, {}
@@ -307,7 +499,8 @@ def check_compose(doc, env, files, root, bins, errors):
         if not argv:
             errors.append(f"{where}: {name} has no entrypoint/command")
             continue
-        check_argv(argv, bins, f"{where}: {name}", errors)
+        if "make_certs.sh" not in " ".join(argv):  # the certificates: check_compose_certs
+            check_argv(argv, bins, f"{where}: {name}", errors)
         if argv[0] == "ps_server":
             servers[name] = (svc, parse_flags(argv))
         elif argv[0] == "ps_worker":
@@ -336,6 +529,25 @@ def check_compose(doc, env, files, root, bins, errors):
             errors.append(f"{where}: worker services must be ps-worker-0..{len(workers) - 1}, "
                           f"got {sorted(workers)}")
             return
+    certs = check_compose_certs(services, S, len(workers), docker_uid, where, errors)
+
+    def check_security(name, svc, f, role, index, w):
+        """TLS with its own certificate from the certificates' volume, read-only;
+        started once the certificates exist; hardened."""
+        check_compose_hardening(svc, w, errors)
+        mounts = compose_mounts(svc)
+        mount = check_tls_flags(role, index, f, mounts, w, errors)
+        if certs is None:
+            return
+        certs_service, volume, _ = certs
+        if mount is not None and mounts[mount]["source"] != volume:
+            errors.append(f"{w}: its TLS files are on {mounts[mount]['source']}:{mount}, not on "
+                          f"the volume '{volume}' that {certs_service} fills")
+        deps = svc.get("depends_on") or {}
+        cond = deps.get(certs_service, {}).get("condition") if isinstance(deps, dict) else None
+        if cond != "service_completed_successfully":
+            errors.append(f"{w}: must depend on {certs_service} with condition "
+                          f"service_completed_successfully (its certificates exist), has {cond}")
 
     # PS_WORKERS=k means: start ps-worker-0 .. ps-worker-<k-1> (deploy/README.md).
     W = len(workers)
@@ -359,20 +571,32 @@ def check_compose(doc, env, files, root, bins, errors):
             errors.append(f"{w}: --num_workers={f.get('num_workers')}, but {W} worker services run")
         modes.add(f.get("mode", "sync"))
         _, ports[name] = host_port(f.get("listen", "0.0.0.0:50051"), w, errors)
+        check_security(name, svc, f, "server", i, w)
+        health_host, health_port = (host_port(f["health_listen"], w, errors)
+                                    if f.get("health_listen") else (None, None))
+        if health_host is not None and health_host not in LOOPBACK_HOSTS:
+            errors.append(f"{w}: --health_listen={f['health_listen']} is plaintext: keep it on "
+                          f"the container's loopback (127.0.0.1), where only the healthcheck asks")
         hc = (svc.get("healthcheck") or {}).get("test")
         if not isinstance(hc, list) or hc[:1] != ["CMD"]:
             errors.append(f"{w}: healthcheck.test must be [\"CMD\", \"ps_ctl\", \"health\", ...], got {hc}")
         else:
             check_argv(hc[1:], bins, f"{w}: healthcheck", errors)
             hf = parse_flags(hc[1:])
+            asked_host, asked_port = host_port(hf.get("servers"), f"{w}: healthcheck", errors)
             if hc[1:3] != ["ps_ctl", "health"]:
                 errors.append(f"{w}: healthcheck does not run 'ps_ctl health': {hc}")
-            elif hf.get("servers") not in (f"localhost:{ports[name]}", f"127.0.0.1:{ports[name]}"):
+            elif asked_host not in LOOPBACK_HOSTS or asked_port not in (ports[name], health_port):
                 errors.append(f"{w}: healthcheck asks --servers={hf.get('servers')}, but the server "
-                              f"listens on port {ports[name]}")
-        mounts = [str(v).split(":")[1] for v in svc.get("volumes", []) if ":" in str(v)]
-        if "/checkpoints" not in mounts:
-            errors.append(f"{w}: mounts no checkpoints volume at /checkpoints")
+                              f"listens on port {ports[name]} (health port {health_port}) of "
+                              f"localhost")
+            elif asked_port == ports[name] and not all(hf.get(k) for k in ("tls_ca", "tls_cert", "tls_key")):
+                errors.append(f"{w}: healthcheck asks the mutual-TLS port {asked_port} without a "
+                              f"client certificate (--tls_ca, --tls_cert, --tls_key): the handshake "
+                              f"fails; ask the --health_listen port")
+        mounts = compose_mounts(svc)
+        if "/checkpoints" not in mounts or mounts["/checkpoints"]["read_only"]:
+            errors.append(f"{w}: mounts no writable checkpoints volume at /checkpoints")
     if len(modes) != 1:
         errors.append(f"{where}: the servers disagree on --mode: {sorted(modes)}")
     if "PS_MODE" in env and modes != {env["PS_MODE"]}:
@@ -394,22 +618,23 @@ def check_compose(doc, env, files, root, bins, errors):
             cond = deps.get(s, {}).get("condition") if isinstance(deps, dict) else None
             if cond != "service_healthy":
                 errors.append(f"{w}: must depend on {s} with condition service_healthy, has {cond}")
-        mounts = {str(v).split(":")[1]: str(v).split(":")[0]
-                  for v in svc.get("volumes", []) if ":" in str(v)}
+        check_security(name, svc, f, "worker", i, w)
+        mounts = compose_mounts(svc)
         for flag in ("save_model", "metrics_file"):
             path = f.get(flag)
-            if path and not any(path.startswith(m.rstrip("/") + "/") for m in mounts):
-                errors.append(f"{w}: --{flag}={path} is not on a mounted volume ({mounts})")
-        for vol in mounts.values():
-            if vol not in (doc.get("volumes") or {}):
-                errors.append(f"{w}: volume '{vol}' is not declared under volumes:")
-    for vol in ("model", "checkpoints"):
+            mount, info = mount_for(path, mounts) if path else (None, None)
+            if path and (mount is None or info["read_only"]):
+                errors.append(f"{w}: --{flag}={path} is not on a writable mounted volume ({sorted(mounts)})")
+        for mnt in mounts.values():
+            if mnt["source"] not in (doc.get("volumes") or {}):
+                errors.append(f"{w}: volume '{mnt['source']}' is not declared under volumes:")
+    for vol in ("model", "checkpoints", certs[1] if certs else "certs"):
         if vol not in (doc.get("volumes") or {}):
             errors.append(f"{where}: named volume '{vol}' is not declared")
     return workers
 
 
-def check_compose_files(root, bins, errors):
+def check_compose_files(root, bins, docker_uid, errors):
     cases = 0
     base_path = os.path.join(root, "deploy", "docker-compose.yml")
     gpu_path = os.path.join(root, "deploy", "docker-compose.gpu.yml")
@@ -439,11 +664,11 @@ def check_compose_files(root, bins, errors):
             envs.append({name: alt})
     for env in envs:
         doc = interpolate(base_raw, env, "docker-compose.yml", errors)
-        check_compose(doc, env, ["docker-compose.yml"], root, bins, errors)
+        check_compose(doc, env, ["docker-compose.yml"], root, bins, docker_uid, errors)
         gpu = interpolate(gpu_raw, env, "docker-compose.gpu.yml", errors)
         merged = merge_override(doc, gpu, "docker-compose.gpu.yml", errors)
         files = ["docker-compose.yml", "docker-compose.gpu.yml"]
-        workers = check_compose(merged, env, files, root, bins, errors) or {}
+        workers = check_compose(merged, env, files, root, bins, docker_uid, errors) or {}
         for name, (svc, f) in workers.items():
             w = f"{' + '.join(files)}: {name}"
             if f.get("device") != "cuda":
@@ -598,6 +823,167 @@ def check_resources(container, where, errors):
                 errors.append(f"{where}: resources.{kind}.{r} is not set")
 
 
+def k8s_mounts(pspec, container):
+    """{mountPath: {"source", "read_only", "secret", "empty_dir", "claim"}} of
+    CONTAINER in the pod spec PSPEC (claims: volumeClaimTemplates' names)."""
+    volumes = {v.get("name"): v for v in pspec.get("volumes") or []}
+    out = {}
+    for m in container.get("volumeMounts") or []:
+        v = volumes.get(m.get("name"), {})
+        out[m.get("mountPath")] = {
+            "source": m.get("name"), "read_only": m.get("readOnly") is True,
+            "secret": (v.get("secret") or {}).get("secretName"),
+            "empty_dir": "emptyDir" in v}
+    return out
+
+
+def check_pod_hardening(pspec, docker_uid, where, errors):
+    """Every container of the pod: runAsNonRoot (as the image's user), the
+    RuntimeDefault seccomp profile, no privilege escalation, a read-only root
+    filesystem with a writable emptyDir at /tmp, every capability dropped."""
+    psc = pspec.get("securityContext") or {}
+    for c in (pspec.get("initContainers") or []) + (pspec.get("containers") or []):
+        csc = c.get("securityContext") or {}
+        w = f"{where}: container {c.get('name')}"
+        if csc.get("runAsNonRoot", psc.get("runAsNonRoot")) is not True:
+            errors.append(f"{w}: must set securityContext.runAsNonRoot: true")
+        uid = csc.get("runAsUser", psc.get("runAsUser"))
+        if docker_uid is not None and uid != docker_uid:
+            errors.append(f"{w}: runAsUser {uid} is not the image's user {docker_uid}")
+        seccomp = (csc.get("seccompProfile") or psc.get("seccompProfile") or {}).get("type")
+        if seccomp != "RuntimeDefault":
+            errors.append(f"{w}: must set securityContext.seccompProfile.type: RuntimeDefault, "
+                          f"has {seccomp}")
+        if csc.get("allowPrivilegeEscalation") is not False:
+            errors.append(f"{w}: must set securityContext.allowPrivilegeEscalation: false")
+        if csc.get("privileged"):
+            errors.append(f"{w}: must not be privileged")
+        caps = csc.get("capabilities") or {}
+        if "ALL" not in (caps.get("drop") or []) or caps.get("add"):
+            errors.append(f"{w}: must set securityContext.capabilities.drop: [ALL] and add "
+                          f"none, has {caps}")
+        if csc.get("readOnlyRootFilesystem") is not True:
+            errors.append(f"{w}: must set securityContext.readOnlyRootFilesystem: true")
+        tmp = k8s_mounts(pspec, c).get("/tmp")
+        if not tmp or tmp["read_only"] or not tmp["empty_dir"]:
+            errors.append(f"{w}: with a read-only root filesystem, /tmp must be a writable "
+                          f"emptyDir volume (mounts {sorted(k8s_mounts(pspec, c))})")
+
+
+def check_k8s_tls(role, index, flags, pspec, container, where, errors):
+    """check_tls_flags, and the files come from the role's Secret; returns
+    the Secret's name, or None."""
+    mounts = k8s_mounts(pspec, container)
+    mount = check_tls_flags(role, index, flags, mounts, where, errors)
+    if mount is None:
+        return None
+    secret = mounts[mount]["secret"]
+    if secret != SECRETS[role]:
+        errors.append(f"{where}: its TLS files come from volume {mounts[mount]['source']} "
+                      f"(Secret {secret}), expected the Secret {SECRETS[role]} "
+                      f"(deploy/k8s/make_secrets.sh), which holds every {role}'s certificate")
+    return secret
+
+
+def selector_matches(sel, labels):
+    """Whether a matchLabels selector SEL selects pods with LABELS (None when
+    it uses matchExpressions, which this test does not model)."""
+    if (sel or {}).get("matchExpressions"):
+        return None
+    return all(labels.get(k) == v for k, v in ((sel or {}).get("matchLabels") or {}).items())
+
+
+def check_network_policy(by_kind, server_labels, worker_labels, port, named_ports, where, errors):
+    """The servers accept connections only from worker (and ps-admin) pods, on
+    their gRPC port. Returns the peer selectors let in."""
+    policies = []
+    for p in by_kind.get("NetworkPolicy", []):
+        sel = (p.get("spec") or {}).get("podSelector")
+        hit = selector_matches(sel, server_labels)
+        if hit is None:
+            errors.append(f"{where}: NetworkPolicy {p['metadata']['name']}: matchExpressions are "
+                          f"not modelled by this test; use matchLabels")
+        elif hit:
+            policies.append(p)
+    if not policies:
+        errors.append(f"{where}: no NetworkPolicy selects the server pods ({server_labels}): "
+                      f"every pod and address can reach their port")
+        return []
+    if not any("Ingress" in (p["spec"].get("policyTypes") or ["Ingress"]) for p in policies):
+        errors.append(f"{where}: no NetworkPolicy of the server pods has policyType Ingress")
+    peers_in, workers_in = [], False
+    for p in policies:
+        pw = f"{where}: NetworkPolicy {p['metadata']['name']}"
+        for rule in p["spec"].get("ingress") or []:
+            rule_ports = set()
+            if not rule.get("ports"):
+                errors.append(f"{pw}: an ingress rule without ports opens every port of the servers")
+            for pp in rule.get("ports") or []:
+                value = named_ports.get(pp.get("port"), pp.get("port"))
+                if value != port or pp.get("endPort") or pp.get("protocol", "TCP") != "TCP":
+                    errors.append(f"{pw}: lets clients reach port {pp}; only the gRPC port "
+                                  f"{port}/TCP is for them")
+                rule_ports.add(value)
+            if not rule.get("from"):
+                errors.append(f"{pw}: an ingress rule without `from` lets every pod and address in")
+            for peer in rule.get("from") or []:
+                sel = peer.get("podSelector")
+                app = ((sel or {}).get("matchLabels") or {}).get(APP_LABEL)
+                if set(peer) != {"podSelector"} or app not in CLIENT_APPS or sel.get("matchExpressions"):
+                    errors.append(f"{pw}: lets {peer} reach the servers; only pods of this "
+                                  f"namespace labelled {APP_LABEL} in {sorted(CLIENT_APPS)} may "
+                                  f"(no ipBlock, namespaceSelector or broader selector)")
+                    continue
+                peers_in.append(sel)
+                if selector_matches(sel, worker_labels) and port in rule_ports:
+                    workers_in = True
+    if not workers_in:
+        errors.append(f"{where}: no NetworkPolicy lets the worker pods ({worker_labels}) reach "
+                      f"the servers' gRPC port {port}")
+    return peers_in
+
+
+def check_make_secrets(root, secrets, errors):
+    """deploy/k8s/make_secrets.sh makes every Secret that some pod mounts."""
+    path = os.path.join(root, "deploy", "k8s", "make_secrets.sh")
+    if not os.access(path, os.X_OK):
+        errors.append("deploy/k8s/make_secrets.sh is missing or not executable: the pods mount "
+                      f"Secrets {sorted(secrets)} that it makes")
+        return
+    with open(path) as f:
+        code = "\n".join(l for l in f.read().splitlines() if not l.lstrip().startswith("#"))
+    for s in sorted(secrets):
+        if not re.search(rf"(?<![\w-]){re.escape(s)}(?![\w-])", code):
+            errors.append(f"deploy/k8s/make_secrets.sh makes no Secret {s}, which pods mount")
+
+
+def check_k8s_admin(name, resources, docker_uid, peers_in, errors):
+    """deploy/k8s/admin: one hardened pod with the admin Secret, read-only,
+    labelled so that the servers' NetworkPolicy lets it in."""
+    where = f"k8s/{name}"
+    pods = [r for r in resources if r.get("kind") == "Pod"]
+    if len(pods) != 1 or len(resources) != 1:
+        errors.append(f"{where}: expected one Pod (the operator's), got "
+                      f"{[r.get('kind') for r in resources]}")
+        return set()
+    pod = pods[0]
+    spec, labels = pod["spec"], pod["metadata"].get("labels") or {}
+    check_pod_hardening(spec, docker_uid, f"{where}: pod {pod['metadata']['name']}", errors)
+    secrets = set()
+    for c in spec.get("containers") or []:
+        for path, m in k8s_mounts(spec, c).items():
+            if m["secret"]:
+                secrets.add(m["secret"])
+                if not m["read_only"]:
+                    errors.append(f"{where}: {path} (Secret {m['secret']}) is not mounted read-only")
+    if SECRETS["admin"] not in secrets:
+        errors.append(f"{where}: the pod mounts no Secret {SECRETS['admin']} (mounts {sorted(secrets)})")
+    if peers_in is not None and not any(selector_matches(s, labels) for s in peers_in):
+        errors.append(f"{where}: the servers' NetworkPolicy lets in none of the pod's labels "
+                      f"{labels} (it lets in {peers_in})")
+    return secrets
+
+
 def check_k8s_build(name, resources, bins, docker_uid, errors):
     where = f"k8s/{name}"
     expect = KUSTOMIZATIONS[name]
@@ -606,11 +992,14 @@ def check_k8s_build(name, resources, bins, docker_uid, errors):
         by_kind.setdefault(r.get("kind"), []).append(r)
     configmaps = {r["metadata"]["name"]: {k: str(v) for k, v in (r.get("data") or {}).items()}
                   for r in by_kind.get("ConfigMap", [])}
+    for s in by_kind.get("Secret", []):
+        errors.append(f"{where}: renders Secret {s['metadata'].get('name')}: certificates and "
+                      f"keys are made by deploy/k8s/make_secrets.sh, never committed")
     stss, jobs = by_kind.get("StatefulSet", []), by_kind.get("Job", [])
     if len(stss) != 1 or len(jobs) != 1:
         errors.append(f"{where}: expected one StatefulSet (servers) and one Job (workers), "
                       f"got {len(stss)} and {len(jobs)}")
-        return
+        return None
     sts, job = stss[0], jobs[0]
     sname = sts["metadata"]["name"]
     S = int(sts["spec"].get("replicas", 1))
@@ -622,7 +1011,7 @@ def check_k8s_build(name, resources, bins, docker_uid, errors):
     services = [s for s in by_kind.get("Service", []) if s["metadata"]["name"] == svc_name]
     if len(services) != 1:
         errors.append(f"{where}: StatefulSet {sname} names serviceName {svc_name}, which is not a Service here")
-        return
+        return None
     svc = services[0]
     if svc["spec"].get("clusterIP") != "None":
         errors.append(f"{where}: Service {svc_name} must be headless (clusterIP: None) for per-pod DNS names")
@@ -631,10 +1020,10 @@ def check_k8s_build(name, resources, bins, docker_uid, errors):
     containers = spec.get("containers", [])
     if len(containers) != 1:
         errors.append(f"{where}: server pods must have one container")
-        return
+        return None
     c = containers[0]
     check_resources(c, f"{where}: {sname}", errors)
-    modes, ports, num_workers = set(), set(), set()
+    modes, ports, num_workers, health, secrets = set(), set(), set(), set(), set()
     for i in range(S):
         pod = {"name": f"{sname}-{i}", "env": {},
                "labels": {**labels, "apps.kubernetes.io/pod-index": str(i),
@@ -645,7 +1034,7 @@ def check_k8s_build(name, resources, bins, docker_uid, errors):
         check_argv(argv, bins, w, errors)
         if argv[:1] != ["ps_server"]:
             errors.append(f"{w}: the StatefulSet must run ps_server, runs {argv[:1]}")
-            return
+            return None
         f = parse_flags(argv)
         if int_flag(f, "shard_id", w, errors) != i:
             errors.append(f"{w}: --shard_id={f.get('shard_id')}, expected {i} (its ordinal)")
@@ -654,21 +1043,43 @@ def check_k8s_build(name, resources, bins, docker_uid, errors):
         num_workers.add(int_flag(f, "num_workers", w, errors))
         modes.add(f.get("mode", "sync"))
         ports.add(host_port(f.get("listen", "0.0.0.0:50051"), w, errors)[1])
+        health.add(f.get("health_listen"))
+        secrets.add(check_k8s_tls("server", i, f, spec, c, w, errors))
     if len(ports) != 1:
         errors.append(f"{where}: servers listen on different ports {ports}")
-        return
+        return None
     port = ports.pop()
     if modes != {expect["mode"]}:
         errors.append(f"{where}: servers run --mode={sorted(modes)}, expected {expect['mode']}")
     named = {p.get("name"): p.get("containerPort") for p in c.get("ports", [])}
     if port not in named.values():
         errors.append(f"{where}: server containerPorts {named} do not include the --listen port {port}")
+    # The kubelet's probes have no client certificate: they ask the plaintext
+    # health port (--health_listen), which serves only grpc.health.v1.
+    health_port = None
+    if len(health) != 1 or None in health:
+        errors.append(f"{where}: servers need one --health_listen=0.0.0.0:PORT for the probes, "
+                      f"have {sorted(map(str, health))}")
+    else:
+        health_host, health_port = host_port(health.pop(), where, errors)
+        if health_host in LOOPBACK_HOSTS:
+            errors.append(f"{where}: --health_listen on {health_host}: the kubelet probes the "
+                          f"pod's address, not its loopback")
+        if health_port not in named.values():
+            errors.append(f"{where}: server containerPorts {named} do not include the "
+                          f"--health_listen port {health_port}")
     for probe in ("readinessProbe", "livenessProbe"):
         g = (c.get(probe) or {}).get("grpc")
+        probed = named.get(g.get("port"), g.get("port")) if g else None
         if not g:
             errors.append(f"{where}: {probe} must be a grpc probe (the health service)")
-        elif g.get("port") != port:
-            errors.append(f"{where}: {probe} asks port {g.get('port')}, the server listens on {port}")
+        elif probed == port:
+            errors.append(f"{where}: {probe} asks the mutual-TLS port {port}: the kubelet has no "
+                          f"client certificate, so the handshake fails; probe the --health_listen "
+                          f"port")
+        elif probed != health_port:
+            errors.append(f"{where}: {probe} asks port {g.get('port')}, not the --health_listen "
+                          f"port {health_port}")
     for sp in svc["spec"].get("ports", []):
         target = sp.get("targetPort", sp.get("port"))
         target = named.get(target, target)
@@ -717,7 +1128,7 @@ def check_k8s_build(name, resources, bins, docker_uid, errors):
         check_argv(argv, bins, w, errors)
         if argv[:1] != ["ps_worker"]:
             errors.append(f"{w}: the Job must run ps_worker, runs {argv[:1]}")
-            return
+            return None
         f = parse_flags(argv)
         if int_flag(f, "worker_id", w, errors) != i:
             errors.append(f"{w}: --worker_id={f.get('worker_id')}, expected {i} (its completion index)")
@@ -726,6 +1137,14 @@ def check_k8s_build(name, resources, bins, docker_uid, errors):
         if f.get("servers") != want_servers:
             errors.append(f"{w}: --servers={f.get('servers')}, expected every server pod in shard "
                           f"order: {want_servers}")
+        secrets.add(check_k8s_tls("worker", i, f, tspec, wc, w, errors))
+        wmounts = k8s_mounts(tspec, wc)
+        for flag in ("save_model", "metrics_file"):
+            path = f.get(flag)
+            mount, info = mount_for(path, wmounts) if path else (None, None)
+            if path and (mount is None or info["read_only"]):
+                errors.append(f"{w}: --{flag}={path} is not on a writable volume (the root "
+                              f"filesystem is read-only; mounts {sorted(wmounts)})")
         threads = f.get("threads")
         cpu = ((wc.get("resources") or {}).get("limits") or {}).get("cpu")
         if threads is not None and cpu is not None and int(threads) > quantity(cpu):
@@ -743,13 +1162,11 @@ def check_k8s_build(name, resources, bins, docker_uid, errors):
         errors.append(f"{where}: worker pods request no nvidia.com/gpu (limits)")
     if not expect["gpu"] and gpus:
         errors.append(f"{where}: worker pods request nvidia.com/gpu outside the GPU overlay")
-    for kind, pspec in (("servers", spec), ("workers", tspec)):
-        sc = pspec.get("securityContext") or {}
-        if not sc.get("runAsNonRoot"):
-            errors.append(f"{where}: {kind} must set securityContext.runAsNonRoot")
-        if docker_uid is not None and sc.get("runAsUser") != docker_uid:
-            errors.append(f"{where}: {kind} runAsUser {sc.get('runAsUser')} is not the image's "
-                          f"user {docker_uid}")
+    check_pod_hardening(spec, docker_uid, f"{where}: servers", errors)
+    check_pod_hardening(tspec, docker_uid, f"{where}: workers", errors)
+    worker_labels = js["template"].get("metadata", {}).get("labels", {})
+    peers_in = check_network_policy(by_kind, labels, worker_labels, port, named, where, errors)
+    return peers_in, secrets - {None}
 
 
 def check_k8s(root, bins, docker_uid, kubectl, errors):
@@ -760,11 +1177,22 @@ def check_k8s(root, bins, docker_uid, kubectl, errors):
         errors.append(f"k8s: kustomizations {found}, expected {sorted(KUSTOMIZATIONS)} "
                       f"(add new ones to the test's KUSTOMIZATIONS)")
     names = [n for n in found if n in KUSTOMIZATIONS]
-    for name, (resources, err) in kubectl.render(k8s, names).items():
+    rendered = kubectl.render(k8s, names)
+    peers_in, secrets = None, set()  # the servers' NetworkPolicy's peers, in base
+    for name in sorted(names, key=lambda n: (KUSTOMIZATIONS[n].get("admin", False), n)):
+        resources, err = rendered[name]
         if resources is None:
             errors.append(f"k8s/{name}: kubectl kustomize deploy/k8s/{name} fails: {err}")
+        elif KUSTOMIZATIONS[name].get("admin"):
+            secrets |= check_k8s_admin(name, resources, docker_uid, peers_in, errors)
         else:
-            check_k8s_build(name, resources, bins, docker_uid, errors)
+            out = check_k8s_build(name, resources, bins, docker_uid, errors)
+            if out:
+                secrets |= out[1]
+                if name == "base":
+                    peers_in = out[0]
+    check_make_secrets(root, secrets, errors)
+    check_no_key_material(root, errors)
     # Every other YAML file under k8s/ is named by some kustomization (which,
     # rendered above, proves that kubectl reads it).
     named = named_paths(k8s)
@@ -850,6 +1278,13 @@ def check_dockerfiles(root, bins, locations, errors):
                           ("COPY --from=build /out/bin/ /usr/local/bin/", "the binaries on PATH")):
             if need not in rt:
                 errors.append(f"{where}: the runtime stage lacks {need} ({why})")
+        # compose's certificates service runs make_certs.sh, which runs openssl.
+        if not re.search(r"apt-get install[^&]*\sopenssl(\s|$)", rt):
+            errors.append(f"{where}: the runtime stage does not install openssl, which "
+                          f"make_certs.sh (compose's certificates service) runs")
+        if not re.search(r"(^|\s)COPY\s+deploy/make_certs\.sh\s+/usr/local/bin/(make_certs\.sh)?(\s|$)", rt):
+            errors.append(f"{where}: the runtime stage does not COPY deploy/make_certs.sh to "
+                          f"/usr/local/bin/, where compose's certificates service runs it")
         if "runtime_packages.sh" not in build:
             errors.append(f"{where}: the build stage must list runtime packages with runtime_packages.sh")
     # .dockerignore keeps Bazel's output trees and .git out of the context.
@@ -878,13 +1313,29 @@ def check_runtime_packages(root, bins, errors):
 
 # --- all checks and the self-check ---------------------------------------------
 
+def check_make_certs(root, errors):
+    """The flags compose passes to deploy/make_certs.sh exist, when the script
+    is here (deploy/BUILD's :cluster_configs does not carry it into the test)."""
+    path = os.path.join(root, "deploy", "make_certs.sh")
+    if not os.path.isfile(path):
+        return (f"deploy/make_certs.sh is not among this test's files: compose's flags for it "
+                f"checked against the test's list {sorted(MAKE_CERTS_FLAGS)} only")
+    out = run([path, "--help"])
+    for flag in sorted(MAKE_CERTS_FLAGS):
+        if f"--{flag}=" not in out.stdout:
+            errors.append(f"deploy/make_certs.sh --help does not mention --{flag}=, which this "
+                          f"test's MAKE_CERTS_FLAGS lists: {out.stdout[:200]}")
+    return f"deploy/make_certs.sh: its --help lists {sorted(MAKE_CERTS_FLAGS)}"
+
+
 def check_all(root, bins, locations, kubectl):
     """Checks the configuration files under ROOT; [errors], [notes]."""
     errors, notes = [], []
     uid, note = check_dockerfiles(root, bins, locations, errors)
     notes.append(note)
-    notes.append(check_compose_files(root, bins, errors))
+    notes.append(check_compose_files(root, bins, uid, errors))
     notes.append(check_k8s(root, bins, uid, kubectl, errors))
+    notes.append(check_make_certs(root, errors))
     return errors, notes
 
 
@@ -901,13 +1352,14 @@ MUTATIONS = [
     ("a compose worker count that is not the number of workers", "deploy/docker-compose.yml",
      "${PS_WORKERS:-3}", "${PS_WORKERS:-4}", "worker services"),
     ("a compose worker with the wrong id", "deploy/docker-compose.yml",
-     "command: [--worker_id=2]", "command: [--worker_id=1]", "expected 2 (its name)"),
+     "command: [--worker_id=2,", "command: [--worker_id=1,", "expected 2 (its name)"),
     ("a healthcheck flag renamed", "deploy/docker-compose.yml",
-     "--servers=localhost:50051", "--server=localhost:50051", "--server is not a flag of ps_ctl"),
+     "--servers=127.0.0.1:8081", "--server=127.0.0.1:8081", "--server is not a flag of ps_ctl"),
     ("workers not waiting for healthy servers", "deploy/docker-compose.yml",
      "condition: service_healthy", "condition: service_started", "condition service_healthy"),
     ("a bad --device in the GPU override", "deploy/docker-compose.gpu.yml",
-     "[--worker_id=1, --device=cuda]", "[--worker_id=1, --device=gpu]", "--device=gpu: ps_worker accepts"),
+     "/certs/worker-1.key, --device=cuda]", "/certs/worker-1.key, --device=gpu]",
+     "--device=gpu: ps_worker accepts"),
     ("worker pods that are never restarted", "deploy/k8s/base/worker-job.yaml",
      "restartPolicy: OnFailure", "restartPolicy: Never", "restartPolicy: OnFailure"),
     ("server checkpoints outside the claim", "deploy/k8s/base/server-statefulset.yaml",
@@ -934,8 +1386,8 @@ MUTATIONS = [
      "  - name: ps-config\n    behavior: merge", "  - name: ps-settings\n    behavior: merge",
      "kubectl kustomize deploy/k8s/async fails"),
     ("a readiness probe on the wrong port", "deploy/k8s/base/server-statefulset.yaml",
-     "readinessProbe:\n            grpc:\n              port: 50051",
-     "readinessProbe:\n            grpc:\n              port: 50052", "readinessProbe asks port 50052"),
+     "readinessProbe:\n            grpc:\n              port: 8081",
+     "readinessProbe:\n            grpc:\n              port: 8082", "readinessProbe asks port 8082"),
     ("a runtime image running as root", "deploy/Dockerfile",
      "USER 10001:10001", "USER root", "non-root USER"),
     ("ps_ctl left out of the image", "deploy/Dockerfile",
@@ -950,6 +1402,103 @@ MUTATIONS = [
      "\nservices:\n", "\nname: ps\n\nservices:\n", "rejected by compose v1"),
     ("Bazel trees in the Docker context", ".dockerignore",
      "bazel-*\n**/bazel-*\n", "", ".dockerignore does not exclude bazel-bin"),
+    # Security: TLS on every server and worker, each with its own certificate.
+    ("a compose server without the clients' CA (no mutual TLS)", "deploy/docker-compose.yml",
+     "    - --tls_ca=/certs/ca.pem\n    # grpc.health.v1", "    # grpc.health.v1",
+     "lacks --tls_ca: mutual TLS"),
+    ("a compose worker with --insecure", "deploy/docker-compose.yml",
+     "[--worker_id=1, --tls_cert", "[--worker_id=1, --insecure, --tls_cert", "carries --insecure"),
+    ("a compose worker with another worker's certificate", "deploy/docker-compose.yml",
+     "/certs/worker-2.pem, --tls_key=/certs/worker-2.key]",
+     "/certs/worker-1.pem, --tls_key=/certs/worker-1.key]", "is not worker 2's own file worker-2.pem"),
+    ("a compose server with the other shard's key", "deploy/docker-compose.yml",
+     "--tls_key=/certs/server-1.key]", "--tls_key=/certs/server-0.key]",
+     "is not server 1's own file server-1.key"),
+    ("a GPU worker with another worker's certificate", "deploy/docker-compose.gpu.yml",
+     "[--worker_id=0, --tls_cert=/certs/worker-0.pem", "[--worker_id=0, --tls_cert=/certs/worker-2.pem",
+     "is not worker 0's own file worker-0.pem"),
+    ("the certificates volume mounted writable", "deploy/docker-compose.yml",
+     "- certs:/certs:ro", "- certs:/certs", "which is not mounted read-only"),
+    ("servers started before the certificates exist", "deploy/docker-compose.yml",
+     "condition: service_completed_successfully", "condition: service_started",
+     "with condition service_completed_successfully"),
+    ("certificates for fewer workers than services", "deploy/docker-compose.yml",
+     "--servers=2 --workers=3 --owner", "--servers=2 --workers=2 --owner",
+     "make_certs.sh --workers=2, but there are 3 worker services"),
+    ("keys owned by root, unreadable to the containers' user", "deploy/docker-compose.yml",
+     "--owner=10001:10001", "--owner=0:0", "must belong to the image's user 10001"),
+    ("certificates made again at every `up`", "deploy/docker-compose.yml",
+     "[ -f /certs/ca.pem ] && ", "", "only when /certs/ca.pem is missing"),
+    ("the CA's key left in the volume", "deploy/docker-compose.yml",
+     "rm /tmp/pki/ca.key", "true", "must delete the CA's key"),
+    ("compose containers with a writable root filesystem", "deploy/docker-compose.yml",
+     "read_only: true", "read_only: false", "needs read_only: true"),
+    ("a compose healthcheck on the mutual-TLS port without a certificate", "deploy/docker-compose.yml",
+     "--servers=127.0.0.1:8081", "--servers=127.0.0.1:50051", "without a client certificate"),
+    ("a plaintext compose health port on every interface", "deploy/docker-compose.yml",
+     "--health_listen=127.0.0.1:8081", "--health_listen=0.0.0.0:8081", "keep it on the container's loopback"),
+    ("a server pod without the clients' CA", "deploy/k8s/base/server-statefulset.yaml",
+     "            - --tls_ca=/certs/ca.pem\n", "", "lacks --tls_ca: mutual TLS"),
+    ("a worker pod with --insecure", "deploy/k8s/base/worker-job.yaml",
+     "- --tls_ca=/certs/ca.pem\n", "- --tls_ca=/certs/ca.pem\n            - --insecure\n",
+     "carries --insecure"),
+    ("every server pod with shard 0's certificate", "deploy/k8s/base/server-statefulset.yaml",
+     "--tls_cert=/certs/server-$(PS_SHARD_ID).pem", "--tls_cert=/certs/server-0.pem",
+     "pod ps-server-1: --tls_cert=/certs/server-0.pem is not server 1's own file"),
+    ("every worker pod with worker 0's key", "deploy/k8s/base/worker-job.yaml",
+     "--tls_key=/certs/worker-$(JOB_COMPLETION_INDEX).key", "--tls_key=/certs/worker-0.key",
+     "worker pod 2: --tls_key=/certs/worker-0.key is not worker 2's own file"),
+    ("a certificate Secret mounted writable", "deploy/k8s/base/worker-job.yaml",
+     "mountPath: /certs\n              readOnly: true", "mountPath: /certs\n              readOnly: false",
+     "which is not mounted read-only"),
+    ("worker pods with the servers' Secret", "deploy/k8s/base/worker-job.yaml",
+     "secretName: ps-tls-worker", "secretName: ps-tls-server", "expected the Secret ps-tls-worker"),
+    ("a Secret that make_secrets.sh does not make", "deploy/k8s/base/server-statefulset.yaml",
+     "secretName: ps-tls-server", "secretName: ps-tls-servers", "makes no Secret ps-tls-servers"),
+    ("key material committed in a manifest", "deploy/k8s/base/network-policy.yaml",
+     "          port: 50051\n---\n",
+     "          port: 50051\n---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: ps-tls-leak\n"
+     "data:\n  server-0.key: LS0tLS1CRUdJTiBQUklWQVRFIEtFWS0tLS0t\n---\n", "holds certificate or key material"),
+    # Security: the pods' securityContext.
+    ("server pods without the RuntimeDefault seccomp profile", "deploy/k8s/base/server-statefulset.yaml",
+     "        seccompProfile:\n          type: RuntimeDefault\n", "",
+     "servers: container ps-server: must set securityContext.seccompProfile.type: RuntimeDefault"),
+    ("worker pods that may escalate privileges", "deploy/k8s/base/worker-job.yaml",
+     "allowPrivilegeEscalation: false", "allowPrivilegeEscalation: true",
+     "workers: container ps-worker: must set securityContext.allowPrivilegeEscalation: false"),
+    ("server pods with a writable root filesystem", "deploy/k8s/base/server-statefulset.yaml",
+     "readOnlyRootFilesystem: true", "readOnlyRootFilesystem: false",
+     "servers: container ps-server: must set securityContext.readOnlyRootFilesystem: true"),
+    ("worker pods keeping a capability", "deploy/k8s/base/worker-job.yaml",
+     "drop: [ALL]", "drop: [NET_RAW]", "workers: container ps-worker: must set securityContext.capabilities.drop: [ALL]"),
+    ("worker pods that may run as root", "deploy/k8s/base/worker-job.yaml",
+     "runAsNonRoot: true", "runAsNonRoot: false", "workers: container ps-worker: must set securityContext.runAsNonRoot"),
+    ("a read-only root filesystem without a writable /tmp", "deploy/k8s/base/server-statefulset.yaml",
+     "            - name: tmp\n              mountPath: /tmp\n", "", "/tmp must be a writable emptyDir"),
+    ("the admin pod with a writable root filesystem", "deploy/k8s/admin/admin-pod.yaml",
+     "readOnlyRootFilesystem: true", "readOnlyRootFilesystem: false",
+     "k8s/admin: pod ps-admin: container ps-admin: must set securityContext.readOnlyRootFilesystem"),
+    # Security: the NetworkPolicy and the probes.
+    ("no NetworkPolicy", "deploy/k8s/base/kustomization.yaml",
+     "  - network-policy.yaml\n", "", "no NetworkPolicy selects the server pods"),
+    ("a NetworkPolicy that selects no server", "deploy/k8s/base/network-policy.yaml",
+     "    matchLabels:\n      app.kubernetes.io/name: ps-server\n",
+     "    matchLabels:\n      app.kubernetes.io/name: ps-servers\n", "no NetworkPolicy selects the server pods"),
+    ("a NetworkPolicy letting every namespace in", "deploy/k8s/base/network-policy.yaml",
+     "        - podSelector:\n            matchLabels:\n              app.kubernetes.io/name: ps-admin\n",
+     "        - namespaceSelector: {}\n", "lets {'namespaceSelector': {}} reach the servers"),
+    ("a NetworkPolicy opening the health port instead of the gRPC port", "deploy/k8s/base/network-policy.yaml",
+     "port: 50051", "port: 8081", "no NetworkPolicy lets the worker pods"),
+    ("the admin pod not let through the NetworkPolicy", "deploy/k8s/admin/admin-pod.yaml",
+     "app.kubernetes.io/name: ps-admin", "app.kubernetes.io/name: ps-ops", "lets in none of the pod's labels"),
+    ("a liveness probe on the mutual-TLS port", "deploy/k8s/base/server-statefulset.yaml",
+     "livenessProbe:\n            grpc:\n              port: 8081",
+     "livenessProbe:\n            grpc:\n              port: 50051", "the kubelet has no client certificate"),
+    # Security: what the image needs for the certificates.
+    ("an image without openssl", "deploy/Dockerfile.cuda",
+     "dataset-fashion-mnist openssl", "dataset-fashion-mnist", "does not install openssl"),
+    ("an image without make_certs.sh", "deploy/Dockerfile",
+     "COPY deploy/make_certs.sh /usr/local/bin/make_certs.sh\n", "", "does not COPY deploy/make_certs.sh"),
 ]
 
 
