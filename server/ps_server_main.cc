@@ -137,8 +137,9 @@ int Fail(const absl::Status& s) {
 int main(int argc, char** argv) {
   ps::TuneAllocatorForLargeBuffers();
   absl::SetProgramUsageMessage(
-      "Parameter-server shard. Example:\n  ps_server --listen=0.0.0.0:50051 --shard_id=0 "
-      "--num_shards=2 --num_workers=2 --mode=sync --lr=0.1");
+      "Parameter-server shard. Example (certificates from deploy/make_certs.sh):\n"
+      "  ps_server --listen=0.0.0.0:50051 --shard_id=0 --num_shards=2 --num_workers=2 "
+      "--mode=sync --lr=0.1 --tls_cert=server-0.pem --tls_key=server-0.key --tls_ca=ca.pem");
   absl::ParseCommandLine(argc, argv);
 
   ps::ServerOptions options;

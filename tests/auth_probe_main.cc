@@ -3,10 +3,10 @@
 // "PERMISSION_DENIED: worker-1 may not call Push as worker 0"), so that the
 // security tests can check what a real ps_server refuses and how.
 //
-//   auth_probe --server=HOST:PORT --call=Push --worker_id=0 \
-//       --tls_ca=ca.pem --tls_cert=worker-1.pem --tls_key=worker-1.key
+//   auth_probe --server=HOST:PORT --call=Push --worker_id=0
+//              --tls_ca=ca.pem --tls_cert=worker-1.pem --tls_key=worker-1.key
 //
-// Calls: Register, InitParams (waits for nothing: spec only), CreateParams
+// Calls: Register, InitParams (spec only; waits 1 ms for worker 0), CreateParams
 // (InitParams with values, a one-element model "w"), Push, Pull, PushPull,
 // Heartbeat, GetStatus, Checkpoint, Stream (one pull call), Health.
 // Exits 0 iff the call succeeded.

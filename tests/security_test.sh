@@ -20,14 +20,14 @@ ok() { echo "ok   $1"; passes=$((passes + 1)); }
 fail() { echo "FAIL $1"; failures=$((failures + 1)); }
 
 # expect NAME PATTERN COMMAND...: COMMAND's output (20 s at most) must match
-# PATTERN (an extended regexp); prints the first output line either way.
+# PATTERN (an extended regexp); prints the line that matched, or the output.
 expect() {
   local name="$1" pattern="$2"
   shift 2
   local out
   out=$(timeout 20 "$@" 2>&1)
   if grep -qE -- "$pattern" <<<"$out"; then
-    ok "$name -> $(head -1 <<<"$out" | cut -c1-220)"
+    ok "$name -> $(grep -m1 -E -- "$pattern" <<<"$out" | cut -c1-300)"
   else
     fail "$name: want /$pattern/, got:"
     echo "$out" | head -5
@@ -73,6 +73,11 @@ openssl req -new -key "$T/expired.key" -subj "/CN=worker-1" -out "$T/expired.csr
 openssl ca -batch -config "$T/ca.cnf" -cert "$P/ca.pem" -keyfile "$P/ca.key" -notext \
   -in "$T/expired.csr" -out "$T/expired.pem" -startdate 20200101000000Z -enddate 20200102000000Z \
   >/dev/null 2>&1 || { fail "making the expired certificate"; exit 1; }
+# Expiry must be the one thing wrong with it.
+verify=$(openssl verify -CAfile "$P/ca.pem" "$T/expired.pem" 2>&1)
+grep -q "error 10 at 0 depth lookup: certificate has expired" <<<"$verify" &&
+  [ "$(grep -c "^error [0-9]" <<<"$verify")" -eq 1 ] ||
+  { fail "the expired certificate is wrong in another way: $verify"; exit 1; }
 
 as() {  # as IDENTITY: the probe's TLS flags for that identity's certificate
   echo "--tls_ca=$P/ca.pem --tls_cert=$P/$1.pem --tls_key=$P/$1.key"

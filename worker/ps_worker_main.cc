@@ -119,9 +119,10 @@ absl::StatusOr<std::vector<int>> ParseHidden(const std::string& model, const std
 int main(int argc, char** argv) {
   ps::TuneAllocatorForLargeBuffers();
   absl::SetProgramUsageMessage(
-      "Parameter-server worker. Example:\n  ps_worker --servers=127.0.0.1:50051,127.0.0.1:50052 "
-      "--worker_id=0 --num_workers=2 --epochs=2\nor, without servers:\n  ps_worker --standalone "
-      "--batch_size=128");
+      "Parameter-server worker. Example (certificates from deploy/make_certs.sh):\n"
+      "  ps_worker --servers=ps-server-0:50051,ps-server-1:50051 --worker_id=0 --num_workers=2 "
+      "--epochs=2 --tls_ca=ca.pem --tls_cert=worker-0.pem --tls_key=worker-0.key\n"
+      "or, without servers:\n  ps_worker --standalone --batch_size=128");
   absl::ParseCommandLine(argc, argv);
 
   ps::TrainerOptions options;
