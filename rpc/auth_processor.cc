@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "grpc/grpc_security_constants.h"
+#include "rpc/wire.h"
 
 namespace ps {
 namespace {
@@ -19,10 +20,6 @@ std::optional<absl::string_view> Find(const Authenticator::Metadata& metadata,
   auto it = metadata.find(grpc::string_ref(key.data(), key.size()));
   if (it == metadata.end()) return std::nullopt;
   return View(it->second);
-}
-
-grpc::Status ToGrpc(const absl::Status& s) {
-  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
 }
 
 }  // namespace
@@ -68,10 +65,10 @@ grpc::Status AuthProcessor::Process(const InputMetadata& metadata, grpc::AuthCon
   if (absl::StartsWith(method, kHealthPrefix)) return grpc::Status::OK;
   absl::StatusOr<Identity> who = authenticator_->Identify(*context, metadata);
   if (!who.ok()) {
-    return ToGrpc(absl::Status(who.status().code(),
+    return ToGrpcStatus(absl::Status(who.status().code(),
                                absl::StrCat(method, ": ", who.status().message())));
   }
-  return ToGrpc(AuthorizeMethod(*who, method));
+  return ToGrpcStatus(AuthorizeMethod(*who, method));
 }
 
 absl::StatusOr<std::optional<Identity>> CallerOf(const Authenticator* authenticator,

@@ -34,6 +34,17 @@ absl::Status EnableReflection() {
   return absl::OkStatus();
 }
 
+// HOST of a HOST:PORT listen address; INVALID_ARGUMENT naming `what` (the
+// option) otherwise.
+absl::StatusOr<std::string> HostOf(const std::string& address, absl::string_view what) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " address '", address, "' is not HOST:PORT"));
+  }
+  return address.substr(0, colon);
+}
+
 }  // namespace
 
 int MaxReceiveMessageBytes(const ServerOptions& options) {
@@ -47,10 +58,10 @@ int MaxReceiveMessageBytes(const ServerOptions& options) {
 }
 
 absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& options) {
-  const size_t colon = options.listen.rfind(':');
-  if (colon == std::string::npos || colon == 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("listen address '", options.listen, "' is not HOST:PORT"));
+  ASSIGN_OR_RETURN(const std::string host, HostOf(options.listen, "listen"));
+  std::string health_host;
+  if (!options.health_listen.empty()) {
+    ASSIGN_OR_RETURN(health_host, HostOf(options.health_listen, "health listen"));
   }
   RETURN_IF_ERROR(CheckSecurityOptions(options.security, options.listen, /*server=*/true));
   if (options.max_concurrent_streams < 1) {
@@ -135,11 +146,6 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
   grpc::EnableDefaultHealthCheckService(true);
   if (options.reflection) RETURN_IF_ERROR(EnableReflection());
   if (!options.health_listen.empty()) {
-    const size_t health_colon = options.health_listen.rfind(':');
-    if (health_colon == std::string::npos || health_colon == 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "health listen address '", options.health_listen, "' is not HOST:PORT"));
-    }
     int health_port = 0;
     grpc::ServerBuilder health;
     // Plaintext (empty SecurityOptions), anywhere: it serves nothing but
@@ -153,8 +159,7 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
       return absl::UnavailableError(absl::StrCat("cannot listen on ", options.health_listen,
                                                  " (address in use or invalid?)"));
     }
-    s->health_address_ =
-        absl::StrCat(options.health_listen.substr(0, health_colon), ":", health_port);
+    s->health_address_ = absl::StrCat(health_host, ":", health_port);
   }
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen, credentials, &s->port_);
@@ -178,7 +183,7 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
     return absl::UnavailableError(
         absl::StrCat("cannot listen on ", options.listen, " (address in use or invalid?)"));
   }
-  s->address_ = absl::StrCat(options.listen.substr(0, colon), ":", s->port_);
+  s->address_ = absl::StrCat(host, ":", s->port_);
   return s;
 }
 

@@ -507,22 +507,22 @@ void PrintTable(const std::string& section, const std::vector<Row>& rows) {
   if (section == "transport") {
     // Rows against raw TCP, then (--tls) TLS rows against plaintext gRPC.
     for (bool tls : {false, true}) {
-    std::vector<Row> part;
-    for (const Row& r : rows) {
-      if (absl::EndsWith(r.name, "+tls") == tls) part.push_back(r);
-    }
-    if (part.empty()) continue;
-    const char* base = tls ? "plain" : "tcp";
-    if (tls) std::printf("\nmutual TLS against plaintext gRPC (same run):\n");
-    std::printf("%-20s %8s %10s %7s %7s %10s %10s %7s %9s %9s %9s\n", "op/transport", "payload",
-                "GB/s", base, "ratio", "p50 us", "p99 us", base, "cpu us/MB",
-                absl::StrCat(base, " cpu").c_str(), "cpu ratio");
-    for (const Row& r : part) {
-      std::printf("%-20s %8s %10.3f %7.3f %7.2f %10.1f %10.1f %7.1f %9.0f %9.0f %9.2f\n",
-                  r.name.c_str(), HumanBytes(r.bytes).c_str(), r.value, r.baseline,
-                  r.value / r.baseline, r.p50_us, r.p99_us, r.baseline_p50_us, r.cpu_us_per_mb,
-                  r.baseline_cpu_us_per_mb, r.baseline_cpu_us_per_mb / r.cpu_us_per_mb);
-    }
+      std::vector<Row> part;
+      for (const Row& r : rows) {
+        if (absl::EndsWith(r.name, "+tls") == tls) part.push_back(r);
+      }
+      if (part.empty()) continue;
+      const char* base = tls ? "plain" : "tcp";
+      if (tls) std::printf("\nmutual TLS against plaintext gRPC (same run):\n");
+      std::printf("%-20s %8s %10s %7s %7s %10s %10s %7s %9s %9s %9s\n", "op/transport", "payload",
+                  "GB/s", base, "ratio", "p50 us", "p99 us", base, "cpu us/MB",
+                  absl::StrCat(base, " cpu").c_str(), "cpu ratio");
+      for (const Row& r : part) {
+        std::printf("%-20s %8s %10.3f %7.3f %7.2f %10.1f %10.1f %7.1f %9.0f %9.0f %9.2f\n",
+                    r.name.c_str(), HumanBytes(r.bytes).c_str(), r.value, r.baseline,
+                    r.value / r.baseline, r.p50_us, r.p99_us, r.baseline_p50_us, r.cpu_us_per_mb,
+                    r.baseline_cpu_us_per_mb, r.baseline_cpu_us_per_mb / r.cpu_us_per_mb);
+      }
     }
   } else if (section == "apply") {
     std::printf("%-16s %12s %10s %10s %7s\n", "apply", "elements", "GB/s", "axpy GB/s",
