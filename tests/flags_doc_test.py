@@ -42,7 +42,7 @@ def binary_flags(path):
     for line in out.splitlines():
         group = GROUP_LINE.match(line)
         if group:
-            from_absl = "absl/" in group.group(1)
+            from_absl = re.search(r"(^|/)absl/", group.group(1)) is not None
             entries.append(None)  # ends the previous flag's text
             continue
         flag = FLAG_LINE.match(line)
