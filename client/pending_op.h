@@ -6,7 +6,7 @@
 // Thread safety: Wait() from one thread, once. Destroying a PendingOp that
 // was not waited on cancels its calls and waits for them to end. The
 // PsClient that made it must outlive it. Implementations live with the
-// transports (client/pending_calls.h).
+// transports (client/internal/pending_calls.h).
 #ifndef PS_CLIENT_PENDING_OP_H_
 #define PS_CLIENT_PENDING_OP_H_
 

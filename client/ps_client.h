@@ -6,7 +6,7 @@
 // replies. It tracks the version of each shard's weights it last pulled and
 // sends it with each push (the step in sync mode; for staleness in async
 // mode). How the tensors travel is the transport's business
-// (ClientOptions::transport, client/shard_transport.h); this header is the
+// (ClientOptions::transport, client/internal/shard_transport.h); this header is the
 // whole public API and includes no gRPC or generated code.
 //
 // Every call has a deadline; a shard that does not answer yields an error

@@ -10,7 +10,8 @@
 # the layering of docs/architecture.md: worker -> client -> rpc -> common,
 # server -> rpc -> common, and nothing in common/, the server core or the
 # client's public headers (grpc_free below) reaching gRPC or protobuf.
-# tools/ may use anything but tests/; tests/ may use anything.
+# tools/ may use anything but tests/; tests/ may use anything. Nothing
+# outside client/ includes client/internal/ (the library's private headers).
 set -euo pipefail
 check=0
 if [ "${1:-}" = "--check" ]; then check=1; shift; fi
@@ -37,6 +38,12 @@ while read -r f; do
   from=${f%%/*}
   tos=$( { grep -oE "^#include \"($ours)/" "$f" | sed -E 's/#include "([a-z_]+)\//\1/'
            grep -qE '^#include ["<](grpcpp|grpc\+\+|grpc)/' "$f" && echo gRPC || true; } | sort -u)
+  if [ "$check" -eq 1 ] && [ "$from" != client ] &&
+     grep -qE '^#include "client/internal/' "$f"; then
+    echo "layering: $f includes a private client header:" \
+      "$(grep -m1 -E '^#include "client/internal/' "$f")" >&2
+    bad=1
+  fi
   for to in $tos; do
     [ "$from" = "$to" ] && continue
     echo "$from -> $to" >>"$edges"
