@@ -124,7 +124,6 @@ class PsClient {
   void RollBackToCommonVersion(std::vector<int64_t> versions);
   void Log(const std::string& line) const;
 
-
   std::unique_ptr<Rep> rep_;
 };
 

@@ -9,8 +9,8 @@
 namespace ps {
 
 PushPullInProgress::PushPullInProgress(const ModelSpec* spec, const TensorList* grads,
-                                       std::unique_ptr<LayerwisePushPull> calls,
-                                       absl::Status error, Retry retry)
+                                       std::unique_ptr<LayerwisePushPull> calls, absl::Status error,
+                                       Retry retry)
     : spec_(spec),
       grads_(grads),
       retry_(std::move(retry)),

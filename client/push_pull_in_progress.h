@@ -49,9 +49,9 @@ class PushPullInProgress {
   const ModelSpec* const spec_;  // not owned
   const TensorList* const grads_;
   const Retry retry_;
-  std::vector<bool> sent_;  // by tensor
-  int remaining_;           // tensors not sent yet
-  absl::Status error_;      // a bad Send, or a failed start
+  std::vector<bool> sent_;                    // by tensor
+  int remaining_;                             // tensors not sent yet
+  absl::Status error_;                        // a bad Send, or a failed start
   std::unique_ptr<LayerwisePushPull> calls_;  // reset (cancelled) on error
 };
 

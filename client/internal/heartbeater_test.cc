@@ -34,7 +34,9 @@ TEST(Heartbeater, BeatsEveryPeriodUntilDestroyed) {
 TEST(Heartbeater, WaitsAPeriodBeforeTheFirstBeatAndStopsWithoutWaitingForIt) {
   std::atomic<int> beats{0};
   const absl::Time start = absl::Now();
-  { Heartbeater h(absl::Hours(1), [&] { ++beats; }); }
+  {
+    Heartbeater h(absl::Hours(1), [&] { ++beats; });
+  }
   EXPECT_LT(absl::Now() - start, absl::Seconds(10));
   EXPECT_EQ(beats.load(), 0);
 }

@@ -49,8 +49,8 @@ struct ShardRegistration {
 
 // What the client knows of a shard.
 struct KnownShard {
-  Incarnation incarnation;  // seen at the last Register
-  bool has_copy = false;    // it keeps a copy of the shard's slices ...
+  Incarnation incarnation;   // seen at the last Register
+  bool has_copy = false;     // it keeps a copy of the shard's slices ...
   int64_t held_version = 0;  // ... pulled at this version
 };
 

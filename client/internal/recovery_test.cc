@@ -39,8 +39,8 @@ TEST(RetryAfterRecovery, RefusalOfAShardThatDidNotRestartIsTheCallersError) {
 }
 
 TEST(RetryAfterRecovery, LostCallsAreRetriedWhetherOrNotAShardRestarted) {
-  for (absl::StatusCode code : {absl::StatusCode::kUnavailable, absl::StatusCode::kCancelled,
-                                absl::StatusCode::kAborted}) {
+  for (absl::StatusCode code :
+       {absl::StatusCode::kUnavailable, absl::StatusCode::kCancelled, absl::StatusCode::kAborted}) {
     EXPECT_TRUE(RetryAfterRecovery(code, false)) << code;
     EXPECT_TRUE(RetryAfterRecovery(code, true)) << code;
   }

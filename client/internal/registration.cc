@@ -19,10 +19,9 @@ absl::StatusOr<Registration> ReadRegistration(const std::vector<std::string>& se
           r.shard_id(), " of ", r.num_shards(), "; list every shard once, in shard order"));
     }
     if (r.mode() != replies[0].mode()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("servers disagree on the mode: ", servers[0], " runs ",
-                       v1::Mode_Name(replies[0].mode()), ", ", servers[s], " runs ",
-                       v1::Mode_Name(r.mode())));
+      return absl::FailedPreconditionError(absl::StrCat(
+          "servers disagree on the mode: ", servers[0], " runs ", v1::Mode_Name(replies[0].mode()),
+          ", ", servers[s], " runs ", v1::Mode_Name(r.mode())));
     }
   }
   absl::StatusOr<Mode> mode = ModeFromProto(replies[0].mode());

@@ -40,10 +40,10 @@ absl::Status ShardControl::InitAll(const TensorList* initial, std::vector<int64_
                ModelSpecToProto(state.spec, req->mutable_spec());
                if (initial != nullptr) {
                  for (const SliceRange& r : state.layouts[s]->slices) {
-                   SliceToProto(state.spec[r.tensor_index], r,
-                                absl::MakeConstSpan((*initial)[r.tensor_index])
-                                    .subspan(r.offset, r.length),
-                                req->add_values());
+                   SliceToProto(
+                       state.spec[r.tensor_index], r,
+                       absl::MakeConstSpan((*initial)[r.tensor_index]).subspan(r.offset, r.length),
+                       req->add_values());
                  }
                }
                req->set_wait_timeout_ms(absl::ToInt64Milliseconds(state.options.wait_timeout));

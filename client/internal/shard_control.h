@@ -54,7 +54,7 @@ class ShardControl {
   void HeartbeatAll(absl::Duration timeout);
 
  private:
-  const ClientState* const state_;  // not owned
+  const ClientState* const state_;                                 // not owned
   std::vector<std::unique_ptr<v1::ParameterServer::Stub>> stubs_;  // by shard
 };
 
