@@ -6,16 +6,21 @@
 // replies. It tracks the version of each shard's weights it last pulled and
 // sends it with each push (the step in sync mode; for staleness in async
 // mode). How the tensors travel is the transport's business
-// (ClientOptions::transport, client/shard_transport.h); this header is the
-// whole public API and includes no gRPC or generated code.
+// (ClientOptions::transport). This header, with those it includes
+// (client_options.h, pending_op.h, push_pull_in_progress.h), is the whole
+// public API for training; it includes no gRPC or generated code.
+// (client/admin_client.h and client/channel.h serve operators' tools.)
 //
 // Every call has a deadline; a shard that does not answer yields an error
-// naming it, never a hang. With ClientOptions::retry_timeout, Pull, Push and
-// the push-pulls survive a shard that restarts or a link that drops for up
-// to that long: they register again, restore a shard that came back behind
-// from the client's copy of its slices, and retry (the shards deduplicate
-// pushes). Where a shard's RegisterResponse asks for heartbeats (sync
-// leases), a background thread sends them while the client lives.
+// naming it, never a hang. With ClientOptions::retry_timeout, Pull, Push,
+// the push-pulls, PullAsync and PushPullAsync survive a shard that restarts
+// or a link that drops for up to that long: they register again, restore a
+// shard that came back behind from the client's copy of its slices, and
+// retry (the shards deduplicate pushes). The *Async calls retry inside
+// PendingOp::Wait(), on the waiting thread, so that Wait() may take up to
+// retry_timeout longer. Where a shard's RegisterResponse asks for
+// heartbeats (sync leases), a background thread sends them while the
+// client lives.
 //
 // Thread safety: one training thread per client. The *Async calls return a
 // PendingOp (client/pending_op.h) to wait on; start at most one at a time
@@ -40,49 +45,12 @@
 #include "absl/status/statusor.h"
 #include "client/client_options.h"
 #include "client/pending_op.h"
+#include "client/push_pull_in_progress.h"
 #include "common/incarnation.h"
 #include "common/mode.h"
 #include "common/model_spec.h"
 
 namespace ps {
-
-class LayerwisePushPull;
-class PsClient;
-
-// A push-pull whose gradient is sent tensor by tensor as it becomes final
-// (layer by layer during backward), so that communication overlaps the rest
-// of the backward pass. Send() every tensor exactly once, in any order; the
-// new weights arrive once the last was sent. `grads` (and the weights) must
-// stay alive until Wait() returns, and a tensor must not change once sent.
-// With the unary transport everything is sent with the last tensor.
-class PushPullInProgress {
- public:
-  ~PushPullInProgress();  // waits (cancelling if need be)
-  PushPullInProgress(const PushPullInProgress&) = delete;
-  PushPullInProgress& operator=(const PushPullInProgress&) = delete;
-
-  // Sends tensors `indices` (into the model spec) of the gradient.
-  void Send(const std::vector<int>& indices);
-  // After the last Send: the result of the push-pull.
-  absl::Status Wait();
-
- private:
-  friend class PsClient;  // makes them
-  // `client` and its `spec` are borrowed; `calls` is the transport's half,
-  // null when `error` is not OK.
-  PushPullInProgress(PsClient* client, const ModelSpec* spec, const TensorList* grads,
-                     TensorList* weights, std::unique_ptr<LayerwisePushPull> calls,
-                     absl::Status error);
-
-  PsClient* const client_;       // not owned; retries a failed push-pull
-  const ModelSpec* const spec_;  // not owned
-  const TensorList* const grads_;
-  TensorList* const weights_;
-  std::vector<bool> sent_;  // by tensor
-  int remaining_;           // tensors not sent yet
-  absl::Status error_;      // a bad Send, or a failed start
-  std::unique_ptr<LayerwisePushPull> calls_;  // reset (cancelled) on error
-};
 
 class PsClient {
  public:
@@ -121,7 +89,8 @@ class PsClient {
   absl::Status PushPull(const TensorList& grads, TensorList* weights);
   std::unique_ptr<PendingOp> PushPullAsync(const TensorList& grads, TensorList* weights);
 
-  // PushPull with the gradient sent tensor by tensor; see PushPullInProgress.
+  // PushPull with the gradient sent tensor by tensor
+  // (client/push_pull_in_progress.h).
   std::unique_ptr<PushPullInProgress> StartPushPull(const TensorList* grads, TensorList* weights);
 
   // The smallest version pulled from any shard (in sync mode: the step).
@@ -131,26 +100,29 @@ class PsClient {
   std::vector<PushOutcome> LastPushOutcomes() const;
 
  private:
-  friend class PushPullInProgress;
-  struct Rep;  // the state, the control stubs and the transport
+  struct Rep;  // the state, the control calls, the transport, heartbeats
   explicit PsClient(std::unique_ptr<Rep> rep);
 
+  // Starts an operation with `start` (again for each retry) and returns its
+  // PendingOp, whose Wait() retries it with Retry.
+  std::unique_ptr<PendingOp> Retried(const char* what,
+                                     std::function<std::unique_ptr<PendingOp>()> start);
   // Retries `attempt` after `status` failed it, as ClientOptions::
   // retry_timeout says; returns the last status.
   absl::Status Retry(const char* what, absl::Status status,
                      const std::function<absl::Status()>& attempt);
   // Registers with every shard again (waiting for those that are down) and
-  // restores those behind the version this client holds. Sets `*restarted`
-  // if a shard's incarnation changed. Fails once `deadline` passes.
+  // carries out the recovery plan (client/internal/recovery.h): adopts new
+  // incarnations and restores shards behind the version this client holds.
+  // Sets `*restarted` if a shard's incarnation changed. Fails once
+  // `deadline` passes.
   absl::Status Recover(absl::Time deadline, bool* restarted);
   // Sync: when Init found the shards at different versions (they restarted
   // from checkpoints of different versions), asks those ahead to roll back
-  // to the newest checkpoint they all have (InitRequest.rollback).
+  // to the newest checkpoint they all have (InitRequest.rollback), as
+  // CommonVersionRollback (client/internal/recovery.h) plans it.
   void RollBackToCommonVersion(std::vector<int64_t> versions);
   void Log(const std::string& line) const;
-
-  absl::Status CheckGrads(const TensorList& grads) const;
-  void Resize(TensorList* weights) const;
 
   std::unique_ptr<Rep> rep_;
 };

@@ -10,7 +10,8 @@
 # the layering of docs/architecture.md: worker -> client -> rpc -> common,
 # server -> rpc -> common, and nothing in common/, the server core or the
 # client's public headers (grpc_free below) reaching gRPC or protobuf.
-# tools/ may use anything but tests/; tests/ may use anything.
+# tools/ may use anything but tests/; tests/ may use anything. Nothing
+# outside client/ includes client/internal/ (the library's private headers).
 set -euo pipefail
 check=0
 if [ "${1:-}" = "--check" ]; then check=1; shift; fi
@@ -30,6 +31,9 @@ declare -A allowed=(
 # Files that must stay free of gRPC, protobuf and rpc/: the server core, and
 # the client library's public headers (what its users include).
 grpc_free='^(server/(shard|shard_state|consistency|waiters|stats|gradient|pipeline|weights_snapshot|buffer_pool)(_test)?\.(h|cc)|client/(ps_client|pending_op|client_options)\.h)$'
+# The same for client/push_pull_in_progress.h (public) and the client's pure
+# rules in client/internal/ (recovery, heartbeats, tensor checks).
+grpc_free_client='^client/(push_pull_in_progress\.h|internal/(recovery|heartbeater|tensor_checks)(_test)?\.(h|cc))$'
 
 edges=$(mktemp)
 bad=0
@@ -37,6 +41,12 @@ while read -r f; do
   from=${f%%/*}
   tos=$( { grep -oE "^#include \"($ours)/" "$f" | sed -E 's/#include "([a-z_]+)\//\1/'
            grep -qE '^#include ["<](grpcpp|grpc\+\+|grpc)/' "$f" && echo gRPC || true; } | sort -u)
+  if [ "$check" -eq 1 ] && [ "$from" != client ] &&
+     grep -qE '^#include "client/internal/' "$f"; then
+    echo "layering: $f includes a private client header:" \
+      "$(grep -m1 -E '^#include "client/internal/' "$f")" >&2
+    bad=1
+  fi
   for to in $tos; do
     [ "$from" = "$to" ] && continue
     echo "$from -> $to" >>"$edges"
@@ -45,7 +55,8 @@ while read -r f; do
     if [ "${allowed[$from]+set}" != set ]; then ok=1   # folders not in the table
     elif [ "${allowed[$from]}" = "*" ]; then ok=1
     else for a in ${allowed[$from]}; do [ "$a" = "$to" ] && ok=1; done; fi
-    if [[ "$f" =~ $grpc_free ]] && [[ "$to" =~ ^(gRPC|proto|rpc)$ ]]; then ok=0; fi
+    if [[ "$f" =~ $grpc_free || "$f" =~ $grpc_free_client ]] &&
+       [[ "$to" =~ ^(gRPC|proto|rpc)$ ]]; then ok=0; fi
     if [ "$ok" -eq 0 ]; then
       if [ "$to" = gRPC ]; then pat='^#include ["<]grpc'; else pat="^#include \"$to/"; fi
       echo "layering: $f includes $to: $(grep -m1 -E "$pat" "$f" || true)" >&2

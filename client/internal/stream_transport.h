@@ -1,7 +1,7 @@
 // StreamTransport: the stream implementation of ShardTransport
-// (client/shard_transport.h). Each shard gets one long-lived stream
-// (client/shard_stream.h), opened on first use and reopened after it broke,
-// which runs one call at a time. Tensors travel in ~1 MB chunks; pulled
+// (client/internal/shard_transport.h). Each shard gets one long-lived
+// stream (client/internal/shard_stream.h), opened on first use and reopened
+// after it broke, which runs one call at a time. Tensors travel in ~1 MB chunks; pulled
 // chunks are copied into the weights while the next is on the wire.
 //
 // Its layer-wise push-pull opens the call on every shard at once, with the
@@ -10,15 +10,15 @@
 //
 // Thread safety as ShardTransport's. Borrows `state`, which must outlive it;
 // owns its stubs and streams. The destructor closes the streams.
-#ifndef PS_CLIENT_STREAM_TRANSPORT_H_
-#define PS_CLIENT_STREAM_TRANSPORT_H_
+#ifndef PS_CLIENT_INTERNAL_STREAM_TRANSPORT_H_
+#define PS_CLIENT_INTERNAL_STREAM_TRANSPORT_H_
 
 #include <cstdint>
 #include <memory>
 #include <vector>
 
-#include "client/shard_stream.h"
-#include "client/shard_transport.h"
+#include "client/internal/shard_stream.h"
+#include "client/internal/shard_transport.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "rpc/raw_wire.h"
@@ -70,4 +70,4 @@ class StreamTransport final : public ShardTransport {
 
 }  // namespace ps
 
-#endif  // PS_CLIENT_STREAM_TRANSPORT_H_
+#endif  // PS_CLIENT_INTERNAL_STREAM_TRANSPORT_H_

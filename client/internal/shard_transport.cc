@@ -1,4 +1,4 @@
-#include "client/shard_transport.h"
+#include "client/internal/shard_transport.h"
 
 #include "absl/strings/str_cat.h"
 

@@ -1,4 +1,4 @@
-#include "client/pending_calls.h"
+#include "client/internal/pending_calls.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"

@@ -14,8 +14,8 @@
 // the setup calls (AddCancel, AddUnaryCall) only before the PendingCalls is
 // handed out. Owns the unary calls' contexts and messages; the destructor
 // cancels calls still in flight and waits for their callbacks.
-#ifndef PS_CLIENT_PENDING_CALLS_H_
-#define PS_CLIENT_PENDING_CALLS_H_
+#ifndef PS_CLIENT_INTERNAL_PENDING_CALLS_H_
+#define PS_CLIENT_INTERNAL_PENDING_CALLS_H_
 
 #include <functional>
 #include <map>
@@ -115,4 +115,4 @@ std::unique_ptr<PendingCalls> StartUnaryCalls(
 
 }  // namespace ps
 
-#endif  // PS_CLIENT_PENDING_CALLS_H_
+#endif  // PS_CLIENT_INTERNAL_PENDING_CALLS_H_

@@ -2,12 +2,13 @@
 // travels to its shards. PsClient (client/ps_client.h) picks one
 // implementation at Connect from ClientOptions::transport and is otherwise
 // the same for both:
-//   - unary (client/unary_transport.h): one unary call per shard per
-//     operation, on the raw path of rpc/raw_wire.h;
-//   - stream (client/stream_transport.h): one long-lived stream per shard
-//     (client/shard_stream.h), tensors in ~1 MB chunks that are copied while
-//     the next is on the wire, and a layer-wise push-pull whose gradient
-//     chunks go out as backward makes each tensor final.
+//   - unary (client/internal/unary_transport.h): one unary call per shard
+//     per operation, on the raw path of rpc/raw_wire.h;
+//   - stream (client/internal/stream_transport.h): one long-lived stream
+//     per shard (client/internal/shard_stream.h), tensors in ~1 MB chunks
+//     that are copied while the next is on the wire, and a layer-wise
+//     push-pull whose gradient chunks go out as backward makes each tensor
+//     final.
 // Each operation addresses every shard at once and returns one handle.
 //
 // ClientState is what a transport shares with its PsClient: the options,
@@ -20,8 +21,8 @@
 // entries of ClientState::shard_version; the training thread reads them
 // after Wait(). A transport borrows its ClientState, which must outlive it
 // and every handle it returned.
-#ifndef PS_CLIENT_SHARD_TRANSPORT_H_
-#define PS_CLIENT_SHARD_TRANSPORT_H_
+#ifndef PS_CLIENT_INTERNAL_SHARD_TRANSPORT_H_
+#define PS_CLIENT_INTERNAL_SHARD_TRANSPORT_H_
 
 #include <cstdint>
 #include <memory>
@@ -136,4 +137,4 @@ class WeightReader {
 
 }  // namespace ps
 
-#endif  // PS_CLIENT_SHARD_TRANSPORT_H_
+#endif  // PS_CLIENT_INTERNAL_SHARD_TRANSPORT_H_

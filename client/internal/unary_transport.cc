@@ -1,6 +1,6 @@
-#include "client/unary_transport.h"
+#include "client/internal/unary_transport.h"
 
-#include "client/pending_calls.h"
+#include "client/internal/pending_calls.h"
 #include "common/status_macros.h"
 #include "rpc/raw_wire.h"
 

@@ -1,4 +1,4 @@
-#include "client/shard_stream.h"
+#include "client/internal/shard_stream.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"

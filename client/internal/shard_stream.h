@@ -10,8 +10,8 @@
 //
 // Thread-safe. The destructor closes the stream and waits (bounded) for gRPC
 // to finish with it; no callback runs after it returns.
-#ifndef PS_CLIENT_SHARD_STREAM_H_
-#define PS_CLIENT_SHARD_STREAM_H_
+#ifndef PS_CLIENT_INTERNAL_SHARD_STREAM_H_
+#define PS_CLIENT_INTERNAL_SHARD_STREAM_H_
 
 #include <deque>
 #include <functional>
@@ -86,4 +86,4 @@ class ShardStream final : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc:
 
 }  // namespace ps
 
-#endif  // PS_CLIENT_SHARD_STREAM_H_
+#endif  // PS_CLIENT_INTERNAL_SHARD_STREAM_H_

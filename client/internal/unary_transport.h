@@ -1,21 +1,21 @@
 // UnaryTransport: the unary implementation of ShardTransport
-// (client/shard_transport.h). Each push, pull and push-pull is one unary
-// call per shard on the raw path of rpc/raw_wire.h: gradients are sent
+// (client/internal/shard_transport.h). Each push, pull and push-pull is one
+// unary call per shard on the raw path of rpc/raw_wire.h: gradients are sent
 // without a copy, weights are copied once, straight into place. Every call
 // carries its own deadline. A layer-wise push-pull has no call to append to,
 // so it sends everything with its last tensor.
 //
 // Thread safety as ShardTransport's. Borrows `state`, which must outlive it;
 // owns its stubs.
-#ifndef PS_CLIENT_UNARY_TRANSPORT_H_
-#define PS_CLIENT_UNARY_TRANSPORT_H_
+#ifndef PS_CLIENT_INTERNAL_UNARY_TRANSPORT_H_
+#define PS_CLIENT_INTERNAL_UNARY_TRANSPORT_H_
 
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <vector>
 
-#include "client/shard_transport.h"
+#include "client/internal/shard_transport.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/generic/generic_stub.h"
 
@@ -39,7 +39,7 @@ class UnaryTransport final : public ShardTransport {
   using Reply = std::function<absl::Status(int, const grpc::ByteBuffer&)>;
 
   // One raw call of `method` per shard (see StartUnaryCalls in
-  // client/pending_calls.h).
+  // client/internal/pending_calls.h).
   std::unique_ptr<PendingOp> RawCalls(const char* method, absl::Duration timeout,
                                       const std::function<void(int, grpc::ByteBuffer*)>& build,
                                       Reply on_reply);
@@ -54,4 +54,4 @@ class UnaryTransport final : public ShardTransport {
 
 }  // namespace ps
 
-#endif  // PS_CLIENT_UNARY_TRANSPORT_H_
+#endif  // PS_CLIENT_INTERNAL_UNARY_TRANSPORT_H_

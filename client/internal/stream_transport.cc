@@ -1,6 +1,6 @@
-#include "client/stream_transport.h"
+#include "client/internal/stream_transport.h"
 
-#include "client/pending_calls.h"
+#include "client/internal/pending_calls.h"
 #include "common/status_macros.h"
 
 namespace ps {

@@ -1,0 +1,138 @@
+// PsClient's retries through a real server that restarts (empty, on the same
+// address) while a call is in flight: PullAsync and PushPullAsync retry
+// inside Wait() as the blocking calls do (client/ps_client.h): the client
+// registers again, restores the shard from its copy and tries again, and the
+// gradient is applied once.
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "client/ps_client.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/ps_server.h"
+#include "tests/test_cluster.h"
+
+namespace ps {
+namespace {
+
+using ::testing::Contains;
+using ::testing::HasSubstr;
+
+const ModelSpec kSpec = {{"w", {2, 2}}, {"b", {2}}};
+const TensorList kInitial = {{1, 2, 3, 4}, {-1, -2}};
+constexpr float kLearningRate = 0.5f;
+
+ServerOptions OneShard(const std::string& listen) {
+  ServerOptions o;
+  o.listen = listen;
+  o.shard.num_workers = 1;
+  o.shard.mode = Mode::kSync;
+  o.shard.optimizer.learning_rate = kLearningRate;
+  o.shutdown_grace = absl::Milliseconds(100);  // the client's stream stays open
+  return o;
+}
+
+class RestartedShard : public ::testing::TestWithParam<ClientOptions::Transport> {
+ protected:
+  void SetUp() override {
+    auto server = PsServer::Start(OneShard("127.0.0.1:0"));
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    address_ = server_->address();
+    ClientOptions o;
+    o.servers = {address_};
+    o.transport = GetParam();
+    o.retry_timeout = absl::Seconds(60);
+    o.log = [this](absl::string_view line) {
+      absl::MutexLock l(&mu_);
+      lines_.emplace_back(line);
+      if (absl::StrContains(line, "failed (a shard unavailable") && !failed_.HasBeenNotified()) {
+        failed_.Notify();
+      }
+    };
+    auto client = PsClient::Connect(o);
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = *std::move(client);
+    ASSERT_TRUE(client_->Init(kSpec, &kInitial).ok());
+    TensorList weights;
+    ASSERT_TRUE(client_->Pull(0, &weights).ok());  // the copy to restore from
+    ASSERT_EQ(weights, kInitial);
+  }
+
+  void TearDown() override {
+    gave_up_ = true;
+    if (restarter_.joinable()) restarter_.join();
+    client_.reset();
+    server_.reset();
+  }
+
+  // Stops the server now, and starts an empty one on its address once the
+  // client says a call failed, i.e. after the call's first try.
+  void RestartWhenACallFails() {
+    ASSERT_TRUE(server_->Shutdown().ok());
+    server_.reset();
+    restarter_ = std::thread([this] {
+      while (!failed_.WaitForNotificationWithTimeout(absl::Milliseconds(10))) {
+        if (gave_up_) return;
+      }
+      for (int tries = 0; tries < 100; ++tries) {  // the port may linger a moment
+        auto server = PsServer::Start(OneShard(address_));
+        if (server.ok()) {
+          server_ = *std::move(server);
+          return;
+        }
+        absl::SleepFor(absl::Milliseconds(50));
+      }
+      ADD_FAILURE() << "cannot start the server again on " << address_;
+    });
+  }
+
+  std::vector<std::string> Lines() {
+    absl::MutexLock l(&mu_);
+    return lines_;
+  }
+
+  std::unique_ptr<PsServer> server_;
+  std::string address_;
+  std::unique_ptr<PsClient> client_;
+  std::thread restarter_;
+  std::atomic<bool> gave_up_{false};
+  absl::Notification failed_;
+  absl::Mutex mu_;
+  std::vector<std::string> lines_ ABSL_GUARDED_BY(mu_);
+};
+
+TEST_P(RestartedShard, PullAsyncRetriesInWait) {
+  RestartWhenACallFails();
+  TensorList weights;
+  std::unique_ptr<PendingOp> op = client_->PullAsync(0, &weights);
+  const absl::Status status = op->Wait();
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_EQ(weights, kInitial);
+  EXPECT_THAT(Lines(), Contains(HasSubstr("restored it to version 0 from this worker's copy")));
+  EXPECT_THAT(Lines(), Contains(HasSubstr("pull went through after")));
+}
+
+TEST_P(RestartedShard, PushPullAsyncRetriesInWaitAndAppliesTheGradientOnce) {
+  RestartWhenACallFails();
+  const TensorList grads = {{2, 2, 2, 2}, {4, 4}};
+  TensorList weights;
+  std::unique_ptr<PendingOp> op = client_->PushPullAsync(grads, &weights);
+  const absl::Status status = op->Wait();
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_EQ(weights, (TensorList{{0, 1, 2, 3}, {-3, -4}}));
+  EXPECT_EQ(client_->version(), 1);
+  EXPECT_THAT(Lines(), Contains(HasSubstr("push-pull went through after")));
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, RestartedShard, AllTransports(), TransportName);
+
+}  // namespace
+}  // namespace ps
