@@ -80,7 +80,8 @@ absl::Status ServerOptions::Validate() const {
     return absl::InvalidArgumentError(
         "need --checkpoint_every >= 0, --checkpoint_secs >= 0 and --checkpoint_keep >= 1");
   }
-  if (shard.mode != Mode::kSync && (shard.sync_rule.quorum != 0 || shard.sync_rule.min_workers != 1)) {
+  if (shard.mode != Mode::kSync &&
+      (shard.sync_rule.quorum != 0 || shard.sync_rule.min_workers != 1)) {
     return absl::InvalidArgumentError("--sync_quorum and --min_workers apply to --mode=sync only");
   }
   return absl::OkStatus();
