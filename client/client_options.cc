@@ -11,4 +11,17 @@ absl::StatusOr<ClientOptions::Transport> ParseTransport(absl::string_view text) 
       absl::StrCat("unknown transport '", text, "': expected 'stream' or 'unary'"));
 }
 
+absl::Status ValidateClientOptions(const ClientOptions& o) {
+  if (o.keepalive != absl::ZeroDuration() &&
+      !(o.keepalive >= absl::Seconds(1) && o.keepalive <= absl::Hours(24))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--keepalive must be 0 (off) or 1..86400 seconds, got ",
+                     absl::ToDoubleSeconds(o.keepalive)));
+  }
+  if (o.retry_timeout < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--retry_timeout must be >= 0");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace ps

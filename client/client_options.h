@@ -1,6 +1,7 @@
 // ClientOptions: how a PsClient (client/ps_client.h) connects and how long
 // it waits. A plain value; copy it freely. ParseTransport reads the
-// --transport flag's value.
+// --transport flag's value; ValidateClientOptions checks the limits that
+// PsClient::Connect does not.
 #ifndef PS_CLIENT_CLIENT_OPTIONS_H_
 #define PS_CLIENT_CLIENT_OPTIONS_H_
 
@@ -8,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
@@ -58,6 +60,10 @@ struct ClientOptions {
 
 // "stream" / "unary"; INVALID_ARGUMENT otherwise.
 absl::StatusOr<ClientOptions::Transport> ParseTransport(absl::string_view text);
+
+// INVALID_ARGUMENT naming the flag (ps_worker's) unless keepalive is zero or
+// in [1 s, 1 day] and retry_timeout >= 0.
+absl::Status ValidateClientOptions(const ClientOptions& options);
 
 }  // namespace ps
 

@@ -22,7 +22,8 @@ struct SecurityOptions {
   // Bearer tokens (rpc/authz.h): the server's table, or the client's own
   // token. Needs TLS on both sides.
   std::string auth_token_file;
-  // How often the PEM files are re-read (at least 1 s).
+  // How often the PEM files are re-read (at least 1 s; ps_server's
+  // --tls_reload_secs).
   absl::Duration reload_interval = absl::Seconds(10);
   // Allows plaintext on non-loopback addresses.
   bool insecure = false;

@@ -61,7 +61,8 @@ absl::Status CheckSecurityOptions(const SecurityOptions& o, absl::string_view ad
     if (absl::Status s = Readable(path, flag); !s.ok()) return s;
   }
   if (o.reload_interval < absl::Seconds(1)) {
-    return absl::InvalidArgumentError("the certificate reload interval must be at least 1s");
+    return absl::InvalidArgumentError(
+        "--tls_reload_secs must be >= 1 (the certificate reload interval)");
   }
   if (server && o.tls() && o.tls_cert.empty()) {
     return absl::InvalidArgumentError("a TLS server needs --tls_cert and --tls_key");

@@ -17,6 +17,7 @@
 #include "grpcpp/version_info.h"
 #include "rpc/auth_processor.h"
 #include "rpc/credentials.h"
+#include "rpc/raw_wire.h"
 
 namespace ps {
 namespace {
@@ -47,6 +48,45 @@ absl::StatusOr<std::string> HostOf(const std::string& address, absl::string_view
 
 }  // namespace
 
+absl::Status ServerOptions::Validate() const {
+  const SpecLimits& limits = shard.spec_limits;
+  constexpr int64_t kMaxElements = int64_t{1} << 40;
+  if (limits.max_model_elements < 1 || limits.max_model_elements > kMaxElements ||
+      limits.max_tensor_elements < 1 || limits.max_tensor_elements > kMaxElements) {
+    return absl::InvalidArgumentError(
+        "--max_model_elements and --max_tensor_elements must be in [1, 2^40]");
+  }
+  if (limits.max_tensors < 1 || limits.max_tensors >= int{kMaxSlicesPerMessage}) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max_tensors must be in [1, ", kMaxSlicesPerMessage, ")"));
+  }
+  if (limits.max_name_bytes < 1 || limits.max_name_bytes > (1 << 20)) {
+    return absl::InvalidArgumentError("--max_name_bytes must be in [1, 2^20]");
+  }
+  if (shard.stall_report_after < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--stall_report_after must be >= 0");
+  }
+  if (service.call_timeout < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--call_timeout must be >= 0");
+  }
+  if (shutdown_grace < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--shutdown_grace must be >= 0");
+  }
+  if (max_concurrent_streams < 1) {
+    return absl::InvalidArgumentError("--max_concurrent_streams must be >= 1");
+  }
+  if (checkpoints.every_versions < 0 || checkpoints.period < absl::ZeroDuration() ||
+      checkpoints.keep < 1) {
+    return absl::InvalidArgumentError(
+        "need --checkpoint_every >= 0, --checkpoint_secs >= 0 and --checkpoint_keep >= 1");
+  }
+  if (shard.mode != Mode::kSync &&
+      (shard.sync_rule.quorum != 0 || shard.sync_rule.min_workers != 1)) {
+    return absl::InvalidArgumentError("--sync_quorum and --min_workers apply to --mode=sync only");
+  }
+  return absl::OkStatus();
+}
+
 int MaxReceiveMessageBytes(const ServerOptions& options) {
   const SpecLimits& l = options.shard.spec_limits;
   const int64_t shards = std::max(1, options.shard.num_shards);
@@ -58,15 +98,13 @@ int MaxReceiveMessageBytes(const ServerOptions& options) {
 }
 
 absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& options) {
+  RETURN_IF_ERROR(options.Validate());
   ASSIGN_OR_RETURN(const std::string host, HostOf(options.listen, "listen"));
   std::string health_host;
   if (!options.health_listen.empty()) {
     ASSIGN_OR_RETURN(health_host, HostOf(options.health_listen, "health listen"));
   }
   RETURN_IF_ERROR(CheckSecurityOptions(options.security, options.listen, /*server=*/true));
-  if (options.max_concurrent_streams < 1) {
-    return absl::InvalidArgumentError("max_concurrent_streams must be >= 1");
-  }
   std::unique_ptr<PsServer> s(new PsServer(options));
   ShardOptions shard_options = options.shard;
   const ServerOptions::Checkpoints& c = options.checkpoints;

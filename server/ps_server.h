@@ -57,6 +57,13 @@ struct ServerOptions {
     int keep = 3;                                      // newest files kept
   };
   Checkpoints checkpoints;
+
+  // OK, or INVALID_ARGUMENT naming ps_server's flag, for what the shard does
+  // not check itself (ShardOptions' own rules are checked by Shard::Create):
+  // the size limits, negative durations, max_concurrent_streams < 1, the
+  // checkpoint options, and a sync rule other than the default in async
+  // mode. PsServer::Start calls it first.
+  absl::Status Validate() const;
 };
 
 // The largest message a server of these options accepts: what the largest

@@ -9,7 +9,8 @@
 // Calls: Register, InitParams (spec only; waits 1 ms for worker 0), CreateParams
 // (InitParams with values, a one-element model "w"), Push, Pull, PushPull,
 // Heartbeat, GetStatus, Checkpoint, Stream (one pull call), Health.
-// Exits 0 iff the call succeeded.
+// Exits 0 iff the call succeeded. The TLS flags are the real clients'
+// (common/client_security_flags.h).
 #include <iostream>
 #include <memory>
 #include <string>
@@ -19,6 +20,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "client/channel.h"
+#include "common/client_security_flags.h"
 #include "proto/health.grpc.pb.h"
 #include "proto/ps.grpc.pb.h"
 
@@ -26,11 +28,6 @@ ABSL_FLAG(std::string, server, "", "HOST:PORT of the server.");
 ABSL_FLAG(std::string, call, "GetStatus", "The RPC to make (see the file comment).");
 ABSL_FLAG(int, worker_id, 0, "The worker id the request names.");
 ABSL_FLAG(int, num_workers, 2, "The worker count Register names.");
-ABSL_FLAG(std::string, tls_ca, "", "As ps_worker's.");
-ABSL_FLAG(std::string, tls_cert, "", "As ps_worker's.");
-ABSL_FLAG(std::string, tls_key, "", "As ps_worker's.");
-ABSL_FLAG(std::string, tls_server_name, "", "As ps_worker's.");
-ABSL_FLAG(std::string, auth_token_file, "", "As ps_worker's.");
 ABSL_FLAG(double, timeout, 10, "Seconds the call may take.");
 
 namespace {
@@ -132,13 +129,9 @@ grpc::Status Call(const std::string& call, int worker, grpc::Channel* channel,
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
-  ps::SecurityOptions security;
-  security.tls_ca = absl::GetFlag(FLAGS_tls_ca);
-  security.tls_cert = absl::GetFlag(FLAGS_tls_cert);
-  security.tls_key = absl::GetFlag(FLAGS_tls_key);
-  security.tls_server_name = absl::GetFlag(FLAGS_tls_server_name);
-  security.auth_token_file = absl::GetFlag(FLAGS_auth_token_file);
-  security.insecure = true;  // the tests try plaintext against TLS servers on purpose
+  ps::SecurityOptions security = ps::ClientSecurityFromFlags();
+  // Whatever --insecure says: the tests try plaintext against TLS servers on purpose.
+  security.insecure = true;
   absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
       ps::MakeChannel(absl::GetFlag(FLAGS_server), absl::ZeroDuration(), security);
   if (!channel.ok()) {

@@ -1,0 +1,133 @@
+#include "server/server_flags.h"
+
+#include <cstdint>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "common/security_flags.h"
+#include "common/status_macros.h"
+
+ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
+          "HOST:PORT to serve on (0.0.0.0:PORT: every interface). Port 0 picks a free port; "
+          "the first stdout line says which. Without TLS only a loopback address is allowed, "
+          "unless --insecure.");
+ABSL_FLAG(double, tls_reload_secs, 10,
+          "How often, in seconds, the --tls_* files are re-read (>= 1).");
+ABSL_FLAG(std::string, health_listen, "",
+          "HOST:PORT of an extra plaintext port that serves only grpc.health.v1 (SERVING / "
+          "NOT_SERVING), for Kubernetes and compose probes that have no client certificate. "
+          "Empty: none (the main port answers health checks from any peer that passes the "
+          "TLS handshake).");
+ABSL_FLAG(bool, reflection, false,
+          "Serve gRPC server reflection (for grpcurl and grpc_cli); reflection calls need the "
+          "admin identity when clients are authenticated.");
+ABSL_FLAG(int, shard_id, 0, "This server's shard index, 0 <= shard_id < num_shards.");
+ABSL_FLAG(int, num_shards, 1, "Total number of parameter-server shards (S).");
+ABSL_FLAG(int, num_workers, 1, "Number of workers that train against the servers (W).");
+ABSL_FLAG(std::string, mode, "sync",
+          "sync: average one gradient per worker per step, then apply once. "
+          "async: apply every gradient as it arrives.");
+ABSL_FLAG(double, lr, 0.1, "SGD learning rate applied by this shard.");
+ABSL_FLAG(double, pull_timeout, 120,
+          "Longest wait, in seconds, of a pull (or a worker's init) for a version that has not "
+          "arrived; a request may ask for less (ps_worker sends its --wait_timeout). Past it "
+          "the call fails with DEADLINE_EXCEEDED naming the workers that have not pushed.");
+ABSL_FLAG(double, stall_report_after, 10,
+          "Sync mode: when a step has waited this many seconds since its first gradient "
+          "arrived for the other workers' gradients, log to stderr which workers it waits for "
+          "(\"shard S: step T has waited ...\"), again each time the wait doubles, and "
+          "\"shard S: step T completed after ...\" when it completes. 0 = off.");
+ABSL_FLAG(double, call_timeout, 60,
+          "Longest time, in seconds, a stream call may take to arrive in full after its first "
+          "message; past it the stream is closed with DEADLINE_EXCEEDED and the call's buffer "
+          "freed. 0 = no limit.");
+ABSL_FLAG(double, shutdown_grace, 10,
+          "On SIGINT/SIGTERM, seconds that running calls get to finish before they are "
+          "cancelled. The process exits within this plus 5 s whatever its clients do.");
+ABSL_FLAG(int64_t, max_model_elements, int64_t{1} << 30,
+          "Largest model an init may create, in float32 elements over all tensors "
+          "(RESOURCE_EXHAUSTED past it). Also sizes the largest request accepted.");
+ABSL_FLAG(int64_t, max_tensor_elements, int64_t{1} << 30,
+          "Largest tensor of a model, in elements (INVALID_ARGUMENT past it).");
+ABSL_FLAG(int, max_tensors, 4096, "Most tensors a model may have (INVALID_ARGUMENT past it).");
+ABSL_FLAG(int, max_name_bytes, 256, "Longest tensor name, in bytes (INVALID_ARGUMENT past it).");
+ABSL_FLAG(int64_t, max_waiting_calls, 10000,
+          "Most pulls and inits waiting for a version at once; more fail with "
+          "RESOURCE_EXHAUSTED.");
+ABSL_FLAG(int, max_pending_pushes, 0,
+          "Most pushes being received at once, each holding a buffer of the shard's size; more "
+          "fail with RESOURCE_EXHAUSTED. 0 = 2 * num_workers + 2.");
+ABSL_FLAG(int, max_concurrent_streams, 1000,
+          "Most calls (streams, unary calls, waiting pulls) open at once on one client "
+          "connection; more wait in gRPC for a free slot.");
+ABSL_FLAG(std::string, checkpoint_dir, "",
+          "Directory of this shard's checkpoints (created if missing; shards may share it). "
+          "At start the newest valid one is restored (damaged ones are skipped with a "
+          "warning); one is written at each --checkpoint_every versions, every "
+          "--checkpoint_secs, and at SIGTERM. Empty: no checkpoints.");
+ABSL_FLAG(int64_t, checkpoint_every, 100,
+          "With --checkpoint_dir: write a checkpoint whenever the version reaches a multiple "
+          "of this (in sync mode the same steps on every shard: a consistent cut). 0 = not by "
+          "version.");
+ABSL_FLAG(double, checkpoint_secs, 0,
+          "With --checkpoint_dir: also write one at most this many seconds apart if the "
+          "version moved (not a consistent cut across shards). 0 = not by time.");
+ABSL_FLAG(int, checkpoint_keep, 3, "With --checkpoint_dir: how many newest checkpoints to keep.");
+ABSL_FLAG(double, worker_timeout, 10,
+          "Sync mode: a worker's lease, in seconds. A worker that sent a request in this run "
+          "of the server and then nothing (not even the heartbeat its ps_worker sends) for "
+          "this long is dropped: the open step and the next ones close without its gradient "
+          "(averaging over the workers that pushed) until it sends again. Logged as "
+          "\"shard S: worker W dropped ...\" and \"... worker W is back\". 0 = no leases: "
+          "a step waits for every worker up to --pull_timeout.");
+ABSL_FLAG(int, min_workers, 1,
+          "Sync mode: a step closes without dropped workers only once at least this many "
+          "gradients are in; below it, it waits.");
+ABSL_FLAG(int, sync_quorum, 0,
+          "Sync mode, backup workers: close each step with the first N gradients from N "
+          "distinct workers (1 <= N <= --num_workers). A gradient that arrives for a closed "
+          "step is answered \"dropped\" (not an error), counted in ps_ctl status, and its "
+          "worker continues from the current step. 0 = every live worker's gradient.");
+ABSL_FLAG(bool, reject_nonfinite, true,
+          "Refuse gradients and initial values holding NaN or Inf (INVALID_ARGUMENT), so that "
+          "one bad worker cannot poison the model silently.");
+
+namespace ps {
+
+absl::StatusOr<ServerOptions> ServerOptionsFromFlags() {
+  ServerOptions o;
+  o.listen = absl::GetFlag(FLAGS_listen);
+  o.health_listen = absl::GetFlag(FLAGS_health_listen);
+  o.reflection = absl::GetFlag(FLAGS_reflection);
+  o.security = SecurityOptionsFromFlags();
+  o.security.reload_interval = absl::Seconds(absl::GetFlag(FLAGS_tls_reload_secs));
+  ShardOptions& shard = o.shard;
+  shard.shard_id = absl::GetFlag(FLAGS_shard_id);
+  shard.num_shards = absl::GetFlag(FLAGS_num_shards);
+  shard.num_workers = absl::GetFlag(FLAGS_num_workers);
+  ASSIGN_OR_RETURN(shard.mode, ParseMode(absl::GetFlag(FLAGS_mode)));
+  shard.optimizer.learning_rate = static_cast<float>(absl::GetFlag(FLAGS_lr));
+  shard.default_wait = absl::Seconds(absl::GetFlag(FLAGS_pull_timeout));
+  shard.max_wait = shard.default_wait;
+  shard.stall_report_after = absl::Seconds(absl::GetFlag(FLAGS_stall_report_after));
+  shard.spec_limits.max_model_elements = absl::GetFlag(FLAGS_max_model_elements);
+  shard.spec_limits.max_tensor_elements = absl::GetFlag(FLAGS_max_tensor_elements);
+  shard.spec_limits.max_tensors = absl::GetFlag(FLAGS_max_tensors);
+  shard.spec_limits.max_name_bytes = absl::GetFlag(FLAGS_max_name_bytes);
+  shard.max_waiting_calls = absl::GetFlag(FLAGS_max_waiting_calls);
+  shard.max_pending_pushes = absl::GetFlag(FLAGS_max_pending_pushes);
+  shard.reject_nonfinite = absl::GetFlag(FLAGS_reject_nonfinite);
+  shard.worker_timeout = absl::Seconds(absl::GetFlag(FLAGS_worker_timeout));
+  shard.sync_rule.quorum = absl::GetFlag(FLAGS_sync_quorum);
+  shard.sync_rule.min_workers = absl::GetFlag(FLAGS_min_workers);
+  o.service.call_timeout = absl::Seconds(absl::GetFlag(FLAGS_call_timeout));
+  o.shutdown_grace = absl::Seconds(absl::GetFlag(FLAGS_shutdown_grace));
+  o.max_concurrent_streams = absl::GetFlag(FLAGS_max_concurrent_streams);
+  o.checkpoints.dir = absl::GetFlag(FLAGS_checkpoint_dir);
+  o.checkpoints.every_versions = absl::GetFlag(FLAGS_checkpoint_every);
+  o.checkpoints.period = absl::Seconds(absl::GetFlag(FLAGS_checkpoint_secs));
+  o.checkpoints.keep = absl::GetFlag(FLAGS_checkpoint_keep);
+  return o;
+}
+
+}  // namespace ps

@@ -1,0 +1,102 @@
+#include "server/server_flags.h"
+
+#include <string>
+
+#include "absl/flags/declare.h"
+#include "absl/flags/flag.h"
+#include "absl/flags/reflection.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+ABSL_DECLARE_FLAG(std::string, mode);
+ABSL_DECLARE_FLAG(double, pull_timeout);
+ABSL_DECLARE_FLAG(double, tls_reload_secs);
+ABSL_DECLARE_FLAG(std::string, tls_cert);
+
+namespace ps {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string Message(const absl::Status& s) { return std::string(s.message()); }
+
+TEST(ServerOptionsFromFlags, TheDefaultFlagsGiveValidOptions) {
+  absl::FlagSaver saver;
+  absl::StatusOr<ServerOptions> o = ServerOptionsFromFlags();
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_TRUE(o->Validate().ok()) << o->Validate();
+  EXPECT_EQ(o->listen, "127.0.0.1:50051");
+  EXPECT_EQ(o->shard.mode, Mode::kSync);
+  EXPECT_EQ(o->shard.default_wait, absl::Seconds(120));
+  EXPECT_EQ(o->security.reload_interval, absl::Seconds(10));
+}
+
+TEST(ServerOptionsFromFlags, ConvertsSecondsAndSharedSecurityFlags) {
+  absl::FlagSaver saver;
+  absl::SetFlag(&FLAGS_pull_timeout, 2.5);
+  absl::SetFlag(&FLAGS_tls_reload_secs, 3);
+  absl::SetFlag(&FLAGS_tls_cert, "server.pem");
+  absl::StatusOr<ServerOptions> o = ServerOptionsFromFlags();
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->shard.default_wait, absl::Milliseconds(2500));
+  EXPECT_EQ(o->shard.max_wait, absl::Milliseconds(2500));
+  EXPECT_EQ(o->security.reload_interval, absl::Seconds(3));
+  EXPECT_EQ(o->security.tls_cert, "server.pem");
+}
+
+TEST(ServerOptionsFromFlags, RefusesAnUnknownMode) {
+  absl::FlagSaver saver;
+  absl::SetFlag(&FLAGS_mode, "fast");
+  absl::StatusOr<ServerOptions> o = ServerOptionsFromFlags();
+  ASSERT_FALSE(o.ok());
+  EXPECT_THAT(Message(o.status()), HasSubstr("unknown mode 'fast'"));
+}
+
+TEST(ServerOptionsValidate, NamesTheFlagOfEachBadValue) {
+  struct Case {
+    void (*change)(ServerOptions&);
+    const char* message;
+  };
+  const Case cases[] = {
+      {[](ServerOptions& o) { o.shard.spec_limits.max_model_elements = 0; },
+       "--max_model_elements and --max_tensor_elements must be in [1, 2^40]"},
+      {[](ServerOptions& o) { o.shard.spec_limits.max_tensors = 1 << 16; },
+       "--max_tensors must be in [1, 65536)"},
+      {[](ServerOptions& o) { o.shard.spec_limits.max_name_bytes = 0; },
+       "--max_name_bytes must be in [1, 2^20]"},
+      {[](ServerOptions& o) { o.shard.stall_report_after = absl::Seconds(-1); },
+       "--stall_report_after must be >= 0"},
+      {[](ServerOptions& o) { o.service.call_timeout = absl::Seconds(-1); },
+       "--call_timeout must be >= 0"},
+      {[](ServerOptions& o) { o.shutdown_grace = absl::Seconds(-1); },
+       "--shutdown_grace must be >= 0"},
+      {[](ServerOptions& o) { o.max_concurrent_streams = 0; },
+       "--max_concurrent_streams must be >= 1"},
+      {[](ServerOptions& o) { o.checkpoints.keep = 0; }, "--checkpoint_keep >= 1"},
+      {[](ServerOptions& o) {
+         o.shard.mode = Mode::kAsync;
+         o.shard.sync_rule.quorum = 1;
+       },
+       "--sync_quorum and --min_workers apply to --mode=sync only"},
+  };
+  for (const Case& c : cases) {
+    ServerOptions o;
+    ASSERT_TRUE(o.Validate().ok());
+    c.change(o);
+    const absl::Status s = o.Validate();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << c.message;
+    EXPECT_THAT(Message(s), HasSubstr(c.message));
+  }
+}
+
+TEST(PsServerStart, RefusesInvalidOptionsBeforeListening) {
+  ServerOptions o;
+  o.listen = "127.0.0.1:0";
+  o.max_concurrent_streams = 0;
+  absl::StatusOr<std::unique_ptr<PsServer>> server = PsServer::Start(o);
+  ASSERT_FALSE(server.ok());
+  EXPECT_THAT(Message(server.status()), HasSubstr("--max_concurrent_streams must be >= 1"));
+}
+
+}  // namespace
+}  // namespace ps

@@ -1,0 +1,130 @@
+#include "tools/bench_train.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "client/ps_client.h"
+#include "common/status_macros.h"
+#include "tools/local_servers.h"
+#include "worker/trainer.h"
+
+namespace ps {
+namespace {
+
+struct TrainRun {
+  double samples_per_sec = 0;  // all workers together
+  double accuracy = 0;
+};
+
+TrainerOptions TrainOptions(const TrainBenchOptions& b, int worker_id, int workers, int batch) {
+  TrainerOptions o;
+  o.worker_id = worker_id;
+  o.num_workers = workers;
+  o.batch_size = batch;
+  o.epochs = b.epochs;
+  o.max_steps = b.max_steps;
+  o.log_every = 0;
+  return o;
+}
+
+absl::StatusOr<TrainRun> Standalone(const TrainBenchOptions& b, const FashionMnist& data) {
+  auto r = RunWorker(TrainOptions(b, 0, 1, 128), &data, {"cpu", 2}, nullptr, b.lr);
+  if (!r.ok()) return r.status();
+  return TrainRun{r->samples_per_sec, r->test_accuracy};
+}
+
+// `fault_tolerant`: as ps_server and ps_worker run by default, with
+// checkpoints every b.checkpoint_every versions into a temporary folder.
+absl::StatusOr<TrainRun> Distributed(const TrainBenchOptions& b, const FashionMnist& data,
+                                     Mode mode, bool fault_tolerant, bool tls) {
+  constexpr int kWorkers = 2;
+  ServerOptions so;
+  so.security = BenchSecurity(b.tls, tls);
+  so.shard.num_workers = kWorkers;
+  so.shard.mode = mode;
+  so.shard.optimizer.learning_rate = b.lr;
+  std::string dir;
+  if (fault_tolerant) {
+    char tmpl[] = "/tmp/ps_bench_ckpt.XXXXXX";
+    if (mkdtemp(tmpl) == nullptr) return absl::InternalError("cannot make a temporary folder");
+    dir = tmpl;
+    so.shard.worker_timeout = absl::Seconds(10);
+    so.checkpoints.dir = dir;
+    so.checkpoints.every_versions = b.checkpoint_every;
+  }
+  absl::StatusOr<LocalServers> server = LocalServers::Start(so, 1);
+  if (!server.ok()) return server.status();
+  std::vector<absl::StatusOr<TrainResult>> results(kWorkers, absl::UnknownError("not run"));
+  std::vector<std::thread> threads;
+  for (int w = 0; w < kWorkers; ++w) {
+    threads.emplace_back([&, w] {
+      ClientOptions co;
+      co.servers = server->addresses;
+      co.worker_id = w;
+      co.num_workers = kWorkers;
+      co.security = BenchSecurity(b.tls, tls, w);
+      if (fault_tolerant) co.retry_timeout = absl::Seconds(60);
+      results[w] = RunWorker(TrainOptions(b, w, kWorkers, 64), &data, {"cpu", 1}, &co, 0);
+    });
+  }
+  for (auto& t : threads) t.join();
+  server->servers.clear();  // writes the final checkpoint
+  if (!dir.empty()) std::filesystem::remove_all(dir);
+  TrainRun run;
+  for (int w = 0; w < kWorkers; ++w) {
+    if (!results[w].ok()) return results[w].status();
+    run.samples_per_sec += results[w]->samples_per_sec;
+    if (b.print_workers) {
+      std::printf("  %s worker %d: compute %.1f s, push-pull wait %.1f s\n",
+                  ModeName(mode).c_str(), w, results[w]->compute_s, results[w]->comm_s);
+    }
+  }
+  run.accuracy = results[0]->test_accuracy;
+  return run;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<Row>> RunTrainBench(const TrainBenchOptions& b) {
+  RETURN_IF_ERROR(CheckBenchTls(b.tls));
+  auto data = LoadFashionMnist(b.dataset_dir);
+  if (!data.ok()) return data.status();
+  auto standalone = Standalone(b, *data);
+  if (!standalone.ok()) return standalone.status();
+  std::vector<Row> rows;
+  Row base;
+  base.name = "standalone (1 process, 2 threads, batch 128)";
+  base.value = base.baseline = standalone->samples_per_sec;
+  base.accuracy = standalone->accuracy;
+  rows.push_back(base);
+  struct Config {
+    Mode mode;
+    bool fault_tolerant;
+    bool tls;
+  };
+  std::vector<Config> configs = {{Mode::kSync, false, false}, {Mode::kAsync, false, false}};
+  if (b.checkpoint_every > 0) configs.push_back({Mode::kSync, true, false});
+  if (b.tls.enabled) {
+    configs.push_back({Mode::kSync, false, true});
+    configs.push_back({Mode::kAsync, false, true});
+  }
+  for (const Config& c : configs) {
+    auto run = Distributed(b, *data, c.mode, c.fault_tolerant, c.tls);
+    if (!run.ok()) return run.status();
+    Row r;
+    r.name = c.fault_tolerant
+                 ? absl::StrCat("sync, fault tolerant (ckpt every ", b.checkpoint_every, ")")
+                 : absl::StrCat(ModeName(c.mode), c.tls ? ", mutual TLS" : "",
+                                " (1 server, 2 workers, batch 64 each)");
+    r.value = run->samples_per_sec;
+    r.baseline = standalone->samples_per_sec;
+    r.accuracy = run->accuracy;
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+}  // namespace ps

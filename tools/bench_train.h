@@ -1,0 +1,37 @@
+// ps_bench train: Fashion-MNIST MLP training throughput and accuracy:
+// standalone (one process, the baseline), then 1 in-process server and 2
+// worker threads in sync and async mode, a fault-tolerant sync run
+// (checkpoints, leases, retries) and, with TLS, sync and async over mutual
+// TLS. Not thread-safe.
+#ifndef PS_TOOLS_BENCH_TRAIN_H_
+#define PS_TOOLS_BENCH_TRAIN_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tools/bench_common.h"
+#include "worker/dataset.h"
+
+namespace ps {
+
+struct TrainBenchOptions {
+  int epochs = 3;               // for each configuration
+  int64_t max_steps = 0;        // per configuration; 0 = all
+  float lr = 0.1f;
+  // The fault-tolerant row's checkpoint interval, in versions; 0 = no row.
+  int64_t checkpoint_every = 100;
+  std::string dataset_dir = kDefaultDatasetDir;
+  BenchTls tls;
+  // Print each distributed worker's compute and wait time to stdout.
+  bool print_workers = true;
+};
+
+// The standalone row first (its own baseline), then a row per
+// configuration against it.
+absl::StatusOr<std::vector<Row>> RunTrainBench(const TrainBenchOptions& options);
+
+}  // namespace ps
+
+#endif  // PS_TOOLS_BENCH_TRAIN_H_

@@ -1,0 +1,196 @@
+#include "tools/bench_transport.h"
+
+#include <algorithm>
+#include <memory>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/synchronization/barrier.h"
+#include "absl/synchronization/mutex.h"
+#include "client/ps_client.h"
+#include "common/status_macros.h"
+#include "tools/local_servers.h"
+#include "tools/raw_tcp.h"
+
+namespace ps {
+namespace {
+
+enum class Op { kPush, kPull, kPushPull };
+
+// Runs `op` on W clients against the cluster for about `duration`.
+absl::StatusOr<OpTimings> RunPsOps(Op op, const std::vector<std::unique_ptr<PsClient>>& clients,
+                                   int64_t floats, int warmup, absl::Duration duration) {
+  const int W = static_cast<int>(clients.size());
+  absl::Mutex mu;
+  OpTimings result;
+  absl::Status error;
+  absl::Time end = absl::InfinitePast();
+  auto* ready = new absl::Barrier(W + 1);
+  std::vector<std::thread> threads;
+  for (int w = 0; w < W; ++w) {
+    threads.emplace_back([&, w] {
+      PsClient* c = clients[w].get();
+      TensorList grads = {std::vector<float>(floats, 1e-9f)};
+      TensorList weights;
+      auto run = [&]() -> absl::Status {
+        switch (op) {
+          case Op::kPush: return c->Push(grads);
+          case Op::kPull: return c->Pull(0, &weights);
+          case Op::kPushPull: return c->PushPull(grads, &weights);
+        }
+        return absl::OkStatus();
+      };
+      absl::Status s;
+      for (int i = 0; s.ok() && i < warmup; ++i) s = run();
+      if (ready->Block()) delete ready;
+      std::vector<absl::Duration> lat;
+      absl::Time t = absl::Now();
+      const absl::Time stop = t + duration;
+      while (s.ok() && (t < stop || lat.empty())) {
+        s = run();
+        const absl::Time now = absl::Now();
+        lat.push_back(now - t);
+        t = now;
+      }
+      absl::MutexLock l(&mu);
+      if (!s.ok() && error.ok()) error = s;
+      result.ops += static_cast<int64_t>(lat.size());
+      result.latencies.insert(result.latencies.end(), lat.begin(), lat.end());
+      end = std::max(end, t);
+    });
+  }
+  if (ready->Block()) delete ready;
+  const absl::Time start = absl::Now();
+  for (auto& t : threads) t.join();
+  if (!error.ok()) return error;
+  result.wall = end - start;
+  return result;
+}
+
+double GBps(int64_t bytes_per_op, const OpTimings& t) {
+  return double(bytes_per_op) * t.ops / absl::ToDoubleSeconds(t.wall) / 1e9;
+}
+
+// One transport row: `clients` run `op` on `floats`-element tensors.
+absl::StatusOr<Row> MeasureOp(const std::string& name, Op op, int64_t size, int64_t op_bytes,
+                              const std::vector<std::unique_ptr<PsClient>>& clients,
+                              int warmup, absl::Duration duration) {
+  const int W = static_cast<int>(clients.size());
+  auto [ps, cpu] = WithCpu(op_bytes, int64_t{W} * warmup,
+                           [&] { return RunPsOps(op, clients, size / 4, warmup, duration); });
+  if (!ps.ok()) return ps.status();
+  Row r;
+  r.name = name;
+  r.bytes = size;
+  r.value = GBps(op_bytes, *ps);
+  r.p50_us = Percentile(ps->latencies, 0.5);
+  r.p99_us = Percentile(ps->latencies, 0.99);
+  r.cpu_us_per_mb = cpu;
+  return r;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<Row>> RunTransportBench(const TransportBenchOptions& o) {
+  RETURN_IF_ERROR(CheckBenchTls(o.tls));
+  auto sizes = ParseNonEmptyList(o.sizes, "sizes");
+  if (!sizes.ok()) return sizes.status();
+  const int S = o.shards, W = o.clients;
+  const int warmup = o.warmup;
+  const absl::Duration duration = o.duration;
+  if (S < 1 || W < 1) return absl::InvalidArgumentError("--shards and --clients must be >= 1");
+  std::vector<Row> rows;
+  for (int64_t size : *sizes) {
+    if (size % 4 != 0) return absl::InvalidArgumentError("--sizes must be multiples of 4");
+    const int64_t floats = size / 4;
+    // Async shards: a push is applied at once and a pull never waits.
+    ServerOptions so;
+    so.shard.num_workers = W;
+    so.shard.mode = Mode::kAsync;
+    so.shard.optimizer.learning_rate = 1e-6f;
+    std::vector<LocalServers> clusters;  // plaintext, then TLS
+    for (bool tls : {false, true}) {
+      if (tls && !o.tls.enabled) break;
+      so.security = BenchSecurity(o.tls, tls);
+      absl::StatusOr<LocalServers> cluster = LocalServers::Start(so, S);
+      if (!cluster.ok()) return cluster.status();
+      clusters.push_back(*std::move(cluster));
+    }
+    const ModelSpec spec = {{"payload", {floats}}};
+    struct Case {
+      const char* name;
+      Op op;
+      RawPattern raw;
+      int64_t bytes;  // payload bytes moved per op
+    };
+    const Case cases[] = {{"push", Op::kPush, RawPattern::kSend, size},
+                          {"pull", Op::kPull, RawPattern::kFetch, size},
+                          {"push_pull", Op::kPushPull, RawPattern::kExchange, 2 * size}};
+    std::vector<const Case*> chosen;
+    for (absl::string_view op : absl::StrSplit(o.ops, ',', absl::SkipWhitespace())) {
+      auto it = std::find_if(std::begin(cases), std::end(cases),
+                             [&](const Case& c) { return op == c.name; });
+      if (it == std::end(cases)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--ops: unknown operation '", op, "' (known: push, pull, push_pull)"));
+      }
+      chosen.push_back(it);
+    }
+    std::vector<OpTimings> raw;
+    std::vector<double> raw_cpu;
+    for (const Case* c : chosen) {
+      auto [r, cpu] = WithCpu(c->bytes, int64_t{W} * warmup,
+                              [&] { return RunRawTcp(c->raw, size, W, warmup, duration); });
+      if (!r.ok()) return r.status();
+      raw.push_back(*std::move(r));
+      raw_cpu.push_back(cpu);
+    }
+    for (absl::string_view transport_name :
+         absl::StrSplit(o.transports, ',', absl::SkipWhitespace())) {
+      auto transport = ParseTransport(transport_name);
+      if (!transport.ok()) return transport.status();
+      // clients[0] talk plaintext, clients[1] (with --tls) mutual TLS.
+      std::vector<std::vector<std::unique_ptr<PsClient>>> clients(clusters.size());
+      for (size_t k = 0; k < clusters.size(); ++k) {
+        for (int w = 0; w < W; ++w) {
+          ClientOptions co;
+          co.servers = clusters[k].addresses;
+          co.worker_id = w;
+          co.num_workers = W;
+          co.transport = *transport;
+          co.security = BenchSecurity(o.tls, k == 1, w);
+          auto c = PsClient::Connect(co);
+          if (!c.ok()) return c.status();
+          clients[k].push_back(*std::move(c));
+        }
+        TensorList init = {std::vector<float>(floats, 0.5f)};
+        for (int w = 0; w < W; ++w) {
+          absl::Status s = clients[k][w]->Init(spec, w == 0 ? &init : nullptr);
+          if (!s.ok()) return s;
+        }
+      }
+      for (size_t i = 0; i < chosen.size(); ++i) {
+        const Case& c = *chosen[i];
+        const std::string name = absl::StrCat(c.name, "/", transport_name);
+        ASSIGN_OR_RETURN(Row r, MeasureOp(name, c.op, size, c.bytes, clients[0], warmup, duration));
+        r.baseline = GBps(c.bytes, raw[i]);
+        r.baseline_p50_us = Percentile(raw[i].latencies, 0.5);
+        r.baseline_cpu_us_per_mb = raw_cpu[i];
+        rows.push_back(r);
+        if (clients.size() > 1) {
+          // Baseline: the same operation in plaintext, just measured.
+          ASSIGN_OR_RETURN(Row t, MeasureOp(absl::StrCat(name, "+tls"), c.op, size, c.bytes,
+                                            clients[1], warmup, duration));
+          t.baseline = r.value;
+          t.baseline_p50_us = r.p50_us;
+          t.baseline_cpu_us_per_mb = r.cpu_us_per_mb;
+          rows.push_back(t);
+        }
+      }
+    }
+  }
+  return rows;
+}
+
+}  // namespace ps

@@ -1,0 +1,35 @@
+// ps_bench transport: push, pull and push-pull throughput and latency of W
+// clients against S in-process gRPC shards (async, so nothing waits), each
+// against raw loopback TCP moving the same bytes in the same run; with TLS,
+// each operation again over mutual TLS against plaintext gRPC. Not
+// thread-safe (it owns the process while it measures).
+#ifndef PS_TOOLS_BENCH_TRANSPORT_H_
+#define PS_TOOLS_BENCH_TRANSPORT_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "tools/bench_common.h"
+
+namespace ps {
+
+struct TransportBenchOptions {
+  std::string sizes = "4096,65536,1048576,4194304,16777216,67108864";  // bytes, multiples of 4
+  int shards = 1;                              // S
+  int clients = 1;                             // W, one connection each
+  std::string ops = "push,pull,push_pull";     // operations to measure
+  std::string transports = "stream,unary";     // client transports to measure
+  int warmup = 3;                              // untimed operations per client
+  absl::Duration duration = absl::Seconds(1);  // per figure
+  BenchTls tls;
+};
+
+// A row per size, operation and transport (and "+tls" rows with TLS), or
+// INVALID_ARGUMENT naming the flag of a bad option.
+absl::StatusOr<std::vector<Row>> RunTransportBench(const TransportBenchOptions& options);
+
+}  // namespace ps
+
+#endif  // PS_TOOLS_BENCH_TRANSPORT_H_

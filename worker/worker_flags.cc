@@ -1,0 +1,133 @@
+#include "worker/worker_flags.h"
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "client/client_flags.h"
+#include "common/flag_lists.h"
+#include "common/status_macros.h"
+#include "worker/dataset.h"
+
+ABSL_FLAG(int, worker_id, 0, "This worker's id, 0 <= worker_id < num_workers.");
+ABSL_FLAG(int, num_workers, 1, "Total number of workers (must match the servers).");
+ABSL_FLAG(bool, standalone, false,
+          "Train alone with local SGD and no servers (for debugging a model, and as the "
+          "single-process baseline). Uses --lr; ignores --servers.");
+ABSL_FLAG(double, lr, 0.1, "Learning rate for --standalone (servers use their own --lr).");
+ABSL_FLAG(std::string, model, "mlp", "mlp (hidden layers from --hidden) or softmax (none).");
+ABSL_FLAG(std::string, hidden, "512,256", "Hidden layer widths of the mlp, comma-separated.");
+ABSL_FLAG(std::string, dataset_dir, ps::kDefaultDatasetDir,
+          "Folder with the Fashion-MNIST IDX files (gzip or plain), as installed by Debian's "
+          "dataset-fashion-mnist package.");
+ABSL_FLAG(int, batch_size, 64, "Examples per step on this worker.");
+ABSL_FLAG(int, epochs, 1, "Passes over the training set.");
+ABSL_FLAG(int64_t, max_steps, 0, "Stop after this many steps; 0 = no limit.");
+ABSL_FLAG(uint64_t, seed, 1, "Seed for initialization and data order (same on all workers).");
+ABSL_FLAG(bool, shuffle, true, "Reshuffle the training set every epoch.");
+ABSL_FLAG(int64_t, eval_every, 0,
+          "Worker 0 evaluates on the test set every this many steps; 0 = only at the end.");
+ABSL_FLAG(int64_t, log_every, 100, "Steps between metrics lines.");
+ABSL_FLAG(std::string, metrics_file, "",
+          "Write JSON lines (worker_id, step, epoch, train_loss, samples_per_sec, wall_s, "
+          "test_accuracy, test_loss) to this file; {worker_id} in the path is replaced by the "
+          "worker's id, so that workers started with the same flags write separate files.");
+ABSL_FLAG(std::string, save_model, "",
+          "At the end, worker 0 writes each tensor as DIR/<name>.npy (float32, C order).");
+ABSL_FLAG(std::string, device, "auto",
+          "Compute backend: cuda (a GPU; an error where there is none), cpu, or auto (cuda "
+          "when this binary was built with --config=cuda and a GPU is found, else cpu; the "
+          "choice is logged at startup).");
+ABSL_FLAG(int, gpu, 0, "CUDA device index for --device=cuda|auto (one worker per GPU).");
+ABSL_FLAG(bool, tf32, false,
+          "Let cuBLAS use TF32 tensor cores: faster, but products keep only 10 mantissa bits, "
+          "so results differ from the CPU's.");
+ABSL_FLAG(int, threads, 0, "CPU math threads; 0 = all cores.");
+ABSL_FLAG(double, connect_timeout, 60, "Seconds to wait for the servers to come up.");
+ABSL_FLAG(std::string, transport, "stream",
+          "stream: one long-lived gRPC stream per server, tensors in ~1 MB chunks (fastest); "
+          "unary: one RPC per server per step.");
+ABSL_FLAG(double, keepalive, 10,
+          "Seconds without traffic before a connection to a server is pinged; an unanswered "
+          "ping closes it after as long again, failing its calls with UNAVAILABLE (a dead "
+          "server or link is noticed in about twice this). 0 = no pings; else >= 1.");
+ABSL_FLAG(double, wait_timeout, 120,
+          "Seconds a step may wait for the other workers (sync) or for worker 0's init before "
+          "failing with an error that names the missing workers.");
+ABSL_FLAG(double, retry_timeout, 60,
+          "Seconds a step keeps retrying when a server goes away (restarts, or its link "
+          "drops): the worker reconnects, puts a restarted server back at its step from its "
+          "own copy of the weights, and retries; the servers apply no push twice. 0 = fail "
+          "at once.");
+ABSL_FLAG(double, slowdown, 0,
+          "For tests of stragglers: after computing each step's gradient, sleep this many "
+          "times as long as the computation took. 0 = full speed.");
+
+namespace ps {
+namespace {
+
+absl::StatusOr<std::vector<int>> ParseHidden(const std::string& model, const std::string& text) {
+  if (model == "softmax") return std::vector<int>{};
+  if (model != "mlp") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown --model=", model, ": expected mlp or softmax"));
+  }
+  ASSIGN_OR_RETURN(std::vector<int> hidden, ParsePositiveIntList("hidden", text));
+  if (hidden.empty()) {
+    return absl::InvalidArgumentError("--model=mlp needs at least one --hidden width");
+  }
+  return hidden;
+}
+
+}  // namespace
+
+absl::StatusOr<WorkerConfig> WorkerConfigFromFlags() {
+  WorkerConfig c;
+  TrainerOptions& t = c.trainer;
+  t.worker_id = absl::GetFlag(FLAGS_worker_id);
+  t.num_workers = absl::GetFlag(FLAGS_num_workers);
+  ASSIGN_OR_RETURN(t.hidden, ParseHidden(absl::GetFlag(FLAGS_model), absl::GetFlag(FLAGS_hidden)));
+  t.batch_size = absl::GetFlag(FLAGS_batch_size);
+  t.epochs = absl::GetFlag(FLAGS_epochs);
+  t.max_steps = absl::GetFlag(FLAGS_max_steps);
+  t.seed = absl::GetFlag(FLAGS_seed);
+  t.shuffle = absl::GetFlag(FLAGS_shuffle);
+  t.eval_every = absl::GetFlag(FLAGS_eval_every);
+  t.log_every = absl::GetFlag(FLAGS_log_every);
+  t.metrics_file = absl::StrReplaceAll(absl::GetFlag(FLAGS_metrics_file),
+                                       {{"{worker_id}", absl::StrCat(t.worker_id)}});
+  t.save_model = absl::GetFlag(FLAGS_save_model);
+  t.slowdown = absl::GetFlag(FLAGS_slowdown);
+  if (!(t.slowdown >= 0)) return absl::InvalidArgumentError("--slowdown must be >= 0");
+  c.standalone = absl::GetFlag(FLAGS_standalone);
+  if (c.standalone && t.num_workers != 1) {
+    return absl::InvalidArgumentError("--standalone trains alone: use --num_workers=1");
+  }
+  c.standalone_lr = static_cast<float>(absl::GetFlag(FLAGS_lr));
+  c.dataset_dir = absl::GetFlag(FLAGS_dataset_dir);
+  c.backend.device = absl::GetFlag(FLAGS_device);
+  c.backend.threads = absl::GetFlag(FLAGS_threads);
+  c.backend.gpu = absl::GetFlag(FLAGS_gpu);
+  c.backend.tf32 = absl::GetFlag(FLAGS_tf32);
+  if (c.standalone) return c;
+
+  ClientOptions& client = c.client;
+  client = ClientOptionsFromFlags();
+  if (client.servers.empty()) {
+    return absl::InvalidArgumentError(
+        "--servers is empty: list the parameter servers (HOST:PORT,...) or pass --standalone");
+  }
+  client.worker_id = t.worker_id;
+  client.num_workers = t.num_workers;
+  client.connect_timeout = absl::Seconds(absl::GetFlag(FLAGS_connect_timeout));
+  client.wait_timeout = absl::Seconds(absl::GetFlag(FLAGS_wait_timeout));
+  client.keepalive = absl::Seconds(absl::GetFlag(FLAGS_keepalive));
+  ASSIGN_OR_RETURN(client.transport, ParseTransport(absl::GetFlag(FLAGS_transport)));
+  client.retry_timeout = absl::Seconds(absl::GetFlag(FLAGS_retry_timeout));
+  RETURN_IF_ERROR(ValidateClientOptions(client));
+  return c;
+}
+
+}  // namespace ps

@@ -1,0 +1,39 @@
+// ps_worker's flags, defined here once: what to train and how (the
+// trainer's, the backend's) and how its client waits and travels
+// (--connect_timeout, --wait_timeout, --keepalive, --transport,
+// --retry_timeout). The servers and security flags come from
+// client/client_flags.h and common/client_security_flags.h.
+#ifndef PS_WORKER_WORKER_FLAGS_H_
+#define PS_WORKER_WORKER_FLAGS_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "client/client_options.h"
+#include "worker/backend.h"
+#include "worker/trainer.h"
+
+namespace ps {
+
+// What one ps_worker run was asked to do.
+struct WorkerConfig {
+  TrainerOptions trainer;  // log unset: the caller picks where lines go
+  BackendOptions backend;
+  std::string dataset_dir;
+  bool standalone = false;  // train alone: `client` is unused
+  float standalone_lr = 0.1f;
+  // Checked with ValidateClientOptions; log unset.
+  ClientOptions client;
+};
+
+// The flags' values (after absl::ParseCommandLine). INVALID_ARGUMENT naming
+// the flag for what no options type checks: an unknown --model, a bad
+// --hidden, a negative --slowdown, --standalone with several workers, an
+// empty --servers without --standalone, an unknown --transport, and what
+// ValidateClientOptions refuses. The rest of the trainer's options are
+// checked against the dataset (ValidateTrainerOptions), once it is loaded.
+absl::StatusOr<WorkerConfig> WorkerConfigFromFlags();
+
+}  // namespace ps
+
+#endif  // PS_WORKER_WORKER_FLAGS_H_
