@@ -227,8 +227,8 @@ grpc::ServerUnaryReactor* ParameterServerService::InitParams(grpc::CallbackServe
   }
   if (req->restore()) {
     return answer_now([&] {
-      return shard_->Restore(req->worker_id(), ModelSpecFromProto(req->spec()),
-                             SlicesFromProto(req->values()), req->version());
+      return shard_->AdoptWorkerCopy(req->worker_id(), ModelSpecFromProto(req->spec()),
+                                     SlicesFromProto(req->values()), req->version());
     });
   }
   auto* reactor = new WaitingReactor(shard_);
