@@ -14,7 +14,7 @@ ShardStats StatsFrom(const ShardOptions& options, const ShardMetrics& metrics) {
     s.min_workers = options.sync_rule.min_workers;
     s.worker_timeout = options.worker_timeout;
   }
-  s.pushes_applied = metrics.pushes_accepted.Get();
+  s.pushes_accepted = metrics.pushes_accepted.Get();
   s.max_staleness = metrics.staleness_max.Get();
   s.mean_staleness = metrics.MeanStaleness();
   s.waiting_calls = metrics.waiting_calls.Get();

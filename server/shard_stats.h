@@ -28,9 +28,8 @@ struct ShardStats {
   bool initialized = false;
   int64_t version = 0;
   std::vector<int> workers_seen;
-  // Pushes accepted (the wire field's name says applied; in sync mode W
-  // accepted pushes make one applied update).
-  int64_t pushes_applied = 0;
+  // Pushes accepted (in sync mode, the pushes of a step make one update).
+  int64_t pushes_accepted = 0;
   int64_t max_staleness = 0;
   double mean_staleness = 0;
   std::vector<int> waiting_for;

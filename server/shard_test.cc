@@ -196,7 +196,7 @@ TEST(Shard, SyncSecondPushBySameWorkerIsADuplicateAndCounted) {
   EXPECT_EQ(again->outcome, PushOutcome::kDuplicate);
   EXPECT_EQ(again->version, 0);
   EXPECT_EQ(shard->Stats().pushes_duplicate, 1);
-  EXPECT_EQ(shard->Stats().pushes_applied, 1);
+  EXPECT_EQ(shard->Stats().pushes_accepted, 1);
 }
 
 // Crosses a real timer (the waiters' thread rings the lease check), so it
@@ -386,7 +386,7 @@ TEST(Shard, AsyncAppliesEachPushAndRecordsStaleness) {
   EXPECT_EQ(*PushSlices(shard.get(), 1, 2, g.data), 3);  // staleness 0
   const ShardStats st = shard->Stats();
   EXPECT_EQ(st.version, 3);
-  EXPECT_EQ(st.pushes_applied, 3);
+  EXPECT_EQ(st.pushes_accepted, 3);
   EXPECT_EQ(st.max_staleness, 1);
   EXPECT_DOUBLE_EQ(st.mean_staleness, 1.0 / 3);
   EXPECT_EQ(PushSlices(shard.get(), 0, 7, g.data).status().code(), absl::StatusCode::kFailedPrecondition);
@@ -444,7 +444,7 @@ TEST(Shard, PendingPushesAreLimitedAndCountedInStats) {
   EXPECT_EQ(*PushSlices(shard->get(), 0, 0, g.data), 1);
   const ShardStats st = (*shard)->Stats();
   EXPECT_EQ(st.pending_pushes, 0);
-  EXPECT_EQ(st.pushes_applied, 1);
+  EXPECT_EQ(st.pushes_accepted, 1);
   EXPECT_EQ(st.push_latency.count, 1);
 }
 
@@ -487,7 +487,7 @@ TEST(Shard, PushBeforeInitIsRejected) {
   Slices g = Encode(kSpec, 1, 0, {{1, 1, 1, 1}, {1, 1, 1}});
   EXPECT_EQ(PushSlices(shard.get(), 0, 0, g.data).status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(shard->StartPush(0, 0).status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(shard->Stats().pushes_applied, 0);
+  EXPECT_EQ(shard->Stats().pushes_accepted, 0);
 }
 
 TEST(Shard, OnlyWorkerZeroCreates) {
