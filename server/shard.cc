@@ -109,7 +109,7 @@ Incarnation Shard::incarnation() const {
 }
 
 void Shard::Touch(int worker_id) {
-  if (!membership_.leases()) return;  // constant after construction
+  if (!leases()) return;
   Effects fx;
   {
     absl::MutexLock l(&mu_);

@@ -214,6 +214,9 @@ class Shard {
   // alarms for the next ones (the timer keeps only the earliest).
   void OnAlarm(absl::Time now) ABSL_LOCKS_EXCLUDED(mu_);
   void WakeAt(absl::Time when) const;  // InfiniteFuture: no-op
+  bool leases() const {
+    return options_.mode == Mode::kSync && options_.worker_timeout > absl::ZeroDuration();
+  }
 
   absl::Status CheckInitializedLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   absl::Status ShuttingDown() const;
