@@ -79,7 +79,7 @@ absl::StatusOr<std::string> EncodeCheckpoint(const Shard& shard) {
 
 absl::Status RestoreCheckpoint(absl::string_view bytes, Shard* shard) {
   ASSIGN_OR_RETURN(ShardState state, DecodeShardState(bytes, shard->options().spec_limits));
-  return shard->RestoreState(state);
+  return shard->LoadCheckpoint(state);
 }
 
 }  // namespace ps

@@ -26,7 +26,7 @@ std::string EncodeShardState(const ShardState& state);
 // problem, if they do not parse, name an impossible position or worker
 // count, hold an invalid spec, or weights that do not cover the position's
 // slices exactly once; RESOURCE_EXHAUSTED for a spec over `limits`. Whether it fits a given shard is
-// Shard::RestoreState's check.
+// Shard::LoadCheckpoint's check (ShardOptions::CheckState).
 absl::StatusOr<ShardState> DecodeShardState(absl::string_view bytes, const SpecLimits& limits);
 
 // The shard's state as ShardSnapshot bytes. FAILED_PRECONDITION if the shard
@@ -34,7 +34,7 @@ absl::StatusOr<ShardState> DecodeShardState(absl::string_view bytes, const SpecL
 absl::StatusOr<std::string> EncodeCheckpoint(const Shard& shard);
 
 // Restores `shard` from EncodeCheckpoint's bytes (DecodeShardState, then
-// Shard::RestoreState). INVALID_ARGUMENT from either; the shard is unchanged
+// Shard::LoadCheckpoint). INVALID_ARGUMENT from either; the shard is unchanged
 // then.
 absl::Status RestoreCheckpoint(absl::string_view bytes, Shard* shard);
 

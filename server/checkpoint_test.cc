@@ -94,14 +94,14 @@ TEST(Checkpoint, RollBackOnlyWhileUntouchedSinceTheRestore) {
   older.weights.assign(older.weights.size(), 1.0f);
   auto fresh = ShardFor(newer);
   // Not restored from a checkpoint: nothing to roll back from.
-  EXPECT_EQ(fresh->RollBack(older).code(), absl::StatusCode::kFailedPrecondition);
-  ASSERT_TRUE(fresh->RestoreState(newer).ok());
+  EXPECT_EQ(fresh->RollBackToCheckpoint(older).code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(fresh->LoadCheckpoint(newer).ok());
   const Incarnation restarted = fresh->incarnation();
-  ASSERT_TRUE(fresh->RollBack(older).ok());
+  ASSERT_TRUE(fresh->RollBackToCheckpoint(older).ok());
   EXPECT_EQ(fresh->Stats().version, 5);
   EXPECT_EQ(fresh->incarnation(), restarted);  // a rollback is no restart
   // Once it changes (here: a restore from a worker's copy), it stays.
-  ASSERT_TRUE(fresh->RestoreState(newer).ok());
+  ASSERT_TRUE(fresh->LoadCheckpoint(newer).ok());
   std::vector<RawTensorSlice> values;
   const auto layout = MakeSliceLayout(kSpec, 2, 1);
   for (const SliceRange& r : layout->slices) {
@@ -110,8 +110,8 @@ TEST(Checkpoint, RollBackOnlyWhileUntouchedSinceTheRestore) {
         {absl::string_view(reinterpret_cast<const char*>(newer.weights.data() + r.flat_offset),
                            r.length * sizeof(float))}});
   }
-  ASSERT_TRUE(*fresh->Restore(0, kSpec, values, 9));
-  absl::Status refused = fresh->RollBack(older);
+  ASSERT_TRUE(*fresh->AdoptWorkerCopy(0, kSpec, values, 9));
+  absl::Status refused = fresh->RollBackToCheckpoint(older);
   EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(refused.message()), HasSubstr("cannot roll back"));
   EXPECT_EQ(fresh->Stats().version, 9);
@@ -129,7 +129,7 @@ TEST(Checkpoint, AsyncPushSeqsRoundTripAndStillDeduplicate) {
   o.num_workers = s.num_workers;
   o.mode = Mode::kAsync;
   auto shard = *Shard::Create(o);
-  ASSERT_TRUE(shard->RestoreState(*decoded).ok());
+  ASSERT_TRUE(shard->LoadCheckpoint(*decoded).ok());
   EXPECT_EQ(shard->LastSeq(2), 9);
   EXPECT_EQ(shard->LastSeq(1), 0);
   s.last_seq = {1, 2, 3, 4};  // more than the workers
@@ -157,7 +157,7 @@ TEST(Checkpoint, StateOfAnotherRunIsRefusedAndChangesNothing) {
     ShardState bad = SomeState();
     auto shard = ShardFor(bad);  // the shard matches the good state
     c.mutate(&bad);
-    absl::Status st = shard->RestoreState(bad);
+    absl::Status st = shard->LoadCheckpoint(bad);
     EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
     EXPECT_THAT(std::string(st.message()), HasSubstr(c.message));
     EXPECT_FALSE(shard->Stats().initialized);

@@ -128,7 +128,7 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
                      s->store_->LoadNewest(options.shard.spec_limits));
     const std::string who = absl::StrCat("shard ", options.shard.shard_id, ": ");
     if (loaded.has_value()) {
-      absl::Status restored = s->shard_->RestoreState(loaded->state);
+      absl::Status restored = s->shard_->LoadCheckpoint(loaded->state);
       if (!restored.ok()) {
         return absl::Status(restored.code(), absl::StrCat("cannot restore checkpoint ",
                                                           loaded->path, ": ",
@@ -279,7 +279,7 @@ absl::StatusOr<bool> PsServer::RollBack(int worker_id, int64_t max_version) {
         "shard ", o.shard_id, " has no valid checkpoint at or below version ", max_version));
   }
   const int64_t was = shard_->Stats().version;
-  RETURN_IF_ERROR(shard_->RollBack(loaded->state));
+  RETURN_IF_ERROR(shard_->RollBackToCheckpoint(loaded->state));
   if (o.log) {
     o.log(absl::StrCat("shard ", o.shard_id, ": rolled back from version ", was,
                        " to checkpoint ", loaded->path, " (version ", loaded->state.version,

@@ -108,7 +108,7 @@ class PsServer {
 
   // InitRequest.rollback: restores the newest valid checkpoint at or below
   // `max_version` if the shard is above it and untouched since its own
-  // restore (Shard::RollBack); true if it rolled back.
+  // restore (Shard::RollBackToCheckpoint); true if it rolled back.
   absl::StatusOr<bool> RollBack(int worker_id, int64_t max_version);
 
   const ServerOptions options_;

@@ -227,8 +227,8 @@ grpc::ServerUnaryReactor* ParameterServerService::InitParams(grpc::CallbackServe
   }
   if (req->restore()) {
     return answer_now([&] {
-      return shard_->Restore(req->worker_id(), ModelSpecFromProto(req->spec()),
-                             SlicesFromProto(req->values()), req->version());
+      return shard_->AdoptWorkerCopy(req->worker_id(), ModelSpecFromProto(req->spec()),
+                                     SlicesFromProto(req->values()), req->version());
     });
   }
   auto* reactor = new WaitingReactor(shard_);
@@ -343,7 +343,7 @@ grpc::ServerUnaryReactor* ParameterServerService::GetStatus(grpc::CallbackServer
     resp->set_initialized(st.initialized);
     resp->set_version(st.version);
     for (int w : st.workers_seen) resp->add_workers_seen(w);
-    resp->set_pushes_applied(st.pushes_applied);
+    resp->set_pushes_accepted(st.pushes_accepted);
     resp->set_max_staleness(st.max_staleness);
     resp->set_mean_staleness(st.mean_staleness);
     for (int w : st.waiting_for) resp->add_waiting_for(w);

@@ -68,7 +68,7 @@ class ParameterServerService final : public ParameterServerBase {
   grpc::ServerUnaryReactor* Register(grpc::CallbackServerContext* ctx,
                                      const v1::RegisterRequest* req,
                                      v1::RegisterResponse* resp) override;
-  // With `restore`: Shard::Restore, answered at once.
+  // With `restore`: Shard::AdoptWorkerCopy, answered at once.
   grpc::ServerUnaryReactor* InitParams(grpc::CallbackServerContext* ctx,
                                        const v1::InitRequest* req,
                                        v1::InitResponse* resp) override;

@@ -1,39 +1,41 @@
-// Shard: one parameter server's slice of the model and the rules that update it.
+// Shard: one parameter server's slice of the model, and the lock that holds
+// its rules together.
 //
-// A Shard owns the weights of its slices (see common/partition.h) as one flat
-// float32 buffer, an Optimizer and a ConsistencyPolicy. Workers push
-// gradients, which the policy releases for applying (sync: once per step after
-// every worker pushed; async: each push), and pull weights, optionally waiting
-// for a minimum version.
+// A Shard composes plain parts, each a class with its own contract and
+// tests, that it calls under its one lock and hands the time (absl::Now()):
+//   - VersionedWeights (server/versioned_weights.h): the layout, the flat
+//     float32 weights with copy-on-write snapshots, the Optimizer, the
+//     version.
+//   - ConsistencyPolicy (server/consistency.h): which pushes are applied
+//     and when; dedup (sync by worker and step, async by worker and seq).
+//   - Membership (server/membership.h): the workers seen, and sync leases.
+//   - StallReporter (server/stall_reporter.h): sync steps that wait long.
+// It owns what takes real time: the Waiters (server/waiters.h), whose timer
+// thread ends waiting calls at their deadlines and rings the alarms that the
+// parts ask for (a lease check, a stall report).
 //
-// A push is assembled outside the shard (StartPush hands out a
-// GradientAssembly, server/gradient.h) and offered whole (Push). The policy
-// also says which version a worker's pull waits for.
+// Workers push gradients, which the policy releases for applying (sync:
+// once per step, when the step closes: every live worker's gradient is in,
+// or the quorum's; async: each push), and pull weights, optionally waiting
+// for a minimum version. A push is assembled outside the shard (StartPush
+// hands out a GradientAssembly, server/gradient.h) and offered whole (Push).
+// Waiting never parks a thread: a waiting pull leaves a callback that runs
+// when the version arrives (on the thread of the push that completed it) or
+// when its deadline passes (on the timer thread). Readers get an immutable
+// snapshot of the weights. Counters and latency histograms live in
+// ShardMetrics (server/stats.h), readable without the shard's lock.
 //
-// Waiting never parks a thread: a waiting pull leaves a callback (in
-// server/waiters.h) that runs when the version arrives (on the thread of the
-// push that completed it) or when its deadline passes (on the waiters' timer
-// thread). Readers get an
-// immutable snapshot of the weights: an update replaces the buffer when a
-// reader still holds the old one, so nobody ever sees a half-applied update.
-// Counters and latency histograms live in ShardMetrics (server/stats.h),
-// readable without the shard's lock. In sync mode the same timer thread logs a step that has waited long for
-// some workers' gradients (ShardOptions::stall_report_after).
-//
-// Faults (README.md, "Failures"). With a worker_timeout, a sync shard holds
-// a lease per worker, renewed by each of its requests (Heartbeat included);
-// a worker seen in this incarnation and then silent that long is dropped:
-// the open step closes without it (SyncRule) and it is logged as
-//   shard 0: worker 2 dropped: no request for 3.0s (--worker_timeout=3s); ...
-// until its next request brings it back ("shard 0: worker 2 is back ...").
-// Pushes are applied at most once (ConsistencyPolicy: sync by worker and
-// step, async by worker and seq). Restore installs a worker's copy of the
-// weights in a shard that came back behind it. Each shard has an
-// Incarnation: a random run id and a start count, adopted from the
-// checkpoint it restores.
+// Faults (README.md, "Failures"). With a worker_timeout, a sync shard drops
+// a worker seen in this incarnation and then silent that long: the open
+// step closes without it until its next request brings it back. Three
+// calls replace the parameters: AdoptWorkerCopy (a worker's copy, after
+// this shard restarted behind it), LoadCheckpoint (a checkpoint, at start)
+// and RollBackToCheckpoint (an older checkpoint, for a consistent cut). Each
+// shard has an Incarnation: a random run id and a start count, continued
+// from the checkpoint it loads.
 //
 // Knows nothing of gRPC. Thread-safe: every public method may be called
-// concurrently. Callbacks are never invoked with the shard's lock held.
+// concurrently. Callbacks and log lines are never run with the lock held.
 #ifndef PS_SERVER_SHARD_H_
 #define PS_SERVER_SHARD_H_
 
@@ -41,7 +43,6 @@
 #include <functional>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -51,87 +52,22 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "common/float_bytes.h"
 #include "common/incarnation.h"
 #include "common/model_spec.h"
-#include "common/partition.h"
 #include "common/slice_assembler.h"
-#include "server/buffer_pool.h"
 #include "server/consistency.h"
-#include "server/shard_state.h"
 #include "server/gradient.h"
+#include "server/membership.h"
+#include "server/shard_options.h"
+#include "server/shard_state.h"
+#include "server/shard_stats.h"
+#include "server/stall_reporter.h"
 #include "server/stats.h"
+#include "server/versioned_weights.h"
 #include "server/waiters.h"
 #include "server/weights_snapshot.h"
-#include "common/optimizer.h"
 
 namespace ps {
-
-// Writes `line` and a newline to stderr in one write, and flushes it.
-void WriteLineToStderr(absl::string_view line);
-
-struct ShardOptions {
-  int shard_id = 0;     // 0 <= shard_id < num_shards
-  int num_shards = 1;   // S, >= 1
-  int num_workers = 1;  // W, >= 1
-  Mode mode = Mode::kSync;
-  OptimizerOptions optimizer;
-  // Longest wait of a pull (or a non-creating init) whose request names no
-  // timeout; requests may ask for less or more, up to max_wait.
-  absl::Duration default_wait = absl::Seconds(60);
-  absl::Duration max_wait = absl::Minutes(30);
-
-  // Limits on what requests may ask for; see "Limits and hostile input" in
-  // docs/operating.md. Past them a request fails with the status named.
-  SpecLimits spec_limits;  // the model spec an init may create (INVALID_ARGUMENT)
-  // Gradients or initial values holding NaN or +-Inf are refused
-  // (INVALID_ARGUMENT), so one bad worker cannot poison the model silently.
-  bool reject_nonfinite = true;
-  // Pulls and inits waiting for a version at once; more fail at once with
-  // RESOURCE_EXHAUSTED.
-  int64_t max_waiting_calls = 10000;
-  // Pushes being assembled at once (each holds a gradient buffer of the
-  // shard's size until it is handed to the shard); more fail with
-  // RESOURCE_EXHAUSTED. 0 = 2 * num_workers + 2.
-  int max_pending_pushes = 0;
-
-  // Stall reports (sync mode). Once the current step holds at least one
-  // worker's gradient but not all, and stall_report_after has passed since
-  // its first push, the shard logs
-  //   shard 0: step 17 has waited 10.0s for gradients from workers [2] (received from [0, 1])
-  // and again each time its wait has doubled (at 2x, 4x, 8x ... that time)
-  // while the step is still open, each line giving the total wait since the
-  // first push, in seconds with one decimal. A step that was reported logs, when it completes,
-  //   shard 0: step 17 completed after 34.2s
-  // A step with no push yet is never reported (nobody has started it), nor is
-  // anything in async mode, which has no step barrier. Zero or negative: off.
-  absl::Duration stall_report_after = absl::Seconds(10);
-  // Receives each report as one line, without a newline. Called from the
-  // shard's timer thread or a pushing thread, never with the shard's lock
-  // held, possibly from two threads at once; lines are formed under the lock
-  // but written after it is released, so in a rare race a step's last
-  // report may follow its completion line. Null drops the lines. The default
-  // writes the line to stderr at once (WriteLineToStderr).
-  std::function<void(absl::string_view line)> log = WriteLineToStderr;
-
-  // Checkpoints by version: each time an update brings the version to a
-  // multiple of checkpoint_every (> 0), the shard exports its state at that
-  // version (a copy of the weights, taken under its lock) and hands it to
-  // on_checkpoint, after releasing the lock, on the pushing thread. In sync
-  // mode every shard thus exports the same versions: a consistent cut. The
-  // callback should only queue the state (server/checkpointer.h writes it).
-  int64_t checkpoint_every = 0;
-  std::function<void(ShardState state)> on_checkpoint;
-
-  // Sync leases: a worker seen in this incarnation and then silent this
-  // long is dropped from the steps until it sends again. Zero: no leases
-  // (a step waits for every worker, up to the pulls' wait).
-  absl::Duration worker_timeout = absl::ZeroDuration();
-  // How a sync step closes: quorum (backup workers) and min_workers.
-  SyncRule sync_rule;
-  // The run id of a shard that restores no checkpoint; 0 = drawn at random.
-  uint64_t run_id = 0;
-};
 
 // What became of a push that was not an error.
 struct PushResult {
@@ -139,45 +75,11 @@ struct PushResult {
   PushOutcome outcome = PushOutcome::kApplied;
 };
 
-// Counters for operators; see StatusResponse in proto/ps.proto.
-struct ShardStats {
-  Mode mode = Mode::kSync;
-  int shard_id = 0;
-  int num_shards = 1;
-  int num_workers = 1;
-  bool initialized = false;
-  int64_t version = 0;
-  std::vector<int> workers_seen;
-  // Pushes accepted (the wire field's name says applied; in sync mode W
-  // accepted pushes make one applied update).
-  int64_t pushes_applied = 0;
-  int64_t max_staleness = 0;
-  double mean_staleness = 0;
-  std::vector<int> waiting_for;
-  int64_t num_elements = 0;
-  float learning_rate = 0;
-  int64_t waiting_calls = 0;  // pulls/inits waiting for a version
-  int64_t pending_pushes = 0;  // pushes being received (holding a PushBuffer)
-  int64_t pulls_served = 0;
-  Incarnation incarnation;
-  // Sync membership: live (not dropped) and dropped workers among those
-  // seen in this incarnation; the step rule; the lease (zero: none).
-  std::vector<int> live_workers;
-  std::vector<int> dropped_workers;
-  int sync_quorum = 0;  // num_workers unless a quorum was set
-  int min_workers = 1;
-  absl::Duration worker_timeout;
-  int64_t pushes_dropped = 0;
-  int64_t pushes_duplicate = 0;
-  Histogram::Snapshot push_latency;
-  Histogram::Snapshot pull_latency;
-};
-
 class Shard {
  public:
   using SnapshotCallback = std::function<void(absl::StatusOr<WeightsSnapshot>)>;
 
-  // INVALID_ARGUMENT for inconsistent options, an unknown mode or optimizer.
+  // INVALID_ARGUMENT for options that ShardOptions::Validate refuses.
   static absl::StatusOr<std::unique_ptr<Shard>> Create(const ShardOptions& options);
 
   // Fails all waiting calls with UNAVAILABLE and stops the timer thread.
@@ -199,17 +101,19 @@ class Shard {
   // in sync mode), so that a restarted worker numbers its pushes after it.
   int64_t LastSeq(int worker_id) const;
 
-  // Restore after a shard restart: `values` (every slice this shard owns,
-  // exactly once) are a worker's copy of the weights at `version`, for
-  // `spec`. A shard with no parameters, or behind `version`, installs them
-  // at `version`: an open step's gradients are dropped, the optimizer state
-  // kept when it has one. With leases, every worker not seen yet in this
-  // incarnation gets one from now (the run is live: one that does not come
-  // is dropped). Returns whether they were installed (false: the shard was
-  // at `version` or beyond, and nothing changed).
+  // After this shard restarted behind the run (InitRequest.restore):
+  // `values` (every slice this shard owns, exactly once) are worker
+  // `worker_id`'s copy of the weights at `version`, for `spec`. A shard with
+  // no parameters, or behind `version`, installs them at `version` and logs
+  //   shard 0: restored to version 9 from worker 1's copy (the shard was empty)
+  // An open step's gradients are dropped, the optimizer state kept when it
+  // has one. With leases, every worker not heard from yet gets one from now
+  // (Membership::ExpectAll). Returns whether the copy was installed (false:
+  // the shard was at `version` or beyond, and nothing changed).
   // FAILED_PRECONDITION for a spec other than the shard's.
-  absl::StatusOr<bool> Restore(int worker_id, const ModelSpec& spec,
-                               const std::vector<RawTensorSlice>& values, int64_t version);
+  absl::StatusOr<bool> AdoptWorkerCopy(int worker_id, const ModelSpec& spec,
+                                       const std::vector<RawTensorSlice>& values,
+                                       int64_t version);
 
   Incarnation incarnation() const;
 
@@ -262,20 +166,20 @@ class Shard {
   std::shared_ptr<const ShardLayout> Layout() const;
 
   // Checkpoint support (server/shard_state.h). ExportState copies the full
-  // state; FAILED_PRECONDITION before the parameters exist. RestoreState
+  // state; FAILED_PRECONDITION before the parameters exist. LoadCheckpoint
   // replaces spec, weights, version, optimizer state, the workers seen and
   // the async push seqs, drops the gradients of an open sync step, releases
-  // the pulls the restored version satisfies, and makes the shard the next
-  // start of the state's run (its incarnation). INVALID_ARGUMENT, changing nothing, for a
-  // state of another shard position, worker count or optimizer, or one that
-  // does not fit its spec.
+  // the pulls the loaded version satisfies, and makes the shard the next
+  // start of the state's run (its incarnation). INVALID_ARGUMENT, changing
+  // nothing, for a state ShardOptions::CheckState refuses or one that does
+  // not fit its spec.
   absl::StatusOr<ShardState> ExportState() const;
-  absl::Status RestoreState(const ShardState& state);
-  // RestoreState of an older checkpoint, for a consistent cut across shards
-  // (InitRequest.rollback): FAILED_PRECONDITION, changing nothing, unless
-  // the shard's state is the one it last restored with RestoreState,
-  // untouched since (no update, restore or init).
-  absl::Status RollBack(const ShardState& state);
+  absl::Status LoadCheckpoint(const ShardState& state);
+  // LoadCheckpoint of an older checkpoint, for a consistent cut across
+  // shards (InitRequest.rollback), keeping the incarnation:
+  // FAILED_PRECONDITION, changing nothing, unless the shard's state is the
+  // one it last loaded, untouched since (no update, copy or init).
+  absl::Status RollBackToCheckpoint(const ShardState& state);
 
   // Fails every waiting call with UNAVAILABLE; later waits fail at once.
   void Close();
@@ -283,109 +187,78 @@ class Shard {
  private:
   using SnapshotCallbacks = std::vector<Waiters::Callback>;
 
-  Shard(const ShardOptions& options, std::unique_ptr<Optimizer> optimizer,
-        std::unique_ptr<ConsistencyPolicy> policy);
+  Shard(const ShardOptions& options, std::unique_ptr<ConsistencyPolicy> policy);
 
-  // What an update leaves to do once the lock is released.
+  // What a change leaves to do once the lock is released (Finish).
   struct Effects {
     SnapshotCallbacks ready;
     WeightsSnapshot snap;
     std::vector<std::string> lines;
     std::optional<absl::StatusOr<ShardState>> checkpoint;
   };
-
-  absl::Status CheckWorker(int worker_id) const;
-  // Applies the mean of `to_apply` and moves to the next version.
-  void ApplyLocked(std::vector<std::vector<float>> to_apply, Effects* fx)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Runs `fx` (outside the lock).
   void Finish(Effects fx);
-  // A request from `worker_id`: renews its lease, bringing it back if it
-  // was dropped. Touch takes the lock (and does nothing without leases).
+
+  // Closes the open step at `now`: applies the mean of `to_apply` and moves
+  // to the next version, releasing the pulls it satisfies.
+  void ApplyLocked(std::vector<std::vector<float>> to_apply, absl::Time now, Effects* fx)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A request from `worker_id`: renews its lease, bringing it back if it was
+  // dropped. Touch takes the lock (and does nothing without leases).
   void Touch(int worker_id) ABSL_LOCKS_EXCLUDED(mu_);
-  void TouchLocked(int worker_id, Effects* fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Sets the lease check for `when` unless one is set already (leases only
-  // move later, so the one set is never later than needed).
-  void ArmLeaseCheckLocked(absl::Time when) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Drops the workers whose lease expired by `now`, and sets
-  // next_lease_check_ (the caller sets the alarm).
-  void CheckLeasesLocked(absl::Time now, Effects* fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void TouchLocked(int worker_id, absl::Time now, Effects* fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Acts on what Membership changed: tells the policy, closes a step that a
+  // drop or return completes, and sets the lease alarm.
+  void OnLeaseEventsLocked(LeaseEvents events, absl::Time now, Effects* fx)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The timer's alarm: lease checks and stall reports due at `now`, and the
+  // alarms for the next ones (the timer keeps only the earliest).
+  void OnAlarm(absl::Time now) ABSL_LOCKS_EXCLUDED(mu_);
+  void WakeAt(absl::Time when) const;  // InfiniteFuture: no-op
   bool leases() const {
     return options_.mode == Mode::kSync && options_.worker_timeout > absl::ZeroDuration();
   }
+
   absl::Status CheckInitializedLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  absl::Status ShuttingDown() const;
   SliceAssembler::Options AssemblerOptions(absl::string_view what) const;
-  // `values` (every slice of `layout`, exactly once, checked in full first)
-  // as one flat buffer in layout order; `what` names the request in errors.
-  absl::StatusOr<std::vector<float>> AssembleValues(
-      const std::shared_ptr<const ShardLayout>& layout, const std::vector<RawTensorSlice>& values,
-      absl::string_view what) const;
-  // Makes `layout`, `weights` (its size) and `optimizer` (sized for it) the
-  // parameters at `version`, with a fresh consistency policy. A failure
-  // leaves the shard as it was.
-  absl::Status InstallLocked(std::shared_ptr<const ShardLayout> layout, std::vector<float> weights,
-                             std::unique_ptr<Optimizer> optimizer, int64_t version)
+  // Makes `layout`, `weights` and `optimizer` (null: keep the current one)
+  // the parameters at `version`, with a fresh consistency policy; the open
+  // step is gone. A failure leaves the shard as it was.
+  absl::Status ReplaceParametersLocked(std::shared_ptr<const ShardLayout> layout,
+                                       std::vector<float> weights,
+                                       std::unique_ptr<Optimizer> optimizer, int64_t version)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  WeightsSnapshot SnapshotLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   absl::StatusOr<ShardState> ExportStateLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  // RestoreState, or RollBack when `only_untouched`.
-  absl::Status Install(const ShardState& state, bool only_untouched);
+  // LoadCheckpoint, or RollBackToCheckpoint when `rollback`.
+  absl::Status InstallCheckpoint(const ShardState& state, bool rollback);
   // Takes the waiters that the current version releases, with the snapshot
   // to run them with (outside the lock, by Release).
   SnapshotCallbacks TakeReadyLocked(WeightsSnapshot* snap) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   static void Release(SnapshotCallbacks ready, const WeightsSnapshot& snap);
   std::string WaitTimeoutMessage(int64_t min_version, absl::Duration waited) const
       ABSL_LOCKS_EXCLUDED(mu_);
-  // Sync stall reports: opens the stall clock at a step's first push (and
-  // sets the timer), or, when the step completes, closes it and, if it was
-  // reported, appends the completion line to `lines`.
-  void OnStepPushLocked(bool completed, std::vector<std::string>* lines)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The timer's alarm: logs a stall report if one is due at `now`, and sets
-  // the alarm for the next.
-  void OnAlarm(absl::Time now) ABSL_LOCKS_EXCLUDED(mu_);
-  // Appends a stall report to `lines` if one is due at `now`.
-  void CollectStallReportLocked(absl::Time now, std::vector<std::string>* lines)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Log(const std::vector<std::string>& lines) const;
 
   // Constant after construction.
   const ShardOptions options_;
   const std::shared_ptr<ShardMetrics> metrics_ = std::make_shared<ShardMetrics>();
+  // Gradient buffers (StartPush), back here once applied.
+  const std::shared_ptr<GradientPool> gradient_pool_;
 
   mutable absl::Mutex mu_;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
-  bool initialized_ ABSL_GUARDED_BY(mu_) = false;
-  std::shared_ptr<const ShardLayout> layout_ ABSL_GUARDED_BY(mu_);  // never null
-  int64_t version_ ABSL_GUARDED_BY(mu_) = 0;
-  // Replaced, not mutated, while a reader may still hold it. Comes from
-  // weights_pool_, and returns there when the last reader lets go.
-  std::shared_ptr<std::vector<float>> weights_ ABSL_GUARDED_BY(mu_);
-  const std::shared_ptr<BufferPool> weights_pool_ = BufferPool::Create(2);
-  // Gradient buffers (StartPush), back here once applied.
-  const std::shared_ptr<GradientPool> gradient_pool_;
-  std::unique_ptr<Optimizer> optimizer_ ABSL_GUARDED_BY(mu_);
+  VersionedWeights weights_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<ConsistencyPolicy> policy_ ABSL_GUARDED_BY(mu_);
-  std::set<int> workers_seen_ ABSL_GUARDED_BY(mu_);
+  Membership membership_ ABSL_GUARDED_BY(mu_);
+  StallReporter stalls_ ABSL_GUARDED_BY(mu_);
   Incarnation incarnation_ ABSL_GUARDED_BY(mu_);
-  // True from a RestoreState until the parameters change (RollBack's guard).
-  bool untouched_restore_ ABSL_GUARDED_BY(mu_) = false;
-  // Leases (sync, worker_timeout > 0): by worker, when it was last heard
-  // from in this incarnation (InfinitePast: not yet); the workers dropped;
-  // when the timer checks the leases next.
-  std::vector<absl::Time> last_seen_ ABSL_GUARDED_BY(mu_);
-  std::set<int> dropped_ ABSL_GUARDED_BY(mu_);
-  absl::Time next_lease_check_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
-  // Sync stall reports: when the open step (some gradients in, not all) got
-  // its first push, InfiniteFuture when no step is open; when the timer
-  // reports it next (InfiniteFuture: never); reports logged for it so far.
-  absl::Time step_opened_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
-  absl::Time next_stall_report_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
-  int stall_reports_ ABSL_GUARDED_BY(mu_) = 0;
+  // True from a LoadCheckpoint until the parameters change (the guard of
+  // RollBackToCheckpoint).
+  bool untouched_checkpoint_ ABSL_GUARDED_BY(mu_) = false;
 
   // Waiting pulls and inits, and the timer thread (which fails them at their
-  // deadlines and runs the stall reports). Last: destroyed, and its timer
-  // joined, before the members its callbacks use.
+  // deadlines and rings the alarms). Last: destroyed, and its timer joined,
+  // before the members its callbacks use.
   std::unique_ptr<Waiters> waiters_;
 };
 

@@ -1,6 +1,6 @@
 // ShardState: everything a shard needs to resume where it stopped, as one
 // plain value: its position, its membership, its parameters and the
-// optimizer's state. Shard::ExportState makes one and Shard::RestoreState
+// optimizer's state. Shard::ExportState makes one and Shard::LoadCheckpoint
 // installs one; server/checkpoint.h turns it into bytes and back.
 //
 // What it leaves out on purpose: gradients of a sync step that is still open

@@ -4,10 +4,9 @@
 
 #include <utility>
 
-#include <cstring>
+#include <cstdlib>
 
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "common/status_macros.h"
@@ -197,30 +196,35 @@ TEST(Shard, SyncSecondPushBySameWorkerIsADuplicateAndCounted) {
   EXPECT_EQ(again->outcome, PushOutcome::kDuplicate);
   EXPECT_EQ(again->version, 0);
   EXPECT_EQ(shard->Stats().pushes_duplicate, 1);
-  EXPECT_EQ(shard->Stats().pushes_applied, 1);
+  EXPECT_EQ(shard->Stats().pushes_accepted, 1);
 }
 
-TEST(Shard, ExpiredLeaseClosesTheStepWithoutTheWorkerUntilItIsBack) {
+// Crosses a real timer (the waiters' thread rings the lease check), so it
+// takes about 0.3 s; the lease rules themselves are in membership_test.
+TEST(Shard, ExpiredLeaseClosesTheStepOnTimeWithoutTheWorkerUntilItIsBack) {
   LogCapture log;
   ShardOptions o;
   o.num_workers = 3;
   o.mode = Mode::kSync;
   o.optimizer.learning_rate = 1.0f;
   o.worker_timeout = absl::Milliseconds(300);
+  // Stall reports ring the same timer, which keeps one alarm: at 4.5 ms,
+  // 9 ms, ... 288 ms, then 576 ms. A lease check lost under them would drop
+  // worker 2 at 576 ms instead of 300 ms.
+  o.stall_report_after = absl::Microseconds(4500);
   o.log = log.Sink();
   auto shard = *Shard::Create(o);
-  InitShard(shard.get(), {{0, 0, 0, 0}, {0, 0, 0}});  // worker 0 seen
-  ASSERT_TRUE(shard->Register(2, 3).ok());          // worker 2 seen, then silent
-  // Worker 1 is never seen: steps wait for it, whatever the leases.
+  InitShard(shard.get(), {{0, 0, 0, 0}, {0, 0, 0}});  // worker 0 heard from
+  ASSERT_TRUE(shard->Register(2, 3).ok());          // worker 2 heard from, then silent
   Slices g0 = Encode(kSpec, 1, 0, {{2, 2, 2, 2}, {2, 2, 2}});
   Slices g1 = Encode(kSpec, 1, 0, {{4, 4, 4, 4}, {4, 4, 4}});
   PullResult pull;
   ASSERT_TRUE(PushSlices(shard.get(), 0, 0, g0.data).ok());
   ASSERT_TRUE(PushSlices(shard.get(), 1, 0, g1.data).ok());
   StartPull(shard.get(), 0, 1, absl::Seconds(10), &pull);
-  // Worker 0 keeps its lease; worker 2 loses its own.
-  for (int i = 0; i < 40 && !pull.done.HasBeenNotified(); ++i) {
-    absl::SleepFor(absl::Milliseconds(150));
+  // Workers 0 and 1 keep their leases; worker 2 loses its own.
+  for (int i = 0; i < 400 && !pull.done.HasBeenNotified(); ++i) {
+    absl::SleepFor(absl::Milliseconds(25));
     ASSERT_TRUE(shard->Heartbeat(0).ok());
     ASSERT_TRUE(shard->Heartbeat(1).ok());
   }
@@ -229,7 +233,13 @@ TEST(Shard, ExpiredLeaseClosesTheStepWithoutTheWorkerUntilItIsBack) {
   EXPECT_EQ(pull.snap->version, 1);
   // The mean of the two gradients that came: -(2 + 4) / 2.
   EXPECT_EQ((*pull.snap->weights)[0], -3.0f);
-  EXPECT_THAT(log.WaitForLines("worker 2 dropped", 1, absl::Seconds(1)), SizeIs(1));
+  std::vector<std::string> dropped = log.WaitForLines("worker 2 dropped", 1, absl::Seconds(1));
+  ASSERT_THAT(dropped, SizeIs(1));
+  const size_t at = dropped[0].find("no request for ");
+  ASSERT_NE(at, std::string::npos) << dropped[0];
+  const double silent = std::strtod(dropped[0].c_str() + at + 15, nullptr);
+  EXPECT_GE(silent, 0.3) << dropped[0];
+  EXPECT_LT(silent, 0.55) << dropped[0];
   ShardStats st = shard->Stats();
   EXPECT_THAT(st.dropped_workers, ElementsAre(2));
   EXPECT_THAT(st.live_workers, ElementsAre(0, 1));
@@ -238,46 +248,12 @@ TEST(Shard, ExpiredLeaseClosesTheStepWithoutTheWorkerUntilItIsBack) {
   ASSERT_TRUE(late.ok()) << late.status();
   EXPECT_EQ(late->outcome, PushOutcome::kDropped);
   EXPECT_EQ(shard->Stats().pushes_dropped, 1);
-  EXPECT_THAT(log.WaitForLines("worker 2 is back", 1, absl::Seconds(1)), SizeIs(1));
+  EXPECT_THAT(log.WaitForLines("worker 2 is back", 1, absl::ZeroDuration()), SizeIs(1));
   EXPECT_THAT(shard->Stats().dropped_workers, IsEmpty());
   EXPECT_THAT(shard->Stats().waiting_for, ElementsAre(0, 1, 2));
 }
 
-TEST(Shard, StallReportAlarmsDoNotDelayALeaseExpiry) {
-  // The waiters' timer keeps one alarm, the earliest. Stall reports every
-  // 40 ms, 80 ms, 160 ms, ... fire before the 3 s lease check: once it was
-  // overwritten, the drop waited for the report at 5.12 s.
-  LogCapture log;
-  ShardOptions o;
-  o.num_workers = 3;
-  o.mode = Mode::kSync;
-  o.worker_timeout = absl::Seconds(3);
-  o.stall_report_after = absl::Milliseconds(40);
-  o.log = log.Sink();
-  auto shard = *Shard::Create(o);
-  InitShard(shard.get(), {{0, 0, 0, 0}, {0, 0, 0}});
-  ASSERT_TRUE(shard->Register(2, 3).ok());
-  Slices g = Encode(kSpec, 1, 0, {{2, 2, 2, 2}, {2, 2, 2}});
-  ASSERT_TRUE(PushSlices(shard.get(), 0, 0, g.data).ok());
-  ASSERT_TRUE(PushSlices(shard.get(), 1, 0, g.data).ok());
-  PullResult pull;
-  StartPull(shard.get(), 0, 1, absl::Seconds(20), &pull);
-  while (!pull.done.WaitForNotificationWithTimeout(absl::Milliseconds(500))) {
-    ASSERT_TRUE(shard->Heartbeat(0).ok());
-    ASSERT_TRUE(shard->Heartbeat(1).ok());
-  }
-  std::vector<std::string> dropped = log.WaitForLines("worker 2 dropped", 1, absl::Seconds(1));
-  ASSERT_THAT(dropped, SizeIs(1));
-  // "no request for S s": the lease plus how late the timer woke, which is
-  // far below the 2 s that a lost lease alarm costs here.
-  const size_t at = dropped[0].find("no request for ");
-  ASSERT_NE(at, std::string::npos) << dropped[0];
-  const double silent = std::strtod(dropped[0].c_str() + at + 15, nullptr);
-  EXPECT_GE(silent, 3.0) << dropped[0];
-  EXPECT_LT(silent, 4.5) << dropped[0];
-}
-
-TEST(Shard, RestoreInstallsAWorkersCopyOnlyWhereTheShardIsBehind) {
+TEST(Shard, AdoptWorkerCopyInstallsItOnlyWhereTheShardIsBehind) {
   LogCapture log;
   ShardOptions o;
   o.num_workers = 2;
@@ -286,7 +262,7 @@ TEST(Shard, RestoreInstallsAWorkersCopyOnlyWhereTheShardIsBehind) {
   auto shard = *Shard::Create(o);
   Slices copy = Encode(kSpec, 1, 0, {{5, 6, 7, 8}, {9, 9, 9}});
   // Empty: installed at the copy's version, by any worker.
-  absl::StatusOr<bool> r = shard->Restore(1, kSpec, copy.data, 7);
+  absl::StatusOr<bool> r = shard->AdoptWorkerCopy(1, kSpec, copy.data, 7);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_TRUE(*r);
   EXPECT_EQ(shard->Stats().version, 7);
@@ -294,47 +270,45 @@ TEST(Shard, RestoreInstallsAWorkersCopyOnlyWhereTheShardIsBehind) {
               SizeIs(1));
   // At or behind the shard: nothing changes.
   Slices other = Encode(kSpec, 1, 0, {{0, 0, 0, 0}, {0, 0, 0}});
-  EXPECT_FALSE(*shard->Restore(0, kSpec, other.data, 7));
-  EXPECT_FALSE(*shard->Restore(0, kSpec, other.data, 3));
+  EXPECT_FALSE(*shard->AdoptWorkerCopy(0, kSpec, other.data, 7));
+  EXPECT_FALSE(*shard->AdoptWorkerCopy(0, kSpec, other.data, 3));
   // Ahead: installed, and a pull waiting for it is released.
   PullResult pull;
   StartPull(shard.get(), 0, 9, absl::Seconds(10), &pull);
-  EXPECT_TRUE(*shard->Restore(0, kSpec, other.data, 9));
+  EXPECT_TRUE(*shard->AdoptWorkerCopy(0, kSpec, other.data, 9));
   ASSERT_TRUE(pull.done.WaitForNotificationWithTimeout(absl::Seconds(5)));
   ASSERT_TRUE(pull.snap.ok());
   EXPECT_EQ((*pull.snap->weights)[0], 0.0f);
   // Another spec is refused.
   const ModelSpec wrong = {{"w", {2, 2}}, {"c", {3}}};
   Slices w = Encode(wrong, 1, 0, {{0, 0, 0, 0}, {0, 0, 0}});
-  EXPECT_EQ(shard->Restore(0, wrong, w.data, 20).status().code(),
+  EXPECT_EQ(shard->AdoptWorkerCopy(0, wrong, w.data, 20).status().code(),
             absl::StatusCode::kFailedPrecondition);
 }
 
-TEST(Shard, AfterARestoreAWorkerThatNeverComesIsDropped) {
-  LogCapture log;
-  ShardOptions o;
-  o.num_workers = 2;
-  o.mode = Mode::kSync;
-  o.worker_timeout = absl::Milliseconds(200);
-  o.log = log.Sink();
-  auto shard = *Shard::Create(o);
-  Slices copy = Encode(kSpec, 1, 0, {{5, 6, 7, 8}, {9, 9, 9}});
-  ASSERT_TRUE(*shard->Restore(0, kSpec, copy.data, 5));
-  // Worker 1 died before this shard restarted: it never sends anything.
-  ASSERT_TRUE(PushSlices(shard.get(), 0, 5, copy.data).ok());
-  PullResult pull;
-  StartPull(shard.get(), 0, 6, absl::Seconds(10), &pull);
-  for (int i = 0; i < 20 && !pull.done.HasBeenNotified(); ++i) {
-    absl::SleepFor(absl::Milliseconds(50));
-    ASSERT_TRUE(shard->Heartbeat(0).ok());
+TEST(Shard, AdoptWorkerCopyGivesEveryWorkerALease) {
+  // A worker that died while this shard was down is then dropped after one
+  // lease (Membership::ExpectAll, in membership_test) instead of waited for.
+  for (absl::Duration timeout : {absl::Seconds(30), absl::ZeroDuration()}) {
+    ShardOptions o;
+    o.num_workers = 2;
+    o.mode = Mode::kSync;
+    o.worker_timeout = timeout;
+    o.log = nullptr;
+    auto shard = *Shard::Create(o);
+    Slices copy = Encode(kSpec, 1, 0, {{5, 6, 7, 8}, {9, 9, 9}});
+    ASSERT_TRUE(*shard->AdoptWorkerCopy(0, kSpec, copy.data, 5));
+    const ShardStats st = shard->Stats();
+    EXPECT_THAT(st.workers_seen, ElementsAre(0));
+    if (timeout > absl::ZeroDuration()) {
+      EXPECT_THAT(st.live_workers, ElementsAre(0, 1));  // worker 1 never sent anything
+    } else {
+      EXPECT_THAT(st.live_workers, IsEmpty());  // no leases
+    }
   }
-  ASSERT_TRUE(pull.done.WaitForNotificationWithTimeout(absl::Seconds(5)));
-  ASSERT_TRUE(pull.snap.ok()) << pull.snap.status();
-  EXPECT_EQ(pull.snap->version, 6);
-  EXPECT_THAT(log.WaitForLines("worker 1 dropped", 1, absl::Seconds(1)), SizeIs(1));
 }
 
-TEST(Shard, RestoredStateContinuesItsRunAsTheNextStart) {
+TEST(Shard, LoadedCheckpointContinuesItsRunAsTheNextStart) {
   auto shard = MakeShard(Mode::kSync, 2);
   InitShard(shard.get(), {{1, 2, 3, 4}, {0, 0, 0}});
   absl::StatusOr<ShardState> state = shard->ExportState();
@@ -344,7 +318,7 @@ TEST(Shard, RestoredStateContinuesItsRunAsTheNextStart) {
   EXPECT_EQ(shard->incarnation().start, 1);
   auto again = MakeShard(Mode::kSync, 2);
   EXPECT_NE(again->incarnation().run_id, shard->incarnation().run_id);
-  ASSERT_TRUE(again->RestoreState(*state).ok());
+  ASSERT_TRUE(again->LoadCheckpoint(*state).ok());
   EXPECT_EQ(again->incarnation(), (Incarnation{shard->incarnation().run_id, 2}));
 }
 
@@ -360,42 +334,26 @@ TEST(Shard, PullTimesOutNamingMissingWorkers) {
   EXPECT_THAT(std::string(pull.snap.status().message()), HasSubstr("workers [0, 2]"));
 }
 
+// Crosses a real timer (the waiters' thread rings the report), for about
+// 20 ms; the report rule (2x, 4x, ..., the next step's own clock, no report
+// before a push, none in async mode or when off) is in stall_reporter_test.
 TEST(Shard, SyncStepWaitingForAWorkerIsReportedUntilItCompletes) {
   LogCapture log;
-  auto shard = MakeReportingShard(Mode::kSync, 3, absl::Milliseconds(50), &log);
+  auto shard = MakeReportingShard(Mode::kSync, 3, absl::Milliseconds(20), &log);
   InitShard(shard.get(), {{1, 2, 3, 4}, {0, 0, 0}});
   Slices g = Encode(kSpec, 1, 0, {{1, 1, 1, 1}, {1, 1, 1}});
   ASSERT_TRUE(PushSlices(shard.get(), 0, 0, g.data).ok());
   ASSERT_TRUE(PushSlices(shard.get(), 1, 0, g.data).ok());
-
-  // Reported once the step has waited 50 ms, then again when the wait has
-  // doubled: the second line says at least 0.1 s.
-  const std::vector<std::string> reports = log.WaitForLines("has waited", 2, absl::Seconds(30));
-  ASSERT_EQ(reports.size(), 2u) << "no stall report within 30 s";
-  for (const std::string& line : reports) {
-    EXPECT_THAT(line, MatchesRegex("shard 0: step 0 has waited [0-9]+\\.[0-9]s for gradients "
-                                   "from workers \\[2\\] \\(received from \\[0, 1\\]\\)"));
-  }
-  double second_wait = 0;
-  ASSERT_TRUE(absl::SimpleAtod(
-      reports[1].substr(reports[1].find("waited ") + 7,
-                        reports[1].find("s for") - reports[1].find("waited ") - 7),
-      &second_wait))
-      << reports[1];
-  EXPECT_GE(second_wait, 0.1) << reports[1];
+  const std::vector<std::string> reports = log.WaitForLines("has waited", 1, absl::Seconds(30));
+  ASSERT_EQ(reports.size(), 1u) << "no stall report within 30 s";
+  EXPECT_THAT(reports[0], MatchesRegex("shard 0: step 0 has waited [0-9]+\\.[0-9]s for gradients "
+                                       "from workers \\[2\\] \\(received from \\[0, 1\\]\\)"));
   EXPECT_TRUE(log.WaitForLines("completed", 1, absl::ZeroDuration()).empty());
-
   // The completion line is logged before the completing push returns.
   ASSERT_EQ(*PushSlices(shard.get(), 2, 0, g.data), 1);
   const std::vector<std::string> done = log.WaitForLines("completed", 1, absl::ZeroDuration());
   ASSERT_EQ(done.size(), 1u);
   EXPECT_THAT(done[0], MatchesRegex("shard 0: step 0 completed after [0-9]+\\.[0-9]s"));
-
-  // The next step starts its own clock.
-  ASSERT_TRUE(PushSlices(shard.get(), 1, 1, g.data).ok());
-  const std::vector<std::string> next = log.WaitForLines("step 1 has waited", 1, absl::Seconds(30));
-  ASSERT_EQ(next.size(), 1u) << "no stall report for step 1 within 30 s";
-  EXPECT_THAT(next[0], HasSubstr("for gradients from workers [0, 2] (received from [1])"));
 }
 
 TEST(Shard, StepThatWaitedLessThanTheReportTimeCompletesSilently) {
@@ -406,32 +364,6 @@ TEST(Shard, StepThatWaitedLessThanTheReportTimeCompletesSilently) {
   ASSERT_TRUE(PushSlices(shard.get(), 0, 0, g.data).ok());
   ASSERT_EQ(*PushSlices(shard.get(), 1, 0, g.data), 1);
   EXPECT_THAT(log.Lines(), ::testing::IsEmpty());
-}
-
-TEST(Shard, StepWithNoPushYetIsNotReported) {
-  LogCapture log;
-  auto shard = MakeReportingShard(Mode::kSync, 3, absl::Milliseconds(10), &log);
-  InitShard(shard.get(), {{1, 2, 3, 4}, {0, 0, 0}});
-  // A waiting pull keeps the timer busy; the step itself has no gradient.
-  PullResult pull;
-  StartPull(shard.get(), 0, 1, absl::Seconds(60), &pull);
-  EXPECT_THAT(log.WaitForLines("", 1, absl::Milliseconds(300)), ::testing::IsEmpty());
-  shard->Close();
-}
-
-TEST(Shard, NothingIsReportedInAsyncModeOrWhenReportsAreOff) {
-  for (const auto& [mode, after] :
-       {std::pair{Mode::kAsync, absl::Milliseconds(10)}, std::pair{Mode::kSync, absl::ZeroDuration()},
-        std::pair{Mode::kSync, absl::Milliseconds(-5)}}) {
-    LogCapture log;
-    auto shard = MakeReportingShard(mode, 3, after, &log);
-    InitShard(shard.get(), {{1, 2, 3, 4}, {0, 0, 0}});
-    Slices g = Encode(kSpec, 1, 0, {{1, 1, 1, 1}, {1, 1, 1}});
-    ASSERT_TRUE(PushSlices(shard.get(), 0, 0, g.data).ok());
-    ASSERT_TRUE(PushSlices(shard.get(), 1, 0, g.data).ok());
-    EXPECT_THAT(log.WaitForLines("", 1, absl::Milliseconds(300)), ::testing::IsEmpty())
-        << ModeName(mode) << " " << after;
-  }
 }
 
 TEST(Shard, PullBeforeInitWaitsForWorkerZero) {
@@ -454,7 +386,7 @@ TEST(Shard, AsyncAppliesEachPushAndRecordsStaleness) {
   EXPECT_EQ(*PushSlices(shard.get(), 1, 2, g.data), 3);  // staleness 0
   const ShardStats st = shard->Stats();
   EXPECT_EQ(st.version, 3);
-  EXPECT_EQ(st.pushes_applied, 3);
+  EXPECT_EQ(st.pushes_accepted, 3);
   EXPECT_EQ(st.max_staleness, 1);
   EXPECT_DOUBLE_EQ(st.mean_staleness, 1.0 / 3);
   EXPECT_EQ(PushSlices(shard.get(), 0, 7, g.data).status().code(), absl::StatusCode::kFailedPrecondition);
@@ -512,7 +444,7 @@ TEST(Shard, PendingPushesAreLimitedAndCountedInStats) {
   EXPECT_EQ(*PushSlices(shard->get(), 0, 0, g.data), 1);
   const ShardStats st = (*shard)->Stats();
   EXPECT_EQ(st.pending_pushes, 0);
-  EXPECT_EQ(st.pushes_applied, 1);
+  EXPECT_EQ(st.pushes_accepted, 1);
   EXPECT_EQ(st.push_latency.count, 1);
 }
 
@@ -555,7 +487,7 @@ TEST(Shard, PushBeforeInitIsRejected) {
   Slices g = Encode(kSpec, 1, 0, {{1, 1, 1, 1}, {1, 1, 1}});
   EXPECT_EQ(PushSlices(shard.get(), 0, 0, g.data).status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(shard->StartPush(0, 0).status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(shard->Stats().pushes_applied, 0);
+  EXPECT_EQ(shard->Stats().pushes_accepted, 0);
 }
 
 TEST(Shard, OnlyWorkerZeroCreates) {
@@ -565,7 +497,7 @@ TEST(Shard, OnlyWorkerZeroCreates) {
             absl::StatusCode::kInvalidArgument);
 }
 
-TEST(Shard, ExportedStateRestoresIntoAFreshShard) {
+TEST(Shard, ExportedStateLoadsIntoAFreshShard) {
   auto shard = MakeShard(Mode::kSync, 1);
   InitShard(shard.get(), {{1, 2, 3, 4}, {5, 6, 7}});
   Slices g = Encode(kSpec, 1, 0, {{1, 1, 1, 1}, {1, 1, 1}});
@@ -575,7 +507,7 @@ TEST(Shard, ExportedStateRestoresIntoAFreshShard) {
   EXPECT_EQ(state->version, 1);
 
   auto fresh = MakeShard(Mode::kSync, 1);
-  ASSERT_TRUE(fresh->RestoreState(*state).ok());
+  ASSERT_TRUE(fresh->LoadCheckpoint(*state).ok());
   PullResult pull;
   StartPull(fresh.get(), 0, 1, absl::Seconds(1), &pull);
   ASSERT_TRUE(pull.done.HasBeenNotified());

@@ -102,7 +102,7 @@ TEST_P(Async, ConcurrentPushesAreAllAppliedExactlyOnce) {
   ASSERT_EQ(stats->size(), size_t{kShards});
   for (const v1::StatusResponse& st : *stats) {
     EXPECT_EQ(st.version(), kConcurrent + 1) << "shard " << st.shard_id();
-    EXPECT_EQ(st.pushes_applied(), kConcurrent + 1) << "shard " << st.shard_id();
+    EXPECT_EQ(st.pushes_accepted(), kConcurrent + 1) << "shard " << st.shard_id();
     EXPECT_EQ(st.max_staleness(), kConcurrent) << "shard " << st.shard_id();
     // The staleness sum is at least N (the late push) plus 1 for each of the
     // kConcurrent / 2 push-pulls; the mean cannot exceed the maximum.
