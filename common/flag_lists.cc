@@ -1,5 +1,7 @@
 #include "common/flag_lists.h"
 
+#include <cmath>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -30,6 +32,13 @@ absl::StatusOr<std::vector<int>> ParsePositiveIntList(absl::string_view flag,
       ParsePositiveList(flag, text, std::numeric_limits<int>::max());
   if (!wide.ok()) return wide.status();
   return std::vector<int>(wide->begin(), wide->end());
+}
+
+absl::StatusOr<absl::Duration> SecondsFromFlag(absl::string_view flag, double seconds) {
+  if (std::isnan(seconds)) {
+    return absl::InvalidArgumentError(absl::StrCat("--", flag, "=nan is not a number of seconds"));
+  }
+  return absl::Seconds(seconds);
 }
 
 }  // namespace ps

@@ -1,6 +1,7 @@
-// Comma-separated lists of positive integers in command-line flags
-// (--hidden=512,256, --sizes=4096,1048576, --dims=784,512,10), parsed the same
-// way by every binary, with the same error messages. Stateless; thread-safe.
+// Flag values that every binary parses the same way, with the same error
+// messages: comma-separated lists of positive integers (--hidden=512,256,
+// --sizes=4096,1048576, --dims=784,512,10) and durations given in seconds
+// (--pull_timeout=60). Stateless; thread-safe.
 #ifndef PS_COMMON_FLAG_LISTS_H_
 #define PS_COMMON_FLAG_LISTS_H_
 
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "absl/strings/string_view.h"
 
 namespace ps {
@@ -24,6 +26,12 @@ absl::StatusOr<std::vector<int64_t>> ParsePositiveList(
 // The same, as ints.
 absl::StatusOr<std::vector<int>> ParsePositiveIntList(absl::string_view flag,
                                                       absl::string_view text);
+
+// `seconds`, the value of --`flag`, as a Duration; +-inf as infinite ones.
+// INVALID_ARGUMENT naming the flag for NaN (which absl::Seconds would make
+// an infinite duration, an endless wait). The range is for the options
+// types to check.
+absl::StatusOr<absl::Duration> SecondsFromFlag(absl::string_view flag, double seconds);
 
 }  // namespace ps
 

@@ -1,5 +1,7 @@
 #include "common/flag_lists.h"
 
+#include <cmath>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -32,6 +34,15 @@ TEST(ParsePositiveList, RejectsItemsAboveTheMaximum) {
   EXPECT_THAT(r.status().message(), HasSubstr("11 is larger than 10"));
   EXPECT_EQ(ParsePositiveIntList("hidden", "3000000000").status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+TEST(SecondsFromFlag, ConvertsSecondsAndRejectsNanNamingTheFlag) {
+  EXPECT_EQ(*SecondsFromFlag("pull_timeout", 1.5), absl::Milliseconds(1500));
+  EXPECT_EQ(*SecondsFromFlag("pull_timeout", -2), absl::Seconds(-2));
+  EXPECT_EQ(*SecondsFromFlag("pull_timeout", HUGE_VAL), absl::InfiniteDuration());
+  absl::StatusOr<absl::Duration> r = SecondsFromFlag("pull_timeout", std::nan(""));
+  ASSERT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("--pull_timeout=nan is not a number of seconds"));
 }
 
 }  // namespace

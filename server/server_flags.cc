@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/flags/flag.h"
+#include "common/flag_lists.h"
 #include "common/security_flags.h"
 #include "common/status_macros.h"
 
@@ -100,16 +101,16 @@ absl::StatusOr<ServerOptions> ServerOptionsFromFlags() {
   o.health_listen = absl::GetFlag(FLAGS_health_listen);
   o.reflection = absl::GetFlag(FLAGS_reflection);
   o.security = SecurityOptionsFromFlags();
-  o.security.reload_interval = absl::Seconds(absl::GetFlag(FLAGS_tls_reload_secs));
+  ASSIGN_OR_RETURN(o.security.reload_interval, SecondsFromFlag("tls_reload_secs", absl::GetFlag(FLAGS_tls_reload_secs)));
   ShardOptions& shard = o.shard;
   shard.shard_id = absl::GetFlag(FLAGS_shard_id);
   shard.num_shards = absl::GetFlag(FLAGS_num_shards);
   shard.num_workers = absl::GetFlag(FLAGS_num_workers);
   ASSIGN_OR_RETURN(shard.mode, ParseMode(absl::GetFlag(FLAGS_mode)));
   shard.optimizer.learning_rate = static_cast<float>(absl::GetFlag(FLAGS_lr));
-  shard.default_wait = absl::Seconds(absl::GetFlag(FLAGS_pull_timeout));
+  ASSIGN_OR_RETURN(shard.default_wait, SecondsFromFlag("pull_timeout", absl::GetFlag(FLAGS_pull_timeout)));
   shard.max_wait = shard.default_wait;
-  shard.stall_report_after = absl::Seconds(absl::GetFlag(FLAGS_stall_report_after));
+  ASSIGN_OR_RETURN(shard.stall_report_after, SecondsFromFlag("stall_report_after", absl::GetFlag(FLAGS_stall_report_after)));
   shard.spec_limits.max_model_elements = absl::GetFlag(FLAGS_max_model_elements);
   shard.spec_limits.max_tensor_elements = absl::GetFlag(FLAGS_max_tensor_elements);
   shard.spec_limits.max_tensors = absl::GetFlag(FLAGS_max_tensors);
@@ -117,15 +118,15 @@ absl::StatusOr<ServerOptions> ServerOptionsFromFlags() {
   shard.max_waiting_calls = absl::GetFlag(FLAGS_max_waiting_calls);
   shard.max_pending_pushes = absl::GetFlag(FLAGS_max_pending_pushes);
   shard.reject_nonfinite = absl::GetFlag(FLAGS_reject_nonfinite);
-  shard.worker_timeout = absl::Seconds(absl::GetFlag(FLAGS_worker_timeout));
+  ASSIGN_OR_RETURN(shard.worker_timeout, SecondsFromFlag("worker_timeout", absl::GetFlag(FLAGS_worker_timeout)));
   shard.sync_rule.quorum = absl::GetFlag(FLAGS_sync_quorum);
   shard.sync_rule.min_workers = absl::GetFlag(FLAGS_min_workers);
-  o.service.call_timeout = absl::Seconds(absl::GetFlag(FLAGS_call_timeout));
-  o.shutdown_grace = absl::Seconds(absl::GetFlag(FLAGS_shutdown_grace));
+  ASSIGN_OR_RETURN(o.service.call_timeout, SecondsFromFlag("call_timeout", absl::GetFlag(FLAGS_call_timeout)));
+  ASSIGN_OR_RETURN(o.shutdown_grace, SecondsFromFlag("shutdown_grace", absl::GetFlag(FLAGS_shutdown_grace)));
   o.max_concurrent_streams = absl::GetFlag(FLAGS_max_concurrent_streams);
   o.checkpoints.dir = absl::GetFlag(FLAGS_checkpoint_dir);
   o.checkpoints.every_versions = absl::GetFlag(FLAGS_checkpoint_every);
-  o.checkpoints.period = absl::Seconds(absl::GetFlag(FLAGS_checkpoint_secs));
+  ASSIGN_OR_RETURN(o.checkpoints.period, SecondsFromFlag("checkpoint_secs", absl::GetFlag(FLAGS_checkpoint_secs)));
   o.checkpoints.keep = absl::GetFlag(FLAGS_checkpoint_keep);
   return o;
 }

@@ -26,18 +26,28 @@ absl::Status ShardOptions::Validate() const {
   if (num_workers < 1) {
     return absl::InvalidArgumentError(absl::StrCat("num_workers must be >= 1, got ", num_workers));
   }
+  // ps_server sets default_wait and max_wait both from --pull_timeout; the
+  // messages name the flags an operator sets.
   if (default_wait <= absl::ZeroDuration() || max_wait < default_wait) {
-    return absl::InvalidArgumentError("need 0 < default_wait <= max_wait");
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--pull_timeout must be > 0 (need 0 < default_wait <= max_wait, got ",
+        absl::FormatDuration(default_wait), " and ", absl::FormatDuration(max_wait), ")"));
   }
-  if (max_waiting_calls < 1 || max_pending_pushes < 0) {
-    return absl::InvalidArgumentError("need max_waiting_calls >= 1 and max_pending_pushes >= 0");
+  if (max_waiting_calls < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max_waiting_calls must be >= 1, got ", max_waiting_calls));
+  }
+  if (max_pending_pushes < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max_pending_pushes must be >= 0, got ", max_pending_pushes));
   }
   // The optimizer is sized when the parameters arrive; its options are
   // checked now. An unknown mode fails here, not as a silent fallback.
   RETURN_IF_ERROR(CreateOptimizer(optimizer, 0).status());
   RETURN_IF_ERROR(CreateConsistencyPolicy(mode, num_workers, sync_rule).status());
   if (worker_timeout < absl::ZeroDuration()) {
-    return absl::InvalidArgumentError("worker_timeout must be >= 0");
+    return absl::InvalidArgumentError(absl::StrCat("--worker_timeout must be >= 0, got ",
+                                                   absl::FormatDuration(worker_timeout)));
   }
   return absl::OkStatus();
 }

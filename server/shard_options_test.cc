@@ -35,7 +35,10 @@ TEST(ShardOptions, ValidateNamesWhatIsOutOfRange) {
   EXPECT_THAT(Refusal(o), HasSubstr("need 0 < default_wait <= max_wait"));
   o = ShardOptions();
   o.max_pending_pushes = -1;
-  EXPECT_THAT(Refusal(o), HasSubstr("max_pending_pushes >= 0"));
+  EXPECT_THAT(Refusal(o), HasSubstr("--max_pending_pushes must be >= 0, got -1"));
+  o = ShardOptions();
+  o.max_waiting_calls = 0;
+  EXPECT_THAT(Refusal(o), HasSubstr("--max_waiting_calls must be >= 1, got 0"));
   o = ShardOptions();
   o.optimizer.name = "adagrad";
   EXPECT_THAT(Refusal(o), HasSubstr("adagrad"));
@@ -48,7 +51,7 @@ TEST(ShardOptions, ValidateNamesWhatIsOutOfRange) {
   EXPECT_FALSE(o.Validate().ok());
   o = ShardOptions();
   o.worker_timeout = absl::Seconds(-1);
-  EXPECT_THAT(Refusal(o), HasSubstr("worker_timeout must be >= 0"));
+  EXPECT_THAT(Refusal(o), HasSubstr("--worker_timeout must be >= 0, got -1s"));
 }
 
 TEST(ShardOptions, CheckWorkerNamesTheRange) {

@@ -59,8 +59,16 @@ expect "server rejects --tls_reload_secs=0" 2 "--tls_reload_secs must be >= 1" \
   "$SERVER" --listen=127.0.0.1:0 --tls_reload_secs=0
 expect "worker with a certificate wants the CA" 1 "a TLS client needs --tls_ca" \
   "$WORKER" --servers=127.0.0.1:1 --tls_cert=/etc/hostname --tls_key=/etc/hostname --max_steps=1
-expect "server rejects a negative --worker_timeout" 2 "worker_timeout must be >= 0" \
+expect "server rejects a negative --worker_timeout" 2 "--worker_timeout must be >= 0" \
   "$SERVER" --listen=127.0.0.1:0 --worker_timeout=-1
+expect "server rejects --pull_timeout=0 naming it" 2 "--pull_timeout must be > 0" \
+  "$SERVER" --listen=127.0.0.1:0 --pull_timeout=0
+expect "server rejects --max_waiting_calls=0 naming it" 2 "--max_waiting_calls must be >= 1" \
+  "$SERVER" --listen=127.0.0.1:0 --max_waiting_calls=0
+expect "server rejects a NaN timeout (an endless wait)" 2 "--pull_timeout=nan is not a number" \
+  "$SERVER" --listen=127.0.0.1:0 --pull_timeout=nan
+expect "worker rejects a NaN timeout (an endless wait)" 1 "--wait_timeout=nan is not a number" \
+  "$WORKER" --servers=127.0.0.1:1 --wait_timeout=nan --max_steps=1
 expect "worker rejects a negative --retry_timeout" 1 "--retry_timeout must be >= 0" \
   "$WORKER" --servers=127.0.0.1:1 --retry_timeout=-1 --max_steps=1
 expect "worker without servers says how to fix it" 1 "--servers is empty.*--standalone" \

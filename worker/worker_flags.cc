@@ -121,11 +121,11 @@ absl::StatusOr<WorkerConfig> WorkerConfigFromFlags() {
   }
   client.worker_id = t.worker_id;
   client.num_workers = t.num_workers;
-  client.connect_timeout = absl::Seconds(absl::GetFlag(FLAGS_connect_timeout));
-  client.wait_timeout = absl::Seconds(absl::GetFlag(FLAGS_wait_timeout));
-  client.keepalive = absl::Seconds(absl::GetFlag(FLAGS_keepalive));
+  ASSIGN_OR_RETURN(client.connect_timeout, SecondsFromFlag("connect_timeout", absl::GetFlag(FLAGS_connect_timeout)));
+  ASSIGN_OR_RETURN(client.wait_timeout, SecondsFromFlag("wait_timeout", absl::GetFlag(FLAGS_wait_timeout)));
+  ASSIGN_OR_RETURN(client.keepalive, SecondsFromFlag("keepalive", absl::GetFlag(FLAGS_keepalive)));
   ASSIGN_OR_RETURN(client.transport, ParseTransport(absl::GetFlag(FLAGS_transport)));
-  client.retry_timeout = absl::Seconds(absl::GetFlag(FLAGS_retry_timeout));
+  ASSIGN_OR_RETURN(client.retry_timeout, SecondsFromFlag("retry_timeout", absl::GetFlag(FLAGS_retry_timeout)));
   RETURN_IF_ERROR(ValidateClientOptions(client));
   return c;
 }
