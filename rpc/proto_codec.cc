@@ -12,37 +12,6 @@ void ReleaseOwner(void* p) { delete static_cast<std::shared_ptr<const void>*>(p)
 
 }  // namespace
 
-size_t VarintSize(uint64_t v) {
-  size_t n = 1;
-  while (v >= 0x80) {
-    v >>= 7;
-    ++n;
-  }
-  return n;
-}
-
-void ProtoWriter::Varint(uint64_t v) {
-  while (v >= 0x80) {
-    header_.push_back(static_cast<char>(v | 0x80));
-    v >>= 7;
-  }
-  header_.push_back(static_cast<char>(v));
-}
-
-void ProtoWriter::Tag(int field, int wire_type) {
-  Varint((static_cast<uint64_t>(field) << 3) | wire_type);
-}
-
-void ProtoWriter::VarintField(int field, uint64_t v) {
-  Tag(field, kVarint);
-  Varint(v);
-}
-
-void ProtoWriter::LengthPrefix(int field, uint64_t len) {
-  Tag(field, kLen);
-  Varint(len);
-}
-
 void ProtoWriter::BytesField(int field, absl::string_view bytes) {
   LengthPrefix(field, bytes.size());
   header_.append(bytes.data(), bytes.size());

@@ -34,16 +34,37 @@ namespace ps {
 inline constexpr int kVarint = 0, kFixed64 = 1, kLen = 2, kFixed32 = 5;
 
 // Encoded size of a varint.
-size_t VarintSize(uint64_t v);
+inline size_t VarintSize(uint64_t v) {
+  size_t n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    ++n;
+  }
+  return n;
+}
 
 // Builds a ByteBuffer holding one protobuf message.
 class ProtoWriter {
  public:
-  // Field headers and scalar fields go into owned header bytes.
-  void Varint(uint64_t v);
-  void Tag(int field, int wire_type);
-  void VarintField(int field, uint64_t v);  // proto int32/int64 (negative as 10 bytes)
-  void LengthPrefix(int field, uint64_t len);
+  // Field headers and scalar fields go into owned header bytes. (Inline:
+  // the encoders call them per field.)
+  void Varint(uint64_t v) {
+    while (v >= 0x80) {
+      header_.push_back(static_cast<char>(v | 0x80));
+      v >>= 7;
+    }
+    header_.push_back(static_cast<char>(v));
+  }
+  void Tag(int field, int wire_type) { Varint((static_cast<uint64_t>(field) << 3) | wire_type); }
+  // proto int32/int64 (negative as 10 bytes)
+  void VarintField(int field, uint64_t v) {
+    Tag(field, kVarint);
+    Varint(v);
+  }
+  void LengthPrefix(int field, uint64_t len) {
+    Tag(field, kLen);
+    Varint(len);
+  }
   void BytesField(int field, absl::string_view bytes);  // copied
   // Appends `len` bytes at `data` without copying. `owner` (may be null: then
   // the caller keeps the bytes alive until the call completes) is released
@@ -144,7 +165,8 @@ class FieldReader {
   }
   // Skips the field (one the message does not know, or of the wrong type).
   absl::Status Skip() {
-    return r_->SkipField(wire_type_) ? absl::OkStatus() : Error(absl::StrCat("bad field ", number_));
+    return r_->SkipField(wire_type_) ? absl::OkStatus()
+                                     : Error(absl::StrCat("bad field ", number_));
   }
 
  private:
