@@ -90,26 +90,28 @@ void WriteIncarnation(ProtoWriter* w, int field, const Incarnation& inc) {
   w->BytesField(field, m.SerializeAsString());
 }
 
-bool ReadIncarnation(FieldReader& field, Incarnation* out) {
+absl::Status ReadIncarnation(FieldReader& field, Incarnation* out) {
   uint64_t len;
   std::string bytes;
   ProtoReader& r = field.reader();
-  if (!r.ReadVarint(&len) || len > 64 || !r.ReadString(len, &bytes)) return false;
   v1::Incarnation m;
-  if (!m.ParseFromString(bytes)) return false;
+  if (!r.ReadVarint(&len) || len > 64 || !r.ReadString(len, &bytes) ||
+      !m.ParseFromString(bytes)) {
+    return field.Error("bad incarnation");
+  }
   *out = Incarnation{m.run_id(), m.start()};
-  return true;
+  return absl::OkStatus();
 }
 
 void WriteOutcome(ProtoWriter* w, int field, PushOutcome outcome) {
   if (outcome != PushOutcome::kApplied) w->VarintField(field, static_cast<uint64_t>(outcome));
 }
 
-bool ReadOutcome(FieldReader& field, PushOutcome* out) {
+absl::Status ReadOutcome(FieldReader& field, absl::string_view what, PushOutcome* out) {
   uint64_t v;
-  if (!field.reader().ReadVarint(&v) || v > 2) return false;
+  if (!field.reader().ReadVarint(&v) || v > 2) return field.Error(what);
   *out = static_cast<PushOutcome>(v);
-  return true;
+  return absl::OkStatus();
 }
 
 }  // namespace ps

@@ -67,13 +67,13 @@ struct ReplyInfo {
 
 // Incarnation{run_id, start} as field `field` (nothing when unknown).
 void WriteIncarnation(ProtoWriter* w, int field, const Incarnation& inc);
-// Reads the Incarnation value of `field`; false if malformed.
-bool ReadIncarnation(FieldReader& field, Incarnation* out);
+// Reads the Incarnation value of `field`; malformed: "bad incarnation".
+absl::Status ReadIncarnation(FieldReader& field, Incarnation* out);
 
 // A PushOutcome as field `field` (nothing for kApplied, the default).
 void WriteOutcome(ProtoWriter* w, int field, PushOutcome outcome);
-// Reads the PushOutcome value of `field`; false if malformed or unknown.
-bool ReadOutcome(FieldReader& field, PushOutcome* out);
+// Reads the PushOutcome value of `field`; malformed or unknown: `what`.
+absl::Status ReadOutcome(FieldReader& field, absl::string_view what, PushOutcome* out);
 
 }  // namespace ps
 

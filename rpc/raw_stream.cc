@@ -113,9 +113,7 @@ absl::Status DecodeStreamRequest(const Pieces& bytes, RawStreamRequest* out) {
   using M = StreamRequestProto;
   return ForEachField(bytes, "StreamRequest", [out](FieldReader& f) {
     const int field = f.number();
-    if (f.Is(M::kGradientsFieldNumber, kLen)) {
-      return ReadSliceField(f, "gradient", &out->gradients);
-    }
+    if (f.Is(M::kGradientsFieldNumber, kLen)) return ReadSliceField(f, "gradient", &out->gradients);
     if (field >= M::kCallIdFieldNumber && field <= M::kLastFieldNumber &&
         f.wire_type() == kVarint) {
       uint64_t v;
@@ -145,16 +143,13 @@ absl::Status DecodeStreamResponse(const Pieces& bytes, RawStreamResponse* out) {
   using M = StreamResponseProto;
   int64_t code = 0;
   std::string message;
-  const absl::Status s = ForEachField(bytes, "StreamResponse", [&](FieldReader& f) {
+  const absl::Status status = ForEachField(bytes, "StreamResponse", [&](FieldReader& f) {
     const int field = f.number();
     if (f.Is(M::kWeightsFieldNumber, kLen)) return ReadSliceField(f, "weights", &out->weights);
     if (f.Is(M::kErrorMessageFieldNumber, kLen)) return f.String("bad error message", &message);
-    if (f.Is(M::kIncarnationFieldNumber, kLen)) {
-      return ReadIncarnation(f, &out->info.incarnation) ? absl::OkStatus()
-                                                        : f.Error("bad incarnation");
-    }
+    if (f.Is(M::kIncarnationFieldNumber, kLen)) return ReadIncarnation(f, &out->info.incarnation);
     if (f.Is(M::kPushOutcomeFieldNumber, kVarint)) {
-      return ReadOutcome(f, &out->info.outcome) ? absl::OkStatus() : f.Error("bad push_outcome");
+      return ReadOutcome(f, "bad push_outcome", &out->info.outcome);
     }
     if (field >= M::kCallIdFieldNumber && field <= M::kErrorCodeFieldNumber &&
         f.wire_type() == kVarint) {
@@ -168,8 +163,10 @@ absl::Status DecodeStreamResponse(const Pieces& bytes, RawStreamResponse* out) {
     }
     return f.Skip();
   });
-  if (s.ok() && code != 0) out->status = absl::Status(static_cast<absl::StatusCode>(code), message);
-  return s;
+  if (status.ok() && code != 0) {
+    out->status = absl::Status(static_cast<absl::StatusCode>(code), message);
+  }
+  return status;
 }
 
 }  // namespace ps

@@ -91,16 +91,14 @@ absl::Status DecodePushRequest(const Pieces& bytes, RawPush* out) {
     }
     if (f.Is(M::kVersionFieldNumber, kVarint)) return f.Int<int64_t>("bad version", &out->version);
     if (f.Is(M::kSeqFieldNumber, kVarint)) return f.Int<int64_t>("bad seq", &out->seq);
-    if (f.Is(M::kGradientsFieldNumber, kLen)) {
-      return ReadSliceField(f, "gradient", &out->gradients);
-    }
+    if (f.Is(M::kGradientsFieldNumber, kLen)) return ReadSliceField(f, "gradient", &out->gradients);
     return f.Skip();
   });
 }
 
 absl::Status DecodePushPullRequest(const Pieces& bytes, RawPush* push, RawPull* pull) {
   using M = PushPullRequestProto;
-  const absl::Status s = ForEachField(bytes, "PushPullRequest", [push, pull](FieldReader& f) {
+  const absl::Status status = ForEachField(bytes, "PushPullRequest", [push, pull](FieldReader& f) {
     if (f.Is(M::kPushFieldNumber, kLen)) {
       Pieces p;
       if (absl::Status s = f.Bytes("truncated push", &p); !s.ok()) return s;
@@ -114,8 +112,8 @@ absl::Status DecodePushPullRequest(const Pieces& bytes, RawPush* push, RawPull* 
     }
     return f.Skip();
   });
-  if (s.ok()) pull->worker_id = push->worker_id;
-  return s;
+  if (status.ok()) pull->worker_id = push->worker_id;
+  return status;
 }
 
 absl::Status DecodePullRequest(const Pieces& bytes, RawPull* out) {
@@ -144,12 +142,9 @@ absl::Status DecodePullResponse(const Pieces& bytes, int64_t* version,
   return ForEachField(bytes, "PullResponse", [version, weights, info](FieldReader& f) {
     if (f.Is(M::kVersionFieldNumber, kVarint)) return f.Int<int64_t>("bad version", version);
     if (f.Is(M::kWeightsFieldNumber, kLen)) return ReadSliceField(f, "weights", weights);
-    if (f.Is(M::kIncarnationFieldNumber, kLen)) {
-      return ReadIncarnation(f, &info->incarnation) ? absl::OkStatus()
-                                                    : f.Error("bad incarnation");
-    }
+    if (f.Is(M::kIncarnationFieldNumber, kLen)) return ReadIncarnation(f, &info->incarnation);
     if (f.Is(M::kPushOutcomeFieldNumber, kVarint)) {
-      return ReadOutcome(f, &info->outcome) ? absl::OkStatus() : f.Error("bad push_outcome");
+      return ReadOutcome(f, "bad push_outcome", &info->outcome);
     }
     return f.Skip();
   });
@@ -159,13 +154,8 @@ absl::Status DecodePushResponse(const Pieces& bytes, int64_t* version, ReplyInfo
   using M = v1::PushResponse;
   return ForEachField(bytes, "PushResponse", [version, info](FieldReader& f) {
     if (f.Is(M::kVersionFieldNumber, kVarint)) return f.Int<int64_t>("bad version", version);
-    if (f.Is(M::kIncarnationFieldNumber, kLen)) {
-      return ReadIncarnation(f, &info->incarnation) ? absl::OkStatus()
-                                                    : f.Error("bad incarnation");
-    }
-    if (f.Is(M::kOutcomeFieldNumber, kVarint)) {
-      return ReadOutcome(f, &info->outcome) ? absl::OkStatus() : f.Error("bad outcome");
-    }
+    if (f.Is(M::kIncarnationFieldNumber, kLen)) return ReadIncarnation(f, &info->incarnation);
+    if (f.Is(M::kOutcomeFieldNumber, kVarint)) return ReadOutcome(f, "bad outcome", &info->outcome);
     return f.Skip();
   });
 }
