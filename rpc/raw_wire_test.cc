@@ -4,6 +4,7 @@
 
 #include <random>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "proto/ps.pb.h"
 
@@ -219,6 +220,45 @@ TEST(RawWire, TruncatedAndRandomBytesAreErrorsNotCrashes) {
     (void)DecodePullResponse({junk}, &version, &w);
   }
   EXPECT_GT(rejected, 1000);
+}
+
+// The one field loop of every decoder (rpc/proto_codec.h).
+TEST(ProtoCodec, ForEachFieldHandsOutFieldsInOrderAcrossPieces) {
+  // field 1 = 150 (varint), field 2 = "abc", field 1 = 7; split mid-varint.
+  const std::string bytes("\x08\x96\x01\x12\x03" "abc" "\x08\x07", 10);
+  Pieces pieces = {absl::string_view(bytes).substr(0, 2), absl::string_view(bytes).substr(2)};
+  std::vector<std::string> seen;
+  absl::Status s = ForEachField(pieces, "Msg", [&](FieldReader& f) {
+    if (f.Is(1, kVarint)) {
+      int64_t v = 0;
+      absl::Status st = f.Int<int64_t>("bad one", &v);
+      seen.push_back(absl::StrCat("1=", v));
+      return st;
+    }
+    if (f.Is(2, kLen)) {
+      std::string v;
+      absl::Status st = f.String("bad two", &v);
+      seen.push_back("2=" + v);
+      return st;
+    }
+    return f.Skip();
+  });
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(seen, (std::vector<std::string>{"1=150", "2=abc", "1=7"}));
+}
+
+TEST(ProtoCodec, ForEachFieldNamesTheMessageInItsErrors) {
+  auto decode = [](const std::string& bytes) {
+    return ForEachField({bytes}, "Msg", [](FieldReader& f) {
+      if (f.Is(1, kVarint)) return f.Error("handler says no");
+      return f.Skip();
+    });
+  };
+  EXPECT_EQ(decode(std::string("\x00", 1)).message(), "malformed Msg: bad tag");  // field 0
+  EXPECT_EQ(decode("\x10").message(), "malformed Msg: bad field 2");  // varint cut short
+  EXPECT_EQ(decode("\x08\x01").message(), "malformed Msg: handler says no");
+  EXPECT_EQ(decode("\x08\x01").code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(decode(std::string("\x10\x05\x1a\x00", 4)).ok());  // unknown fields skipped
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 set -uo pipefail
 SERVER="$1" WORKER="$2" CTL="$3" LAUNCHER="$4"
 failures=0
+source "$(dirname "$0")/wait_lib.sh"
 
 # expect NAME EXPECTED_RC PATTERN COMMAND...: runs COMMAND (10 s at most) and
 # checks its exit status and that its output matches PATTERN.
@@ -101,7 +102,7 @@ expect "launcher rejects an unknown option" 2 "unknown option '--bogus'" "$LAUNC
 "$SERVER" --listen=127.0.0.1:0 --port_file="$TEST_TMPDIR/cap.port" --num_workers=2 \
   --pull_timeout=1 >/dev/null 2>&1 &
 cap_server=$!
-for _ in $(seq 100); do [ -s "$TEST_TMPDIR/cap.port" ] && break; sleep 0.1; done
+wait_for_file 10 "$TEST_TMPDIR/cap.port"
 expect "server --pull_timeout caps a worker's longer --wait_timeout" 1 \
   "DEADLINE_EXCEEDED.*missing gradients from workers \[1\]" \
   "$WORKER" --servers="$(cat "$TEST_TMPDIR/cap.port")" --worker_id=0 --num_workers=2 \

@@ -40,6 +40,7 @@ MODE=sync
 COMMON=(--num_workers=3 --seed=7 --log_every=0 --threads=1 --retry_timeout=60)
 pids=()
 trap 'kill -9 "${pids[@]}" 2>/dev/null || true' EXIT
+source "$(dirname "$0")/wait_lib.sh"
 
 fail() {
   echo "FAIL: $*" >&2
@@ -59,8 +60,7 @@ start_server() {
     --num_workers=3 --mode=$MODE --worker_timeout=$LEASE "$@" >>"$T/$name.server$s.log" 2>&1 &
   server_pid[$s]=$!
   pids+=($!)
-  for _ in $(seq 300); do [ -s "$T/$name.$s.port" ] && break; sleep 0.1; done
-  [ -s "$T/$name.$s.port" ] || fail "$name: shard $s did not start"
+  wait_for_file 30 "$T/$name.$s.port" || fail "$name: shard $s did not start"
   addr[$s]=$(cat "$T/$name.$s.port")
 }
 start_servers() {  # NAME [FLAGS...]
@@ -101,21 +101,12 @@ version_of() {  # shard 0's version, or nothing
   "$CTL" status --servers="${addr[0]}" --timeout=2 2>/dev/null |
     grep -o '"version":"[0-9]*"' | grep -o '[0-9]*' || true
 }
-wait_for_version() {  # V TIMEOUT
-  local deadline=$(( $(date +%s) + $2 )) v
-  until v=$(version_of) && [ "${v:-0}" -ge "$1" ]; do
-    [ "$(date +%s)" -lt $deadline ] || fail "shard 0 did not reach version $1 within $2 s"
-    sleep 0.1
-  done
-  echo "$v"
+wait_for_version() {  # V TIMEOUT: the version reached
+  wait_for_number "$2" "$1" version_of || fail "shard 0 did not reach version $1 within $2 s"
 }
-# wait_for_line FILE PATTERN TIMEOUT: the time the line appeared.
-wait_for_line() {
-  local deadline=$(( $(date +%s) + $3 ))
-  until grep -qE "$2" "$1" 2>/dev/null; do
-    [ "$(date +%s)" -lt $deadline ] || fail "no line /$2/ in $1 within $3 s"
-    sleep 0.05
-  done
+# line_time FILE PATTERN TIMEOUT: the time the line appeared.
+line_time() {
+  WAIT_POLL=0.05 wait_for_line "$3" "$1" "$2" || fail "no line /$2/ in $1 within $3 s"
   now
 }
 accuracy() { grep -o 'final test_accuracy [0-9.]*' "$1" | awk '{print $3}'; }
@@ -148,14 +139,14 @@ worker_fault() {  # REJOIN (0|1)
   kill -9 "${worker_pid[2]}"
   killed=$(now)
   echo "killed worker 2 at shard 0 version $v"
-  dropped=$(wait_for_line "$T/run.server0.log" "worker 2 dropped" $((LEASE + 30)))
-  wait_for_line "$T/run.server1.log" "worker 2 dropped" 30 >/dev/null
+  dropped=$(line_time "$T/run.server0.log" "worker 2 dropped" $((LEASE + 30)))
+  line_time "$T/run.server1.log" "worker 2 dropped" 30 >/dev/null
   local at_drop
   at_drop=$(version_of)
   if [ "$rejoin" = 1 ]; then
     start_worker run 2 "${ALL_WORKERS[@]}"
-    resumed=$(wait_for_line "$T/run.worker2.log" "resuming there" 60)
-    back=$(wait_for_line "$T/run.server0.log" "worker 2 is back" 30)
+    resumed=$(line_time "$T/run.worker2.log" "resuming there" 60)
+    back=$(line_time "$T/run.server0.log" "worker 2 is back" 30)
     local at
     at=$(grep -m1 -o 'servers are at step [0-9]*' "$T/run.worker2.log" | grep -o '[0-9]*$')
     [ "$at" -lt 312 ] || fail "worker 2 rejoined only after the run ended (step $at)"
@@ -195,14 +186,14 @@ server_restarted() {
   kill -9 "${server_pid[1]}"
   killed=$(now)
   echo "killed shard 1 at shard 0 version $v"
-  wait_for_line "$T/run.worker0.log" "unavailable" 30 >/dev/null
+  line_time "$T/run.worker0.log" "unavailable" 30 >/dev/null
   sleep 1
   start_server run 1 "${addr[1]}" "${ckpt[@]}"
   back=$(now)
   # Worker 0 retries until the shard is back at its step: from a worker's
   # copy, or from the checkpoint alone if it was written at that very step.
   local recovered
-  recovered=$(wait_for_line "$T/run.worker0.log" "went through" 60)
+  recovered=$(line_time "$T/run.worker0.log" "went through" 60)
   for w in 0 1 2; do
     worker_ok $w || fail "worker $w did not finish after shard 1 restarted"
   done
@@ -293,11 +284,11 @@ async_server_restarted() {
   kill -9 "${server_pid[1]}"
   killed=$(now)
   echo "killed shard 1 at shard 0 version $v (pushes applied)"
-  wait_for_line "$T/run.worker0.log" "unavailable" 30 >/dev/null
+  line_time "$T/run.worker0.log" "unavailable" 30 >/dev/null
   start_server run 1 "${addr[1]}"
   back=$(now)
   local restored
-  restored=$(wait_for_line "$T/run.server1.log" "restored to version" 60)
+  restored=$(line_time "$T/run.server1.log" "restored to version" 60)
   for w in 0 1 2; do worker_ok $w || fail "worker $w did not finish after shard 1 restarted"; done
   local acc status versions
   acc=$(accuracy "$T/run.worker0.log")

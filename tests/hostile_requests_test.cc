@@ -1,7 +1,8 @@
 // Hostile and broken requests, over both transports (unary RPCs and the
 // Stream RPC): each gets an error status that names the problem, within its
 // deadline, without allocating what it declares, and the shard keeps serving
-// real workers afterwards. Regression tests for issue 9's findings.
+// real workers afterwards. Regression tests for issue 9's findings. The
+// same test target also runs hostile_requests_clear_errors_test.cc.
 #include <unistd.h>
 
 #include <cmath>

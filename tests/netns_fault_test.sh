@@ -42,20 +42,11 @@ shard_version() {
     grep -o '"version":"[0-9]*"' | grep -o '[0-9]*'
 }
 wait_version() {
-  local deadline=$(( $(date +%s) + 180 )) v
-  until v=$(shard_version) && [ "${v:-0}" -ge "$1" ]; do
-    [ "$(date +%s)" -lt $deadline ] || fail "training did not reach version $1"
-    sleep 0.2
-  done
-  echo "$v"
+  WAIT_POLL=0.2 wait_for_number 180 "$1" shard_version || fail "training did not reach version $1"
 }
 # wait_log HOST PATTERN TIMEOUT T0: seconds since T0 when the line appeared.
 wait_log() {
-  local deadline=$(( $(date +%s) + $3 ))
-  until cluster logs "$1" | grep -qE "$2"; do
-    [ "$(date +%s)" -lt $deadline ] || fail "$1 logged no /$2/ within $3 s"
-    sleep 0.2
-  done
+  WAIT_POLL=0.2 wait_until "$3" logged "$1" "$2" || fail "$1 logged no /$2/ within $3 s"
   echo $(( $(date +%s) - $4 ))
 }
 

@@ -36,13 +36,12 @@ echo "test subnet $SUBNET.0/24"
 in_subnet() { [[ "$1" == "$SUBNET".* ]]; }
 
 # Workers' connections, sampled while they train.
-deadline=$(( $(date +%s) + 30 ))
 conns=""
-while [ -z "$conns" ]; do
-  [ "$(date +%s)" -lt $deadline ] || fail "ps-worker-0 opened no connection within 30 s"
+connected() {
   conns=$(cluster exec ps-worker-0 -- ss -Htn state established | awk '{print $4}')
-  sleep 0.1
-done
+  [ -n "$conns" ]
+}
+wait_until 30 connected || fail "ps-worker-0 opened no connection within 30 s"
 for w in 0 1 2; do
   for peer in $(cluster exec ps-worker-$w -- ss -Htn | awk '{print $5}'); do
     in_subnet "${peer%:*}" || fail "ps-worker-$w has a connection to $peer, outside $SUBNET.0/24"

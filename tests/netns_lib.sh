@@ -8,9 +8,13 @@
 #                        certificate
 #   fail MSG             prints FAIL: MSG and exits 1 (the cluster is taken down)
 #   NETNS_EXTRA_CLEANUP  a command to run on exit besides taking the cluster down
+#   logged HOST PATTERN  true once HOST's log has a line matching the ERE PATTERN
+# and the bounded waits of wait_lib.sh.
 # netns_init skips the test (prints "SKIPPED: <reason>" and exits 0) where
 # this machine cannot create network namespaces, and takes the cluster down
 # on exit however the test ends.
+
+source "$(dirname "${BASH_SOURCE[0]}")/wait_lib.sh"
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
@@ -72,4 +76,8 @@ ctl() {
   shift
   cluster exec "$host" -- "$CTL" "$@" --tls_ca="$certs/ca.pem" --tls_cert="$certs/admin.pem" \
     --tls_key="$certs/admin.key"
+}
+
+logged() {
+  cluster logs "$1" | grep -qE "$2"
 }

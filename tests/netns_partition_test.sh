@@ -39,19 +39,12 @@ shard_version() {
 }
 # wait_log HOST PATTERN TIMEOUT: seconds since the cut when the line appeared.
 wait_log() {
-  local deadline=$(( $(date +%s) + $3 ))
-  until cluster logs "$1" | grep -qE "$2"; do
-    [ "$(date +%s)" -lt $deadline ] || fail "$1 logged no /$2/ within $3 s"
-    sleep 0.2
-  done
+  WAIT_POLL=0.2 wait_until "$3" logged "$1" "$2" || fail "$1 logged no /$2/ within $3 s"
   echo $(( $(date +%s) - cut ))
 }
 
-deadline=$(( $(date +%s) + 60 ))
-until v=$(shard_version) && [ "${v:-0}" -ge 20 ]; do
-  [ "$(date +%s)" -lt $deadline ] || fail "training did not reach version 20 within 60 s"
-  sleep 0.2
-done
+v=$(WAIT_POLL=0.2 wait_for_number 60 20 shard_version) ||
+  fail "training did not reach version 20 within 60 s"
 cluster link ps-worker-2 down
 cut=$(date +%s)
 echo "cut ps-worker-2's link at shard 0 version $v"

@@ -14,6 +14,7 @@ T="${TEST_TMPDIR:-$(mktemp -d)}"
 COMMON=(--num_workers=2 --batch_size=16 --seed=42 --log_every=0 --threads=1)
 pids=()
 trap 'kill -9 "${pids[@]}" 2>/dev/null || true' EXIT
+source "$(dirname "$0")/wait_lib.sh"
 
 # start_servers NAME [FLAGS...]: 2 sync shards on 127.0.0.1; sets $servers
 # and $server_pids.
@@ -30,7 +31,7 @@ start_servers() {
     pids+=($!)
   done
   for s in 0 1; do
-    for _ in $(seq 300); do [ -s "$T/$name.$s.port" ] && break; sleep 0.1; done
+    wait_for_file 30 "$T/$name.$s.port" || true
     addrs+=("$(cat "$T/$name.$s.port")")
   done
   servers="${addrs[0]},${addrs[1]}"
@@ -60,8 +61,7 @@ start_servers first "${CKPT[@]}"
 run_workers first 20
 for s in 0 1; do  # the step-20 checkpoints are written after the step: wait for them
   f="$T/ckpt/shard-$s-of-2-v00000000000000000020.ckpt"
-  for _ in $(seq 300); do [ -e "$f" ] && break; sleep 0.1; done
-  [ -e "$f" ] || { echo "FAIL: no $f"; ls -la "$T/ckpt"; exit 1; }
+  wait_until 30 test -e "$f" || { echo "FAIL: no $f"; ls -la "$T/ckpt"; exit 1; }
 done
 kill -9 "${server_pids[@]}"
 wait "${server_pids[@]}" 2>/dev/null || true

@@ -13,6 +13,7 @@ T=$(mktemp -d "${TEST_TMPDIR:-/tmp}/security.XXXXXX")
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$T"; }
 trap cleanup EXIT
+source "$(dirname "$0")/wait_lib.sh"
 failures=0
 passes=0
 
@@ -42,10 +43,7 @@ start() {
   "$SERVER" --listen=127.0.0.1:0 --port_file="$T/$name.port" --num_workers=2 "$@" \
     >"$T/$name.log" 2>&1 &
   pids+=($!)
-  for _ in $(seq 100); do
-    [ -s "$T/$name.port" ] && break
-    sleep 0.1
-  done
+  wait_for_file 10 "$T/$name.port"
   ADDR=$(cat "$T/$name.port" 2>/dev/null) || { fail "$name did not start"; cat "$T/$name.log"; exit 1; }
 }
 
@@ -165,11 +163,11 @@ openssl x509 -req -in "$T/next.csr" -CA "$P/ca.pem" -CAkey "$P/ca.key" -set_seri
 cp "$T/next/server-0.key" "$P/server-0.key.new" && cp "$T/next/server-0.pem" "$P/server-0.pem.new"
 mv "$P/server-0.key.new" "$P/server-0.key" && mv "$P/server-0.pem.new" "$P/server-0.pem"
 after="$before"
-for _ in $(seq 50); do
+rotated() {
   after=$(fingerprint)
-  [ -n "$after" ] && [ "$after" != "$before" ] && break
-  sleep 0.2
-done
+  [ -n "$after" ] && [ "$after" != "$before" ]
+}
+WAIT_POLL=0.2 wait_until 10 rotated
 serial=$(openssl s_client -connect "$M" -CAfile "$P/ca.pem" -cert "$P/admin.pem" \
   -key "$P/admin.key" </dev/null 2>/dev/null | openssl x509 -noout -serial)
 if [ -n "$before" ] && [ "$after" != "$before" ] && [ "$serial" = "serial=1092" ]; then
@@ -220,7 +218,7 @@ expect "no plaintext on a non-loopback address" \
 rm -f "$T/insecure.port"
 "$SERVER" --listen=0.0.0.0:0 --insecure --port_file="$T/insecure.port" >"$T/insecure.log" 2>&1 &
 pids+=($!)
-for _ in $(seq 100); do [ -s "$T/insecure.port" ] && break; sleep 0.1; done
+wait_for_file 10 "$T/insecure.port"
 expect "--insecure serves plaintext with a warning" "WARNING: serving in plaintext \(--insecure\)" \
   cat "$T/insecure.log"
 expect "default listen address is loopback" '"127.0.0.1:50051"' "$SERVER" --help

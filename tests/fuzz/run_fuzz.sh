@@ -55,13 +55,14 @@ cflags=(-std=c++17 -O1 -g -fno-omit-frame-pointer -I"$root" -I"$out/gen"
         -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
         $(pkg-config --cflags "${modules[@]}"))
 libs=($(pkg-config --libs "${modules[@]}"))
-sources=(rpc/raw_wire.cc common/slice_assembler.cc common/float_bytes.cc
+sources=(rpc/proto_codec.cc rpc/raw_fields.cc rpc/raw_unary.cc rpc/raw_stream.cc
+         common/slice_assembler.cc common/float_bytes.cc
          common/partition.cc common/model_spec.cc common/status_macros.cc
          tests/fuzz/fuzz_input.cc tests/fuzz/wire_fuzz.cc "$out/gen/proto/ps.pb.cc")
 
 build() {
   local pids=() objs=() src obj
-  # raw_wire.cc takes its field numbers from the generated code.
+  # rpc/raw_*.cc take their field numbers from the generated code.
   mkdir -p "$out/gen"
   protoc --cpp_out="$out/gen" -I"$root" "$root/proto/ps.proto"
   for src in "${sources[@]}"; do

@@ -1,5 +1,7 @@
-// Malformed or out-of-turn requests get an error status that names the
-// problem, and the server keeps serving afterwards.
+// Part of //tests:hostile_requests_test (once bad_requests_test): malformed
+// or out-of-turn requests to an in-process sync cluster get an error status
+// that names the problem, and the server keeps serving afterwards. The
+// hostile requests over both transports are in hostile_requests_test.cc.
 #include "gmock/gmock.h"
 #include "grpcpp/create_channel.h"
 #include "gtest/gtest.h"

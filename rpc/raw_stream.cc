@@ -1,0 +1,172 @@
+#include "rpc/raw_stream.h"
+
+#include <algorithm>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "proto/ps.pb.h"
+
+namespace ps {
+namespace {
+
+using StreamRequestProto = v1::StreamRequest;
+using StreamResponseProto = v1::StreamResponse;
+
+}  // namespace
+
+std::vector<std::vector<SliceRange>> ChunkSlices(const std::vector<SliceRange>& slices,
+                                                 size_t chunk_bytes) {
+  const int64_t chunk = std::max<int64_t>(1, static_cast<int64_t>(chunk_bytes / sizeof(float)));
+  std::vector<std::vector<SliceRange>> messages(1);
+  int64_t room = chunk;
+  for (const SliceRange& r : slices) {
+    for (int64_t done = 0; done < r.length;) {
+      if (room == 0) {
+        messages.emplace_back();
+        room = chunk;
+      }
+      SliceRange piece = r;
+      piece.offset = r.offset + done;
+      piece.flat_offset = r.flat_offset + done;
+      piece.length = std::min(room, r.length - done);
+      messages.back().push_back(piece);
+      done += piece.length;
+      room -= piece.length;
+    }
+  }
+  return messages;
+}
+
+std::vector<grpc::ByteBuffer> EncodeStreamRequests(const StreamCallHeader& h, bool first,
+                                                   bool last, const ModelSpec& spec,
+                                                   const std::vector<SliceRange>& slices,
+                                                   const SliceValues& values,
+                                                   size_t chunk_bytes) {
+  std::vector<std::vector<SliceRange>> messages = ChunkSlices(slices, chunk_bytes);
+  std::vector<grpc::ByteBuffer> out;
+  for (size_t m = 0; m < messages.size(); ++m) {
+    ProtoWriter w;
+    using M = StreamRequestProto;
+    w.VarintField(M::kCallIdFieldNumber, h.call_id);
+    if (first && m == 0) {
+      w.VarintField(M::kKindFieldNumber, static_cast<uint64_t>(h.kind));
+      w.VarintField(M::kWorkerIdFieldNumber, static_cast<uint64_t>(int64_t{h.worker_id}));
+      w.VarintField(M::kVersionFieldNumber, static_cast<uint64_t>(h.version));
+      w.VarintField(M::kMinVersionFieldNumber, static_cast<uint64_t>(h.min_version));
+      w.VarintField(M::kWaitTimeoutMsFieldNumber, static_cast<uint64_t>(h.wait_timeout_ms));
+      if (h.seq != 0) w.VarintField(M::kSeqFieldNumber, static_cast<uint64_t>(h.seq));
+    }
+    for (const SliceRange& r : messages[m]) {
+      WriteTensorSlice(&w, M::kGradientsFieldNumber, spec[r.tensor_index], r, values(r),
+                       nullptr);
+    }
+    if (last && m + 1 == messages.size()) w.VarintField(M::kLastFieldNumber, 1);
+    out.push_back(w.Finish());
+  }
+  return out;
+}
+
+std::vector<grpc::ByteBuffer> EncodeStreamWeights(uint64_t call_id, int64_t version,
+                                                  const ModelSpec& spec,
+                                                  const std::vector<SliceRange>& slices,
+                                                  const SliceValues& values,
+                                                  std::shared_ptr<const void> owner,
+                                                  size_t chunk_bytes, const ReplyInfo& info) {
+  std::vector<std::vector<SliceRange>> messages = ChunkSlices(slices, chunk_bytes);
+  std::vector<grpc::ByteBuffer> out;
+  for (size_t m = 0; m < messages.size(); ++m) {
+    ProtoWriter w;
+    using M = StreamResponseProto;
+    w.VarintField(M::kCallIdFieldNumber, call_id);
+    w.VarintField(M::kVersionFieldNumber, static_cast<uint64_t>(version));
+    if (m == 0) {
+      WriteIncarnation(&w, M::kIncarnationFieldNumber, info.incarnation);
+      WriteOutcome(&w, M::kPushOutcomeFieldNumber, info.outcome);
+    }
+    for (const SliceRange& r : messages[m]) {
+      WriteTensorSlice(&w, M::kWeightsFieldNumber, spec[r.tensor_index], r, values(r), owner);
+    }
+    if (m + 1 == messages.size()) w.VarintField(M::kLastFieldNumber, 1);
+    out.push_back(w.Finish());
+  }
+  return out;
+}
+
+grpc::ByteBuffer EncodeStreamDone(uint64_t call_id, int64_t version, const absl::Status& status,
+                                  const ReplyInfo& info) {
+  using M = StreamResponseProto;
+  ProtoWriter w;
+  w.VarintField(M::kCallIdFieldNumber, call_id);
+  w.VarintField(M::kVersionFieldNumber, static_cast<uint64_t>(version));
+  WriteIncarnation(&w, M::kIncarnationFieldNumber, info.incarnation);
+  WriteOutcome(&w, M::kPushOutcomeFieldNumber, info.outcome);
+  w.VarintField(M::kLastFieldNumber, 1);
+  if (!status.ok()) {
+    w.VarintField(M::kErrorCodeFieldNumber,
+                  static_cast<uint64_t>(static_cast<int64_t>(status.code())));
+    w.BytesField(M::kErrorMessageFieldNumber, status.message());
+  }
+  return w.Finish();
+}
+
+absl::Status DecodeStreamRequest(const Pieces& bytes, RawStreamRequest* out) {
+  using M = StreamRequestProto;
+  return ForEachField(bytes, "StreamRequest", [out](FieldReader& f) {
+    const int field = f.number();
+    if (f.Is(M::kGradientsFieldNumber, kLen)) return ReadSliceField(f, "gradient", &out->gradients);
+    if (field >= M::kCallIdFieldNumber && field <= M::kLastFieldNumber &&
+        f.wire_type() == kVarint) {
+      uint64_t v;
+      if (absl::Status s = f.Varint("bad varint", &v); !s.ok()) return s;
+      StreamCallHeader& h = out->header;
+      switch (field) {
+        case M::kCallIdFieldNumber: h.call_id = v; break;
+        case M::kKindFieldNumber:
+          if (v > 2) return f.Error(absl::StrCat("unknown call kind ", v));
+          h.kind = static_cast<StreamCall>(v);
+          break;
+        case M::kWorkerIdFieldNumber: h.worker_id = static_cast<int32_t>(v); break;
+        case M::kVersionFieldNumber: h.version = static_cast<int64_t>(v); break;
+        case M::kMinVersionFieldNumber: h.min_version = static_cast<int64_t>(v); break;
+        case M::kWaitTimeoutMsFieldNumber: h.wait_timeout_ms = static_cast<int64_t>(v); break;
+        case M::kLastFieldNumber: out->last = v != 0; break;
+        default: break;  // gradients sent as a varint: read and ignored
+      }
+      return absl::OkStatus();
+    }
+    if (f.Is(M::kSeqFieldNumber, kVarint)) return f.Int<int64_t>("bad seq", &out->header.seq);
+    return f.Skip();
+  });
+}
+
+absl::Status DecodeStreamResponse(const Pieces& bytes, RawStreamResponse* out) {
+  using M = StreamResponseProto;
+  int64_t code = 0;
+  std::string message;
+  const absl::Status status = ForEachField(bytes, "StreamResponse", [&](FieldReader& f) {
+    const int field = f.number();
+    if (f.Is(M::kWeightsFieldNumber, kLen)) return ReadSliceField(f, "weights", &out->weights);
+    if (f.Is(M::kErrorMessageFieldNumber, kLen)) return f.String("bad error message", &message);
+    if (f.Is(M::kIncarnationFieldNumber, kLen)) return ReadIncarnation(f, &out->info.incarnation);
+    if (f.Is(M::kPushOutcomeFieldNumber, kVarint)) {
+      return ReadOutcome(f, "bad push_outcome", &out->info.outcome);
+    }
+    if (field >= M::kCallIdFieldNumber && field <= M::kErrorCodeFieldNumber &&
+        f.wire_type() == kVarint) {
+      uint64_t v;
+      if (absl::Status s = f.Varint("bad varint", &v); !s.ok()) return s;
+      if (field == M::kCallIdFieldNumber) out->call_id = v;
+      if (field == M::kVersionFieldNumber) out->version = static_cast<int64_t>(v);
+      if (field == M::kLastFieldNumber) out->last = v != 0;
+      if (field == M::kErrorCodeFieldNumber) code = static_cast<int64_t>(v);
+      return absl::OkStatus();
+    }
+    return f.Skip();
+  });
+  if (status.ok() && code != 0) {
+    out->status = absl::Status(static_cast<absl::StatusCode>(code), message);
+  }
+  return status;
+}
+
+}  // namespace ps

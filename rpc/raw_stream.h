@@ -1,0 +1,89 @@
+// The streaming transport's messages on the raw path (rpc/raw_wire.h):
+// StreamRequest and StreamResponse of proto/ps.proto, with tensors cut into
+// chunks, encoded with the data borrowed (never copied) and decoded into
+// views of the received bytes. Stateless functions; thread-compatible.
+#ifndef PS_RPC_RAW_STREAM_H_
+#define PS_RPC_RAW_STREAM_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "common/model_spec.h"
+#include "common/partition.h"
+#include "common/slice_assembler.h"
+#include "grpcpp/support/byte_buffer.h"
+#include "rpc/raw_fields.h"
+
+namespace ps {
+
+// Call kinds, as CallKind in proto/ps.proto.
+enum class StreamCall { kPush = 0, kPull = 1, kPushPull = 2 };
+
+// Chunk size of the streaming transport: tensors are cut into sub-ranges of
+// at most this many bytes, packed into messages of about this size.
+inline constexpr size_t kStreamChunkBytes = 1 << 20;
+
+struct StreamCallHeader {
+  uint64_t call_id = 0;
+  StreamCall kind = StreamCall::kPush;
+  int worker_id = 0;
+  int64_t version = 0;
+  int64_t min_version = 0;
+  int64_t wait_timeout_ms = 0;
+  int64_t seq = 0;  // async push number; 0 = none
+};
+
+// Messages of one call carrying the gradient chunks of `slices` (none for
+// kPull; then one message): with the header in the first message when
+// `first`, and `last` set on the final one when `last`. A call may be sent
+// in several such batches, e.g. layer by layer as backward produces them.
+std::vector<grpc::ByteBuffer> EncodeStreamRequests(const StreamCallHeader& header, bool first,
+                                                   bool last, const ModelSpec& spec,
+                                                   const std::vector<SliceRange>& slices,
+                                                   const SliceValues& values,
+                                                   size_t chunk_bytes = kStreamChunkBytes);
+
+// The weights of `slices` as chunked responses to `call_id`, `info` in the
+// first; `owner` keeps the values alive until sent.
+std::vector<grpc::ByteBuffer> EncodeStreamWeights(uint64_t call_id, int64_t version,
+                                                  const ModelSpec& spec,
+                                                  const std::vector<SliceRange>& slices,
+                                                  const SliceValues& values,
+                                                  std::shared_ptr<const void> owner,
+                                                  size_t chunk_bytes = kStreamChunkBytes,
+                                                  const ReplyInfo& info = ReplyInfo());
+
+// A call's single last response: its version and `info`, or its error.
+grpc::ByteBuffer EncodeStreamDone(uint64_t call_id, int64_t version, const absl::Status& status,
+                                  const ReplyInfo& info = ReplyInfo());
+
+struct RawStreamRequest {
+  StreamCallHeader header;
+  std::vector<RawTensorSlice> gradients;
+  bool last = false;
+};
+
+struct RawStreamResponse {
+  uint64_t call_id = 0;
+  int64_t version = 0;
+  ReplyInfo info;  // from the message that carries it (zero otherwise)
+  std::vector<RawTensorSlice> weights;
+  bool last = false;
+  absl::Status status;  // from error_code / error_message
+};
+
+// Decoders; INVALID_ARGUMENT naming the message for malformed bytes. The
+// decoded data views `bytes`, which must outlive the result.
+absl::Status DecodeStreamRequest(const Pieces& bytes, RawStreamRequest* out);
+absl::Status DecodeStreamResponse(const Pieces& bytes, RawStreamResponse* out);
+
+// Cuts `slices` into sub-ranges of at most `chunk_bytes` (flat_offset kept
+// consistent), grouped into messages of about `chunk_bytes` each.
+std::vector<std::vector<SliceRange>> ChunkSlices(const std::vector<SliceRange>& slices,
+                                                 size_t chunk_bytes);
+
+}  // namespace ps
+
+#endif  // PS_RPC_RAW_STREAM_H_

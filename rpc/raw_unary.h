@@ -1,0 +1,65 @@
+// The unary messages of the raw path (rpc/raw_wire.h): PushRequest,
+// PushPullRequest, PullRequest, PushResponse and PullResponse of
+// proto/ps.proto, encoded with the tensor data borrowed (never copied) and
+// decoded into views of the received bytes. Stateless functions;
+// thread-compatible.
+#ifndef PS_RPC_RAW_UNARY_H_
+#define PS_RPC_RAW_UNARY_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "common/model_spec.h"
+#include "common/partition.h"
+#include "common/slice_assembler.h"
+#include "grpcpp/support/byte_buffer.h"
+#include "rpc/raw_fields.h"
+
+namespace ps {
+
+struct RawPush {
+  int64_t worker_id = 0;
+  int64_t version = 0;
+  int64_t seq = 0;  // async push number; 0 = none
+  std::vector<RawTensorSlice> gradients;
+};
+
+struct RawPull {
+  int64_t worker_id = 0;
+  int64_t min_version = 0;
+  int64_t wait_timeout_ms = 0;
+};
+
+// PushRequest{worker_id, version, gradients = `slices`, seq}.
+grpc::ByteBuffer EncodePushRequest(int worker_id, int64_t version, const ModelSpec& spec,
+                                   const std::vector<SliceRange>& slices,
+                                   const SliceValues& values, int64_t seq = 0);
+// PushPullRequest{push = PushRequest{...}, min_version, wait_timeout_ms}.
+grpc::ByteBuffer EncodePushPullRequest(int worker_id, int64_t version, const ModelSpec& spec,
+                                       const std::vector<SliceRange>& slices,
+                                       const SliceValues& values, int64_t min_version,
+                                       int64_t wait_timeout_ms, int64_t seq = 0);
+// PushResponse{version, outcome, incarnation}.
+grpc::ByteBuffer EncodePushResponse(int64_t version, PushOutcome outcome = PushOutcome::kApplied,
+                                    const Incarnation& incarnation = Incarnation());
+// PullResponse{version, weights = `slices`, incarnation, push_outcome};
+// `owner` keeps the values alive until gRPC has sent them.
+grpc::ByteBuffer EncodePullResponse(int64_t version, const ModelSpec& spec,
+                                    const std::vector<SliceRange>& slices,
+                                    const SliceValues& values, std::shared_ptr<const void> owner,
+                                    const ReplyInfo& info = ReplyInfo());
+
+// Decoders; INVALID_ARGUMENT naming the message for malformed bytes. The
+// decoded data views `bytes`, which must outlive the result.
+absl::Status DecodePushRequest(const Pieces& bytes, RawPush* out);
+absl::Status DecodePushPullRequest(const Pieces& bytes, RawPush* push, RawPull* pull);
+absl::Status DecodePullRequest(const Pieces& bytes, RawPull* out);
+absl::Status DecodePullResponse(const Pieces& bytes, int64_t* version,
+                                std::vector<RawTensorSlice>* weights, ReplyInfo* info = nullptr);
+absl::Status DecodePushResponse(const Pieces& bytes, int64_t* version, ReplyInfo* info);
+
+}  // namespace ps
+
+#endif  // PS_RPC_RAW_UNARY_H_
