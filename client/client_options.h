@@ -37,14 +37,14 @@ struct ClientOptions {
   // call's deadline. Zero: no pings; else at least 1 s (servers refuse
   // pings more frequent than that).
   absl::Duration keepalive = absl::Seconds(10);
-  // How Push, Pull and PushPull travel (client/shard_transport.h):
+  // How Push, Pull and PushPull travel (client/internal/shard_transport.h):
   //   kStream: one long-lived stream per shard, tensors in ~1 MB chunks that
   //            are copied (and applied) while the next is on the wire;
   //   kUnary:  one unary call per shard per operation.
   enum class Transport { kStream, kUnary };
   Transport transport = Transport::kStream;
 
-  // Faults (README.md, "Failures"). A call that fails because a shard went
+  // Faults (docs/failures.md). A call that fails because a shard went
   // away (UNAVAILABLE, CANCELLED, ABORTED, or a refusal from a shard that
   // restarted) is retried with backoff for up to this long: the client
   // registers with the shards again and, where one came back behind the

@@ -25,7 +25,7 @@
 // snapshot of the weights. Counters and latency histograms live in
 // ShardMetrics (server/stats.h), readable without the shard's lock.
 //
-// Faults (README.md, "Failures"). With a worker_timeout, a sync shard drops
+// Faults (docs/failures.md). With a worker_timeout, a sync shard drops
 // a worker seen in this incarnation and then silent that long: the open
 // step closes without it until its next request brings it back. Three
 // calls replace the parameters: AdoptWorkerCopy (a worker's copy, after

@@ -7,6 +7,7 @@
 #
 # usage: flagfile_test.sh PS_SERVER PS_WORKER MAKE_CERTS SERVER_FLAGS WORKER_FLAGS
 set -uo pipefail
+source "$(dirname "$0")/wait_lib.sh"
 SERVER="$1" WORKER="$2" MAKE_CERTS="$3" SERVER_FLAGS="$4" WORKER_FLAGS="$5"
 T="${TEST_TMPDIR:-$(mktemp -d)}"
 failures=0
@@ -31,7 +32,7 @@ for s in 0 1; do
   pids+=($!)
 done
 for s in 0 1; do
-  for _ in $(seq 100); do [ -s "$T/server-$s.port" ] && break; sleep 0.1; done
+  wait_for_file 10 "$T/server-$s.port"
   if grep -q "shard $s/2, sync mode, 2 workers, lr 0.1, .*worker lease 10s" "$T/server-$s.log" &&
      grep -q "security: mutual TLS + bearer tokens; health probes" "$T/server-$s.log"; then
     ok "shard $s starts from ps_server.flags and reports its configuration"
