@@ -12,6 +12,11 @@ absl::StatusOr<ClientOptions::Transport> ParseTransport(absl::string_view text) 
 }
 
 absl::Status ValidateClientOptions(const ClientOptions& o) {
+  if (o.servers.empty()) return absl::InvalidArgumentError("no servers given");
+  if (o.num_workers < 1 || o.worker_id < 0 || o.worker_id >= o.num_workers) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "worker_id must be in [0, num_workers=", o.num_workers, "), got ", o.worker_id));
+  }
   if (o.keepalive != absl::ZeroDuration() &&
       !(o.keepalive >= absl::Seconds(1) && o.keepalive <= absl::Hours(24))) {
     return absl::InvalidArgumentError(

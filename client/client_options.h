@@ -61,8 +61,9 @@ struct ClientOptions {
 // "stream" / "unary"; INVALID_ARGUMENT otherwise.
 absl::StatusOr<ClientOptions::Transport> ParseTransport(absl::string_view text);
 
-// INVALID_ARGUMENT naming the flag (ps_worker's) unless keepalive is zero or
-// in [1 s, 1 day] and retry_timeout >= 0.
+// INVALID_ARGUMENT unless servers is not empty, 0 <= worker_id <
+// num_workers, keepalive is zero or in [1 s, 1 day] (naming ps_worker's
+// flag) and retry_timeout >= 0. PsClient::Connect checks it first.
 absl::Status ValidateClientOptions(const ClientOptions& options);
 
 }  // namespace ps

@@ -28,8 +28,15 @@ TEST(ClientOptions, DefaultsToTheStreamTransport) {
   EXPECT_EQ(ClientOptions().transport, ClientOptions::Transport::kStream);
 }
 
-TEST(ValidateClientOptions, AcceptsTheDefaultsAndKeepaliveOff) {
+// The defaults with a server: what every connection needs at least.
+ClientOptions WithAServer() {
   ClientOptions o;
+  o.servers = {"127.0.0.1:50051"};
+  return o;
+}
+
+TEST(ValidateClientOptions, AcceptsTheDefaultsAndKeepaliveOff) {
+  ClientOptions o = WithAServer();
   EXPECT_TRUE(ValidateClientOptions(o).ok());
   o.keepalive = absl::ZeroDuration();
   EXPECT_TRUE(ValidateClientOptions(o).ok());
@@ -37,8 +44,20 @@ TEST(ValidateClientOptions, AcceptsTheDefaultsAndKeepaliveOff) {
   EXPECT_TRUE(ValidateClientOptions(o).ok());
 }
 
+TEST(ValidateClientOptions, RejectsNoServersAndAWorkerIdOutOfRange) {
+  EXPECT_THAT(ValidateClientOptions(ClientOptions()).message(),
+              testing::HasSubstr("no servers given"));
+  ClientOptions o = WithAServer();
+  o.num_workers = 2;
+  o.worker_id = 2;
+  EXPECT_THAT(ValidateClientOptions(o).message(),
+              testing::HasSubstr("worker_id must be in [0, num_workers=2), got 2"));
+  o.worker_id = -1;
+  EXPECT_EQ(ValidateClientOptions(o).code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(ValidateClientOptions, RejectsKeepaliveOutsideItsRangeNamingTheValue) {
-  ClientOptions o;
+  ClientOptions o = WithAServer();
   for (absl::Duration bad : {absl::Seconds(-1), absl::Milliseconds(500), absl::Hours(25)}) {
     o.keepalive = bad;
     const absl::Status s = ValidateClientOptions(o);
@@ -50,7 +69,7 @@ TEST(ValidateClientOptions, RejectsKeepaliveOutsideItsRangeNamingTheValue) {
 }
 
 TEST(ValidateClientOptions, RejectsANegativeRetryTimeout) {
-  ClientOptions o;
+  ClientOptions o = WithAServer();
   o.retry_timeout = absl::Seconds(-1);
   EXPECT_THAT(ValidateClientOptions(o).message(),
               testing::HasSubstr("--retry_timeout must be >= 0"));

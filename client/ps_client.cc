@@ -85,13 +85,7 @@ PsClient::PsClient(std::unique_ptr<Rep> rep) : rep_(std::move(rep)) {}
 PsClient::~PsClient() = default;
 
 absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Connect(const ClientOptions& options) {
-  if (options.servers.empty()) return absl::InvalidArgumentError("no servers given");
-  if (options.num_workers < 1 || options.worker_id < 0 ||
-      options.worker_id >= options.num_workers) {
-    return absl::InvalidArgumentError(absl::StrCat("worker_id must be in [0, num_workers=",
-                                                   options.num_workers, "), got ",
-                                                   options.worker_id));
-  }
+  RETURN_IF_ERROR(ValidateClientOptions(options));
   auto rep = std::make_unique<Rep>();
   rep->state.options = options;
   const int S = static_cast<int>(options.servers.size());
