@@ -8,6 +8,7 @@
 #
 # --check: also fails (exit 1), naming file and include, when an edge breaks
 # the layering of docs/architecture.md: worker -> client -> rpc -> common,
+# python -> client (the pybind11 extension of the Python package),
 # server -> rpc -> common, and nothing in common/, the server core or the
 # client's public headers (grpc_free below) reaching gRPC or protobuf.
 # tools/ may use anything but tests/; tests/ may use anything. Nothing
@@ -17,7 +18,7 @@ check=0
 if [ "${1:-}" = "--check" ]; then check=1; shift; fi
 cd "${1:-$(dirname "${BASH_SOURCE[0]}")/..}"
 
-ours="common|rpc|server|worker|client|tools|tests|proto"
+ours="common|rpc|server|worker|client|python|tools|tests|proto"
 # Folder -> the folders it may include (gRPC and proto included).
 declare -A allowed=(
   [common]=""
@@ -25,6 +26,7 @@ declare -A allowed=(
   [client]="rpc common proto gRPC"
   [server]="rpc common proto gRPC"
   [worker]="client common"
+  [python]="client common"
   [tools]="worker client server rpc common proto gRPC"
   [tests]="*"
 )

@@ -1,0 +1,183 @@
+"""ps.Client through real ps_server processes (plaintext on loopback).
+
+Run by //python:client_test (python/tests/run_python_test.sh)."""
+
+import os
+import re
+import signal
+import subprocess
+import time
+import sys
+import threading
+import unittest
+from collections import OrderedDict
+
+import numpy as np
+
+import ps
+
+SERVER = os.environ["PS_SERVER_BIN"]
+
+
+class Cluster:
+    """`shards` ps_server processes on 127.0.0.1 ports picked by the kernel."""
+
+    def __init__(self, shards=2, workers=2, mode="sync", lr=0.5):
+        self.procs, self.addrs = [], []
+        for s in range(shards):
+            p = subprocess.Popen(
+                [SERVER, "--listen=127.0.0.1:0", f"--shard_id={s}", f"--num_shards={shards}",
+                 f"--num_workers={workers}", f"--mode={mode}", f"--lr={lr}",
+                 "--worker_timeout=0", "--pull_timeout=20"],
+                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            self.procs.append(p)
+            line = p.stdout.readline()
+            m = re.match(r"listening on (\S+)", line)
+            if not m:
+                self.close()
+                raise RuntimeError(f"ps_server said {line!r}")
+            self.addrs.append(m.group(1))
+        self.servers = ",".join(self.addrs)
+
+    def close(self):
+        for p in self.procs:
+            p.kill()
+            p.wait(timeout=10)
+            p.stdout.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def model(seed=0):
+    r = np.random.default_rng(seed)
+    return OrderedDict([("conv.w", r.standard_normal((4, 1, 3, 3)).astype(np.float32)),
+                        ("fc.w", r.standard_normal((10, 7)).astype(np.float32)),
+                        ("fc.b", np.zeros(10, np.float32))])
+
+
+def connect(cluster, worker_id, workers=2, **kw):
+    return ps.Client(cluster.servers, worker_id, workers, connect_timeout=10,
+                     wait_timeout=20, **kw)
+
+
+class ClientTest(unittest.TestCase):
+    def test_sync_two_workers_average_each_step(self):
+        with Cluster(mode="sync", lr=0.5) as c:
+            init = model()
+            clients = [connect(c, 0), connect(c, 1)]
+            self.assertEqual(clients[0].mode, "sync")
+            self.assertEqual(clients[0].num_shards, 2)
+            # Worker 1 waits in init for worker 0's values: run both at once.
+            t = threading.Thread(target=clients[1].init, args=(model(seed=9),))
+            t.start()
+            clients[0].init(init)
+            t.join(30)
+            w = clients[1].pull()
+            self.assertEqual(list(w), list(init))
+            for n in init:
+                np.testing.assert_array_equal(w[n], init[n])
+                self.assertEqual(w[n].dtype, np.float32)
+            grads = [OrderedDict((n, np.full(a.shape, g, np.float32)) for n, a in init.items())
+                     for g in (1.0, 3.0)]
+            out = [None, None]
+
+            def step(i):
+                out[i] = clients[i].push_pull(grads[i])
+
+            ts = [threading.Thread(target=step, args=(i,)) for i in (0, 1)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join(30)
+            # The mean gradient is 2, the rate 0.5: every weight moves by -1,
+            # exactly (small integers and halves are exact in float32).
+            for i in (0, 1):
+                self.assertEqual(clients[i].version, 1)
+                for n in init:
+                    np.testing.assert_array_equal(out[i][n], init[n] - np.float32(1.0))
+
+    def test_async_push_then_pull(self):
+        with Cluster(mode="async", lr=1.0, workers=1) as c:
+            cl = connect(c, 0, workers=1)
+            init = model()
+            cl.init(init)
+            cl.push(OrderedDict((n, np.ones(a.shape, np.float32)) for n, a in init.items()))
+            w = cl.pull(min_version=1)
+            for n in init:
+                np.testing.assert_array_equal(w[n], init[n] - np.float32(1.0))
+
+    def test_bad_inputs_raise_before_sending(self):
+        with Cluster(mode="async", workers=1) as c:
+            cl = connect(c, 0, workers=1)
+            with self.assertRaisesRegex(ValueError, "call init first"):
+                cl.pull()
+            init = model()
+            cl.init(init)
+            good = OrderedDict((n, np.zeros(a.shape, np.float32)) for n, a in init.items())
+            bad = dict(good, **{"fc.w": np.zeros((10, 7), np.float64)})
+            with self.assertRaisesRegex(TypeError, r"'fc.w'.*float64.*float32"):
+                cl.push(bad)
+            bad = dict(good, **{"fc.w": np.zeros((7, 10), np.float32)})
+            with self.assertRaisesRegex(ValueError, r"'fc.w'.*shape \(7, 10\), expected \(10, 7\)"):
+                cl.push(bad)
+            bad = dict(good, **{"fc.w": np.zeros((7, 10), np.float32).T})
+            with self.assertRaisesRegex(ValueError, r"'fc.w'.*not C-contiguous"):
+                cl.push(bad)
+            bad = dict(good)
+            del bad["fc.b"]
+            bad["other"] = np.zeros(3, np.float32)
+            with self.assertRaisesRegex(ValueError, r"missing \['fc.b'\], unknown \['other'\]"):
+                cl.push(bad)
+            bad = dict(good, **{"fc.b": [0.0] * 10})
+            with self.assertRaisesRegex(TypeError, r"'fc.b'.*numpy array"):
+                cl.push(bad)
+            # Nothing above reached the servers: the version is still 0.
+            self.assertEqual(cl.version, 0)
+            self.assertEqual(cl.pull()["fc.b"].tolist(), [0.0] * 10)
+
+    def test_server_refusals_are_ps_errors(self):
+        with Cluster(mode="sync", workers=2) as c:
+            with self.assertRaises(ps.InvalidArgument) as e:
+                connect(c, 5)  # worker id out of range, refused by the client
+            self.assertIn("worker_id must be in [0, num_workers=2), got 5", str(e.exception))
+            self.assertTrue(issubclass(ps.InvalidArgument, ps.Error))
+            with self.assertRaises(ps.Error) as e:
+                ps.Client(c.servers, 0, 3, connect_timeout=5)  # the servers have 2 workers
+            self.assertIsInstance(e.exception, ps.InvalidArgument)
+            cl = connect(c, 0)
+            cl.init(model())
+            other = connect(c, 1)
+            with self.assertRaises(ps.FailedPrecondition) as e:
+                other.init(OrderedDict([("x", np.zeros(3, np.float32))]))
+            self.assertIn("x", str(e.exception))
+
+    def test_ctrl_c_interrupts_a_blocked_call(self):
+        with Cluster(mode="sync", workers=2) as c:
+            # Worker 1 never comes: worker 0's pull of step 1 waits for it.
+            cl = ps.Client(c.servers, 0, 2, connect_timeout=10, wait_timeout=3)
+            init = model()
+            cl.init(init)
+            grads = OrderedDict((n, np.ones(a.shape, np.float32)) for n, a in init.items())
+            threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+            start = time.monotonic()
+            with self.assertRaises(KeyboardInterrupt):
+                cl.push_pull(grads)
+            self.assertLess(time.monotonic() - start, 1.5)
+            # The interrupted call ends at its deadline; the next one waits
+            # for it, then fails the same way (the step never completes).
+            with self.assertRaises(ps.DeadlineExceeded):
+                cl.pull(min_version=1)
+
+    def test_unreachable_server_is_unavailable_or_deadline(self):
+        with Cluster(shards=1, workers=1) as c:
+            addr = c.addrs[0]
+        with self.assertRaises((ps.Unavailable, ps.DeadlineExceeded)):
+            ps.Client(addr, 0, 1, connect_timeout=1)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Runs a Python test of the `ps` package with Debian's python3 (which has
+# numpy), the package from this build on PYTHONPATH.
+#   run_python_test.sh TEST.py PS_SERVER
+set -euo pipefail
+here="${TEST_SRCDIR:-$PWD/..}/${TEST_WORKSPACE:-ps}"
+export PYTHONPATH="$here/python${PYTHONPATH:+:$PYTHONPATH}"
+export PS_SERVER_BIN="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"
+exec /usr/bin/python3 -u "$1"
