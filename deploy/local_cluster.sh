@@ -43,6 +43,13 @@ options:
                        bazel-bin/worker/ps_worker in this repository)
   --server_bin=PATH    the ps_server binary (overrides --bin_dir)
   --worker_bin=PATH    the ps_worker binary (overrides --bin_dir)
+  --worker_cmd='CMD'   run CMD (through bash -c) as each worker instead of
+                       ps_worker, e.g. --worker_cmd='python3 train.py
+                       --epochs=2', with PS_SERVERS, PS_WORKER_ID,
+                       PS_NUM_WORKERS and PS_TLS_DIR (unset with --insecure)
+                       in its environment, as ps.connect_from_env() reads
+                       them, and bazel-bin/python on PYTHONPATH; flags after
+                       "--" are appended to CMD
   --startup_timeout=SEC  how long to wait for servers to listen (default 30)
   --certs_dir=DIR      certificates from deploy/make_certs.sh (default: made
                        afresh in the launcher's temporary folder)
@@ -79,6 +86,7 @@ CERTS_DIR=
 SERVER_BIN="$ROOT/bazel-bin/server/ps_server"
 WORKER_BIN="$ROOT/bazel-bin/worker/ps_worker"
 WORKER_ARGS=()
+WORKER_CMD=
 
 die() { echo "local_cluster: $*" >&2; exit 2; }
 
@@ -102,6 +110,7 @@ while [ $# -gt 0 ]; do
     --bin_dir=*) SERVER_BIN="${1#*=}/ps_server"; WORKER_BIN="${1#*=}/ps_worker" ;;
     --server_bin=*) SERVER_BIN="${1#*=}" ;;
     --worker_bin=*) WORKER_BIN="${1#*=}" ;;
+    --worker_cmd=*) WORKER_CMD="${1#*=}" ;;
     -h|--help) usage; exit 0 ;;
     --) shift; WORKER_ARGS=("$@"); break ;;
     *) usage >&2; die "unknown option '$1'" ;;
@@ -116,9 +125,12 @@ done
 [[ "$MAX_RESTARTS" =~ ^[0-9]+$ ]] || die "--max_restarts must be a non-negative integer, got '$MAX_RESTARTS'"
 [ -z "$WORKER_TIMEOUT" ] || SERVER_FLAGS+=("--worker_timeout=$WORKER_TIMEOUT")
 [ -z "$CHECKPOINT_EVERY" ] || SERVER_FLAGS+=("--checkpoint_every=$CHECKPOINT_EVERY")
-for b in "$SERVER_BIN" "$WORKER_BIN"; do
+bins=("$SERVER_BIN")
+[ -n "$WORKER_CMD" ] || bins+=("$WORKER_BIN")
+for b in "${bins[@]}"; do
   [ -x "$b" ] || die "$b not found: build first (bazel build //:ps_server //:ps_worker) or pass --bin_dir"
 done
+[ -z "$WORKER_CMD" ] || [ $GPUS_PER_HOST -eq 0 ] || die "--gpus_per_host sets ps_worker flags: not with --worker_cmd"
 
 has_threads=0
 has_device=0
@@ -130,7 +142,7 @@ done
 if [ $GPUS_PER_HOST -gt 0 ] && [ $has_device -eq 0 ]; then
   WORKER_ARGS+=("--device=cuda")
 fi
-if [ $has_threads -eq 0 ]; then
+if [ $has_threads -eq 0 ] && [ -z "$WORKER_CMD" ]; then
   t=$(( $(nproc) / NUM_WORKERS ))
   [ $t -ge 1 ] || t=1
   WORKER_ARGS+=("--threads=$t")
@@ -207,6 +219,16 @@ start_server() {
 # start_worker INDEX: (re)starts worker INDEX.
 start_worker() {
   local w=$1 gpu=()
+  if [ -n "$WORKER_CMD" ]; then
+    # The command line, then the flags after "--", each quoted for bash -c.
+    local cmd="$WORKER_CMD" a
+    for a in "${WORKER_ARGS[@]+"${WORKER_ARGS[@]}"}"; do cmd+=" $(printf '%q' "$a")"; done
+    start "worker $w" env PS_SERVERS="$SERVERS_FLAG" PS_WORKER_ID=$w \
+      PS_NUM_WORKERS=$NUM_WORKERS ${CERTS_DIR:+PS_TLS_DIR="$CERTS_DIR"} \
+      PYTHONPATH="$ROOT/bazel-bin/python${PYTHONPATH:+:$PYTHONPATH}" bash -c "$cmd"
+    WORKER_PIDS[$w]=$LAST_PID
+    return
+  fi
   [ $GPUS_PER_HOST -gt 0 ] && gpu=("--gpu=$((w % GPUS_PER_HOST))")
   start "worker $w" "$WORKER_BIN" --servers="$SERVERS_FLAG" --worker_id=$w \
     --num_workers=$NUM_WORKERS $(tls "worker-$w") "${WORKER_ARGS[@]}" "${gpu[@]+"${gpu[@]}"}"

@@ -32,7 +32,7 @@ import numpy as np
 
 from . import _ps
 
-__all__ = ["Client", "Error"]
+__all__ = ["Client", "Error", "connect_from_env"]
 
 
 class Error(Exception):
@@ -203,3 +203,28 @@ class Client:
     @property
     def num_workers(self) -> int:
         return self._num_workers
+
+
+def connect_from_env(**kwargs) -> Client:
+    """A Client from the environment, as torch.distributed reads RANK and WORLD_SIZE.
+
+    PS_SERVERS (HOST:PORT,... shard 0 first), PS_WORKER_ID and PS_NUM_WORKERS
+    are required; PS_TLS_DIR (a deploy/make_certs.sh folder) is optional.
+    deploy/local_cluster.sh --worker_cmd sets them. `kwargs` go to Client
+    (e.g. retry_timeout) and win over the environment.
+    """
+    env = {}
+    for var in ("PS_SERVERS", "PS_WORKER_ID", "PS_NUM_WORKERS"):
+        if not os.environ.get(var):
+            raise ValueError(f"{var} is not set (deploy/local_cluster.sh --worker_cmd sets "
+                             "PS_SERVERS, PS_WORKER_ID and PS_NUM_WORKERS)")
+        env[var] = os.environ[var]
+    ints = {}
+    for var in ("PS_WORKER_ID", "PS_NUM_WORKERS"):
+        try:
+            ints[var] = int(env[var])
+        except ValueError:
+            raise ValueError(f"{var}={env[var]!r} is not an integer") from None
+    if os.environ.get("PS_TLS_DIR"):
+        kwargs.setdefault("tls_dir", os.environ["PS_TLS_DIR"])
+    return Client(env["PS_SERVERS"], ints["PS_WORKER_ID"], ints["PS_NUM_WORKERS"], **kwargs)

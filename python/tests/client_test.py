@@ -172,6 +172,24 @@ class ClientTest(unittest.TestCase):
             with self.assertRaises(ps.DeadlineExceeded):
                 cl.pull(min_version=1)
 
+    def test_connect_from_env_names_what_is_wrong(self):
+        saved = {k: os.environ.pop(k) for k in ("PS_SERVERS", "PS_WORKER_ID", "PS_NUM_WORKERS",
+                                                 "PS_TLS_DIR") if k in os.environ}
+        try:
+            with self.assertRaisesRegex(ValueError, "PS_SERVERS is not set"):
+                ps.connect_from_env()
+            os.environ.update(PS_SERVERS="127.0.0.1:1", PS_WORKER_ID="x", PS_NUM_WORKERS="2")
+            with self.assertRaisesRegex(ValueError, "PS_WORKER_ID='x' is not an integer"):
+                ps.connect_from_env()
+            with Cluster(shards=1, workers=2) as c:
+                os.environ.update(PS_SERVERS=c.servers, PS_WORKER_ID="1")
+                cl = ps.connect_from_env(connect_timeout=10)
+                self.assertEqual((cl.num_workers, cl.num_shards), (2, 1))
+        finally:
+            for k in ("PS_SERVERS", "PS_WORKER_ID", "PS_NUM_WORKERS"):
+                os.environ.pop(k, None)
+            os.environ.update(saved)
+
     def test_unreachable_server_is_unavailable_or_deadline(self):
         with Cluster(shards=1, workers=1) as c:
             addr = c.addrs[0]
