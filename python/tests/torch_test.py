@@ -1,0 +1,131 @@
+"""ps.torch.DistributedOptimizer through real ps_server processes.
+
+Run by //python:torch_test (python/tests/run_python_test.sh)."""
+
+import copy
+import os
+import subprocess
+import sys
+import threading
+import unittest
+
+import torch
+
+import ps
+import ps.torch
+from cluster import Cluster
+
+torch.set_num_threads(1)
+LR = 0.1
+STEPS = 20
+B = 8  # per worker
+
+
+class Net(torch.nn.Module):
+    """A convolution and two linear layers, on 1x8x8 inputs, 10 classes."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(1, 4, 3)
+        self.fc1 = torch.nn.Linear(4 * 6 * 6, 16)
+        self.fc2 = torch.nn.Linear(16, 10)
+
+    def forward(self, x):
+        x = torch.relu(self.conv(x)).flatten(1)
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+def batches(seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return [(torch.randn(2 * B, 1, 8, 8, generator=g), torch.randint(0, 10, (2 * B,), generator=g))
+            for _ in range(STEPS)]
+
+
+def train_worker(model, opt, data, worker, errors):
+    try:
+        for x, y in data:
+            xs, ys = x[worker * B:(worker + 1) * B], y[worker * B:(worker + 1) * B]
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(model(xs), ys).backward()
+            opt.step()
+    except BaseException as e:  # reported by the main thread
+        errors.append(e)
+
+
+class DistributedOptimizerTest(unittest.TestCase):
+    def test_two_sync_workers_match_sgd_on_the_concatenated_batch(self):
+        torch.manual_seed(0)
+        reference = Net()
+        models = [copy.deepcopy(reference) for _ in range(2)]
+        # Worker 1 starts from other values: the servers' must replace them.
+        with torch.no_grad():
+            for p in models[1].parameters():
+                p.add_(1.0)
+        data = batches()
+        with Cluster(shards=2, workers=2, mode="sync", lr=LR) as c:
+            clients = [ps.Client(c.servers, w, 2, connect_timeout=10, wait_timeout=30)
+                       for w in (0, 1)]
+            opts = [None, None]
+
+            def make(w):
+                opts[w] = ps.torch.DistributedOptimizer(models[w].named_parameters(), clients[w])
+
+            ts = [threading.Thread(target=make, args=(w,)) for w in (0, 1)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join(60)
+            for a, b in zip(models[0].parameters(), models[1].parameters()):
+                self.assertTrue(torch.equal(a, b), "worker 1 did not start from worker 0's values")
+            errors = []
+            ts = [threading.Thread(target=train_worker, args=(models[w], opts[w], data, w, errors))
+                  for w in (0, 1)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join(120)
+            self.assertEqual(errors, [])
+            self.assertEqual(clients[0].version, STEPS)
+
+        sgd = torch.optim.SGD(reference.parameters(), lr=LR)
+        for x, y in data:
+            sgd.zero_grad()
+            torch.nn.functional.cross_entropy(reference(x), y).backward()
+            sgd.step()
+
+        # Both workers hold the servers' weights: equal to each other exactly.
+        # Against single-process SGD on the batch of 2B they differ only by
+        # float reassociation: the servers average two means of B per-example
+        # gradients, SGD takes one mean of 2B, and the conv/linear backward
+        # sums in other orders. Each step adds a few ulps (float32 eps 6e-8)
+        # per weight; 20 steps of a contracting model keep it far below 1e-5
+        # of the tensor's largest weight.
+        worst = 0.0
+        for (n, p), q, r in zip(models[0].named_parameters(), models[1].parameters(),
+                                reference.parameters()):
+            self.assertTrue(torch.equal(p, q), n)
+            rel = ((p - r).abs().max() / r.abs().max()).item()
+            worst = max(worst, rel)
+            self.assertLessEqual(rel, 1e-5, n)
+        print(f"max relative difference to SGD on the concatenated batch: {worst:.3g}")
+
+    def test_loads_beside_torch_in_either_import_order(self):
+        for code in ("import torch, ps, ps.torch; torch.zeros(1).numpy()",
+                     "import ps, ps.torch, torch; torch.nn.Linear(2, 2)(torch.zeros(1, 2))"):
+            r = subprocess.run([sys.executable, "-c", code], env=os.environ, capture_output=True,
+                               text=True, timeout=60)
+            self.assertEqual(r.returncode, 0, f"{code}: {r.stderr}")
+
+    def test_refuses_what_the_servers_cannot_hold(self):
+        with Cluster(shards=1, workers=1, mode="async") as c:
+            client = ps.Client(c.servers, 0, 1, connect_timeout=10)
+            with self.assertRaisesRegex(TypeError, "'w'.*float64"):
+                ps.torch.DistributedOptimizer(
+                    [("w", torch.nn.Parameter(torch.zeros(3, dtype=torch.float64)))], client)
+            with self.assertRaisesRegex(ValueError, "not unique"):
+                p = torch.nn.Parameter(torch.zeros(3))
+                ps.torch.DistributedOptimizer([("w", p), ("w", p)], client)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
