@@ -28,8 +28,8 @@ if [ "$build_only" -eq 0 ]; then
     # iproute2 for network namespaces.
     python3 python3-numpy python3-yaml iproute2 procps
     # The Python package (//python:ps): Python's headers and pybind11; its
-    # PyTorch optimizer's test needs torch (CPU).
-    python3-dev pybind11-dev python3-torch
+    # tests load it beside torch (CPU) and grpcio.
+    python3-dev pybind11-dev python3-torch python3-grpcio
     # TLS: deploy/make_certs.sh (local_cluster.sh, the security tests).
     openssl
     # Fuzzing: tests/fuzz/run_fuzz.sh (run by .ci/run) builds with clang-14 and

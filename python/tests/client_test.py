@@ -4,6 +4,9 @@ Run by //python:client_test (python/tests/run_python_test.sh)."""
 
 import os
 import signal
+import subprocess
+import sys
+import tempfile
 import time
 import threading
 import unittest
@@ -152,6 +155,33 @@ class ClientTest(unittest.TestCase):
             for k in ("PS_SERVERS", "PS_WORKER_ID", "PS_NUM_WORKERS"):
                 os.environ.pop(k, None)
             os.environ.update(saved)
+
+    def test_a_worker_certificate_acts_only_as_its_worker(self):
+        with tempfile.TemporaryDirectory() as certs:
+            subprocess.run([os.environ["PS_MAKE_CERTS_BIN"], certs, "--servers=1", "--workers=2"],
+                           check=True, capture_output=True, timeout=120)
+            tls = ["--tls_cert=" + certs + "/server-{s}.pem", "--tls_key=" + certs + "/server-{s}.key",
+                   "--tls_ca=" + certs + "/ca.pem"]
+            with Cluster(shards=1, workers=2, extra=tls) as c:
+                with self.assertRaises(ps.PermissionDenied) as e:
+                    ps.Client(c.servers, 0, 2, connect_timeout=10, tls_ca=certs + "/ca.pem",
+                              tls_cert=certs + "/worker-1.pem", tls_key=certs + "/worker-1.key")
+                self.assertIn("worker-1 may not call Register as worker 0", str(e.exception))
+                # tls_dir picks worker-1's own files: allowed.
+                cl = ps.Client(c.servers, 1, 2, connect_timeout=10, tls_dir=certs)
+                self.assertEqual(cl.num_shards, 1)
+
+    def test_loads_beside_grpcio_in_either_import_order(self):
+        with Cluster(shards=1, workers=1, mode="async") as c:
+            for order in ("import ps, grpc", "import grpc, ps"):
+                code = (f"{order}; import numpy as np\n"
+                        f"grpc.channel_ready_future(grpc.insecure_channel('{c.servers}'))"
+                        ".result(timeout=10)\n"
+                        f"cl = ps.Client('{c.servers}', 0, 1, connect_timeout=10)\n"
+                        "cl.init({'w': np.ones(3, np.float32)}); assert cl.pull()['w'].sum() == 3")
+                r = subprocess.run([sys.executable, "-c", code], env=os.environ,
+                                   capture_output=True, text=True, timeout=60)
+                self.assertEqual(r.returncode, 0, f"{order}: {r.stderr}")
 
     def test_unreachable_server_is_unavailable_or_deadline(self):
         with Cluster(shards=1, workers=1) as c:

@@ -12,13 +12,13 @@ SERVER = os.environ["PS_SERVER_BIN"]
 class Cluster:
     """`shards` ps_server processes on 127.0.0.1 ports picked by the kernel."""
 
-    def __init__(self, shards=2, workers=2, mode="sync", lr=0.5):
+    def __init__(self, shards=2, workers=2, mode="sync", lr=0.5, extra=()):
         self.procs, self.addrs = [], []
         for s in range(shards):
             p = subprocess.Popen(
                 [SERVER, "--listen=127.0.0.1:0", f"--shard_id={s}", f"--num_shards={shards}",
                  f"--num_workers={workers}", f"--mode={mode}", f"--lr={lr}",
-                 "--worker_timeout=0", "--pull_timeout=20"],
+                 "--worker_timeout=0", "--pull_timeout=20"] + [f.format(s=s) for f in extra],
                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
             self.procs.append(p)
             line = p.stdout.readline()
