@@ -95,6 +95,8 @@ expect "worker rejects an unknown transport" 1 "unknown transport .carrier-pigeo
 expect "ps_ctl reports an unreachable server" 1 "127.0.0.1:1" \
   "$CTL" status --servers=127.0.0.1:1 --timeout=1
 expect "ps_ctl rejects an unknown command" 2 "usage: ps_ctl" "$CTL" frobnicate --servers=x:1
+expect "ps_ctl rejects a NaN --timeout (an endless wait)" 2 "--timeout=nan is not a number" \
+  "$CTL" status --servers=127.0.0.1:1 --timeout=nan
 expect "launcher rejects an unknown option" 2 "unknown option '--bogus'" "$LAUNCHER" --bogus
 
 # The server's --pull_timeout caps the wait a worker asks for: worker 0 of 2

@@ -17,6 +17,8 @@
 #include "absl/flags/flag.h"
 #include "common/allocator.h"
 #include "common/command_line.h"
+#include "common/flag_lists.h"
+#include "common/status_macros.h"
 #include "tools/bench_apply.h"
 #include "tools/bench_common.h"
 #include "tools/bench_train.h"
@@ -67,7 +69,7 @@ absl::StatusOr<std::vector<ps::Row>> Transport() {
   o.ops = absl::GetFlag(FLAGS_ops);
   o.transports = absl::GetFlag(FLAGS_transports);
   o.warmup = absl::GetFlag(FLAGS_warmup);
-  o.duration = absl::Seconds(absl::GetFlag(FLAGS_seconds));
+  ASSIGN_OR_RETURN(o.duration, ps::SecondsFromFlag("seconds", absl::GetFlag(FLAGS_seconds)));
   o.tls = TlsFromFlags();
   return ps::RunTransportBench(o);
 }
@@ -75,7 +77,7 @@ absl::StatusOr<std::vector<ps::Row>> Transport() {
 absl::StatusOr<std::vector<ps::Row>> Apply() {
   ps::ApplyBenchOptions o;
   o.elements = absl::GetFlag(FLAGS_apply_elements);
-  o.duration = absl::Seconds(absl::GetFlag(FLAGS_seconds));
+  ASSIGN_OR_RETURN(o.duration, ps::SecondsFromFlag("seconds", absl::GetFlag(FLAGS_seconds)));
   return ps::RunApplyBench(o);
 }
 

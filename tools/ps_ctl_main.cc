@@ -14,6 +14,7 @@
 #include "client/admin_client.h"
 #include "client/client_flags.h"
 #include "common/command_line.h"
+#include "common/flag_lists.h"
 #include "google/protobuf/util/json_util.h"
 #include "proto/health.grpc.pb.h"
 #include "client/channel.h"
@@ -96,11 +97,16 @@ int main(int argc, char** argv) {
     std::cerr << "ps_ctl: --servers is empty" << std::endl;
     return 2;
   }
-  const absl::Duration timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout));
-  const ps::SecurityOptions& security = client.security;
-  if (cmd == "health") return Health(servers, timeout, security);
-  if (cmd == "checkpoint") {
-    return PrintJson(servers, ps::RequestCheckpoints(servers, timeout, security));
+  const absl::StatusOr<absl::Duration> timeout =
+      ps::SecondsFromFlag("timeout", absl::GetFlag(FLAGS_timeout));
+  if (!timeout.ok()) {
+    std::cerr << "ps_ctl: " << timeout.status().message() << std::endl;
+    return 2;
   }
-  return PrintJson(servers, ps::QueryStatus(servers, timeout, security));
+  const ps::SecurityOptions& security = client.security;
+  if (cmd == "health") return Health(servers, *timeout, security);
+  if (cmd == "checkpoint") {
+    return PrintJson(servers, ps::RequestCheckpoints(servers, *timeout, security));
+  }
+  return PrintJson(servers, ps::QueryStatus(servers, *timeout, security));
 }
