@@ -257,6 +257,16 @@ void PsClient::RollBackToCommonVersion(std::vector<int64_t> versions) {
 }
 
 absl::Status PsClient::Init(const ModelSpec& spec, const TensorList* initial) {
+  if (initial == nullptr) return InitFrom(spec, nullptr);
+  const ConstTensorViews views = ConstViewsOf(*initial);
+  return InitFrom(spec, &views);
+}
+
+absl::Status PsClient::Init(const ModelSpec& spec, const ConstTensorViews& initial) {
+  return InitFrom(spec, &initial);
+}
+
+absl::Status PsClient::InitFrom(const ModelSpec& spec, const ConstTensorViews* initial) {
   RETURN_IF_ERROR(ValidateModelSpec(spec));
   ClientState& state = rep_->state;
   state.spec = spec;
@@ -292,6 +302,15 @@ std::unique_ptr<PendingOp> PsClient::PullAsync(int64_t min_version, TensorList* 
       return PendingCalls::Failed(absl::FailedPreconditionError("Init must be called first"));
     }
     ResizeToSpec(rep_->state.spec, weights);
+    return rep_->transport->Pull(min_version, ViewsOf(weights));
+  });
+}
+
+std::unique_ptr<PendingOp> PsClient::PullAsync(int64_t min_version, const TensorViews& weights) {
+  return Retried("pull", [this, min_version, weights]() -> std::unique_ptr<PendingOp> {
+    if (absl::Status s = CheckTensors(rep_->state.spec, weights); !s.ok()) {
+      return PendingCalls::Failed(s);
+    }
     return rep_->transport->Pull(min_version, weights);
   });
 }
@@ -300,7 +319,16 @@ absl::Status PsClient::Pull(int64_t min_version, TensorList* weights) {
   return PullAsync(min_version, weights)->Wait();
 }
 
+absl::Status PsClient::Pull(int64_t min_version, const TensorViews& weights) {
+  return PullAsync(min_version, weights)->Wait();
+}
+
 absl::Status PsClient::Push(const TensorList& grads) {
+  RETURN_IF_ERROR(CheckTensors(rep_->state.spec, grads));
+  return Push(ConstViewsOf(grads));
+}
+
+absl::Status PsClient::Push(const ConstTensorViews& grads) {
   RETURN_IF_ERROR(CheckTensors(rep_->state.spec, grads));
   return Retried("push", [this, &grads] { return rep_->transport->Push(grads); })->Wait();
 }
@@ -312,6 +340,16 @@ std::unique_ptr<PendingOp> PsClient::PushPullAsync(const TensorList& grads,
       return PendingCalls::Failed(s);
     }
     ResizeToSpec(rep_->state.spec, weights);
+    return rep_->transport->PushPull(ConstViewsOf(grads), ViewsOf(weights));
+  });
+}
+
+std::unique_ptr<PendingOp> PsClient::PushPullAsync(const ConstTensorViews& grads,
+                                                   const TensorViews& weights) {
+  return Retried("push-pull", [this, grads, weights]() -> std::unique_ptr<PendingOp> {
+    absl::Status s = CheckTensors(rep_->state.spec, grads);
+    if (s.ok()) s = CheckTensors(rep_->state.spec, weights);
+    if (!s.ok()) return PendingCalls::Failed(s);
     return rep_->transport->PushPull(grads, weights);
   });
 }
@@ -320,22 +358,32 @@ absl::Status PsClient::PushPull(const TensorList& grads, TensorList* weights) {
   return PushPullAsync(grads, weights)->Wait();
 }
 
+absl::Status PsClient::PushPull(const ConstTensorViews& grads, const TensorViews& weights) {
+  return PushPullAsync(grads, weights)->Wait();
+}
+
 std::unique_ptr<PushPullInProgress> PsClient::StartPushPull(const TensorList* grads,
                                                            TensorList* weights) {
-  const ModelSpec* spec = &rep_->state.spec;
-  if (spec->empty()) {
-    return std::unique_ptr<PushPullInProgress>(new PushPullInProgress(
-        spec, grads, nullptr, absl::FailedPreconditionError("Init must be called first"),
-        nullptr));
-  }
-  ResizeToSpec(rep_->state.spec, weights);
+  if (!rep_->state.spec.empty()) ResizeToSpec(rep_->state.spec, weights);
+  return BeginPushPull(grads, ViewsOf(weights));
+}
+
+std::unique_ptr<PushPullInProgress> PsClient::StartPushPull(const TensorViews& weights) {
+  return BeginPushPull(nullptr, weights);
+}
+
+std::unique_ptr<PushPullInProgress> PsClient::BeginPushPull(const TensorList* grads,
+                                                           const TensorViews& weights) {
+  std::unique_ptr<PushPullInProgress> p(new PushPullInProgress(&rep_->state.spec, grads));
+  p->error_ = CheckTensors(rep_->state.spec, weights);
+  if (!p->error_.ok()) return p;
   rep_->StartOp();
-  return std::unique_ptr<PushPullInProgress>(new PushPullInProgress(
-      spec, grads, rep_->transport->StartPushPull(grads, weights), absl::OkStatus(),
-      [this, grads, weights](absl::Status status) {
-        return Retry("push-pull", std::move(status),
-                     [&] { return rep_->transport->PushPull(*grads, weights)->Wait(); });
-      }));
+  p->calls_ = rep_->transport->StartPushPull(&p->grads_, weights);
+  p->retry_ = [this, weights](absl::Status status, const ConstTensorViews& all) {
+    return Retry("push-pull", std::move(status),
+                 [&] { return rep_->transport->PushPull(all, weights)->Wait(); });
+  };
+  return p;
 }
 
 }  // namespace ps

@@ -22,6 +22,13 @@
 // heartbeats (sync leases), a background thread sends them while the
 // client lives.
 //
+// Every tensor call comes in two forms: with TensorLists, which the client
+// sizes and fills, and with borrowed views (ConstTensorViews/TensorViews of
+// common/model_spec.h) of the caller's memory, which go to and from the
+// wire without an extra copy (the Python package's numpy arrays and torch
+// tensors). Views must have the spec's tensors and sizes; a mismatch is
+// INVALID_ARGUMENT naming the tensor, and nothing is sent.
+//
 // Thread safety: one training thread per client. The *Async calls return a
 // PendingOp (client/pending_op.h) to wait on; start at most one at a time
 // and wait for it before the next call. The client must outlive its
@@ -73,14 +80,21 @@ class PsClient {
   // shard; other workers pass nullptr and wait for worker 0, getting
   // FAILED_PRECONDITION if their spec differs from the one worker 0 created.
   absl::Status Init(const ModelSpec& spec, const TensorList* initial);
+  // Init from the worker that creates the parameters, from views.
+  absl::Status Init(const ModelSpec& spec, const ConstTensorViews& initial);
 
   // Fills `weights` (resized to the spec) from every shard once each is at
   // version >= min_version.
   absl::Status Pull(int64_t min_version, TensorList* weights);
   std::unique_ptr<PendingOp> PullAsync(int64_t min_version, TensorList* weights);
+  // The same into the caller's memory, which must stay alive until the
+  // PendingOp was waited on.
+  absl::Status Pull(int64_t min_version, const TensorViews& weights);
+  std::unique_ptr<PendingOp> PullAsync(int64_t min_version, const TensorViews& weights);
 
   // Pushes one gradient per tensor, computed on the weights last pulled.
   absl::Status Push(const TensorList& grads);
+  absl::Status Push(const ConstTensorViews& grads);
 
   // Pushes, then pulls the next weights: sync mode waits for the step every
   // worker contributes to (version + 1); async mode returns the shard's
@@ -88,10 +102,19 @@ class PsClient {
   // both must stay alive until the PendingOp is waited on.
   absl::Status PushPull(const TensorList& grads, TensorList* weights);
   std::unique_ptr<PendingOp> PushPullAsync(const TensorList& grads, TensorList* weights);
+  // The same with views; the memory they view (not the vectors) must stay
+  // alive until the PendingOp was waited on. The weights must not overlap
+  // the gradients.
+  absl::Status PushPull(const ConstTensorViews& grads, const TensorViews& weights);
+  std::unique_ptr<PendingOp> PushPullAsync(const ConstTensorViews& grads,
+                                           const TensorViews& weights);
 
   // PushPull with the gradient sent tensor by tensor
-  // (client/push_pull_in_progress.h).
+  // (client/push_pull_in_progress.h): from `*grads` as
+  // PushPullInProgress::Send(indices) names them, or, started from the
+  // weights' views alone, from the views given to Send(index, values).
   std::unique_ptr<PushPullInProgress> StartPushPull(const TensorList* grads, TensorList* weights);
+  std::unique_ptr<PushPullInProgress> StartPushPull(const TensorViews& weights);
 
   // The smallest version pulled from any shard (in sync mode: the step).
   int64_t version() const;
@@ -122,6 +145,11 @@ class PsClient {
   // to the newest checkpoint they all have (InitRequest.rollback), as
   // CommonVersionRollback (client/internal/recovery.h) plans it.
   void RollBackToCommonVersion(std::vector<int64_t> versions);
+  // Both Inits: `initial` is null but from the worker that creates them.
+  absl::Status InitFrom(const ModelSpec& spec, const ConstTensorViews* initial);
+  // Both StartPushPulls: `grads` is null when the gradients come as views.
+  std::unique_ptr<PushPullInProgress> BeginPushPull(const TensorList* grads,
+                                                    const TensorViews& weights);
   void Log(const std::string& line) const;
 
   std::unique_ptr<Rep> rep_;

@@ -8,38 +8,57 @@
 
 namespace ps {
 
-PushPullInProgress::PushPullInProgress(const ModelSpec* spec, const TensorList* grads,
-                                       std::unique_ptr<LayerwisePushPull> calls, absl::Status error,
-                                       Retry retry)
+PushPullInProgress::PushPullInProgress(const ModelSpec* spec, const TensorList* list)
     : spec_(spec),
-      grads_(grads),
-      retry_(std::move(retry)),
+      list_(list),
+      grads_(spec->size()),
       sent_(spec->size(), false),
-      remaining_(static_cast<int>(spec->size())),
-      error_(std::move(error)),
-      calls_(std::move(calls)) {}
+      remaining_(static_cast<int>(spec->size())) {}
 
 PushPullInProgress::~PushPullInProgress() = default;  // calls_'s destructor waits
 
-void PushPullInProgress::Send(const std::vector<int>& indices) {
-  if (!error_.ok()) return;
+absl::Status PushPullInProgress::Mark(int index, absl::Span<const float> values,
+                                      std::vector<bool>* now) {
   const ModelSpec& spec = *spec_;
-  std::vector<bool> now(spec.size(), false);
-  for (int i : indices) {
-    if (i < 0 || i >= static_cast<int>(spec.size()) || sent_[i] || now[i]) {
-      error_ = absl::InvalidArgumentError(absl::StrCat("tensor ", i, " sent twice or unknown"));
-    } else {
-      error_ = CheckTensor(spec[i], (*grads_)[i]);
-    }
-    if (!error_.ok()) {
-      calls_.reset();  // cancels the calls
-      return;
-    }
-    now[i] = true;
-    sent_[i] = true;
-    --remaining_;
+  if (index < 0 || index >= static_cast<int>(spec.size()) || sent_[index]) {
+    return absl::InvalidArgumentError(absl::StrCat("tensor ", index, " sent twice or unknown"));
+  }
+  if (absl::Status s = CheckTensor(spec[index], values.size()); !s.ok()) return s;
+  grads_[index] = values;
+  (*now)[index] = true;
+  sent_[index] = true;
+  --remaining_;
+  return absl::OkStatus();
+}
+
+void PushPullInProgress::SendMarked(const std::vector<bool>& now) {
+  if (!error_.ok()) {
+    calls_.reset();  // cancels the calls
+    return;
   }
   calls_->Send(now, /*last=*/remaining_ == 0);
+}
+
+void PushPullInProgress::Send(const std::vector<int>& indices) {
+  if (!error_.ok()) return;
+  std::vector<bool> now(spec_->size(), false);
+  if (list_ == nullptr) {
+    error_ = absl::FailedPreconditionError(
+        "Send(indices) needs a push-pull started from a TensorList; give the values");
+  }
+  for (size_t k = 0; error_.ok() && k < indices.size(); ++k) {
+    const int i = indices[k];
+    const bool known = i >= 0 && i < static_cast<int>(list_->size());
+    error_ = Mark(i, known ? absl::MakeConstSpan((*list_)[i]) : absl::Span<const float>(), &now);
+  }
+  SendMarked(now);
+}
+
+void PushPullInProgress::Send(int index, absl::Span<const float> values) {
+  if (!error_.ok()) return;
+  std::vector<bool> now(spec_->size(), false);
+  error_ = Mark(index, values, &now);
+  SendMarked(now);
 }
 
 absl::Status PushPullInProgress::Wait() {
@@ -54,7 +73,7 @@ absl::Status PushPullInProgress::Wait() {
   if (s.ok()) return s;
   calls_.reset();
   // Every tensor was sent, so a retry can push them all at once.
-  return retry_(std::move(s));
+  return retry_(std::move(s), grads_);
 }
 
 }  // namespace ps

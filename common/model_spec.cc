@@ -107,4 +107,15 @@ int64_t TotalElements(const ModelSpec& spec) {
   return n;
 }
 
+ConstTensorViews ConstViewsOf(const TensorList& values) {
+  return ConstTensorViews(values.begin(), values.end());
+}
+
+TensorViews ViewsOf(TensorList* values) {
+  TensorViews out;
+  out.reserve(values->size());
+  for (std::vector<float>& v : *values) out.push_back(absl::MakeSpan(v));
+  return out;
+}
+
 }  // namespace ps

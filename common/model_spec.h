@@ -42,6 +42,17 @@ using ModelSpec = std::vector<TensorSpec>;
 // spec order, each holding the tensor's elements in row-major order.
 using TensorList = std::vector<std::vector<float>>;
 
+// Borrowed views of a model's values, one per tensor in spec order, each over
+// the tensor's elements in row-major order: how a caller hands the client
+// memory it does not own (a numpy array, a torch tensor) without a copy. The
+// viewed memory must outlive the call or operation given it.
+using ConstTensorViews = std::vector<absl::Span<const float>>;
+using TensorViews = std::vector<absl::Span<float>>;
+
+// Views of every tensor of `values` (invalidated by resizing them).
+ConstTensorViews ConstViewsOf(const TensorList& values);
+TensorViews ViewsOf(TensorList* values);
+
 // What a model spec from the network may ask for. Checked before anything is
 // sized from the spec; every product is computed overflow-safe.
 struct SpecLimits {

@@ -67,13 +67,22 @@ TensorList SgdStep(TensorList w, const std::vector<TensorList>& grads) {
 }
 
 // The ways to push a gradient and pull the next weights.
-enum class Via { kPushPull, kPushPullAsync, kStartPushPullAllAtOnce, kStartPushPullInReverse };
+enum class Via {
+  kPushPull,
+  kPushPullAsync,
+  kStartPushPullAllAtOnce,
+  kStartPushPullInReverse,
+  kViews,
+  kStartPushPullViews,
+};
 // Each with the name SCOPED_TRACE shows.
 const std::pair<Via, const char*> kAllVias[] = {
     {Via::kPushPull, "PushPull"},
     {Via::kPushPullAsync, "PushPullAsync"},
     {Via::kStartPushPullAllAtOnce, "StartPushPull, one Send of every tensor"},
     {Via::kStartPushPullInReverse, "StartPushPull, one Send per tensor, last first"},
+    {Via::kViews, "PushPull of views into the caller's weights"},
+    {Via::kStartPushPullViews, "StartPushPull of views, Send(index, values), last first"},
 };
 
 absl::Status PushPullVia(Via via, PsClient* client, const TensorList& grads, TensorList* weights) {
@@ -92,6 +101,18 @@ absl::Status PushPullVia(Via via, PsClient* client, const TensorList& grads, Ten
       } else {
         for (auto i = all.rbegin(); i != all.rend(); ++i) p->Send({*i});
       }
+      return p->Wait();
+    }
+    case Via::kViews:
+    case Via::kStartPushPullViews: {
+      // The caller owns the weights' memory, sized from the spec.
+      weights->resize(client->spec().size());
+      for (size_t i = 0; i < weights->size(); ++i) {
+        (*weights)[i].resize(client->spec()[i].num_elements());
+      }
+      if (via == Via::kViews) return client->PushPull(ConstViewsOf(grads), ViewsOf(weights));
+      std::unique_ptr<PushPullInProgress> p = client->StartPushPull(ViewsOf(weights));
+      for (int i = static_cast<int>(grads.size()); i-- > 0;) p->Send(i, grads[i]);
       return p->Wait();
     }
   }
@@ -354,6 +375,27 @@ TEST_P(Conformance, GradientsOfTheWrongCountOrSizeAreInvalidArgument) {
   p->Send({0});
   p->Send({1});
   absl::Status s = p->Wait();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  p.reset();
+  // Views: a gradient or a weight tensor of the wrong size names the tensor.
+  TensorList good_weights = init;
+  TensorList short_weights = init;
+  short_weights[1].pop_back();
+  for (const absl::Status& v :
+       {client->PushPull(ConstViewsOf(wrong_size), ViewsOf(&good_weights)),
+        client->PushPull(ConstViewsOf(init), ViewsOf(&short_weights)),
+        client->Pull(0, ViewsOf(&short_weights)), client->Push(ConstViewsOf(wrong_size))}) {
+    EXPECT_EQ(v.code(), absl::StatusCode::kInvalidArgument) << v;
+    EXPECT_THAT(v.message(), HasSubstr("b[7] got")) << v;
+  }
+  p = client->StartPushPull(ViewsOf(&good_weights));
+  p->Send(0, wrong_size[0]);
+  p->Send(1, wrong_size[1]);
+  s = p->Wait();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(s.message(), HasSubstr("b[7] got 8")) << s;
+  p = client->StartPushPull(ViewsOf(&short_weights));
+  s = p->Wait();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
   p.reset();
   // Nothing was applied.

@@ -30,7 +30,8 @@ absl::Status ShardControl::RegisterAll(absl::Duration timeout, bool wait_for_rea
       ->Wait();
 }
 
-absl::Status ShardControl::InitAll(const TensorList* initial, std::vector<int64_t>* versions) {
+absl::Status ShardControl::InitAll(const ConstTensorViews* initial,
+                                   std::vector<int64_t>* versions) {
   const ClientState& state = *state_;
   const ClientOptions& o = state.options;
   return StartUnaryCalls<v1::InitRequest, v1::InitResponse>(
@@ -42,7 +43,7 @@ absl::Status ShardControl::InitAll(const TensorList* initial, std::vector<int64_
                  for (const SliceRange& r : state.layouts[s]->slices) {
                    SliceToProto(
                        state.spec[r.tensor_index], r,
-                       absl::MakeConstSpan((*initial)[r.tensor_index]).subspan(r.offset, r.length),
+                       (*initial)[r.tensor_index].subspan(r.offset, r.length),
                        req->add_values());
                  }
                }

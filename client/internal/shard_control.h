@@ -40,7 +40,7 @@ class ShardControl {
 
   // Init on every shard with the state's spec and, from worker 0,
   // `initial`'s slices (null from the others); fills `versions` by shard.
-  absl::Status InitAll(const TensorList* initial, std::vector<int64_t>* versions);
+  absl::Status InitAll(const ConstTensorViews* initial, std::vector<int64_t>* versions);
 
   // InitRequest.restore: puts the client's copy of shard `shard`'s slices
   // (ClientState::held) back, at held_version. An error names the shard.

@@ -4,7 +4,7 @@
 
 namespace ps {
 
-SliceValues TensorValues(const TensorList& values) {
+SliceValues TensorValues(const ConstTensorViews& values) {
   return [&values](const SliceRange& r) { return values[r.tensor_index].data() + r.offset; };
 }
 
@@ -19,14 +19,12 @@ SliceAssembler::Options PullOptions() {
 }  // namespace
 
 WeightReader::WeightReader(int shard, std::shared_ptr<const SliceLayout> layout,
-                           TensorList* weights)
-    : shard_(shard), assembler_(std::move(layout), PullOptions()), weights_(weights) {}
+                           TensorViews weights)
+    : shard_(shard), assembler_(std::move(layout), PullOptions()), weights_(std::move(weights)) {}
 
 absl::Status WeightReader::Add(const std::vector<RawTensorSlice>& chunks) {
-  TensorList* weights = weights_;
-  const SliceAssembler::Destination into =
-      [weights](const SliceRange& r) -> absl::StatusOr<float*> {
-    return (*weights)[r.tensor_index].data() + r.offset;
+  const SliceAssembler::Destination into = [this](const SliceRange& r) -> absl::StatusOr<float*> {
+    return weights_[r.tensor_index].data() + r.offset;
   };
   for (const RawTensorSlice& c : chunks) {
     if (absl::Status s = assembler_.Add(c, into); !s.ok()) return BadReply(s);
@@ -44,7 +42,7 @@ absl::Status WeightReader::BadReply(const absl::Status& s) const {
       absl::StrCat("shard ", shard_, " sent a malformed pull reply: ", s.message()));
 }
 
-void HoldShard(ClientState* state, int shard, const TensorList& weights) {
+void HoldShard(ClientState* state, int shard, const TensorViews& weights) {
   if (state->options.retry_timeout <= absl::ZeroDuration()) return;
   const SliceLayout& layout = *state->layouts[shard];
   std::vector<float>& held = state->held[shard];

@@ -75,8 +75,9 @@ class LayerwisePushPull {
   virtual ~LayerwisePushPull() = default;
 
   // Sends the tensors marked in `now` (indexed like the spec; each marked
-  // once over the whole push-pull); `last` on the call that marks the final
-  // ones.
+  // once over the whole push-pull), reading them from the `grads` views the
+  // push-pull started with, which the caller sets before marking them;
+  // `last` on the call that marks the final ones.
   virtual void Send(const std::vector<bool>& now, bool last) = 0;
 
   // After the Send with `last`: the result of the push-pull.
@@ -87,41 +88,45 @@ class ShardTransport {
  public:
   virtual ~ShardTransport() = default;
 
-  // Every operation REQUIRES: Init succeeded, `grads` has the spec's tensors
-  // and sizes, `weights` is resized to the spec. `grads` and `weights` must
-  // stay alive until the handle's Wait() returned.
+  // Every operation REQUIRES: Init succeeded, `grads` and `weights` have
+  // the spec's tensors and sizes, and do not overlap. The gradients are
+  // read during the call that takes them (during Send for StartPushPull);
+  // the weights are written until the handle's Wait() returned, and their
+  // memory must stay alive until then.
 
   // Fills `weights` from every shard once each is at version >= min_version.
-  virtual std::unique_ptr<PendingOp> Pull(int64_t min_version, TensorList* weights) = 0;
+  virtual std::unique_ptr<PendingOp> Pull(int64_t min_version, TensorViews weights) = 0;
 
   // Pushes each shard its slices of `grads`.
-  virtual std::unique_ptr<PendingOp> Push(const TensorList& grads) = 0;
+  virtual std::unique_ptr<PendingOp> Push(const ConstTensorViews& grads) = 0;
 
   // Pushes, then pulls: sync mode the weights of the next step, async mode
   // the shard's weights right after this push.
-  virtual std::unique_ptr<PendingOp> PushPull(const TensorList& grads, TensorList* weights) = 0;
+  virtual std::unique_ptr<PendingOp> PushPull(const ConstTensorViews& grads,
+                                              TensorViews weights) = 0;
 
-  // PushPull with `grads` sent as LayerwisePushPull::Send marks its tensors.
-  virtual std::unique_ptr<LayerwisePushPull> StartPushPull(const TensorList* grads,
-                                                           TensorList* weights) = 0;
+  // PushPull with `*grads` sent as LayerwisePushPull::Send marks its
+  // tensors; `grads` (borrowed) must outlive the handle.
+  virtual std::unique_ptr<LayerwisePushPull> StartPushPull(const ConstTensorViews* grads,
+                                                           TensorViews weights) = 0;
 };
 
 // ---- Helpers of both transports.
 
 // After shard `shard`'s pull into `weights` succeeded: keeps a copy of its
 // slices in state->held (when retries are on).
-void HoldShard(ClientState* state, int shard, const TensorList& weights);
+void HoldShard(ClientState* state, int shard, const TensorViews& weights);
 
-// Where slice `r` of `values` (one vector per tensor) starts.
-SliceValues TensorValues(const TensorList& values);
+// Where slice `r` of `values` (borrowed) starts.
+SliceValues TensorValues(const ConstTensorViews& values);
 
-// Reads shard `shard`'s pulled weights into `weights` (borrowed), in one or
-// more batches of chunks, checking them against the shard's layout. A reply
+// Reads shard `shard`'s pulled weights into `weights`, in one or more
+// batches of chunks, checking them against the shard's layout. A reply
 // that breaks the assembler's rules (common/slice_assembler.h) is INTERNAL
 // naming the shard. Not thread-safe; one per shard and call.
 class WeightReader {
  public:
-  WeightReader(int shard, std::shared_ptr<const SliceLayout> layout, TensorList* weights);
+  WeightReader(int shard, std::shared_ptr<const SliceLayout> layout, TensorViews weights);
 
   absl::Status Add(const std::vector<RawTensorSlice>& chunks);
   // OK once every slice of the layout arrived.
@@ -132,7 +137,7 @@ class WeightReader {
 
   const int shard_;
   SliceAssembler assembler_;
-  TensorList* const weights_;
+  const TensorViews weights_;
 };
 
 }  // namespace ps

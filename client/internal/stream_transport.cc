@@ -9,7 +9,8 @@ namespace ps {
 // its tensors to every shard's call.
 class StreamTransport::Layerwise final : public LayerwisePushPull {
  public:
-  Layerwise(StreamTransport* transport, const TensorList* grads, std::vector<uint64_t> call_ids,
+  Layerwise(StreamTransport* transport, const ConstTensorViews* grads,
+            std::vector<uint64_t> call_ids,
             std::unique_ptr<PendingOp> op)
       : transport_(transport), grads_(grads), call_ids_(std::move(call_ids)), op_(std::move(op)) {}
 
@@ -33,7 +34,7 @@ class StreamTransport::Layerwise final : public LayerwisePushPull {
 
  private:
   StreamTransport* const transport_;  // not owned
-  const TensorList* const grads_;
+  const ConstTensorViews* const grads_;  // not owned
   const std::vector<uint64_t> call_ids_;  // by shard
   std::unique_ptr<PendingOp> op_;         // its destructor cancels and waits
 };
@@ -48,23 +49,23 @@ StreamTransport::StreamTransport(const std::vector<std::shared_ptr<grpc::Channel
 
 StreamTransport::~StreamTransport() = default;
 
-std::unique_ptr<PendingOp> StreamTransport::Pull(int64_t min_version, TensorList* weights) {
-  return FanOut(StreamCall::kPull, nullptr, weights, min_version);
+std::unique_ptr<PendingOp> StreamTransport::Pull(int64_t min_version, TensorViews weights) {
+  return FanOut(StreamCall::kPull, nullptr, std::move(weights), min_version);
 }
 
-std::unique_ptr<PendingOp> StreamTransport::Push(const TensorList& grads) {
+std::unique_ptr<PendingOp> StreamTransport::Push(const ConstTensorViews& grads) {
   ++state_->seq;
-  return FanOut(StreamCall::kPush, &grads, nullptr, 0);
+  return FanOut(StreamCall::kPush, &grads, {}, 0);
 }
 
-std::unique_ptr<PendingOp> StreamTransport::PushPull(const TensorList& grads,
-                                                     TensorList* weights) {
+std::unique_ptr<PendingOp> StreamTransport::PushPull(const ConstTensorViews& grads,
+                                                     TensorViews weights) {
   ++state_->seq;
-  return FanOut(StreamCall::kPushPull, &grads, weights, NextStep());
+  return FanOut(StreamCall::kPushPull, &grads, std::move(weights), NextStep());
 }
 
-std::unique_ptr<LayerwisePushPull> StreamTransport::StartPushPull(const TensorList* grads,
-                                                                  TensorList* weights) {
+std::unique_ptr<LayerwisePushPull> StreamTransport::StartPushPull(const ConstTensorViews* grads,
+                                                                  TensorViews weights) {
   // Open the calls with their headers; the chunks follow as tensors are sent.
   std::vector<StreamCallHeader> headers;
   std::vector<uint64_t> call_ids;
@@ -77,7 +78,7 @@ std::unique_ptr<LayerwisePushPull> StreamTransport::StartPushPull(const TensorLi
                                             state_->spec, {}, SliceValues()));
   }
   std::unique_ptr<PendingOp> op =
-      StartCalls(StreamCall::kPushPull, headers, std::move(requests), weights);
+      StartCalls(StreamCall::kPushPull, headers, std::move(requests), std::move(weights));
   return std::make_unique<Layerwise>(this, grads, std::move(call_ids), std::move(op));
 }
 
@@ -107,35 +108,37 @@ ShardStream* StreamTransport::StreamTo(int shard) {
 
 std::unique_ptr<PendingOp> StreamTransport::StartCalls(
     StreamCall kind, const std::vector<StreamCallHeader>& headers,
-    std::vector<std::vector<grpc::ByteBuffer>> first_requests, TensorList* weights) {
+    std::vector<std::vector<grpc::ByteBuffer>> first_requests, TensorViews weights) {
   const ClientOptions& o = state_->options;
   auto op = std::make_unique<PendingCalls>(o.servers, absl::Now() + o.wait_timeout + o.rpc_timeout,
                                            "the wait timeout plus the RPC timeout");
   for (int s = 0; s < state_->num_shards(); ++s) {
     ShardStream* stream = StreamTo(s);
     op->AddCancel([stream] { stream->Cancel(); });
+    // A push reads no weights (`weights` is empty).
+    const bool pulls = kind != StreamCall::kPush;
     auto reader = std::make_shared<WeightReader>(s, state_->layouts[s], weights);
     stream->Call(
         headers[s].call_id, std::move(first_requests[s]),
-        [this, s, weights, reader](const RawStreamResponse& r) {
+        [this, s, pulls, reader](const RawStreamResponse& r) {
           // The first message carries it (a server's run id is never 0).
           if (r.info.incarnation.run_id != 0) state_->reply[s] = r.info;
-          if (weights == nullptr) return absl::OkStatus();
+          if (!pulls) return absl::OkStatus();
           RETURN_IF_ERROR(reader->Add(r.weights));
           if (r.last) state_->shard_version[s] = r.version;
           return absl::OkStatus();
         },
-        [this, op = op.get(), s, kind, reader, weights](absl::Status st) {
-          if (st.ok() && kind != StreamCall::kPush) st = reader->Finish();
-          if (st.ok() && weights != nullptr) HoldShard(state_, s, *weights);
+        [this, op = op.get(), s, pulls, reader, weights](absl::Status st) {
+          if (st.ok() && pulls) st = reader->Finish();
+          if (st.ok() && pulls) HoldShard(state_, s, weights);
           op->Done(s, st);
         });
   }
   return op;
 }
 
-std::unique_ptr<PendingOp> StreamTransport::FanOut(StreamCall kind, const TensorList* grads,
-                                                   TensorList* weights, int64_t min_version) {
+std::unique_ptr<PendingOp> StreamTransport::FanOut(StreamCall kind, const ConstTensorViews* grads,
+                                                   TensorViews weights, int64_t min_version) {
   std::vector<StreamCallHeader> headers;
   std::vector<std::vector<grpc::ByteBuffer>> requests;
   for (int s = 0; s < state_->num_shards(); ++s) {
@@ -145,7 +148,7 @@ std::unique_ptr<PendingOp> StreamTransport::FanOut(StreamCall kind, const Tensor
         grads != nullptr ? state_->layouts[s]->slices : std::vector<SliceRange>(),
         grads != nullptr ? TensorValues(*grads) : SliceValues()));
   }
-  return StartCalls(kind, headers, std::move(requests), weights);
+  return StartCalls(kind, headers, std::move(requests), std::move(weights));
 }
 
 }  // namespace ps

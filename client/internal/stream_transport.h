@@ -32,11 +32,11 @@ class StreamTransport final : public ShardTransport {
                   ClientState* state);
   ~StreamTransport() override;
 
-  std::unique_ptr<PendingOp> Pull(int64_t min_version, TensorList* weights) override;
-  std::unique_ptr<PendingOp> Push(const TensorList& grads) override;
-  std::unique_ptr<PendingOp> PushPull(const TensorList& grads, TensorList* weights) override;
-  std::unique_ptr<LayerwisePushPull> StartPushPull(const TensorList* grads,
-                                                   TensorList* weights) override;
+  std::unique_ptr<PendingOp> Pull(int64_t min_version, TensorViews weights) override;
+  std::unique_ptr<PendingOp> Push(const ConstTensorViews& grads) override;
+  std::unique_ptr<PendingOp> PushPull(const ConstTensorViews& grads, TensorViews weights) override;
+  std::unique_ptr<LayerwisePushPull> StartPushPull(const ConstTensorViews* grads,
+                                                   TensorViews weights) override;
 
  private:
   class Layerwise;  // StartPushPull's handle
@@ -49,15 +49,16 @@ class StreamTransport final : public ShardTransport {
   StreamCallHeader NextCall(int shard, StreamCall kind, int64_t min_version);
 
   // Opens the same call on every shard's stream with `first_requests`
-  // (shard -> messages); replies are decoded into `weights` (may be null).
+  // (shard -> messages); replies are decoded into `weights` (empty for a
+  // push).
   std::unique_ptr<PendingOp> StartCalls(StreamCall kind,
                                         const std::vector<StreamCallHeader>& headers,
                                         std::vector<std::vector<grpc::ByteBuffer>> first_requests,
-                                        TensorList* weights);
+                                        TensorViews weights);
 
   // One whole call of `kind` per shard; `grads` is null for pulls.
-  std::unique_ptr<PendingOp> FanOut(StreamCall kind, const TensorList* grads,
-                                    TensorList* weights, int64_t min_version);
+  std::unique_ptr<PendingOp> FanOut(StreamCall kind, const ConstTensorViews* grads,
+                                    TensorViews weights, int64_t min_version);
 
   // The shard's stream, reopened if it broke.
   ShardStream* StreamTo(int shard);

@@ -11,28 +11,39 @@ using ::testing::HasSubstr;
 const ModelSpec kSpec = {{"w", {2, 3}}, {"b", {3}}};
 
 TEST(CheckTensors, AcceptsOneTensorOfEachSize) {
-  EXPECT_TRUE(CheckTensors(kSpec, {std::vector<float>(6), std::vector<float>(3)}).ok());
+  EXPECT_TRUE(CheckTensors(kSpec, TensorList{std::vector<float>(6), std::vector<float>(3)}).ok());
 }
 
 TEST(CheckTensors, BeforeInit) {
-  const absl::Status s = CheckTensors({}, {});
+  const absl::Status s = CheckTensors({}, TensorList{});
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(s.message(), "Init must be called first");
 }
 
 TEST(CheckTensors, WrongCount) {
-  const absl::Status s = CheckTensors(kSpec, {std::vector<float>(6)});
+  const absl::Status s = CheckTensors(kSpec, TensorList{std::vector<float>(6)});
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(s.message(), "got 1 tensors, the model has 2");
 }
 
 TEST(CheckTensors, WrongSizeNamesTheTensor) {
-  const absl::Status s = CheckTensors(kSpec, {std::vector<float>(6), std::vector<float>(4)});
+  const absl::Status s = CheckTensors(kSpec, TensorList{std::vector<float>(6), std::vector<float>(4)});
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("got 4 values"));
   EXPECT_THAT(s.message(), HasSubstr(TensorSpecToString(kSpec[1])));
-  EXPECT_EQ(CheckTensor(kSpec[0], std::vector<float>(5)).code(),
+  EXPECT_EQ(CheckTensor(kSpec[0], 5).code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+TEST(CheckTensors, ViewsOfWrongSizeNameTheTensor) {
+  std::vector<float> w(6), b(3), short_b(2);
+  const absl::Status s = CheckTensors(kSpec, ConstTensorViews{w, short_b});
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr(TensorSpecToString(kSpec[1])));
+  EXPECT_TRUE(CheckTensors(kSpec, ConstTensorViews{w, b}).ok());
+  EXPECT_TRUE(CheckTensors(kSpec, TensorViews{absl::MakeSpan(w), absl::MakeSpan(b)}).ok());
+  EXPECT_EQ(CheckTensors(kSpec, TensorViews{absl::MakeSpan(w)}).message(),
+            "got 1 weight tensors, the model has 2");
 }
 
 TEST(ResizeToSpec, OneTensorOfEachSize) {

@@ -16,8 +16,8 @@ constexpr char kPushPullMethod[] = "/ps.v1.ParameterServer/PushPull";
 // Everything goes with the last tensor.
 class UnaryTransport::Layerwise final : public LayerwisePushPull {
  public:
-  Layerwise(UnaryTransport* transport, const TensorList* grads, TensorList* weights)
-      : transport_(transport), grads_(grads), weights_(weights) {}
+  Layerwise(UnaryTransport* transport, const ConstTensorViews* grads, TensorViews weights)
+      : transport_(transport), grads_(grads), weights_(std::move(weights)) {}
 
   void Send(const std::vector<bool>& /*now*/, bool last) override {
     if (last) op_ = transport_->PushPull(*grads_, weights_);
@@ -26,8 +26,8 @@ class UnaryTransport::Layerwise final : public LayerwisePushPull {
 
  private:
   UnaryTransport* const transport_;  // not owned
-  const TensorList* const grads_;
-  TensorList* const weights_;
+  const ConstTensorViews* const grads_;  // not owned
+  const TensorViews weights_;
   std::unique_ptr<PendingOp> op_;  // once the last tensor was sent
 };
 
@@ -39,7 +39,7 @@ UnaryTransport::UnaryTransport(const std::vector<std::shared_ptr<grpc::Channel>>
   }
 }
 
-std::unique_ptr<PendingOp> UnaryTransport::Pull(int64_t min_version, TensorList* weights) {
+std::unique_ptr<PendingOp> UnaryTransport::Pull(int64_t min_version, TensorViews weights) {
   const ClientOptions& o = state_->options;
   return RawCalls(
       kPullMethod, o.wait_timeout + o.rpc_timeout,
@@ -50,10 +50,10 @@ std::unique_ptr<PendingOp> UnaryTransport::Pull(int64_t min_version, TensorList*
         w.VarintField(3, static_cast<uint64_t>(absl::ToInt64Milliseconds(o.wait_timeout)));
         *req = w.Finish();
       },
-      ReadPullInto(weights));
+      ReadPullInto(std::move(weights)));
 }
 
-std::unique_ptr<PendingOp> UnaryTransport::Push(const TensorList& grads) {
+std::unique_ptr<PendingOp> UnaryTransport::Push(const ConstTensorViews& grads) {
   return RawCalls(
       kPushMethod, state_->options.rpc_timeout,
       [this, &grads, seq = NextSeq()](int s, grpc::ByteBuffer* req) {
@@ -68,8 +68,8 @@ std::unique_ptr<PendingOp> UnaryTransport::Push(const TensorList& grads) {
       });
 }
 
-std::unique_ptr<PendingOp> UnaryTransport::PushPull(const TensorList& grads,
-                                                    TensorList* weights) {
+std::unique_ptr<PendingOp> UnaryTransport::PushPull(const ConstTensorViews& grads,
+                                                    TensorViews weights) {
   const ClientOptions& o = state_->options;
   return RawCalls(
       kPushPullMethod, o.wait_timeout + o.rpc_timeout,
@@ -80,16 +80,16 @@ std::unique_ptr<PendingOp> UnaryTransport::PushPull(const TensorList& grads,
                                      state_->mode == Mode::kSync ? version + 1 : 0,
                                      absl::ToInt64Milliseconds(o.wait_timeout), seq);
       },
-      ReadPullInto(weights));
+      ReadPullInto(std::move(weights)));
 }
 
 int64_t UnaryTransport::NextSeq() {
   return state_->mode == Mode::kAsync ? ++state_->seq : 0;
 }
 
-std::unique_ptr<LayerwisePushPull> UnaryTransport::StartPushPull(const TensorList* grads,
-                                                                 TensorList* weights) {
-  return std::make_unique<Layerwise>(this, grads, weights);
+std::unique_ptr<LayerwisePushPull> UnaryTransport::StartPushPull(const ConstTensorViews* grads,
+                                                                 TensorViews weights) {
+  return std::make_unique<Layerwise>(this, grads, std::move(weights));
 }
 
 std::unique_ptr<PendingOp> UnaryTransport::RawCalls(
@@ -104,8 +104,8 @@ std::unique_ptr<PendingOp> UnaryTransport::RawCalls(
       std::move(on_reply));
 }
 
-UnaryTransport::Reply UnaryTransport::ReadPullInto(TensorList* weights) {
-  return [this, weights](int s, const grpc::ByteBuffer& resp) -> absl::Status {
+UnaryTransport::Reply UnaryTransport::ReadPullInto(TensorViews weights) {
+  return [this, weights = std::move(weights)](int s, const grpc::ByteBuffer& resp) -> absl::Status {
     ReceivedBytes bytes;
     RETURN_IF_ERROR(Receive(resp, &bytes));
     int64_t version = 0;
@@ -115,7 +115,7 @@ UnaryTransport::Reply UnaryTransport::ReadPullInto(TensorList* weights) {
     RETURN_IF_ERROR(reader.Add(slices));
     RETURN_IF_ERROR(reader.Finish());
     state_->shard_version[s] = version;
-    HoldShard(state_, s, *weights);
+    HoldShard(state_, s, weights);
     return absl::OkStatus();
   };
 }

@@ -26,11 +26,11 @@ class UnaryTransport final : public ShardTransport {
   // Shard i's calls go over channels[i].
   UnaryTransport(const std::vector<std::shared_ptr<grpc::Channel>>& channels, ClientState* state);
 
-  std::unique_ptr<PendingOp> Pull(int64_t min_version, TensorList* weights) override;
-  std::unique_ptr<PendingOp> Push(const TensorList& grads) override;
-  std::unique_ptr<PendingOp> PushPull(const TensorList& grads, TensorList* weights) override;
-  std::unique_ptr<LayerwisePushPull> StartPushPull(const TensorList* grads,
-                                                   TensorList* weights) override;
+  std::unique_ptr<PendingOp> Pull(int64_t min_version, TensorViews weights) override;
+  std::unique_ptr<PendingOp> Push(const ConstTensorViews& grads) override;
+  std::unique_ptr<PendingOp> PushPull(const ConstTensorViews& grads, TensorViews weights) override;
+  std::unique_ptr<LayerwisePushPull> StartPushPull(const ConstTensorViews* grads,
+                                                   TensorViews weights) override;
 
  private:
   // The async seq of the next push (0 in sync mode).
@@ -46,7 +46,7 @@ class UnaryTransport final : public ShardTransport {
 
   // Decodes a shard's raw PullResponse into `weights`, checking it against
   // the partition, and records the shard's version.
-  Reply ReadPullInto(TensorList* weights);
+  Reply ReadPullInto(TensorViews weights);
 
   ClientState* const state_;  // not owned
   std::vector<std::unique_ptr<grpc::GenericStub>> stubs_;  // by shard
