@@ -1,10 +1,13 @@
 // _ps: the pybind11 extension behind the `ps` Python package
 // (python/ps_src/__init__.py, which users import). A thin binding of
 // client/ps_client.h: the package checks names, dtypes and shapes and turns
-// dicts into the ordered lists this module takes; this module copies arrays
-// into and out of TensorLists, releases the GIL while the client waits, and
-// turns a failed absl::Status into the package's exception class for its
-// code (registered by the package with _register_errors).
+// dicts into the ordered lists this module takes; this module hands the
+// arrays' memory to the client as views (no copy: gradients are read
+// straight into the messages, weights written straight into the arrays),
+// keeps the arrays alive while a call uses them, releases the GIL while the
+// client waits, and turns a failed absl::Status into the package's
+// exception class for its code (registered by the package with
+// _register_errors).
 //
 // Built with -fvisibility=hidden so that its copies of gRPC's and Abseil's
 // symbols cannot clash with another extension in the same process.
@@ -45,38 +48,53 @@ void ThrowIfError(const absl::Status& s) {
   if (!s.ok()) throw StatusError{static_cast<int>(s.code()), std::string(s.message())};
 }
 
-using FloatArray = py::array_t<float, py::array::c_style>;
+// `a`'s memory as float32 elements, without a copy: TypeError unless it is
+// a float32 array, ValueError unless C-contiguous (and, for weights to
+// write, writeable). The package checks the same with tensor names first.
+const float* FloatData(const py::array& a, const std::string& what, bool write) {
+  if (!a.dtype().is(py::dtype::of<float>())) {
+    throw py::type_error(what + ": dtype " + std::string(py::str(a.dtype())) +
+                         ", expected float32");
+  }
+  if ((a.flags() & py::array::c_style) == 0) throw py::value_error(what + ": not C-contiguous");
+  if (write && !a.writeable()) throw py::value_error(what + ": not writeable");
+  return static_cast<const float*>(a.data());
+}
 
-// The arrays' elements, copied. The package has checked the count and each
-// size against the spec.
-TensorList ToTensors(const std::vector<FloatArray>& arrays) {
-  TensorList out(arrays.size());
+ConstTensorViews ConstViews(const std::vector<py::array>& arrays) {
+  ConstTensorViews out;
   for (size_t i = 0; i < arrays.size(); ++i) {
-    out[i].assign(arrays[i].data(), arrays[i].data() + arrays[i].size());
+    const float* p = FloatData(arrays[i], "tensor " + std::to_string(i), /*write=*/false);
+    out.emplace_back(p, static_cast<size_t>(arrays[i].size()));
   }
   return out;
 }
 
-// One new float32 array per tensor, shaped as the spec says.
-std::vector<py::array> ToArrays(const TensorList& tensors, const ModelSpec& spec) {
-  std::vector<py::array> out;
-  out.reserve(tensors.size());
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    FloatArray a(spec[i].shape);
-    std::copy(tensors[i].begin(), tensors[i].end(), a.mutable_data());
-    out.push_back(std::move(a));
+TensorViews MutableViews(const std::vector<py::array>& arrays) {
+  TensorViews out;
+  for (size_t i = 0; i < arrays.size(); ++i) {
+    float* p = const_cast<float*>(
+        FloatData(arrays[i], "weights tensor " + std::to_string(i), /*write=*/true));
+    out.emplace_back(p, static_cast<size_t>(arrays[i].size()));
   }
   return out;
 }
+
+// Keeps Python objects alive while a call may use their memory; made,
+// copied and dropped only with the GIL held.
+using KeepAlive = std::vector<py::object>;
+
+class PushPullHandle;
 
 // A connected PsClient. Not thread-safe: one thread per client, as
 // PsClient itself.
 //
-// Ctrl-C: each call runs on a helper thread while the calling thread, GIL
-// released, checks for signals every 100 ms; on one it raises (e.g.
-// KeyboardInterrupt) at once. The interrupted call goes on until its own
-// deadline; the next call, or the client's destruction, waits for it first
-// (an interrupted Connect is left to finish on its own).
+// Ctrl-C: each call that waits runs on a helper thread while the calling
+// thread, GIL released, checks for signals every 100 ms; on one it raises
+// (e.g. KeyboardInterrupt) at once. The interrupted call goes on until its
+// own deadline, reading and writing the arrays it was given (kept alive
+// meanwhile); the next call, or the client's destruction, waits for it
+// first (an interrupted Connect is left to finish on its own).
 class Client {
  public:
   Client(std::vector<std::string> servers, int worker_id, int num_workers,
@@ -102,43 +120,58 @@ class Client {
     ThrowIfError(ValidateClientOptions(o));
     // Captures no `this`: a Ctrl-C may leave it running after we throw.
     auto c = std::make_shared<absl::StatusOr<std::unique_ptr<PsClient>>>();
-    ThrowIfError(Run([c, o] {
-      *c = PsClient::Connect(o);
-      return c->status();
-    }));
+    ThrowIfError(Run(
+        [c, o] {
+          *c = PsClient::Connect(o);
+          return c->status();
+        },
+        {}));
     client_ = std::move(**c);
   }
 
   // `shapes` by tensor; `values` only from the worker that creates them.
   void Init(const std::vector<std::string>& names, const std::vector<std::vector<int64_t>>& shapes,
-            const std::optional<std::vector<FloatArray>>& values) {
+            const std::optional<std::vector<py::array>>& values) {
     // Shared with the call, which may outlive this frame (Ctrl-C).
     auto spec = std::make_shared<ModelSpec>(names.size());
     for (size_t i = 0; i < names.size(); ++i) (*spec)[i] = TensorSpec{names[i], shapes[i]};
-    std::shared_ptr<const TensorList> init;
-    if (values) init = std::make_shared<const TensorList>(ToTensors(*values));
-    ThrowIfError(Run([this, spec, init] { return client_->Init(*spec, init.get()); }));
+    if (!values) {
+      ThrowIfError(Run([this, spec] { return client_->Init(*spec, nullptr); }, {}));
+      return;
+    }
+    auto views = std::make_shared<const ConstTensorViews>(ConstViews(*values));
+    ThrowIfError(Run([this, spec, views] { return client_->Init(*spec, *views); },
+                     KeepAlive(values->begin(), values->end())));
   }
 
-  std::vector<py::array> Pull(int64_t min_version) {
-    auto weights = std::make_shared<TensorList>();
-    ThrowIfError(Run([this, weights, min_version] {
-      return client_->Pull(min_version, weights.get());
-    }));
-    return ToArrays(*weights, client_->spec());
+  // Pulls into `out` (new arrays when not given) and returns it.
+  std::vector<py::array> Pull(int64_t min_version, std::optional<std::vector<py::array>> out) {
+    std::vector<py::array> weights = out ? std::move(*out) : NewWeights();
+    auto views = MutableViews(weights);
+    ThrowIfError(Run([this, views, min_version] { return client_->Pull(min_version, views); },
+                     KeepAlive(weights.begin(), weights.end())));
+    return weights;
   }
 
-  void Push(const std::vector<FloatArray>& grads) {
-    auto g = std::make_shared<const TensorList>(ToTensors(grads));
-    ThrowIfError(Run([this, g] { return client_->Push(*g); }));
+  void Push(const std::vector<py::array>& grads) {
+    auto views = std::make_shared<const ConstTensorViews>(ConstViews(grads));
+    ThrowIfError(Run([this, views] { return client_->Push(*views); },
+                     KeepAlive(grads.begin(), grads.end())));
   }
 
-  std::vector<py::array> PushPull(const std::vector<FloatArray>& grads) {
-    auto g = std::make_shared<const TensorList>(ToTensors(grads));
-    auto weights = std::make_shared<TensorList>();
-    ThrowIfError(Run([this, g, weights] { return client_->PushPull(*g, weights.get()); }));
-    return ToArrays(*weights, client_->spec());
+  std::vector<py::array> PushPull(const std::vector<py::array>& grads,
+                                  std::optional<std::vector<py::array>> out) {
+    std::vector<py::array> weights = out ? std::move(*out) : NewWeights();
+    auto g = std::make_shared<const ConstTensorViews>(ConstViews(grads));
+    auto w = std::make_shared<const TensorViews>(MutableViews(weights));
+    KeepAlive keep(grads.begin(), grads.end());
+    keep.insert(keep.end(), weights.begin(), weights.end());
+    ThrowIfError(Run([this, g, w] { return client_->PushPull(*g, *w); }, std::move(keep)));
+    return weights;
   }
+
+  // A layer-wise push-pull into `out` (below).
+  std::unique_ptr<PushPullHandle> StartPushPull(std::vector<py::array> out);
 
   ~Client() {
     if (pending_.valid()) {
@@ -158,10 +191,19 @@ class Client {
   }
 
  private:
+  friend class PushPullHandle;
+
+  // One new float32 array per tensor of the spec (none before Init).
+  std::vector<py::array> NewWeights() const {
+    std::vector<py::array> out;
+    for (const TensorSpec& t : client_->spec()) out.push_back(py::array_t<float>(t.shape));
+    return out;
+  }
+
   // Runs `call` on a helper thread; returns its status, or throws the
-  // Python error a signal handler set (the call then stays pending_).
-  // Called with the GIL held.
-  absl::Status Run(std::function<absl::Status()> call) {
+  // Python error a signal handler set (the call then stays pending_, and
+  // `keep` with it). Called with the GIL held.
+  absl::Status Run(std::function<absl::Status()> call, KeepAlive keep) {
     Drain();
     // A detached thread and a packaged_task's future, which (unlike
     // std::async's) does not block in its destructor.
@@ -175,6 +217,7 @@ class Client {
       }
       if (PyErr_CheckSignals() != 0) {
         pending_ = std::move(f);
+        pending_keep_ = std::move(keep);
         throw py::error_already_set();
       }
     }
@@ -193,11 +236,64 @@ class Client {
       }
       if (PyErr_CheckSignals() != 0) throw py::error_already_set();
     }
+    pending_keep_.clear();
   }
 
   std::unique_ptr<PsClient> client_;
   std::future<absl::Status> pending_;  // a call interrupted by a signal
+  KeepAlive pending_keep_;             // the arrays it uses
 };
+
+// A layer-wise push-pull (client/push_pull_in_progress.h) for Python: each
+// gradient is sent as soon as it is final (e.g. from a backward hook); the
+// new weights land in the arrays it started with once wait() returns. Holds
+// every array it was given until then. Keeps its Client alive
+// (py::keep_alive), and is for the Client's thread.
+class PushPullHandle {
+ public:
+  PushPullHandle(Client* client, std::vector<py::array> out)
+      : client_(client), keep_(out.begin(), out.end()) {
+    auto views = MutableViews(out);
+    client_->Drain();
+    py::gil_scoped_release release;
+    p_ = client_->client_->StartPushPull(views);
+  }
+
+  // Sends tensor `index` (spec order) from `grad`, which must stay unchanged
+  // until wait() returns. Errors (a tensor sent twice, a wrong size) come
+  // from wait().
+  void Send(int index, const py::array& grad) {
+    if (!p_) throw py::value_error("send after wait");
+    const float* data = FloatData(grad, "tensor " + std::to_string(index), /*write=*/false);
+    keep_.push_back(grad);
+    client_->Drain();
+    py::gil_scoped_release release;
+    p_->Send(index, absl::Span<const float>(data, static_cast<size_t>(grad.size())));
+  }
+
+  // Waits for the new weights (interruptible, as Client's calls).
+  void Wait() {
+    if (!p_) throw py::value_error("wait called twice");
+    std::shared_ptr<PushPullInProgress> p = std::move(p_);
+    ThrowIfError(client_->Run([p] { return p->Wait(); }, std::move(keep_)));
+  }
+
+  ~PushPullHandle() {
+    if (p_) {
+      py::gil_scoped_release release;
+      p_.reset();  // cancels and waits
+    }
+  }
+
+ private:
+  Client* const client_;  // kept alive by py::keep_alive
+  KeepAlive keep_;        // the weights and the gradients sent
+  std::shared_ptr<PushPullInProgress> p_;  // null once waited on
+};
+
+std::unique_ptr<PushPullHandle> Client::StartPushPull(std::vector<py::array> out) {
+  return std::make_unique<PushPullHandle>(this, std::move(out));
+}
 
 }  // namespace
 }  // namespace ps
@@ -218,13 +314,17 @@ PYBIND11_MODULE(_ps, m) {
       PyErr_SetObject(cls.ptr(), py::str(e.message).ptr());
     }
   });
+  py::class_<ps::PushPullHandle>(m, "PushPullInProgress")
+      .def("send", &ps::PushPullHandle::Send, py::arg("index"), py::arg("grad"))
+      .def("wait", &ps::PushPullHandle::Wait);
   py::class_<ps::Client>(m, "Client")
       .def(py::init<std::vector<std::string>, int, int, std::string, std::string, std::string,
                     std::string, std::string, bool, std::string, double, double, double>())
       .def("init", &ps::Client::Init)
-      .def("pull", &ps::Client::Pull)
+      .def("pull", &ps::Client::Pull, py::arg("min_version"), py::arg("out") = py::none())
       .def("push", &ps::Client::Push)
-      .def("push_pull", &ps::Client::PushPull)
+      .def("push_pull", &ps::Client::PushPull, py::arg("grads"), py::arg("out") = py::none())
+      .def("start_push_pull", &ps::Client::StartPushPull, py::arg("out"), py::keep_alive<0, 1>())
       .def_property_readonly("version", &ps::Client::version)
       .def_property_readonly("mode", &ps::Client::mode)
       .def_property_readonly("num_shards", &ps::Client::num_shards)

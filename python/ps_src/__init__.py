@@ -17,7 +17,10 @@ after the gRPC status (``ps.Unavailable``, ``ps.PermissionDenied``,
 ``ps.InvalidArgument``, ``ps.DeadlineExceeded``, ...) carrying the server's
 message. Arguments that do not fit the model (dtype, shape, names, a
 non-contiguous array) raise ``TypeError``/``ValueError`` naming the tensor
-before anything is sent. The GIL is released while a call waits.
+before anything is sent. Arrays go to and from the wire without an extra
+copy: gradients are read from their memory, and ``pull``/``push_pull`` can
+write the weights into arrays of the caller's (``out=``). The GIL is
+released while a call waits.
 
 A Client is for one thread at a time, like the C++ client.
 """
@@ -32,7 +35,7 @@ import numpy as np
 
 from . import _ps
 
-__all__ = ["Client", "Error", "connect_from_env"]
+__all__ = ["Client", "Error", "PushPullInProgress", "connect_from_env"]
 
 
 class Error(Exception):
@@ -169,22 +172,53 @@ class Client:
                              f"missing {missing}, unknown {extra}")
         return [_as_array(n, tensors[n], s) for n, s in zip(self._names, self._shapes)]
 
+    def _out(self, what: str, out: Optional[Tensors]) -> Optional[List[np.ndarray]]:
+        """`out`'s arrays in model order, checked to be writeable; None stays None."""
+        if out is None:
+            return None
+        arrays = self._arrays(what, out)
+        for n, a in zip(self._names, arrays):
+            if not a.flags["WRITEABLE"]:
+                raise ValueError(f"tensor {n!r}: out array is not writeable")
+        return arrays
+
     def _dict(self, arrays: List[np.ndarray]) -> Dict[str, np.ndarray]:
         return OrderedDict(zip(self._names, arrays))
 
-    def pull(self, min_version: int = 0) -> Dict[str, np.ndarray]:
-        """The weights, once every shard is at `min_version` or later."""
+    def pull(self, min_version: int = 0, *,
+             out: Optional[Tensors] = None) -> Dict[str, np.ndarray]:
+        """The weights, once every shard is at `min_version` or later.
+
+        With `out` (a dict like the model's, of writeable float32
+        C-contiguous arrays or CPU tensors) the weights are written into it
+        and it is returned; otherwise into new arrays.
+        """
         if not self._names:
             raise ValueError("pull: call init first")
-        return self._dict(self._c.pull(int(min_version)))
+        arrays = self._c.pull(int(min_version), self._out("pull", out))
+        return out if out is not None else self._dict(arrays)
 
     def push(self, grads: Tensors) -> None:
         """Sends a gradient for the weights last pulled."""
         self._c.push(self._arrays("push", grads))
 
-    def push_pull(self, grads: Tensors) -> Dict[str, np.ndarray]:
-        """Sends a gradient and returns the weights after it (sync: the next step's)."""
-        return self._dict(self._c.push_pull(self._arrays("push_pull", grads)))
+    def push_pull(self, grads: Tensors, *,
+                  out: Optional[Tensors] = None) -> Dict[str, np.ndarray]:
+        """Sends a gradient and returns the weights after it (sync: the next step's).
+
+        `out` as for pull(); it must not share memory with `grads`.
+        """
+        g = self._arrays("push_pull", grads)
+        arrays = self._c.push_pull(g, self._out("push_pull", out))
+        return out if out is not None else self._dict(arrays)
+
+    def start_push_pull(self, out: Tensors) -> "PushPullInProgress":
+        """A push-pull whose gradient is sent tensor by tensor, e.g. from
+        backward hooks as each becomes final, so that sending overlaps the
+        rest of backward. The new weights land in `out` (as for pull()) when
+        its wait() returns. Make no other call of this client until then.
+        """
+        return PushPullInProgress(self, self._c.start_push_pull(self._out("start_push_pull", out)))
 
     @property
     def version(self) -> int:
@@ -203,6 +237,30 @@ class Client:
     @property
     def num_workers(self) -> int:
         return self._num_workers
+
+
+class PushPullInProgress:
+    """A push-pull in progress (Client.start_push_pull): send() every tensor
+    exactly once, in any order, then wait()."""
+
+    def __init__(self, client: Client, handle) -> None:
+        self._client = client
+        self._h = handle
+        self._index = {n: i for i, n in enumerate(client._names)}
+
+    def send(self, name: str, grad) -> None:
+        """Sends the gradient of tensor `name` (a float32 C-contiguous array or
+        CPU tensor of its shape), which must stay unchanged until wait()
+        returns. A name sent twice fails wait() with ps.InvalidArgument."""
+        i = self._index.get(name)
+        if i is None:
+            raise ValueError(f"tensor {name!r}: not in the model")
+        self._h.send(i, _as_array(name, grad, self._client._shapes[i]))
+
+    def wait(self) -> None:
+        """Waits until the new weights are in `out`; raises ps.Error if the
+        push-pull failed (ps.FailedPrecondition if a tensor was never sent)."""
+        self._h.wait()
 
 
 def connect_from_env(**kwargs) -> Client:

@@ -105,6 +105,73 @@ class ClientTest(unittest.TestCase):
             self.assertEqual(cl.version, 0)
             self.assertEqual(cl.pull()["fc.b"].tolist(), [0.0] * 10)
 
+    def test_weights_land_in_the_callers_arrays(self):
+        with Cluster(mode="async", lr=1.0, workers=1) as c:
+            cl = connect(c, 0, workers=1)
+            init = model()
+            cl.init(init)
+            out = OrderedDict((n, np.full(a.shape, 7, np.float32)) for n, a in init.items())
+            self.assertIs(cl.pull(out=out), out)
+            for n in init:
+                np.testing.assert_array_equal(out[n], init[n])
+            ones = OrderedDict((n, np.ones(a.shape, np.float32)) for n, a in init.items())
+            ids = {n: id(a) for n, a in out.items()}
+            self.assertIs(cl.push_pull(ones, out=out), out)
+            self.assertEqual({n: id(a) for n, a in out.items()}, ids)
+            for n in init:
+                np.testing.assert_array_equal(out[n], init[n] - np.float32(1.0))
+            # A torch-free view into a bigger buffer works too: no copy is made.
+            flat = np.zeros(sum(a.size for a in init.values()), np.float32)
+            views, at = OrderedDict(), 0
+            for n, a in init.items():
+                views[n] = flat[at:at + a.size].reshape(a.shape)
+                at += a.size
+            cl.pull(out=views)
+            np.testing.assert_array_equal(flat[-10:], init["fc.b"] - np.float32(1.0))
+            # Arrays that cannot take the weights are refused by name.
+            bad = dict(out, **{"fc.b": np.zeros(10, np.float64)})
+            with self.assertRaisesRegex(TypeError, r"'fc.b'.*float64"):
+                cl.pull(out=bad)
+            ro = np.zeros(10, np.float32)
+            ro.flags.writeable = False
+            with self.assertRaisesRegex(ValueError, r"'fc.b'.*not writeable"):
+                cl.pull(out=dict(out, **{"fc.b": ro}))
+            with self.assertRaisesRegex(ValueError, r"'fc.w'.*not C-contiguous"):
+                cl.push_pull(ones, out=dict(out, **{"fc.w": np.zeros((7, 10), np.float32).T}))
+            self.assertEqual(cl.version, 1)
+
+    def test_push_pull_tensor_by_tensor(self):
+        with Cluster(mode="sync", lr=1.0, workers=1) as c:
+            cl = connect(c, 0, workers=1)
+            init = model()
+            cl.init(init)
+            out = OrderedDict((n, np.empty(a.shape, np.float32)) for n, a in init.items())
+            p = cl.start_push_pull(out)
+            for n in reversed(list(init)):
+                p.send(n, np.full(init[n].shape, 2, np.float32))
+            p.wait()
+            for n in init:
+                np.testing.assert_array_equal(out[n], init[n] - np.float32(2.0))
+            self.assertEqual(cl.version, 1)
+            # A name sent twice, or one never sent, fails the push-pull; an
+            # unknown name or a wrong shape is refused at once.
+            p = cl.start_push_pull(out)
+            with self.assertRaisesRegex(ValueError, "'nope': not in the model"):
+                p.send("nope", np.zeros(3, np.float32))
+            with self.assertRaisesRegex(ValueError, r"'fc.b'.*shape"):
+                p.send("fc.b", np.zeros(3, np.float32))
+            p.send("fc.b", np.zeros(10, np.float32))
+            p.send("fc.b", np.zeros(10, np.float32))
+            with self.assertRaisesRegex(ps.InvalidArgument, "sent twice"):
+                p.wait()
+            p = cl.start_push_pull(out)
+            p.send("fc.b", np.zeros(10, np.float32))
+            with self.assertRaisesRegex(ps.FailedPrecondition, "2 tensors were never sent"):
+                p.wait()
+            # Nothing of those was applied.
+            self.assertEqual(cl.version, 1)
+            np.testing.assert_array_equal(cl.pull()["fc.b"], init["fc.b"] - np.float32(2.0))
+
     def test_server_refusals_are_ps_errors(self):
         with Cluster(mode="sync", workers=2) as c:
             with self.assertRaises(ps.InvalidArgument) as e:

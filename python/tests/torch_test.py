@@ -41,19 +41,39 @@ def batches(seed=0):
             for _ in range(STEPS)]
 
 
-def train_worker(model, opt, data, worker, errors):
+def train_worker(model, opt, data, worker, errors, sent_in_backward):
     try:
         for x, y in data:
             xs, ys = x[worker * B:(worker + 1) * B], y[worker * B:(worker + 1) * B]
             opt.zero_grad()
             torch.nn.functional.cross_entropy(model(xs), ys).backward()
+            # What the backward hooks handed to the push-pull before step().
+            sent_in_backward.append(set(opt._sent))
             opt.step()
     except BaseException as e:  # reported by the main thread
         errors.append(e)
 
 
+def run_workers(models, opts, data):
+    """Trains models[w] with opts[w] on worker w's half of each batch, in two
+    threads; returns the errors and, by step, the tensors sent in backward."""
+    errors, sent = [], []
+    ts = [threading.Thread(target=train_worker, args=(models[w], opts[w], data, w, errors, sent))
+          for w in (0, 1)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(120)
+    return errors, sent
+
+
 class DistributedOptimizerTest(unittest.TestCase):
     def test_two_sync_workers_match_sgd_on_the_concatenated_batch(self):
+        for overlap in (True, False):
+            with self.subTest(overlap=overlap):
+                self.two_sync_workers_match_sgd(overlap)
+
+    def two_sync_workers_match_sgd(self, overlap):
         torch.manual_seed(0)
         reference = Net()
         models = [copy.deepcopy(reference) for _ in range(2)]
@@ -68,7 +88,8 @@ class DistributedOptimizerTest(unittest.TestCase):
             opts = [None, None]
 
             def make(w):
-                opts[w] = ps.torch.DistributedOptimizer(models[w].named_parameters(), clients[w])
+                opts[w] = ps.torch.DistributedOptimizer(models[w].named_parameters(), clients[w],
+                                                        overlap=overlap)
 
             ts = [threading.Thread(target=make, args=(w,)) for w in (0, 1)]
             for t in ts:
@@ -77,15 +98,12 @@ class DistributedOptimizerTest(unittest.TestCase):
                 t.join(60)
             for a, b in zip(models[0].parameters(), models[1].parameters()):
                 self.assertTrue(torch.equal(a, b), "worker 1 did not start from worker 0's values")
-            errors = []
-            ts = [threading.Thread(target=train_worker, args=(models[w], opts[w], data, w, errors))
-                  for w in (0, 1)]
-            for t in ts:
-                t.start()
-            for t in ts:
-                t.join(120)
+            errors, sent = run_workers(models, opts, data)
             self.assertEqual(errors, [])
             self.assertEqual(clients[0].version, STEPS)
+            # With overlap every gradient left during backward; without, none.
+            names = {n for n, _ in reference.named_parameters()}
+            self.assertEqual(sent, [names if overlap else set()] * (2 * STEPS))
 
         sgd = torch.optim.SGD(reference.parameters(), lr=LR)
         for x, y in data:
@@ -107,7 +125,54 @@ class DistributedOptimizerTest(unittest.TestCase):
             rel = ((p - r).abs().max() / r.abs().max()).item()
             worst = max(worst, rel)
             self.assertLessEqual(rel, 1e-5, n)
-        print(f"max relative difference to SGD on the concatenated batch: {worst:.3g}")
+        print(f"overlap={overlap}: max relative difference to SGD on the concatenated batch: "
+              f"{worst:.3g}")
+
+    def test_async_workers_train_and_unused_parameters_get_zero_gradients(self):
+        torch.manual_seed(1)
+        models = [Net() for _ in range(2)]
+        for m in models:
+            m.unused = torch.nn.Linear(2, 2)  # never in forward: no gradient
+        data = batches(seed=1)
+        with Cluster(shards=2, workers=2, mode="async", lr=LR) as c:
+            clients = [ps.Client(c.servers, w, 2, connect_timeout=10) for w in (0, 1)]
+            opts = [None, None]
+            # Worker 0 creates the parameters first, in async mode.
+            for w in (0, 1):
+                opts[w] = ps.torch.DistributedOptimizer(models[w].named_parameters(), clients[w])
+            unused = models[0].unused.weight.detach().clone()
+            loss_before = sum(torch.nn.functional.cross_entropy(models[0](x), y).item()
+                              for x, y in data)
+            errors, sent = run_workers(models, opts, data)
+            self.assertEqual(errors, [])
+            self.assertTrue(all("unused.weight" not in s and "conv.weight" in s for s in sent))
+            final = clients[0].pull()
+            self.assertTrue(torch.equal(torch.from_numpy(final["unused.weight"]), unused))
+            with torch.no_grad():
+                for n, p in models[0].named_parameters():
+                    p.copy_(torch.from_numpy(final[n]))
+            loss_after = sum(torch.nn.functional.cross_entropy(models[0](x), y).item()
+                             for x, y in data)
+            self.assertLess(loss_after, loss_before)
+
+    def test_a_gradient_produced_twice_before_step_is_an_error(self):
+        with Cluster(shards=1, workers=1, mode="sync", lr=LR) as c:
+            client = ps.Client(c.servers, 0, 1, connect_timeout=10, wait_timeout=10)
+            model = Net()
+            opt = ps.torch.DistributedOptimizer(model.named_parameters(), client)
+            x, y = batches()[0]
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            with self.assertRaisesRegex(RuntimeError, "produced twice before step"):
+                torch.nn.functional.cross_entropy(model(x), y).backward()
+            # The push-pull of the first backward still completes.
+            before = model.fc2.bias.detach().clone()
+            opt.step()
+            self.assertEqual(client.version, 1)
+            self.assertFalse(torch.equal(model.fc2.bias, before))
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            opt.step()
+            self.assertEqual(client.version, 2)
 
     def test_loads_beside_torch_in_either_import_order(self):
         for code in ("import torch, ps, ps.torch; torch.zeros(1).numpy()",
