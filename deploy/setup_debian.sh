@@ -30,6 +30,8 @@ if [ "$build_only" -eq 0 ]; then
     # The Python package (//python:ps): Python's headers and pybind11; its
     # tests load it beside torch (CPU) and grpcio.
     python3-dev pybind11-dev python3-torch python3-grpcio
+    # //python:wheel_test installs the wheel with pip into a venv.
+    python3-venv python3-pip
     # TLS: deploy/make_certs.sh (local_cluster.sh, the security tests).
     openssl
     # Fuzzing: tests/fuzz/run_fuzz.sh (run by .ci/run) builds with clang-14 and
