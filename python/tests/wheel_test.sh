@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # //python:wheel_test: the wheel installs and works as a Python user expects.
 #
-#   wheel_test.sh WHEEL PS_SERVER
+#   wheel_test.sh WHEEL PS_SERVER PACKAGE_FILE...   (PACKAGE_FILE: //python:ps's)
 #
-#   1. The archive: exactly ps/__init__.py, ps/torch.py, ps/_ps.so and the
-#      dist-info; every RECORD hash and size right; every timestamp fixed
-#      (reproducible); METADATA and WHEEL as make_wheel.py documents.
+#   1. The archive: exactly the files of //python:ps (byte for byte, under
+#      ps/) and the dist-info; every RECORD hash and size right; every
+#      timestamp fixed (reproducible); METADATA and WHEEL as make_wheel.py
+#      documents.
 #   2. /usr/bin/python3 -m venv --system-site-packages, then the venv's
 #      `pip install --no-index --no-deps WHEEL` (no index, no network).
 #   3. From a folder outside the source tree, with no PYTHONPATH: the venv's
@@ -19,6 +20,8 @@ abspath() { echo "$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"; }
 
 wheel=$(abspath "$1")
 export PS_SERVER_BIN=$(abspath "$2")
+shift 2
+package=("$@")
 tests=$(abspath "${TEST_SRCDIR}/${TEST_WORKSPACE}/python/tests/wheel_check.py")
 tests=$(dirname "$tests")
 tmp="${TEST_TMPDIR:?}"
@@ -31,7 +34,7 @@ unset PYTHONPATH PYTHONHOME
 mkdir -p "$HOME"
 
 # 1. The archive itself, read by the system python (zipfile is stdlib).
-/usr/bin/python3 - "$wheel" <<'EOF' || fail "the archive is not as make_wheel.py documents"
+/usr/bin/python3 - "$wheel" "${package[@]}" <<'EOF' || fail "the archive is not as make_wheel.py documents"
 import base64, csv, hashlib, io, os, sys, zipfile
 path = sys.argv[1]
 name = os.path.basename(path)
@@ -39,9 +42,12 @@ dist, version, py, abi, plat = name[:-len(".whl")].split("-")
 info = f"{dist}-{version}.dist-info"
 zf = zipfile.ZipFile(path)
 names = zf.namelist()
-want = {"ps/__init__.py", "ps/torch.py", "ps/_ps.so",
-        f"{info}/METADATA", f"{info}/WHEEL", f"{info}/RECORD"}
+package = {"ps/" + os.path.basename(f): f for f in sys.argv[2:]}
+assert {"ps/__init__.py", "ps/torch.py", "ps/_ps.so"} <= set(package), sorted(package)
+want = set(package) | {f"{info}/METADATA", f"{info}/WHEEL", f"{info}/RECORD"}
 assert set(names) == want, f"entries {sorted(names)}, want {sorted(want)}"
+for entry, f in package.items():
+    assert zf.read(entry) == open(f, "rb").read(), f"{entry} differs from {f}"
 assert names[-1] == f"{info}/RECORD", f"RECORD is not last: {names}"
 dates = {zi.date_time for zi in zf.infolist()}
 assert dates == {(1980, 1, 1, 0, 0, 0)}, f"timestamps {dates}"
