@@ -19,6 +19,9 @@ PACKAGES=(
   bazel-bootstrap g++ pkgconf
   protobuf-compiler protobuf-compiler-grpc libprotobuf-dev libgrpc++-dev
   libabsl-dev libgtest-dev libgmock-dev libopenblas-dev zlib1g-dev
+  # The Python package (//python:ps, //python:wheel): Python's headers and
+  # pybind11 (deploy/Dockerfile's python target builds it).
+  python3-dev pybind11-dev
 )
 if [ "$build_only" -eq 0 ]; then
   PACKAGES+=(
@@ -27,9 +30,10 @@ if [ "$build_only" -eq 0 ]; then
     # Tests: numpy checks the .npy model files, yaml reads the cluster configs;
     # iproute2 for network namespaces.
     python3 python3-numpy python3-yaml iproute2 procps
-    # The Python package (//python:ps): Python's headers and pybind11; its
-    # tests load it beside torch (CPU) and grpcio.
-    python3-dev pybind11-dev python3-torch python3-grpcio
+    # The Python package's tests load it beside torch (CPU) and grpcio.
+    python3-torch python3-grpcio
+    # //python:wheel_test installs the wheel with pip into a venv.
+    python3-venv python3-pip
     # TLS: deploy/make_certs.sh (local_cluster.sh, the security tests).
     openssl
     # Fuzzing: tests/fuzz/run_fuzz.sh (run by .ci/run) builds with clang-14 and

@@ -2,7 +2,7 @@
 """compose_test: builds deploy/'s images and runs its docker-compose cluster
 for real, with deploy/README.md's commands, on this machine's Docker.
 
-    tests/compose_test.py [--data-root=DIR] [--no-cuda]
+    tests/compose_test.py [--data-root=DIR] [--no-cuda] [--no-python]
 
 What it does, each step a check printed as `compose_test: PASS|FAIL <name>`:
   - installs docker.io and docker-compose with apt when missing;
@@ -33,6 +33,12 @@ What it does, each step a check printed as `compose_test: PASS|FAIL <name>`:
   - sync mode with ps-server-1's process killed (SIGKILL from the host):
     Docker restarts it, it restores its newest checkpoint, the workers bring
     it to their step, and every worker finishes with accuracy >= 0.80;
+  - Python workers (deploy/docker-compose.python.yml): the Dockerfile's
+    python target built on the same build cache (timed, sized), then sync
+    mode with 2 workers running deploy/python_worker.py (ps.torch): both
+    exit 0 after the same number of steps, each at server version = steps,
+    with the same test accuracy (>= 0.75), and the servers' version is that
+    step count;
   - `down -v` after each run; at the end no container, network or volume of
     the test's compose project is left, nor any image it built;
   - the CUDA image (deploy/base_image.sh --cuda from this machine's toolkit,
@@ -53,7 +59,8 @@ come up (no kernel support). Otherwise exits 0 when every check passed, else
 
 --data-root=DIR: with a dockerd of its own, keep its images and build cache
 in DIR between runs (for development; the default is a temporary directory,
-deleted at the end). --no-cuda: leave the CUDA image out.
+deleted at the end). --no-cuda: leave the CUDA image out. --no-python:
+leave the Python workers out.
 """
 import argparse
 import glob
@@ -70,6 +77,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COMPOSE_FILE = "deploy/docker-compose.yml"
 GPU_FILE = "deploy/docker-compose.gpu.yml"
+PYTHON_FILE = "deploy/docker-compose.python.yml"
+PYTHON_MIN_ACCURACY = 0.75  # deploy/python_worker.py, 1 epoch, 2 workers: 0.806 seen
 PROJECT = "pscomposetest"  # -p: never deploy/README.md's `ps` project of a user
 WORKERS = ["ps-worker-0", "ps-worker-1", "ps-worker-2"]
 MIN_ACCURACY = 0.80
@@ -335,10 +344,10 @@ class Cluster:
     def logs(self, *services):
         return run(self.cmd("logs", "--no-color", *services), timeout=60).stdout
 
-    def up(self, env, build=False):
-        args = ["up", "-d"] + (["--build"] if build else [])
+    def up(self, env, build=False, files=(COMPOSE_FILE,), services=()):
+        args = ["up", "-d"] + (["--build"] if build else []) + list(services)
         t0 = time.monotonic()
-        p = run(self.cmd(*args), env=env, timeout=900)
+        p = run(self.cmd(*args, files=files), env=env, timeout=900)
         if p.returncode != 0:
             raise RuntimeError(f"compose {' '.join(args)} exited {p.returncode}:\n{tail(p.stdout)}")
         return time.monotonic() - t0
@@ -513,6 +522,45 @@ class Cluster:
             ok, out = self.down()
             self.checks.check(f"{name}: down -v", ok, "" if ok else tail(out))
 
+    def python_workers(self, python_image):
+        """Sync mode, 2 Python workers (docker-compose.python.yml) training
+        deploy/python_worker.py with ps.torch over mutual TLS."""
+        files = (COMPOSE_FILE, PYTHON_FILE)
+        workers = WORKERS[:2]
+        env = self.env(PS_MODE="sync", PS_WORKERS=2, PS_PYTHON_IMAGE=python_image)
+        name = "python workers"
+        t0 = time.monotonic()
+        try:
+            self.up(env, files=files, services=workers)
+            codes = self.wait(workers, timeout=600)
+            took = time.monotonic() - t0
+            lines = {w: re.search(r"python worker (\d+): mode (\S+), steps (\d+), version (\d+), "
+                                  r"samples/s (\d+), test_accuracy ([0-9.]+)", self.logs(w))
+                     for w in workers}
+            found = {w: m.groups() for w, m in lines.items() if m}
+            status = self.ctl("ps-server-0", "status", "reader")
+            m = re.search(r'"version":\s*"?(\d+)', status.stdout)
+            server_version = int(m.group(1)) if m else None
+            ok = (all(c == 0 for c in codes.values()) and len(found) == 2
+                  and all(g[0] == w[-1] and g[1] == "sync" and g[2] == g[3]
+                          for w, g in found.items())
+                  and len({g[2:4] + g[5:] for g in found.values()}) == 1
+                  and all(float(g[5]) >= PYTHON_MIN_ACCURACY for g in found.values())
+                  and server_version == int(found[workers[0]][3]))
+            self.checks.check(
+                f"{name}: 2 ps.torch workers exit 0 in step, test accuracy >= "
+                f"{PYTHON_MIN_ACCURACY}, the servers at their version", ok,
+                f"exit codes {codes}; workers (id, mode, steps, version, samples/s, accuracy) "
+                f"{found}; shard 0 at version {server_version}; {took:.1f} s from `up`"
+                + ("" if ok else "\n" + tail(self.logs(), 30)))
+            self.checks.figure(f"compose python workers: {took:.1f} s (up to the last worker's "
+                               f"exit), {found}")
+        except RuntimeError as e:
+            self.checks.check(name, False, str(e))
+        finally:
+            ok, out = self.down(files=files)
+            self.checks.check(f"{name}: down -v", ok, "" if ok else tail(out))
+
     def ctl(self, service, command, identity, servers="localhost:50051"):
         """ps_ctl COMMAND inside SERVICE's container, as IDENTITY (a certificate
         of the `certs` volume: reader, admin) or in plaintext (None)."""
@@ -637,15 +685,18 @@ def image_size(image):
     return int(p.stdout) / 1e6 if p.returncode == 0 else None
 
 
-def build_image(checks, dockerfile, image, name):
+def build_image(checks, dockerfile, image, name, target=None):
     """deploy/README.md's build command; returns its wall time, or None."""
     argv = ["docker", "build", "-f", dockerfile, "-t", image, "."]
+    if target:
+        argv[4:4] = [f"--target={target}"]
     t0 = time.monotonic()
     p = run(argv, env=dict(os.environ, DOCKER_BUILDKIT="1"), timeout=1800)
     took = time.monotonic() - t0
     warnings = [l for l in p.stdout.splitlines() if re.search(r"useradd.*warning", l, re.I)]
     ok = p.returncode == 0 and not warnings
-    checks.check(f"{name}: DOCKER_BUILDKIT=1 docker build -f {dockerfile}", ok,
+    checks.check(f"{name}: DOCKER_BUILDKIT=1 docker build -f {dockerfile}"
+                 + (f" --target={target}" if target else ""), ok,
                  f"{took:.0f} s, {image_size(image) or 0:.0f} MB" if ok
                  else tail(p.stdout, 25) + "\n" + "\n".join(warnings))
     return took if ok else None
@@ -718,7 +769,7 @@ def cuda_image(checks, cluster, image):
                  "each worker: the CUDA image, --device=cuda, one nvidia GPU reserved")
 
 
-OUR_REPOSITORIES = ("debian", "ps", "ps-cuda", "ps-cuda-devel", "ps-cuda-runtime")
+OUR_REPOSITORIES = ("debian", "ps", "ps-python", "ps-cuda", "ps-cuda-devel", "ps-cuda-runtime")
 
 
 def image_tags():
@@ -746,6 +797,22 @@ def setup(args):
     return compose, daemon
 
 
+def python_image(checks, cluster, image):
+    """The Dockerfile's python target (timed: the Python workers' extra build
+    time), what it holds, and 2 Python workers in compose."""
+    took = build_image(checks, "deploy/Dockerfile", image, "python image", target="python")
+    if took is None:
+        return
+    p = run(["docker", "run", "--rm", image, "python3", "-c",
+             "import ps, ps.torch, torch; print(ps.__file__, torch.__version__)"], timeout=120)
+    checks.check("python image: ps and ps.torch import, from /usr/local",
+                 p.returncode == 0 and "/usr/local/lib/python3" in p.stdout,
+                 tail(p.stdout, 3))
+    checks.figure(f"python image build: {took:.0f} s after the default image, size "
+                  f"{image_size(image) or 0:.0f} MB")
+    cluster.python_workers(image)
+
+
 def run_checks(checks, args, compose, image, cuda_image_tag):
     t0 = time.monotonic()
     p = run(["deploy/base_image.sh"], timeout=900)
@@ -767,6 +834,8 @@ def run_checks(checks, args, compose, image, cuda_image_tag):
     cluster.train("async", build=False)
     cluster.kill_worker()
     cluster.kill_server()
+    if not args.no_python:
+        python_image(checks, cluster, image.replace("ps:", "ps-python:", 1))
     if not args.no_cuda:
         cuda_image(checks, cluster, cuda_image_tag)
 
@@ -776,6 +845,7 @@ def main():
     ap.add_argument("--data-root", help="a dockerd of the test's own keeps its data here "
                     "(images, build cache) between runs")
     ap.add_argument("--no-cuda", action="store_true", help="leave the CUDA image out")
+    ap.add_argument("--no-python", action="store_true", help="leave the Python workers out")
     args = ap.parse_args()
 
     def on_term(signum, frame):

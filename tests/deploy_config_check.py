@@ -37,7 +37,14 @@ What it checks:
   - The Dockerfiles build and copy the binaries the commands use, run as the
     user the Kubernetes manifests expect, install the dataset, the runtime
     packages, openssl and make_certs.sh; .dockerignore keeps Bazel's trees
-    out of the build context.
+    out of the build context. deploy/Dockerfile's default target (its last
+    stage) is the runtime image; its python target adds python3, numpy,
+    torch, the wheel (//python:wheel) and deploy/python_worker.py, as the
+    same user.
+  - docker-compose.python.yml: every worker runs `python3 -u` with that
+    script on the python target, with PS_WORKER_ID (its index),
+    PS_NUM_WORKERS, PS_SERVERS and PS_TLS_DIR (the read-only certificates
+    volume) agreeing with the base file; nothing else changes.
   - Security. Every server and worker (compose services, GPU override
     included; every Kubernetes pod as rendered) runs mutual TLS: --tls_cert,
     --tls_key and --tls_ca, no --insecure, its certificate and key being
@@ -301,7 +308,8 @@ def check_tls_flags(role, index, flags, mounts, where, errors):
 
 def check_no_key_material(root, errors):
     """No certificate or key, in PEM or base64, in the compose and Kubernetes files."""
-    paths = [os.path.join(root, "deploy", f) for f in ("docker-compose.yml", "docker-compose.gpu.yml", ".env")]
+    paths = [os.path.join(root, "deploy", f) for f in ("docker-compose.yml", "docker-compose.gpu.yml",
+                                                         "docker-compose.python.yml", ".env")]
     for dirpath, _, files in os.walk(os.path.join(root, "deploy", "k8s")):
         paths += [os.path.join(dirpath, f) for f in files]
     for p in sorted(paths):
@@ -368,8 +376,9 @@ def interpolate(obj, env, where, errors):
 
 
 # Keys of a service that the override merge below models (mappings merge,
-# everything else replaces): enough for docker-compose.gpu.yml.
-OVERRIDE_KEYS = {"image", "build", "deploy", "command", "environment"}
+# everything else replaces): enough for docker-compose.gpu.yml and
+# docker-compose.python.yml.
+OVERRIDE_KEYS = {"image", "build", "deploy", "entrypoint", "command", "environment"}
 
 
 def merge_override(base, override, where, errors):
@@ -642,7 +651,10 @@ def check_compose_files(root, bins, docker_uid, errors):
         base_raw = yaml.safe_load(f)
     with open(gpu_path) as f:
         gpu_raw = yaml.safe_load(f)
-    for fn, raw in (("docker-compose.yml", base_raw), ("docker-compose.gpu.yml", gpu_raw)):
+    with open(os.path.join(root, "deploy", "docker-compose.python.yml")) as f:
+        python_raw = yaml.safe_load(f)
+    for fn, raw in (("docker-compose.yml", base_raw), ("docker-compose.gpu.yml", gpu_raw),
+                    ("docker-compose.python.yml", python_raw)):
         if "name" in raw:
             errors.append(f"{fn}: a top-level 'name:' is rejected by compose v1; the project "
                           "name belongs in deploy/.env (COMPOSE_PROJECT_NAME)")
@@ -652,6 +664,7 @@ def check_compose_files(root, bins, docker_uid, errors):
         errors.append("deploy/.env: must set COMPOSE_PROJECT_NAME=ps (the README's volume names)")
     variables = compose_variables(base_raw, {})
     compose_variables(gpu_raw, variables)
+    compose_variables(python_raw, variables)
     for name, default in variables.items():
         if default is None:
             errors.append(f"compose: ${{{name}}} has no default (write ${{{name}:-VALUE}})")
@@ -679,6 +692,9 @@ def check_compose_files(root, bins, docker_uid, errors):
                 errors.append(f"{w}: reserves no GPU (deploy.resources.reservations.devices)")
             if (svc.get("build") or {}).get("dockerfile") != "deploy/Dockerfile.cuda":
                 errors.append(f"{w}: GPU workers must build deploy/Dockerfile.cuda")
+        python = interpolate(python_raw, env, "docker-compose.python.yml", errors)
+        check_python_override(doc, merge_override(doc, python, "docker-compose.python.yml", errors),
+                              "docker-compose.yml + docker-compose.python.yml", errors)
         cases += 1
     # Without the override, no worker asks for CUDA.
     doc = interpolate(base_raw, {}, "docker-compose.yml", errors)
@@ -687,7 +703,59 @@ def check_compose_files(root, bins, docker_uid, errors):
             errors.append(f"docker-compose.yml: {name} passes --device=cuda without the GPU override")
     alts = "; ".join(f"{k}={'|'.join(v)}" for k, v in ALTERNATIVES.items() if k in variables)
     return (f"compose: {len(base_raw.get('services', {}))} services, alone and with the GPU "
-            f"override, in {cases} environments: the defaults, then one of {alts}")
+            f"and Python overrides, in {cases} environments: the defaults, then one of {alts}")
+
+
+def check_python_override(base, merged, where, errors):
+    """docker-compose.python.yml over the base file: every worker runs
+    `python3 -u SCRIPT` on the Dockerfile's python target, with the
+    environment ps.connect_from_env() reads: PS_WORKER_ID its service's index,
+    PS_NUM_WORKERS the servers' --num_workers, PS_SERVERS the base workers'
+    --servers, PS_TLS_DIR the read-only certificates volume (mutual TLS with
+    its own worker-<i> files); no ps_worker flag left, the hardening kept;
+    servers and certificates untouched."""
+    services = merged["services"]
+    servers = {n: s for n, s in services.items() if "ps_server" in compose_argv(s, n, [])[:1]}
+    num_workers = {parse_flags(compose_argv(s, n, [])).get("num_workers")
+                   for n, s in servers.items()}
+    for name, svc in base["services"].items():
+        if not name.startswith("ps-worker-"):
+            if services[name] != svc:
+                errors.append(f"{where}: changes {name}, which is not a worker")
+            continue
+        w = f"{where}: {name}"
+        py = services[name]
+        index = name.rsplit("-", 1)[1]
+        base_flags = parse_flags(compose_argv(svc, name, []))
+        argv = compose_argv(py, w, errors)
+        build = py.get("build") or {}
+        # The cluster comes from the environment, not from ps_worker's flags.
+        cluster_flags = {"servers", "worker_id", "num_workers", "tls_ca", "tls_cert", "tls_key"}
+        if argv[:2] != ["python3", "-u"] or len(argv) < 3 or any(
+                a.split("=")[0].lstrip("-") in cluster_flags for a in argv[2:]):
+            errors.append(f"{w}: must run `python3 -u SCRIPT ...` with the cluster in the "
+                          f"environment, not in ps_worker's flags; runs {argv}")
+        elif argv[2] != PYTHON_WORKER_SCRIPT:
+            errors.append(f"{w}: default script {argv[2]}, the python image has "
+                          f"{PYTHON_WORKER_SCRIPT}")
+        if build.get("dockerfile") != "deploy/Dockerfile" or build.get("target") != "python":
+            errors.append(f"{w}: must build deploy/Dockerfile's python target, builds {build}")
+        env = py.get("environment") or {}
+        if isinstance(env, list):
+            env = dict(str(e).partition("=")[::2] for e in env)
+        env = {k: str(v) for k, v in env.items()}
+        want = {"PS_WORKER_ID": index, "PS_SERVERS": str(base_flags.get("servers")),
+                "PS_NUM_WORKERS": next(iter(num_workers)) if len(num_workers) == 1 else "?"}
+        for k, v in want.items():
+            if env.get(k) != v:
+                errors.append(f"{w}: {k}={env.get(k)}, expected {v}")
+        mounts = compose_mounts(py)
+        tls = env.get("PS_TLS_DIR")
+        certs_mount = os.path.dirname(str(base_flags.get("tls_cert", "")))
+        if tls is None or tls != certs_mount or not mounts.get(tls, {}).get("read_only"):
+            errors.append(f"{w}: PS_TLS_DIR={tls} must be the read-only certificates mount "
+                          f"{certs_mount} (mutual TLS with worker-{index}'s files)")
+        check_compose_hardening(py, w, errors)
 
 
 # --- Kubernetes ---------------------------------------------------------------
@@ -1238,6 +1306,19 @@ def check_dockerfiles(root, bins, locations, errors):
         if len(stages) < 2 or not builds or builds[0] == len(stages) - 1:
             errors.append(f"{where}: needs a stage 'AS build' and a runtime stage after it")
             continue
+        named = {}
+        for i, (line, _) in enumerate(stages):
+            m = re.search(r"\sAS\s+(\S+)$", line, re.I)
+            if m:
+                named[m.group(1).lower()] = i
+        # The runtime stage: `AS runtime` when other targets build on it, in
+        # which case the last stage (the default target) is a bare `FROM runtime`.
+        rt_index = named.get("runtime", len(stages) - 1)
+        if rt_index != len(stages) - 1 and (
+                not re.fullmatch(r"FROM\s+runtime", stages[-1][0], re.I) or stages[-1][1]):
+            errors.append(f"{where}: the last stage (the default target) must be a bare "
+                          f"'FROM runtime', is {stages[-1][0]!r} with {len(stages[-1][1])} "
+                          "instructions")
         build = " ".join(stages[builds[0]][1])
         if "deploy/setup_debian.sh" not in build:
             errors.append(f"{where}: the build stage must install with deploy/setup_debian.sh")
@@ -1261,7 +1342,7 @@ def check_dockerfiles(root, bins, locations, errors):
             if copied.get(b) != locations[b]:
                 errors.append(f"{where}: copies {copied.get(b)} for {b}; the build puts it at "
                               f"bazel-bin/{locations[b]}")
-        runtime = stages[-1][1]
+        runtime = stages[rt_index][1]
         rt = " ".join(runtime)
         users = [l.split()[1] for l in runtime if l.upper().startswith("USER ")]
         if not users or users[-1].split(":")[0] in ("root", "0"):
@@ -1287,6 +1368,8 @@ def check_dockerfiles(root, bins, locations, errors):
                           f"/usr/local/bin/, where compose's certificates service runs it")
         if "runtime_packages.sh" not in build:
             errors.append(f"{where}: the build stage must list runtime packages with runtime_packages.sh")
+        if not cuda:
+            check_python_stages(stages, named, uid, where, errors)
     # .dockerignore keeps Bazel's output trees and .git out of the context.
     ignore_path = os.path.join(root, ".dockerignore")
     patterns = []
@@ -1299,6 +1382,48 @@ def check_dockerfiles(root, bins, locations, errors):
         if not any(fnmatch.fnmatch(name, p) for p in patterns if not p.startswith("!")):
             errors.append(f".dockerignore does not exclude {name} (patterns {patterns})")
     return uid, f"Dockerfiles: build and runtime stages, runtime user {uid}"
+
+
+# Where deploy/Dockerfile's python target puts the compose override's default
+# worker script (docker-compose.python.yml's PS_PYTHON_SCRIPT default).
+PYTHON_WORKER_SCRIPT = "/usr/local/share/ps/python_worker.py"
+
+
+def check_python_stages(stages, named, uid, where, errors):
+    """deploy/Dockerfile's python target: a build-python stage builds the wheel
+    on the build stage and lists the extension's runtime packages; the python
+    stage adds python3, numpy, torch, those packages, the unpacked wheel and
+    the default worker script to the runtime image, and runs as its user."""
+    for stage in ("build-python", "python"):
+        if stage not in named:
+            errors.append(f"{where}: no stage 'AS {stage}' (the python target, "
+                          "docker-compose.python.yml's image)")
+            return
+    line, body = stages[named["build-python"]]
+    text = " ".join(body)
+    if not re.match(r"FROM\s+build\s", line, re.I):
+        errors.append(f"{where}: build-python must start FROM build (its packages, Bazel's "
+                      f"cache), is {line!r}")
+    if not re.search(r"bazel build [^&]*//python:wheel", text) or "runtime_packages.sh" not in text:
+        errors.append(f"{where}: build-python must bazel build //python:wheel and list the "
+                      "extension's runtime packages with runtime_packages.sh")
+    line, body = stages[named["python"]]
+    text = " ".join(body)
+    if not re.match(r"FROM\s+runtime\s", line, re.I):
+        errors.append(f"{where}: the python stage must start FROM runtime, is {line!r}")
+    install = re.search(r"apt-get install([^&]*)", text)
+    for pkg in ("python3-torch", "python3-numpy", "runtime-packages.txt"):
+        if not install or pkg not in install.group(1):
+            errors.append(f"{where}: the python stage does not apt-get install {pkg}")
+    if "COPY --from=build-python /out/python/root/ /" not in text:
+        errors.append(f"{where}: the python stage does not COPY the unpacked wheel")
+    if not re.search(r"COPY\s+deploy/python_worker\.py\s+" + re.escape(PYTHON_WORKER_SCRIPT), text):
+        errors.append(f"{where}: the python stage does not COPY deploy/python_worker.py to "
+                      f"{PYTHON_WORKER_SCRIPT}")
+    users = [l.split()[1] for l in body if l.upper().startswith("USER ")]
+    if not users or users[-1].split(":")[0] != str(uid):
+        errors.append(f"{where}: the python stage must end as USER {uid} like the runtime "
+                      f"stage, has {users}")
 
 
 def check_runtime_packages(root, bins, errors):
@@ -1406,6 +1531,17 @@ MUTATIONS = [
     ("a compose server without the clients' CA (no mutual TLS)", "deploy/docker-compose.yml",
      "    - --tls_ca=/certs/ca.pem\n    # grpc.health.v1", "    # grpc.health.v1",
      "lacks --tls_ca: mutual TLS"),
+    ("a Python worker with another worker's id", "deploy/docker-compose.python.yml",
+     'PS_WORKER_ID: "2"', 'PS_WORKER_ID: "1"', "PS_WORKER_ID=1, expected 2"),
+    ("Python workers without TLS", "deploy/docker-compose.python.yml",
+     "  PS_TLS_DIR: /certs\n", "", "PS_TLS_DIR=None must be the read-only certificates mount"),
+    ("Python workers on the default image", "deploy/docker-compose.python.yml",
+     "    target: python\n", "", "must build deploy/Dockerfile's python target"),
+    ("the python image without torch", "deploy/Dockerfile",
+     "python3 python3-numpy python3-torch", "python3 python3-numpy",
+     "the python stage does not apt-get install python3-torch"),
+    ("the default target not the runtime image", "deploy/Dockerfile",
+     "\nFROM runtime\n", "\nFROM python\n", "must be a bare 'FROM runtime'"),
     ("a compose worker with --insecure", "deploy/docker-compose.yml",
      "[--worker_id=1, --tls_cert", "[--worker_id=1, --insecure, --tls_cert", "carries --insecure"),
     ("a compose worker with another worker's certificate", "deploy/docker-compose.yml",
