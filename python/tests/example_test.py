@@ -10,9 +10,9 @@ sets them. Each worker trains EPOCHS epochs on its half of Fashion-MNIST
 waits for every push to be applied and prints test_accuracy=A on the 10k
 test images. The test needs A >= 0.85, both workers to exit 0, and worker
 0's final version to count every push of both workers. Measured spread
-(PS_EXAMPLE_SEED=0..3, and seed 0 again under bazel): 2 epochs 0.8771-0.8874;
-1 epoch was too close to
-the bar (0.8555-0.8717 over seeds 0-4), hence 2.
+(PS_EXAMPLE_SEED=0..3, and seed 0 again under bazel): 2 epochs gave
+0.8771-0.8874; 1 epoch was too close to the bar (0.8555-0.8717 over seeds
+0-4), hence 2.
 """
 
 import os
