@@ -236,7 +236,13 @@ class Client:
 
     @property
     def num_workers(self) -> int:
+        """W, the number of workers."""
         return self._num_workers
+
+    @property
+    def worker_id(self) -> int:
+        """This worker, 0 <= worker_id < num_workers: e.g. to pick its share of the data."""
+        return self._worker_id
 
 
 class PushPullInProgress:
