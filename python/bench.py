@@ -1,0 +1,525 @@
+#!/usr/bin/python3
+"""bench.py: Python workers against C++ workers and PyTorch DDP, in one run.
+
+Issue 21, point 7. One invocation on one machine runs, one after another:
+
+  ps-python  1 ps_server (sync, 127.0.0.1, a port picked by the kernel) and 2
+             Python workers: the 784-512-256-10 ReLU MLP in torch,
+             ps.torch.DistributedOptimizer, batch B per worker.
+  ps-cpp     the same server with 2 C++ ps_workers (--model=mlp
+             --hidden=512,256 --batch_size=B --threads=T --device=cpu).
+  ddp        PyTorch DDP: torch.distributed with gloo, 2 processes, the same
+             model and batch B per process, torch.optim.SGD.
+
+All three train on Fashion-MNIST (the IDX .gz files in --dataset_dir, read
+with numpy in Python, normalized as worker/dataset.cc does), each worker
+taking its own disjoint batch of every step. Every worker process gets T math
+threads (--threads, default 1): torch.set_num_threads(T) and
+set_num_interop_threads(1) for the Python workers and DDP, --threads=T
+(OpenBLAS) for ps_worker, and OMP/OpenBLAS/MKL_NUM_THREADS=T in every
+worker's environment, so each side gets the same cores per worker.
+
+What is measured: every worker reports (step, time) every 10 steps (the C++
+worker through --metrics_file, the Python ones on stdout). A worker's rate is
+(last step - first step >= --warmup) * B / (time between those two reports),
+so start-up, connecting, init and the warm-up steps are left out; a config's
+figure is the sum over its 2 workers. With --steps N each worker runs
+warmup + N steps and exits; with --seconds S the workers run until S seconds
+after both have passed the warm-up, and are then stopped.
+
+Prints the machine's CPU model and the thread settings, then a table: config,
+samples/s, ratio to the C++ workers, ratio to DDP. Exits 1 if any config
+failed (its row says FAILED and why). `--quick` (warm-up 10 steps, 2 s per
+config) is what //python:bench_test runs.
+
+Run it from the repository root after
+`bazel build //python:ps //server:ps_server //worker:ps_worker`:
+
+    /usr/bin/python3 python/bench.py --seconds=20
+
+Internal: the same file is the worker program (--_role=ps_worker|ddp_worker),
+started by the driver with the arguments it needs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from typing import Dict, List, Optional, Tuple
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CONFIGS = ("ps-python", "ps-cpp", "ddp")
+LABELS = {
+    "ps-python": "ps_server + 2 Python workers (torch)",
+    "ps-cpp": "ps_server + 2 C++ ps_workers",
+    "ddp": "PyTorch DDP (gloo, 2 processes)",
+}
+WORKERS = 2
+REPORT_EVERY = 10  # steps between (step, time) reports of every worker
+MEAN, STD = 0.2860, 0.3530  # worker/dataset.cc's normalization
+
+
+# ---------------------------------------------------------------------------
+# The worker side: Fashion-MNIST, the model, the two Python training loops.
+# ---------------------------------------------------------------------------
+
+def load_fashion_mnist(folder: str):
+    """The training set as (float32 [n, 784] normalized, int64 [n]) numpy arrays."""
+    import numpy as np
+
+    def read(name: str) -> bytes:
+        path = os.path.join(folder, name)
+        if os.path.exists(path + ".gz"):
+            with gzip.open(path + ".gz", "rb") as f:
+                return f.read()
+        with open(path, "rb") as f:
+            return f.read()
+
+    img = read("train-images-idx3-ubyte")
+    lab = read("train-labels-idx1-ubyte")
+    magic, n, rows, cols = np.frombuffer(img, ">u4", 4, 0)
+    if magic != 0x803 or len(img) != 16 + n * rows * cols:
+        raise ValueError(f"{folder}: train-images-idx3-ubyte is not an IDX3 image file")
+    if np.frombuffer(lab, ">u4", 2, 0).tolist() != [0x801, n] or len(lab) != 8 + n:
+        raise ValueError(f"{folder}: train-labels-idx1-ubyte does not match the images")
+    x = np.frombuffer(img, np.uint8, n * rows * cols, 16).reshape(n, rows * cols)
+    x = (x.astype(np.float32) / 255.0 - MEAN) / STD
+    y = np.frombuffer(lab, np.uint8, n, 8).astype(np.int64)
+    return x, y
+
+
+def make_mlp(torch):
+    nn = torch.nn
+    return nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(),
+                         nn.Linear(256, 10))
+
+
+def run_worker(a) -> None:
+    """One worker process: trains and prints `progress STEP SECONDS` lines."""
+    import numpy as np
+    import torch
+
+    torch.set_num_threads(a.threads)
+    torch.set_num_interop_threads(1)
+    torch.manual_seed(a.seed)
+    x_np, y_np = load_fashion_mnist(a.dataset_dir)
+    x_all, y_all = torch.from_numpy(x_np), torch.from_numpy(y_np)
+    model = make_mlp(torch)
+    loss_fn = torch.nn.CrossEntropyLoss()
+
+    if a._role == "ps_worker":
+        import ps.torch
+        client = ps.Client(a.servers, a.worker_id, WORKERS)
+        opt = ps.torch.DistributedOptimizer(model.named_parameters(), client)
+        net = model
+    else:  # ddp_worker
+        import torch.distributed as dist
+        dist.init_process_group("gloo", rank=a.worker_id, world_size=WORKERS,
+                                init_method=f"tcp://127.0.0.1:{a.port}",
+                                timeout=__import__("datetime").timedelta(seconds=120))
+        net = torch.nn.parallel.DistributedDataParallel(model)
+        opt = torch.optim.SGD(net.parameters(), lr=a.lr)
+
+    # The same data order as every worker: one permutation per epoch, worker
+    # w taking batch (t * W + w) of it at step t.
+    n = x_np.shape[0]
+    per_epoch = n // (a.batch_size * WORKERS)
+    total = a.warmup + a.steps if a.steps > 0 else None
+    rng = np.random.default_rng(a.seed)
+    perm = None
+    compute_s = step_s = 0.0
+    print(f"ready {a._role} {a.worker_id} threads {torch.get_num_threads()}", flush=True)
+    step = 0
+    while total is None or step < total:
+        t = step % per_epoch
+        if t == 0:
+            perm = torch.from_numpy(rng.permutation(n))
+        first = (t * WORKERS + a.worker_id) * a.batch_size
+        idx = perm[first:first + a.batch_size]
+        xb, yb = x_all.index_select(0, idx), y_all.index_select(0, idx)
+        t0 = time.perf_counter()
+        opt.zero_grad()
+        loss = loss_fn(net(xb), yb)
+        loss.backward()  # DDP: includes its all-reduce
+        t1 = time.perf_counter()
+        opt.step()  # ps: the push-pull and loading the new weights
+        t2 = time.perf_counter()
+        step += 1
+        if step > a.warmup:
+            compute_s += t1 - t0
+            step_s += t2 - t1
+        if step % REPORT_EVERY == 0 or step == a.warmup or step == total:
+            print(f"progress {step} {time.monotonic():.6f} loss {loss.item():.4f} "
+                  f"fwd_bwd_s {compute_s:.4f} step_s {step_s:.4f}", flush=True)
+    if a._role == "ddp_worker":
+        import torch.distributed as dist
+        dist.destroy_process_group()
+    print("done", flush=True)
+
+
+# ---------------------------------------------------------------------------
+# The driver: processes, their progress, the measurement.
+# ---------------------------------------------------------------------------
+
+class Failed(Exception):
+    """A config could not be measured; the message says why."""
+
+
+class Proc:
+    """A child process whose stdout is read by a thread into `lines`."""
+
+    def __init__(self, name: str, argv: List[str], env: Dict[str, str], logdir: str):
+        self.name = name
+        self.errpath = os.path.join(logdir, re.sub(r"\W", "_", name) + ".stderr")
+        self._err = open(self.errpath, "w")
+        self.p = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=self._err,
+                                  text=True, start_new_session=True)
+        self.lines: List[str] = []
+        self._cv = threading.Condition()
+        self._t = threading.Thread(target=self._read, daemon=True)
+        self._t.start()
+
+    def _read(self) -> None:
+        for line in self.p.stdout:
+            with self._cv:
+                self.lines.append(line.rstrip("\n"))
+                self._cv.notify_all()
+        with self._cv:
+            self._cv.notify_all()
+
+    def wait_line(self, pattern: str, timeout: float) -> re.Match:
+        """The first stdout line matching `pattern`; Failed on exit or timeout."""
+        deadline = time.monotonic() + timeout
+        with self._cv:
+            while True:
+                for line in self.lines:
+                    m = re.match(pattern, line)
+                    if m:
+                        return m
+                if self.p.poll() is not None and not self._t.is_alive():
+                    raise Failed(f"{self.name} exited ({self.p.returncode}) before "
+                                 f"printing /{pattern}/: {self.stderr_tail()}")
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise Failed(f"{self.name}: no /{pattern}/ within {timeout:.0f} s")
+                self._cv.wait(min(left, 0.2))
+
+    def stderr_tail(self, n: int = 600) -> str:
+        self._err.flush()
+        with open(self.errpath, errors="replace") as f:
+            text = f.read().strip()
+        return text[-n:] if text else "(no stderr)"
+
+    def stop(self) -> None:
+        if self.p.poll() is None:
+            try:
+                os.killpg(self.p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        try:
+            self.p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        self._t.join(timeout=5)
+        self._err.close()
+
+
+def python_points(proc: Proc) -> List[Tuple[int, float]]:
+    out = []
+    for line in list(proc.lines):
+        m = re.match(r"progress (\d+) (\S+)", line)
+        if m:
+            out.append((int(m.group(1)), float(m.group(2))))
+    return out
+
+
+def cpp_points(path: str) -> List[Tuple[int, float]]:
+    out = []
+    try:
+        with open(path) as f:
+            for line in f:
+                if line.endswith("\n"):  # a complete JSON line
+                    r = json.loads(line)
+                    out.append((int(r["step"]), float(r["wall_s"])))
+    except FileNotFoundError:
+        pass
+    return out
+
+
+def worker_rate(points: List[Tuple[int, float]], warmup: int, batch: int, who: str) -> float:
+    """Samples/s between the first report at or past `warmup` and the last one."""
+    after = [p for p in points if p[0] >= warmup]
+    if len(after) < 2 or after[-1][0] <= after[0][0] or after[-1][1] <= after[0][1]:
+        raise Failed(f"{who}: too few reports after the warm-up to measure ({points[-3:]})")
+    (s0, t0), (s1, t1) = after[0], after[-1]
+    return (s1 - s0) * batch / (t1 - t0)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def worker_env(a) -> Dict[str, str]:
+    env = dict(os.environ)
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        env[var] = str(a.threads)
+    pypath = os.path.abspath(a.pythonpath)
+    env["PYTHONPATH"] = pypath + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
+
+
+def start_server(a, logdir: str) -> Tuple[Proc, str]:
+    server = Proc("ps_server", [a.ps_server, "--listen=127.0.0.1:0", f"--num_workers={WORKERS}",
+                                "--mode=sync", f"--lr={a.lr}"], dict(os.environ), logdir)
+    m = server.wait_line(r"listening on (\S+)", a.start_timeout)
+    return server, m.group(1)
+
+
+def python_worker_argv(a, role: str, worker_id: int, extra: List[str]) -> List[str]:
+    return [sys.executable, "-u", os.path.abspath(__file__), f"--_role={role}",
+            f"--worker_id={worker_id}", f"--batch_size={a.batch_size}", f"--warmup={a.warmup}",
+            f"--steps={a.steps}", f"--threads={a.threads}", f"--lr={a.lr}",
+            f"--dataset_dir={a.dataset_dir}"] + extra
+
+
+def run_config(a, config: str, logdir: str) -> Tuple[float, str]:
+    """Samples/s summed over the config's workers, and a note (per-worker detail)."""
+    procs: List[Proc] = []
+    try:
+        env = worker_env(a)
+        if config in ("ps-python", "ps-cpp"):
+            server, addr = start_server(a, logdir)
+            procs.append(server)
+        metrics = [os.path.join(logdir, f"{config}-metrics-{w}.jsonl") for w in range(WORKERS)]
+        total = a.warmup + a.steps if a.steps > 0 else 0
+        workers: List[Proc] = []
+        port = free_port() if config == "ddp" else 0
+        for w in range(WORKERS):
+            if config == "ps-python":
+                argv = python_worker_argv(a, "ps_worker", w, [f"--servers={addr}"])
+            elif config == "ddp":
+                argv = python_worker_argv(a, "ddp_worker", w, [f"--port={port}"])
+            else:
+                argv = [a.ps_worker, f"--servers={addr}", f"--worker_id={w}",
+                        f"--num_workers={WORKERS}", "--model=mlp", "--hidden=512,256",
+                        f"--batch_size={a.batch_size}", f"--threads={a.threads}",
+                        "--device=cpu", f"--dataset_dir={a.dataset_dir}",
+                        f"--log_every={REPORT_EVERY}", f"--metrics_file={metrics[w]}",
+                        f"--seed={a.seed}"]
+                # --seconds: more epochs than any run reaches; stopped by us.
+                argv += [f"--max_steps={total}", "--epochs=1000000"] if total else \
+                    ["--epochs=1000000"]
+            workers.append(Proc(f"{config} worker {w}", argv, env, logdir))
+        procs += workers
+
+        def points() -> List[List[Tuple[int, float]]]:
+            if config == "ps-cpp":
+                return [cpp_points(m) for m in metrics]
+            return [python_points(p) for p in workers]
+
+        def check_alive() -> None:
+            for p in procs:
+                rc = p.p.poll()
+                if rc is not None and (rc != 0 or p is procs[0] and config != "ddp"):
+                    raise Failed(f"{p.name} exited ({rc}): {p.stderr_tail()}")
+
+        # Wait for the warm-up of every worker, then measure.
+        deadline = time.monotonic() + a.start_timeout
+        while not all(any(s >= a.warmup for s, _ in pts) for pts in points()):
+            check_alive()
+            if time.monotonic() > deadline:
+                raise Failed(f"{config}: the workers did not finish {a.warmup} warm-up steps "
+                             f"within {a.start_timeout:.0f} s")
+            time.sleep(0.05)
+        if total:
+            deadline = time.monotonic() + a.run_timeout
+            for wp in workers:
+                try:
+                    wp.p.wait(timeout=max(0.1, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    raise Failed(f"{wp.name}: not done within --run_timeout={a.run_timeout} s")
+                if wp.p.returncode != 0:
+                    raise Failed(f"{wp.name} exited ({wp.p.returncode}): {wp.stderr_tail()}")
+            for wp in workers:
+                wp._t.join(timeout=5)
+        else:
+            end = time.monotonic() + a.seconds
+            while time.monotonic() < end:
+                check_alive()
+                time.sleep(0.05)
+            check_alive()
+        pts = points()
+        rates = [worker_rate(p, a.warmup, a.batch_size, f"{config} worker {w}")
+                 for w, p in enumerate(pts)]
+        note = " + ".join(f"{r:.0f}" for r in rates)
+        if config != "ps-cpp":
+            # The Python loop's own split: forward+backward vs. optimizer step.
+            fb = []
+            for wp in workers:
+                last = [l for l in wp.lines if l.startswith("progress ")]
+                m = re.search(r"fwd_bwd_s (\S+) step_s (\S+)", last[-1]) if last else None
+                if m:
+                    f, s = float(m.group(1)), float(m.group(2))
+                    fb.append(f"{100 * f / max(1e-9, f + s):.0f}%")
+            if fb:
+                what = "backward+all-reduce" if config == "ddp" else "fwd+bwd"
+                note += f"; {what} share of loop: " + "/".join(fb)
+        return sum(rates), note
+    finally:
+        for p in reversed(procs):
+            p.stop()
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"
+
+
+def print_machine(a) -> None:
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    try:
+        load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        load = "?"
+    print(f"machine: {cpu_model()}, {cores} cores usable, load average {load}")
+    print(f"threads per worker process: {a.threads} (torch.set_num_threads({a.threads}) and "
+          f"set_num_interop_threads(1) for Python workers and DDP; ps_worker --threads="
+          f"{a.threads} (OpenBLAS); OMP/OPENBLAS/MKL_NUM_THREADS={a.threads})")
+    what = f"{a.steps} steps" if a.steps else f"{a.seconds:g} s"
+    print(f"each config: {WORKERS} workers, batch {a.batch_size} per worker, MLP 784-512-256-10, "
+          f"warm-up {a.warmup} steps, then {what}; ps configs: 1 sync ps_server --lr={a.lr} "
+          f"(a third process on the same cores)")
+    sys.stdout.flush()
+
+
+def print_table(results: Dict[str, Tuple[Optional[float], str]]) -> None:
+    cpp = results.get("ps-cpp", (None, ""))[0]
+    ddp = results.get("ddp", (None, ""))[0]
+    print()
+    print(f"{'config':<40} {'samples/s':>10} {'vs C++ workers':>15} {'vs DDP':>8}  note")
+    for c in CONFIGS:
+        if c not in results:
+            continue
+        rate, note = results[c]
+        if rate is None:
+            print(f"{LABELS[c]:<40} {'FAILED':>10} {'-':>15} {'-':>8}  {note}")
+            continue
+        vc = f"{rate / cpp:.2f}" if cpp else "-"
+        vd = f"{rate / ddp:.2f}" if ddp else "-"
+        print(f"{LABELS[c]:<40} {rate:>10.0f} {vc:>15} {vd:>8}  per worker {note}")
+    sys.stdout.flush()
+
+
+def parse_args(argv: Optional[List[str]] = None):
+    p = argparse.ArgumentParser(
+        description="Samples/s of 2 Python workers on a ps_server, 2 C++ ps_workers on a "
+                    "ps_server and 2-process PyTorch DDP (gloo), one after another on this "
+                    "machine, with the ratios between them. Run from the repository root "
+                    "after `bazel build //python:ps //server:ps_server //worker:ps_worker`.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    length = p.add_mutually_exclusive_group()
+    length.add_argument("--seconds", type=float, default=None,
+                        help="measure each config for this many seconds after the warm-up "
+                             "(the default when --steps is not given: 10)")
+    length.add_argument("--steps", type=int, default=0,
+                        help="measure each config over this many steps per worker after the "
+                             "warm-up")
+    p.add_argument("--warmup", type=int, default=50,
+                   help="steps per worker left out of the measurement")
+    p.add_argument("--batch_size", type=int, default=64, help="examples per step per worker")
+    p.add_argument("--threads", type=int, default=1,
+                   help="math threads per worker process (torch.set_num_threads, "
+                        "ps_worker --threads)")
+    p.add_argument("--configs", default=",".join(CONFIGS),
+                   help="comma-separated subset of " + ", ".join(CONFIGS))
+    p.add_argument("--quick", action="store_true",
+                   help="a smoke run: --warmup=10 --seconds=2 (what //python:bench_test runs)")
+    p.add_argument("--lr", type=float, default=0.1,
+                   help="learning rate (ps_server --lr, DDP's SGD)")
+    p.add_argument("--seed", type=int, default=1, help="seed of the data order and init")
+    p.add_argument("--ps_server", default="bazel-bin/server/ps_server",
+                   help="the ps_server binary")
+    p.add_argument("--ps_worker", default="bazel-bin/worker/ps_worker",
+                   help="the ps_worker binary")
+    p.add_argument("--pythonpath", default="bazel-bin/python",
+                   help="folder holding the built `ps` package (put on the workers' PYTHONPATH)")
+    p.add_argument("--dataset_dir", default="/usr/share/datasets/fashion-mnist",
+                   help="Fashion-MNIST IDX files (.gz or plain)")
+    p.add_argument("--start_timeout", type=float, default=120,
+                   help="seconds a config may take to start and finish its warm-up")
+    p.add_argument("--run_timeout", type=float, default=600,
+                   help="with --steps: seconds the measured steps may take")
+    p.add_argument("--keep_logs", action="store_true",
+                   help="keep the processes' stderr and metrics files (the folder is printed)")
+    # The worker program (started by the driver).
+    p.add_argument("--_role", choices=("ps_worker", "ddp_worker"), help=argparse.SUPPRESS)
+    p.add_argument("--worker_id", type=int, default=0, help=argparse.SUPPRESS)
+    p.add_argument("--servers", default="", help=argparse.SUPPRESS)
+    p.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
+    a = p.parse_args(argv)
+    if a.quick:
+        a.warmup, a.steps = 10, 0
+        a.seconds = 2.0 if a.seconds is None else a.seconds
+    if a.seconds is None:
+        a.seconds = 10.0
+    if a.steps < 0 or not a.seconds > 0 or a.warmup < 0 or a.batch_size <= 0 or a.threads <= 0:
+        p.error("--steps, --warmup must be >= 0; --seconds, --batch_size, --threads > 0")
+    configs = [c.strip() for c in a.configs.split(",") if c.strip()]
+    unknown = [c for c in configs if c not in CONFIGS]
+    if unknown or not configs:
+        p.error(f"--configs: unknown {unknown}; pick from {', '.join(CONFIGS)}")
+    a.configs = configs
+    if a._role is None:
+        for flag, path in (("--ps_server", a.ps_server), ("--ps_worker", a.ps_worker)):
+            if not os.access(path, os.X_OK) and any(c.startswith("ps-") for c in configs):
+                p.error(f"{flag}={path}: not an executable (bazel build //server:ps_server "
+                        f"//worker:ps_worker, or pass the path)")
+        if not os.path.isdir(os.path.join(a.pythonpath, "ps")) and "ps-python" in configs:
+            p.error(f"--pythonpath={a.pythonpath}: no ps package there (bazel build //python:ps)")
+    return a
+
+
+def main() -> int:
+    a = parse_args()
+    if a._role is not None:
+        run_worker(a)
+        return 0
+    print_machine(a)
+    logdir = tempfile.mkdtemp(prefix="ps_bench_py.")
+    results: Dict[str, Tuple[Optional[float], str]] = {}
+    for c in a.configs:
+        print(f"running {c} ...", flush=True)
+        try:
+            results[c] = run_config(a, c, logdir)
+        except Failed as e:
+            results[c] = (None, str(e).replace("\n", " | "))
+    print_table(results)
+    if a.keep_logs:
+        print(f"logs: {logdir}")
+    else:
+        for f in os.listdir(logdir):
+            os.remove(os.path.join(logdir, f))
+        os.rmdir(logdir)
+    return 0 if all(r is not None for r, _ in results.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
