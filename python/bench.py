@@ -428,13 +428,22 @@ def print_table(results: Dict[str, Tuple[Optional[float], str]]) -> None:
     sys.stdout.flush()
 
 
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows defaults, except None ones (their help says what applies)."""
+
+    def _get_help_string(self, action):
+        if action.default is None:
+            return action.help
+        return super()._get_help_string(action)
+
+
 def parse_args(argv: Optional[List[str]] = None):
     p = argparse.ArgumentParser(
         description="Samples/s of 2 Python workers on a ps_server, 2 C++ ps_workers on a "
                     "ps_server and 2-process PyTorch DDP (gloo), one after another on this "
                     "machine, with the ratios between them. Run from the repository root "
                     "after `bazel build //python:ps //server:ps_server //worker:ps_worker`.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        formatter_class=_HelpFormatter)
     length = p.add_mutually_exclusive_group()
     length.add_argument("--seconds", type=float, default=None,
                         help="measure each config for this many seconds after the warm-up "
@@ -451,7 +460,8 @@ def parse_args(argv: Optional[List[str]] = None):
     p.add_argument("--configs", default=",".join(CONFIGS),
                    help="comma-separated subset of " + ", ".join(CONFIGS))
     p.add_argument("--quick", action="store_true",
-                   help="a smoke run: --warmup=10 --seconds=2 (what //python:bench_test runs)")
+                   help="a smoke run: --warmup=10 and, without --steps, --seconds=2 "
+                        "(what //python:bench_test runs)")
     p.add_argument("--lr", type=float, default=0.1,
                    help="learning rate (ps_server --lr, DDP's SGD)")
     p.add_argument("--seed", type=int, default=1, help="seed of the data order and init")
@@ -476,8 +486,9 @@ def parse_args(argv: Optional[List[str]] = None):
     p.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.quick:
-        a.warmup, a.steps = 10, 0
-        a.seconds = 2.0 if a.seconds is None else a.seconds
+        a.warmup = 10
+        if a.seconds is None and not a.steps:
+            a.seconds = 2.0
     if a.seconds is None:
         a.seconds = 10.0
     if a.steps < 0 or not a.seconds > 0 or a.warmup < 0 or a.batch_size <= 0 or a.threads <= 0:
