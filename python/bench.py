@@ -447,7 +447,7 @@ def parse_args(argv: Optional[List[str]] = None):
     length = p.add_mutually_exclusive_group()
     length.add_argument("--seconds", type=float, default=None,
                         help="measure each config for this many seconds after the warm-up "
-                             "(the default when --steps is not given: 10)")
+                             "(default: 10; 2 with --quick)")
     length.add_argument("--steps", type=int, default=0,
                         help="measure each config over this many steps per worker after the "
                              "warm-up")
