@@ -265,6 +265,16 @@ def worker_rate(points: List[Tuple[int, float]], warmup: int, batch: int, who: s
     return (s1 - s0) * batch / (t1 - t0)
 
 
+def proc_cpu_s(pid: int) -> Optional[float]:
+    """User + system CPU seconds of process `pid` (all its threads), or None."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -304,6 +314,7 @@ def run_config(a, config: str, logdir: str) -> Tuple[float, str]:
             procs.append(server)
         metrics = [os.path.join(logdir, f"{config}-metrics-{w}.jsonl") for w in range(WORKERS)]
         total = a.warmup + a.steps if a.steps > 0 else 0
+        cpu_note = ""
         workers: List[Proc] = []
         port = free_port() if config == "ddp" else 0
         for w in range(WORKERS):
@@ -355,11 +366,23 @@ def run_config(a, config: str, logdir: str) -> Tuple[float, str]:
             for wp in workers:
                 wp._t.join(timeout=5)
         else:
+            # CPU time (user + system, all threads) of every process over
+            # the measured seconds, per step of worker 0.
+            cpu0 = [proc_cpu_s(p.p.pid) for p in procs]
+            step0 = max(s for s, _ in points()[0])
             end = time.monotonic() + a.seconds
             while time.monotonic() < end:
                 check_alive()
                 time.sleep(0.05)
             check_alive()
+            cpu1 = [proc_cpu_s(p.p.pid) for p in procs]
+            steps = max(s for s, _ in points()[0]) - step0
+            if steps > 0 and None not in cpu0 + cpu1:
+                per = [1e3 * (c1 - c0) / steps for c0, c1 in zip(cpu0, cpu1)]
+                cpu_note = "; CPU ms/step: workers " + "/".join(
+                    f"{x:.1f}" for x in per[-WORKERS:])
+                if len(per) > WORKERS:
+                    cpu_note += f", server {per[0]:.1f}"
         pts = points()
         rates = [worker_rate(p, a.warmup, a.batch_size, f"{config} worker {w}")
                  for w, p in enumerate(pts)]
@@ -376,7 +399,7 @@ def run_config(a, config: str, logdir: str) -> Tuple[float, str]:
             if fb:
                 what = "backward+all-reduce" if config == "ddp" else "fwd+bwd"
                 note += f"; {what} share of loop: " + "/".join(fb)
-        return sum(rates), note
+        return sum(rates), note + cpu_note
     finally:
         for p in reversed(procs):
             p.stop()
