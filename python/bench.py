@@ -27,6 +27,15 @@ figure is the sum over its 2 workers. With --steps N each worker runs
 warmup + N steps and exits; with --seconds S the workers run until S seconds
 after both have passed the warm-up, and are then stopped.
 
+With --seconds, each row's note also gives every process's CPU time (user +
+system, all threads, from /proc) per step over the measured window: on a
+machine with few cores the three processes of a ps config share them, so
+CPU per step bounds the rate. The Python rows give the share of the loop
+spent in forward + backward (for DDP that includes its all-reduce; for the
+ps workers the rest is DistributedOptimizer.step(): the push-pull and
+loading the weights). --repeat N runs the configs in turn N times and
+reports medians, which spreads a shared machine's changing load.
+
 Prints the machine's CPU model and the thread settings, then a table: config,
 samples/s, ratio to the C++ workers, ratio to DDP. Exits 1 if any config
 failed (its row says FAILED and why). `--quick` (warm-up 10 steps, 2 s per
@@ -48,8 +57,10 @@ import gzip
 import json
 import os
 import re
+import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -307,12 +318,14 @@ def python_worker_argv(a, role: str, worker_id: int, extra: List[str]) -> List[s
 def run_config(a, config: str, logdir: str) -> Tuple[float, str]:
     """Samples/s summed over the config's workers, and a note (per-worker detail)."""
     procs: List[Proc] = []
+    # A folder per run: a metrics file left by an earlier run would pass for progress.
+    run_dir = tempfile.mkdtemp(prefix=f"{config}-", dir=logdir)
     try:
         env = worker_env(a)
         if config in ("ps-python", "ps-cpp"):
-            server, addr = start_server(a, logdir)
+            server, addr = start_server(a, run_dir)
             procs.append(server)
-        metrics = [os.path.join(logdir, f"{config}-metrics-{w}.jsonl") for w in range(WORKERS)]
+        metrics = [os.path.join(run_dir, f"metrics-{w}.jsonl") for w in range(WORKERS)]
         total = a.warmup + a.steps if a.steps > 0 else 0
         cpu_note = ""
         workers: List[Proc] = []
@@ -332,7 +345,7 @@ def run_config(a, config: str, logdir: str) -> Tuple[float, str]:
                 # --seconds: more epochs than any run reaches; stopped by us.
                 argv += [f"--max_steps={total}", "--epochs=1000000"] if total else \
                     ["--epochs=1000000"]
-            workers.append(Proc(f"{config} worker {w}", argv, env, logdir))
+            workers.append(Proc(f"{config} worker {w}", argv, env, run_dir))
         procs += workers
 
         def points() -> List[List[Tuple[int, float]]]:
@@ -377,6 +390,7 @@ def run_config(a, config: str, logdir: str) -> Tuple[float, str]:
             check_alive()
             cpu1 = [proc_cpu_s(p.p.pid) for p in procs]
             steps = max(s for s, _ in points()[0]) - step0
+            cpu_note = f"; CPU ms/step: n/a ({steps} steps, cpu {cpu0} -> {cpu1})"
             if steps > 0 and None not in cpu0 + cpu1:
                 per = [1e3 * (c1 - c0) / steps for c0, c1 in zip(cpu0, cpu1)]
                 cpu_note = "; CPU ms/step: workers " + "/".join(
@@ -386,7 +400,7 @@ def run_config(a, config: str, logdir: str) -> Tuple[float, str]:
         pts = points()
         rates = [worker_rate(p, a.warmup, a.batch_size, f"{config} worker {w}")
                  for w, p in enumerate(pts)]
-        note = " + ".join(f"{r:.0f}" for r in rates)
+        note = "per worker " + " + ".join(f"{r:.0f}" for r in rates)
         if config != "ps-cpp":
             # The Python loop's own split: forward+backward vs. optimizer step.
             fb = []
@@ -447,7 +461,7 @@ def print_table(results: Dict[str, Tuple[Optional[float], str]]) -> None:
             continue
         vc = f"{rate / cpp:.2f}" if cpp else "-"
         vd = f"{rate / ddp:.2f}" if ddp else "-"
-        print(f"{LABELS[c]:<40} {rate:>10.0f} {vc:>15} {vd:>8}  per worker {note}")
+        print(f"{LABELS[c]:<40} {rate:>10.0f} {vc:>15} {vd:>8}  {note}")
     sys.stdout.flush()
 
 
@@ -480,6 +494,9 @@ def parse_args(argv: Optional[List[str]] = None):
     p.add_argument("--threads", type=int, default=1,
                    help="math threads per worker process (torch.set_num_threads, "
                         "ps_worker --threads)")
+    p.add_argument("--repeat", type=int, default=1,
+                   help="run the configs in turn this many times and report each one's "
+                        "median (spreads a shared machine's changing load over all of them)")
     p.add_argument("--configs", default=",".join(CONFIGS),
                    help="comma-separated subset of " + ", ".join(CONFIGS))
     p.add_argument("--quick", action="store_true",
@@ -514,8 +531,9 @@ def parse_args(argv: Optional[List[str]] = None):
             a.seconds = 2.0
     if a.seconds is None:
         a.seconds = 10.0
-    if a.steps < 0 or not a.seconds > 0 or a.warmup < 0 or a.batch_size <= 0 or a.threads <= 0:
-        p.error("--steps, --warmup must be >= 0; --seconds, --batch_size, --threads > 0")
+    if (a.steps < 0 or not a.seconds > 0 or a.warmup < 0 or a.batch_size <= 0 or a.threads <= 0
+            or a.repeat <= 0):
+        p.error("--steps, --warmup must be >= 0; --seconds, --batch_size, --threads, --repeat > 0")
     configs = [c.strip() for c in a.configs.split(",") if c.strip()]
     unknown = [c for c in configs if c not in CONFIGS]
     if unknown or not configs:
@@ -539,19 +557,28 @@ def main() -> int:
     print_machine(a)
     logdir = tempfile.mkdtemp(prefix="ps_bench_py.")
     results: Dict[str, Tuple[Optional[float], str]] = {}
-    for c in a.configs:
-        print(f"running {c} ...", flush=True)
-        try:
-            results[c] = run_config(a, c, logdir)
-        except Failed as e:
-            results[c] = (None, str(e).replace("\n", " | "))
+    runs: Dict[str, List[float]] = {c: [] for c in a.configs}
+    for r in range(a.repeat):
+        for c in a.configs:
+            if c in results and results[c][0] is None:
+                continue  # failed once: failed
+            print(f"running {c}" + (f" ({r + 1} of {a.repeat})" if a.repeat > 1 else "") + " ...",
+                  flush=True)
+            try:
+                rate, note = run_config(a, c, logdir)
+            except Failed as e:
+                results[c] = (None, str(e).replace("\n", " | "))
+                continue
+            runs[c].append(rate)
+            if a.repeat > 1:
+                note = (f"median of {len(runs[c])} runs: " +
+                        ", ".join(f"{x:.0f}" for x in runs[c]) + "; last run " + note)
+            results[c] = (statistics.median(runs[c]), note)
     print_table(results)
     if a.keep_logs:
         print(f"logs: {logdir}")
     else:
-        for f in os.listdir(logdir):
-            os.remove(os.path.join(logdir, f))
-        os.rmdir(logdir)
+        shutil.rmtree(logdir, ignore_errors=True)
     return 0 if all(r is not None for r, _ in results.values()) else 1
 
 
