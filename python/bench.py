@@ -53,6 +53,8 @@ started by the driver with the arguments it needs.
 from __future__ import annotations
 
 import argparse
+import ctypes
+import datetime
 import gzip
 import json
 import os
@@ -137,7 +139,7 @@ def run_worker(a) -> None:
         import torch.distributed as dist
         dist.init_process_group("gloo", rank=a.worker_id, world_size=WORKERS,
                                 init_method=f"tcp://127.0.0.1:{a.port}",
-                                timeout=__import__("datetime").timedelta(seconds=120))
+                                timeout=datetime.timedelta(seconds=120))
         net = torch.nn.parallel.DistributedDataParallel(model)
         opt = torch.optim.SGD(net.parameters(), lr=a.lr)
 
@@ -186,15 +188,26 @@ class Failed(Exception):
     """A config could not be measured; the message says why."""
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: SIGKILL when the driver dies (PR_SET_PDEATHSIG)."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
 class Proc:
-    """A child process whose stdout is read by a thread into `lines`."""
+    """A child process whose stdout is read by a thread into `lines`. It dies
+    with the driver: stop() kills it, and the kernel does if the driver is
+    killed."""
 
     def __init__(self, name: str, argv: List[str], env: Dict[str, str], logdir: str):
         self.name = name
         self.errpath = os.path.join(logdir, re.sub(r"\W", "_", name) + ".stderr")
         self._err = open(self.errpath, "w")
         self.p = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=self._err,
-                                  text=True, start_new_session=True)
+                                  text=True, start_new_session=True,
+                                  preexec_fn=_die_with_parent)
         self.lines: List[str] = []
         self._cv = threading.Condition()
         self._t = threading.Thread(target=self._read, daemon=True)
@@ -554,6 +567,8 @@ def main() -> int:
     if a._role is not None:
         run_worker(a)
         return 0
+    # SIGTERM (e.g. from `timeout`) unwinds like Ctrl-C, so every child is stopped.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     print_machine(a)
     logdir = tempfile.mkdtemp(prefix="ps_bench_py.")
     results: Dict[str, Tuple[Optional[float], str]] = {}
