@@ -46,16 +46,13 @@ Run it from the repository root after
 
     /usr/bin/python3 python/bench.py --seconds=20
 
-Internal: the same file is the worker program (--_role=ps_worker|ddp_worker),
-started by the driver with the arguments it needs.
+The Python workers and DDP's ranks are python/bench_worker.py processes.
 """
 
 from __future__ import annotations
 
 import argparse
 import ctypes
-import datetime
-import gzip
 import json
 import os
 import re
@@ -77,107 +74,9 @@ LABELS = {
     "ps-cpp": "ps_server + 2 C++ ps_workers",
     "ddp": "PyTorch DDP (gloo, 2 processes)",
 }
-WORKERS = 2
-REPORT_EVERY = 10  # steps between (step, time) reports of every worker
-MEAN, STD = 0.2860, 0.3530  # worker/dataset.cc's normalization
-
-
-# ---------------------------------------------------------------------------
-# The worker side: Fashion-MNIST, the model, the two Python training loops.
-# ---------------------------------------------------------------------------
-
-def load_fashion_mnist(folder: str):
-    """The training set as (float32 [n, 784] normalized, int64 [n]) numpy arrays."""
-    import numpy as np
-
-    def read(name: str) -> bytes:
-        path = os.path.join(folder, name)
-        if os.path.exists(path + ".gz"):
-            with gzip.open(path + ".gz", "rb") as f:
-                return f.read()
-        with open(path, "rb") as f:
-            return f.read()
-
-    img = read("train-images-idx3-ubyte")
-    lab = read("train-labels-idx1-ubyte")
-    magic, n, rows, cols = np.frombuffer(img, ">u4", 4, 0)
-    if magic != 0x803 or len(img) != 16 + n * rows * cols:
-        raise ValueError(f"{folder}: train-images-idx3-ubyte is not an IDX3 image file")
-    if np.frombuffer(lab, ">u4", 2, 0).tolist() != [0x801, n] or len(lab) != 8 + n:
-        raise ValueError(f"{folder}: train-labels-idx1-ubyte does not match the images")
-    x = np.frombuffer(img, np.uint8, n * rows * cols, 16).reshape(n, rows * cols)
-    x = (x.astype(np.float32) / 255.0 - MEAN) / STD
-    y = np.frombuffer(lab, np.uint8, n, 8).astype(np.int64)
-    return x, y
-
-
-def make_mlp(torch):
-    nn = torch.nn
-    return nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(),
-                         nn.Linear(256, 10))
-
-
-def run_worker(a) -> None:
-    """One worker process: trains and prints `progress STEP SECONDS` lines."""
-    import numpy as np
-    import torch
-
-    torch.set_num_threads(a.threads)
-    torch.set_num_interop_threads(1)
-    torch.manual_seed(a.seed)
-    x_np, y_np = load_fashion_mnist(a.dataset_dir)
-    x_all, y_all = torch.from_numpy(x_np), torch.from_numpy(y_np)
-    model = make_mlp(torch)
-    loss_fn = torch.nn.CrossEntropyLoss()
-
-    if a._role == "ps_worker":
-        import ps.torch
-        client = ps.Client(a.servers, a.worker_id, WORKERS)
-        opt = ps.torch.DistributedOptimizer(model.named_parameters(), client)
-        net = model
-    else:  # ddp_worker
-        import torch.distributed as dist
-        dist.init_process_group("gloo", rank=a.worker_id, world_size=WORKERS,
-                                init_method=f"tcp://127.0.0.1:{a.port}",
-                                timeout=datetime.timedelta(seconds=120))
-        net = torch.nn.parallel.DistributedDataParallel(model)
-        opt = torch.optim.SGD(net.parameters(), lr=a.lr)
-
-    # The same data order as every worker: one permutation per epoch, worker
-    # w taking batch (t * W + w) of it at step t.
-    n = x_np.shape[0]
-    per_epoch = n // (a.batch_size * WORKERS)
-    total = a.warmup + a.steps if a.steps > 0 else None
-    rng = np.random.default_rng(a.seed)
-    perm = None
-    compute_s = step_s = 0.0
-    print(f"ready {a._role} {a.worker_id} threads {torch.get_num_threads()}", flush=True)
-    step = 0
-    while total is None or step < total:
-        t = step % per_epoch
-        if t == 0:
-            perm = torch.from_numpy(rng.permutation(n))
-        first = (t * WORKERS + a.worker_id) * a.batch_size
-        idx = perm[first:first + a.batch_size]
-        xb, yb = x_all.index_select(0, idx), y_all.index_select(0, idx)
-        t0 = time.perf_counter()
-        opt.zero_grad()
-        loss = loss_fn(net(xb), yb)
-        loss.backward()  # DDP: includes its all-reduce
-        t1 = time.perf_counter()
-        opt.step()  # ps: the push-pull and loading the new weights
-        t2 = time.perf_counter()
-        step += 1
-        if step > a.warmup:
-            compute_s += t1 - t0
-            step_s += t2 - t1
-        if step % REPORT_EVERY == 0 or step == a.warmup or step == total:
-            print(f"progress {step} {time.monotonic():.6f} loss {loss.item():.4f} "
-                  f"fwd_bwd_s {compute_s:.4f} step_s {step_s:.4f}", flush=True)
-    if a._role == "ddp_worker":
-        import torch.distributed as dist
-        dist.destroy_process_group()
-    print("done", flush=True)
+WORKERS = 2  # per config
+REPORT_EVERY = 10  # steps between reports of ps_worker (bench_worker.py: the same)
+WORKER_PY = os.path.join(HERE, "bench_worker.py")
 
 
 # ---------------------------------------------------------------------------
@@ -322,10 +221,10 @@ def start_server(a, logdir: str) -> Tuple[Proc, str]:
 
 
 def python_worker_argv(a, role: str, worker_id: int, extra: List[str]) -> List[str]:
-    return [sys.executable, "-u", os.path.abspath(__file__), f"--_role={role}",
+    return [sys.executable, "-u", WORKER_PY, f"--role={role}",
             f"--worker_id={worker_id}", f"--batch_size={a.batch_size}", f"--warmup={a.warmup}",
             f"--steps={a.steps}", f"--threads={a.threads}", f"--lr={a.lr}",
-            f"--dataset_dir={a.dataset_dir}"] + extra
+            f"--dataset_dir={a.dataset_dir}", f"--seed={a.seed}"] + extra
 
 
 def run_config(a, config: str, logdir: str) -> Tuple[float, str]:
@@ -532,11 +431,6 @@ def parse_args(argv: Optional[List[str]] = None):
                    help="with --steps: seconds the measured steps may take")
     p.add_argument("--keep_logs", action="store_true",
                    help="keep the processes' stderr and metrics files (the folder is printed)")
-    # The worker program (started by the driver).
-    p.add_argument("--_role", choices=("ps_worker", "ddp_worker"), help=argparse.SUPPRESS)
-    p.add_argument("--worker_id", type=int, default=0, help=argparse.SUPPRESS)
-    p.add_argument("--servers", default="", help=argparse.SUPPRESS)
-    p.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.quick:
         a.warmup = 10
@@ -552,21 +446,19 @@ def parse_args(argv: Optional[List[str]] = None):
     if unknown or not configs:
         p.error(f"--configs: unknown {unknown}; pick from {', '.join(CONFIGS)}")
     a.configs = configs
-    if a._role is None:
-        for flag, path in (("--ps_server", a.ps_server), ("--ps_worker", a.ps_worker)):
-            if not os.access(path, os.X_OK) and any(c.startswith("ps-") for c in configs):
-                p.error(f"{flag}={path}: not an executable (bazel build //server:ps_server "
-                        f"//worker:ps_worker, or pass the path)")
-        if not os.path.isdir(os.path.join(a.pythonpath, "ps")) and "ps-python" in configs:
-            p.error(f"--pythonpath={a.pythonpath}: no ps package there (bazel build //python:ps)")
+    needs = [("--ps_server", a.ps_server, any(c.startswith("ps-") for c in configs)),
+             ("--ps_worker", a.ps_worker, "ps-cpp" in configs)]
+    for flag, path, needed in needs:
+        if needed and not os.access(path, os.X_OK):
+            p.error(f"{flag}={path}: not an executable (bazel build //server:ps_server "
+                    f"//worker:ps_worker, or pass the path)")
+    if "ps-python" in configs and not os.path.isdir(os.path.join(a.pythonpath, "ps")):
+        p.error(f"--pythonpath={a.pythonpath}: no ps package there (bazel build //python:ps)")
     return a
 
 
 def main() -> int:
     a = parse_args()
-    if a._role is not None:
-        run_worker(a)
-        return 0
     # SIGTERM (e.g. from `timeout`) unwinds like Ctrl-C, so every child is stopped.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     print_machine(a)
