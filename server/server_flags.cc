@@ -84,10 +84,11 @@ ABSL_FLAG(double, checkpoint_secs, 0,
           "version moved (not a consistent cut across shards). 0 = not by time.");
 ABSL_FLAG(int, checkpoint_keep, 3, "With --checkpoint_dir: how many newest checkpoints to keep.");
 ABSL_FLAG(double, worker_timeout, 10,
-          "Sync mode: a worker's lease, in seconds. A worker that sent a request in this run "
+          "Sync and SSP modes: a worker's lease, in seconds. A worker that sent a request in this run "
           "of the server and then nothing (not even the heartbeat its ps_worker sends) for "
           "this long is dropped: the open step and the next ones close without its gradient "
-          "(averaging over the workers that pushed) until it sends again. Logged as "
+          "(averaging over the workers that pushed) until it sends again; in SSP mode its "
+          "step no longer holds the others back. Logged as "
           "\"shard S: worker W dropped ...\" and \"... worker W is back\". 0 = no leases: "
           "a step waits for every worker up to --pull_timeout.");
 ABSL_FLAG(int, min_workers, 1,
