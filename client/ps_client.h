@@ -98,7 +98,9 @@ class PsClient {
 
   // Pushes, then pulls the next weights: sync mode waits for the step every
   // worker contributes to (version + 1); async mode returns the shard's
-  // weights right after this push. `weights` may alias nothing in `grads`;
+  // weights right after this push; SSP mode too, once this worker is no
+  // more than the servers' --staleness steps ahead of the slowest live one
+  // (the shards hold the pull, up to ClientOptions::wait_timeout). `weights` may alias nothing in `grads`;
   // both must stay alive until the PendingOp is waited on.
   absl::Status PushPull(const TensorList& grads, TensorList* weights);
   std::unique_ptr<PendingOp> PushPullAsync(const TensorList& grads, TensorList* weights);

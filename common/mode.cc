@@ -6,7 +6,7 @@
 namespace ps {
 
 absl::Span<const Mode> AllModes() {
-  static constexpr Mode kModes[] = {Mode::kSync, Mode::kAsync};
+  static constexpr Mode kModes[] = {Mode::kSync, Mode::kAsync, Mode::kSsp};
   return kModes;
 }
 
@@ -16,6 +16,8 @@ std::string ModeName(Mode mode) {
       return "sync";
     case Mode::kAsync:
       return "async";
+    case Mode::kSsp:
+      return "ssp";
   }
   return absl::StrCat("mode(", static_cast<int>(mode), ")");
 }

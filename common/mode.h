@@ -20,22 +20,24 @@ namespace ps {
 enum class Mode {
   kSync,   // average one gradient per worker per step, then apply once
   kAsync,  // apply every gradient as it arrives
+  kSsp,    // as async, but no worker runs more than a bound of steps ahead
+           // of the slowest live one (stale synchronous parallel)
 };
 
 // Every mode, in declaration order.
 absl::Span<const Mode> AllModes();
 
-// "sync" / "async"; "mode(N)" for a value that is not an enumerator.
+// "sync" / "async" / "ssp"; "mode(N)" for a value that is not an enumerator.
 std::string ModeName(Mode mode);
 
-// "sync, async": the known names, for error messages.
+// "sync, async, ssp": the known names, for error messages.
 std::string KnownModeNames();
 
 // OK for an enumerator; INVALID_ARGUMENT naming the value and the known
 // modes otherwise.
 absl::Status CheckMode(Mode mode);
 
-// Accepts "sync" and "async" (any case); INVALID_ARGUMENT naming the text and
+// Accepts "sync", "async" and "ssp" (any case); INVALID_ARGUMENT naming the text and
 // the known modes otherwise.
 absl::StatusOr<Mode> ParseMode(absl::string_view text);
 

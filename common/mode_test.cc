@@ -12,13 +12,14 @@ using ::testing::HasSubstr;
 TEST(Mode, ParsesTheKnownNamesInAnyCase) {
   EXPECT_EQ(*ParseMode("sync"), Mode::kSync);
   EXPECT_EQ(*ParseMode("ASYNC"), Mode::kAsync);
+  EXPECT_EQ(*ParseMode("Ssp"), Mode::kSsp);
   for (Mode m : AllModes()) EXPECT_EQ(*ParseMode(ModeName(m)), m);
 }
 
 TEST(Mode, RejectsUnknownNamesNamingTheKnownOnes) {
-  absl::StatusOr<Mode> m = ParseMode("ssp");
+  absl::StatusOr<Mode> m = ParseMode("bsp");
   ASSERT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(m.status().message(), AllOf(HasSubstr("'ssp'"), HasSubstr("sync, async")));
+  EXPECT_THAT(m.status().message(), AllOf(HasSubstr("'bsp'"), HasSubstr("sync, async, ssp")));
   EXPECT_FALSE(ParseMode("").ok());
 }
 

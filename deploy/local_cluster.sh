@@ -24,7 +24,8 @@ usage: deploy/local_cluster.sh [options] [-- worker flags...]
 options:
   --servers=S          number of parameter-server shards (default 2)
   --workers=W          number of workers (default 2)
-  --mode=sync|async    consistency mode of the servers (default sync)
+  --mode=sync|async|ssp  consistency mode of the servers (default sync; ssp
+                       takes --server_flag=--staleness=S)
   --lr=LR              servers' SGD learning rate (default 0.1)
   --pull_timeout=SEC   servers' longest wait for missing workers (default 120)
   --worker_timeout=SEC servers' worker lease: a sync step closes without a
@@ -121,7 +122,7 @@ done
 [[ "$NUM_SERVERS" =~ ^[1-9][0-9]*$ ]] || die "--servers must be a positive integer, got '$NUM_SERVERS'"
 [[ "$NUM_WORKERS" =~ ^[1-9][0-9]*$ ]] || die "--workers must be a positive integer, got '$NUM_WORKERS'"
 [[ "$GPUS_PER_HOST" =~ ^[0-9]+$ ]] || die "--gpus_per_host must be a non-negative integer, got '$GPUS_PER_HOST'"
-[[ "$MODE" == sync || "$MODE" == async ]] || die "--mode must be sync or async, got '$MODE'"
+[[ "$MODE" == sync || "$MODE" == async || "$MODE" == ssp ]] || die "--mode must be sync, async or ssp, got '$MODE'"
 [[ "$MAX_RESTARTS" =~ ^[0-9]+$ ]] || die "--max_restarts must be a non-negative integer, got '$MAX_RESTARTS'"
 [ -z "$WORKER_TIMEOUT" ] || SERVER_FLAGS+=("--worker_timeout=$WORKER_TIMEOUT")
 [ -z "$CHECKPOINT_EVERY" ] || SERVER_FLAGS+=("--checkpoint_every=$CHECKPOINT_EVERY")

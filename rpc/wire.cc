@@ -11,6 +11,8 @@ v1::Mode ModeToProto(Mode mode) {
       return v1::MODE_SYNC;
     case Mode::kAsync:
       return v1::MODE_ASYNC;
+    case Mode::kSsp:
+      return v1::MODE_SSP;
   }
   return v1::MODE_UNSPECIFIED;
 }
@@ -21,6 +23,8 @@ absl::StatusOr<Mode> ModeFromProto(v1::Mode mode) {
       return Mode::kSync;
     case v1::MODE_ASYNC:
       return Mode::kAsync;
+    case v1::MODE_SSP:
+      return Mode::kSsp;
     default:
       break;
   }

@@ -1,6 +1,7 @@
 #include "server/consistency.h"
 
 #include "absl/strings/str_cat.h"
+#include "server/ssp_clocks.h"
 
 namespace ps {
 
@@ -148,10 +149,74 @@ class AsyncPolicy final : public ConsistencyPolicy {
   std::vector<int64_t> last_seq_;  // by worker id
 };
 
+// Applies every gradient as it arrives (dropping a repeated push seq, as
+// AsyncPolicy does) and holds the pulls of workers too far ahead
+// (SspClocks).
+class SspPolicy final : public ConsistencyPolicy {
+ public:
+  SspPolicy(int num_workers, int staleness)
+      : clocks_(num_workers, staleness), last_seq_(num_workers, 0) {}
+
+  Mode mode() const override { return Mode::kSsp; }
+
+  absl::StatusOr<PushVerdict> OnPush(int worker_id, int64_t computed_version, int64_t seq,
+                                     int64_t current_version, std::vector<float> grad,
+                                     std::vector<std::vector<float>>* to_apply) override {
+    if (computed_version > current_version) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "ssp push from worker ", worker_id, " claims version ", computed_version,
+          " but the shard is only at version ", current_version));
+    }
+    to_apply->clear();
+    version_ = current_version;
+    PushVerdict v;
+    if (seq > 0) {
+      if (seq <= last_seq_[worker_id]) {
+        v.outcome = PushOutcome::kDuplicate;
+        return v;
+      }
+      last_seq_[worker_id] = seq;
+    }
+    version_ = current_version + 1;
+    v.step_staleness = clocks_.OnPush(worker_id, seq, computed_version, version_);
+    to_apply->push_back(std::move(grad));
+    v.apply = true;
+    return v;
+  }
+
+  bool SetLive(int worker_id, bool live, std::vector<std::vector<float>>* to_apply) override {
+    to_apply->clear();
+    clocks_.SetLive(worker_id, live, version_);
+    return false;
+  }
+
+  int64_t PullReadyVersion(int /*worker_id*/, int64_t min_version) const override {
+    return min_version;
+  }
+  int64_t PullNeedsStep(int worker_id) const override { return clocks_.PullNeeds(worker_id); }
+  int64_t SlowestStep() const override { return clocks_.Slowest(); }
+  std::vector<int64_t> Steps() const override { return clocks_.clocks(); }
+
+  std::vector<int> MissingWorkers() const override { return clocks_.HoldingBack(); }
+
+  std::vector<int64_t> LastSeqs() const override { return last_seq_; }
+  void SetLastSeqs(const std::vector<int64_t>& seqs) override {
+    for (size_t w = 0; w < seqs.size() && w < last_seq_.size(); ++w) last_seq_[w] = seqs[w];
+    clocks_.Reset(last_seq_, version_);
+  }
+
+ private:
+  SspClocks clocks_;
+  std::vector<int64_t> last_seq_;  // by worker id
+  // The shard's version as of the last push offered (the policy of a
+  // restored shard starts at 0: see SspClocks on staleness).
+  int64_t version_ = 0;
+};
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ConsistencyPolicy>> CreateConsistencyPolicy(
-    Mode mode, int num_workers, const SyncRule& rule) {
+    Mode mode, int num_workers, const SyncRule& rule, int staleness) {
   if (num_workers < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("num_workers must be >= 1, got ", num_workers));
@@ -170,6 +235,12 @@ absl::StatusOr<std::unique_ptr<ConsistencyPolicy>> CreateConsistencyPolicy(
       return std::unique_ptr<ConsistencyPolicy>(new SyncPolicy(num_workers, rule));
     case Mode::kAsync:
       return std::unique_ptr<ConsistencyPolicy>(new AsyncPolicy(num_workers));
+    case Mode::kSsp:
+      if (staleness < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--staleness must be >= 0, got ", staleness));
+      }
+      return std::unique_ptr<ConsistencyPolicy>(new SspPolicy(num_workers, staleness));
   }
   return absl::InvalidArgumentError(absl::StrCat("no consistency policy for mode ",
                                                  ModeName(mode), " (known: ", KnownModeNames(),

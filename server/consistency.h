@@ -12,18 +12,16 @@
 //
 // Not thread-safe: the shard calls it under its lock.
 //
-// Where the next policies plug in.
-//   - Bounded staleness (SSP, staleness bound s) would track a clock per
-//     worker (steps it has pushed) and apply pushes as they come, like
-//     async; a worker whose clock is more than s ahead of the slowest
-//     worker's waits: its PullReadyVersion is above the current version.
-//     Waiting pulls are keyed by that version when they start, so a policy
-//     whose answer moves without the version moving (the slowest clock
-//     advanced) would also need the shard to re-ask it for waiting pulls
-//     after each push. The push's computed_version is the worker's clock
-//     only if every shard counts versions the same way, so the wire would
-//     need the worker's step as well. MissingWorkers would become "the
-//     workers holding the slowest clock back".
+// Where the policies plug in.
+//   - Bounded staleness (SSP, --mode=ssp --staleness=S) is here: gradients
+//     are applied as they arrive, as in async, and each worker has a step
+//     (clock) per shard, advanced by its pushes and kept in step across
+//     shards by the push seq (server/ssp_clocks.h has the rule). A pull of
+//     a worker at step c needs every live worker at step c - S or beyond
+//     (PullNeedsStep <= SlowestStep); the shard's waiters key a held pull by
+//     that step as well as by version, and the shard re-asks SlowestStep
+//     after each push and each lease change. MissingWorkers names the live
+//     workers at the slowest step while one is more than S steps ahead.
 //   - Backup workers and leases are here: a sync step closes with the first
 //     `sync_quorum` gradients, or once every live worker's gradient is in
 //     and there are at least `min_workers` of them (SetLive marks a worker
@@ -49,6 +47,9 @@ struct PushVerdict {
   PushOutcome outcome = PushOutcome::kApplied;
   // Apply the mean of the released gradients now (see OnPush).
   bool apply = false;
+  // SSP, an applied push: its staleness in steps (server/ssp_clocks.h).
+  // -1 in the other modes.
+  int64_t step_staleness = -1;
 };
 
 // How a sync step closes (ignored in async mode).
@@ -71,10 +72,10 @@ class ConsistencyPolicy {
   // Offers `grad` from `worker_id`, computed on weights of version
   // `computed_version`, while the shard is at `current_version`.
   //   - Error: the push is refused and nothing changes (sync: a push for a
-  //     step after the current one, FAILED_PRECONDITION naming both; async:
-  //     a version the shard has not reached).
+  //     step after the current one, FAILED_PRECONDITION naming both; async
+  //     and SSP: a version the shard has not reached).
   //   - kDuplicate: this worker's gradient for that step (sync) or push
-  //     `seq` (async, seq > 0) was accepted before; nothing changes.
+  //     `seq` (async and SSP, seq > 0) was accepted before; nothing changes.
   //   - kDropped (sync): the step is closed and this worker's gradient was
   //     not in it; nothing changes.
   //   - kApplied: accepted. With `apply`, apply the mean of `*to_apply`
@@ -87,8 +88,9 @@ class ConsistencyPolicy {
                                              std::vector<float> grad,
                                              std::vector<std::vector<float>>* to_apply) = 0;
 
-  // Marks a worker live or not (sync leases; async ignores it). Returns
-  // true, filling `to_apply` as OnPush does, if that closes the open step.
+  // Marks a worker live or not (leases; async ignores it, SSP stops or
+  // starts waiting for its step). Returns true, filling `to_apply` as
+  // OnPush does, if that closes the open step (sync).
   virtual bool SetLive(int worker_id, bool live, std::vector<std::vector<float>>* to_apply) = 0;
 
   // The version the shard must have reached (and be initialized) before
@@ -96,12 +98,22 @@ class ConsistencyPolicy {
   // async: min_version itself.
   virtual int64_t PullReadyVersion(int worker_id, int64_t min_version) const = 0;
 
+  // SSP: the pull of `worker_id` is answered only once SlowestStep() >=
+  // PullNeedsStep(worker_id) (as well as at PullReadyVersion). The other
+  // modes never hold a pull for it: INT64_MIN and INT64_MAX.
+  virtual int64_t PullNeedsStep(int /*worker_id*/) const { return INT64_MIN; }
+  virtual int64_t SlowestStep() const { return INT64_MAX; }
+  // SSP: each worker's step, by worker id; empty in the other modes.
+  virtual std::vector<int64_t> Steps() const { return {}; }
+
   // Live workers whose gradient for the current step has not arrived
-  // (sync); always empty in async mode.
+  // (sync); the live workers at the slowest step while a worker is more
+  // than S steps ahead (SSP); always empty in async mode.
   virtual std::vector<int> MissingWorkers() const = 0;
 
-  // Async exactly-once: the last push seq accepted from each worker (0:
-  // none), and installing them (e.g. from a checkpoint). Sync: empty.
+  // Async and SSP exactly-once: the last push seq accepted from each worker
+  // (0: none), and installing them (e.g. from a checkpoint; SSP takes them
+  // as the workers' steps). Sync: empty.
   virtual std::vector<int64_t> LastSeqs() const = 0;
   virtual void SetLastSeqs(const std::vector<int64_t>& seqs) = 0;
 };
@@ -109,9 +121,10 @@ class ConsistencyPolicy {
 // The policy of `mode` for `num_workers` workers. INVALID_ARGUMENT naming the
 // mode and the known ones for a value that is not a Mode enumerator, and for
 // num_workers < 1.
-// INVALID_ARGUMENT too for a SyncRule out of range.
+// INVALID_ARGUMENT too for a SyncRule out of range (sync) and a negative
+// `staleness` (SSP's bound S, in steps; ignored by the other modes).
 absl::StatusOr<std::unique_ptr<ConsistencyPolicy>> CreateConsistencyPolicy(
-    Mode mode, int num_workers, const SyncRule& rule = SyncRule());
+    Mode mode, int num_workers, const SyncRule& rule = SyncRule(), int staleness = 0);
 
 }  // namespace ps
 

@@ -242,8 +242,95 @@ TEST(ConsistencyPolicy, SyncAndAsyncAnswerAPullAtTheVersionItAsksFor) {
     for (int worker : {0, 1}) {
       EXPECT_EQ(p->PullReadyVersion(worker, 0), 0) << ModeName(mode);
       EXPECT_EQ(p->PullReadyVersion(worker, 7), 7) << ModeName(mode);
+      // No step ever holds their pulls.
+      EXPECT_EQ(p->PullNeedsStep(worker), INT64_MIN) << ModeName(mode);
     }
+    EXPECT_EQ(p->SlowestStep(), INT64_MAX) << ModeName(mode);
+    EXPECT_THAT(p->Steps(), IsEmpty()) << ModeName(mode);
   }
+}
+
+std::unique_ptr<ConsistencyPolicy> MakeSsp(int workers, int staleness) {
+  absl::StatusOr<std::unique_ptr<ConsistencyPolicy>> p =
+      CreateConsistencyPolicy(Mode::kSsp, workers, SyncRule(), staleness);
+  EXPECT_TRUE(p.ok()) << p.status();
+  return p.ok() ? std::move(*p) : nullptr;
+}
+
+// Whether the policy answers `worker`'s pull now.
+bool MayPull(const ConsistencyPolicy& p, int worker) {
+  return p.SlowestStep() >= p.PullNeedsStep(worker);
+}
+
+TEST(SspPolicy, ReleasesEachPushAtOnceAndHoldsAPullMoreThanSStepsAhead) {
+  auto p = MakeSsp(2, /*staleness=*/1);
+  EXPECT_EQ(p->mode(), Mode::kSsp);
+  Released out;
+  int64_t version = 0;
+  for (int step = 0; step < 2; ++step) {
+    EXPECT_TRUE(MayPull(*p, 0)) << step;
+    absl::StatusOr<PushVerdict> v = p->OnPush(0, version, step + 1, version, Grad(0), &out);
+    ASSERT_TRUE(v.ok()) << v.status();
+    EXPECT_TRUE(v->apply);
+    EXPECT_EQ(v->step_staleness, step);  // worker 1 has pushed nothing yet
+    EXPECT_THAT(out, ElementsAre(Grad(0)));
+    ++version;
+  }
+  // Worker 0 is at step 2, worker 1 at 0: two ahead of it with S = 1.
+  EXPECT_THAT(p->Steps(), ElementsAre(2, 0));
+  EXPECT_FALSE(MayPull(*p, 0));
+  EXPECT_TRUE(MayPull(*p, 1));
+  EXPECT_THAT(p->MissingWorkers(), ElementsAre(1));
+  EXPECT_EQ(p->PullReadyVersion(0, 3), 3);  // the version it asks for, as async
+  absl::StatusOr<PushVerdict> v = p->OnPush(1, 0, 1, version, Grad(1), &out);
+  ASSERT_TRUE(v.ok() && v->apply);
+  EXPECT_EQ(v->step_staleness, 0);
+  EXPECT_TRUE(MayPull(*p, 0));
+  EXPECT_THAT(p->MissingWorkers(), IsEmpty());
+}
+
+TEST(SspPolicy, ARepeatedSeqIsADuplicateThatTakesNoStep) {
+  auto p = MakeSsp(2, 0);
+  Released out;
+  ASSERT_TRUE(p->OnPush(1, 0, /*seq=*/1, 0, Grad(1), &out).ok());
+  EXPECT_EQ(OutcomeOf(p.get(), 1, 0, 1, /*seq=*/1), PushOutcome::kDuplicate);
+  EXPECT_THAT(p->Steps(), ElementsAre(0, 1));
+  EXPECT_THAT(p->LastSeqs(), ElementsAre(0, 1));
+  Released none;
+  absl::StatusOr<PushVerdict> v = p->OnPush(0, 2, 1, 1, Grad(0), &none);
+  EXPECT_EQ(v.status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(SspPolicy, ADroppedWorkerStopsHoldingTheOthersAndReturnsAtTheSlowestStep) {
+  auto p = MakeSsp(3, 0);
+  Released out;
+  int64_t version = 0;
+  for (int w : {0, 1}) ASSERT_TRUE(p->OnPush(w, 0, 1, version++, Grad(w), &out).ok());
+  EXPECT_FALSE(MayPull(*p, 0));
+  EXPECT_THAT(p->MissingWorkers(), ElementsAre(2));
+  EXPECT_FALSE(p->SetLive(2, false, &out));  // releases no gradient
+  EXPECT_THAT(out, IsEmpty());
+  EXPECT_TRUE(MayPull(*p, 0));
+  EXPECT_TRUE(MayPull(*p, 1));
+  p->SetLive(2, true, &out);
+  EXPECT_THAT(p->Steps(), ElementsAre(1, 1, 1));
+  EXPECT_TRUE(MayPull(*p, 2));
+}
+
+TEST(SspPolicy, InstalledSeqsAreTheWorkersSteps) {
+  auto p = MakeSsp(2, 2);
+  p->SetLastSeqs({9, 4});
+  EXPECT_THAT(p->Steps(), ElementsAre(9, 4));
+  EXPECT_THAT(p->LastSeqs(), ElementsAre(9, 4));
+  EXPECT_FALSE(MayPull(*p, 0));  // 5 ahead
+  EXPECT_EQ(OutcomeOf(p.get(), 0, 0, 0, /*seq=*/9), PushOutcome::kDuplicate);
+}
+
+TEST(CreateConsistencyPolicy, RejectsANegativeStalenessNamingTheFlag) {
+  absl::StatusOr<std::unique_ptr<ConsistencyPolicy>> p =
+      CreateConsistencyPolicy(Mode::kSsp, 2, SyncRule(), -1);
+  ASSERT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(p.status().message(), AllOf(HasSubstr("--staleness"), HasSubstr("-1")));
 }
 
 TEST(CreateConsistencyPolicy, GivesEachModeItsPolicy) {
@@ -254,7 +341,7 @@ TEST(CreateConsistencyPolicy, RejectsAnUnknownModeNamingTheKnownOnes) {
   absl::StatusOr<std::unique_ptr<ConsistencyPolicy>> p =
       CreateConsistencyPolicy(static_cast<Mode>(7), 2);
   ASSERT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(p.status().message(), AllOf(HasSubstr("mode(7)"), HasSubstr("sync, async")));
+  EXPECT_THAT(p.status().message(), AllOf(HasSubstr("mode(7)"), HasSubstr("sync, async, ssp")));
 }
 
 TEST(CreateConsistencyPolicy, RejectsNoWorkersInEveryMode) {

@@ -84,6 +84,10 @@ absl::Status ServerOptions::Validate() const {
       (shard.sync_rule.quorum != 0 || shard.sync_rule.min_workers != 1)) {
     return absl::InvalidArgumentError("--sync_quorum and --min_workers apply to --mode=sync only");
   }
+  if (shard.mode == Mode::kSsp && shard.staleness < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--staleness must be >= 0, got ", shard.staleness));
+  }
   return absl::OkStatus();
 }
 

@@ -50,6 +50,13 @@ void Describe(const ps::ServerOptions& options, const ps::PsServer& server) {
                       ? absl::FormatDuration(shard.worker_timeout)
                       : std::string("off"));
   }
+  if (shard.mode == ps::Mode::kSsp) {
+    std::cout << ", at most " << shard.staleness << " steps ahead of the slowest live worker"
+              << ", worker lease "
+              << (shard.worker_timeout > absl::ZeroDuration()
+                      ? absl::FormatDuration(shard.worker_timeout)
+                      : std::string("off"));
+  }
   std::cout << std::endl;
   const ps::SecurityOptions& security = options.security;
   if (!security.tls()) {

@@ -1,9 +1,11 @@
 #include "server/server_flags.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
 #include "common/flag_lists.h"
 #include "common/security_flags.h"
 #include "common/status_macros.h"
@@ -27,7 +29,14 @@ ABSL_FLAG(int, num_shards, 1, "Total number of parameter-server shards (S).");
 ABSL_FLAG(int, num_workers, 1, "Number of workers that train against the servers (W).");
 ABSL_FLAG(std::string, mode, "sync",
           "sync: average one gradient per worker per step, then apply once. "
-          "async: apply every gradient as it arrives.");
+          "async: apply every gradient as it arrives. "
+          "ssp: as async, but a worker's pull waits while it is more than --staleness steps "
+          "ahead of the slowest live worker (stale synchronous parallel).");
+ABSL_FLAG(std::optional<int>, staleness, std::nullopt,
+          "--mode=ssp only: the staleness bound S >= 0, in steps (not given: 3). A worker's "
+          "pull for its step c waits until every live worker has pushed c - S steps "
+          "(0: lockstep); a worker dropped by --worker_timeout no longer holds the others "
+          "back.");
 ABSL_FLAG(double, lr, 0.1, "SGD learning rate applied by this shard.");
 ABSL_FLAG(double, pull_timeout, 120,
           "Longest wait, in seconds, of a pull (or a worker's init) for a version that has not "
@@ -75,10 +84,11 @@ ABSL_FLAG(double, checkpoint_secs, 0,
           "version moved (not a consistent cut across shards). 0 = not by time.");
 ABSL_FLAG(int, checkpoint_keep, 3, "With --checkpoint_dir: how many newest checkpoints to keep.");
 ABSL_FLAG(double, worker_timeout, 10,
-          "Sync mode: a worker's lease, in seconds. A worker that sent a request in this run "
+          "Sync and SSP modes: a worker's lease, in seconds. A worker that sent a request in this run "
           "of the server and then nothing (not even the heartbeat its ps_worker sends) for "
           "this long is dropped: the open step and the next ones close without its gradient "
-          "(averaging over the workers that pushed) until it sends again. Logged as "
+          "(averaging over the workers that pushed) until it sends again; in SSP mode its "
+          "step no longer holds the others back. Logged as "
           "\"shard S: worker W dropped ...\" and \"... worker W is back\". 0 = no leases: "
           "a step waits for every worker up to --pull_timeout.");
 ABSL_FLAG(int, min_workers, 1,
@@ -107,6 +117,13 @@ absl::StatusOr<ServerOptions> ServerOptionsFromFlags() {
   shard.num_shards = absl::GetFlag(FLAGS_num_shards);
   shard.num_workers = absl::GetFlag(FLAGS_num_workers);
   ASSIGN_OR_RETURN(shard.mode, ParseMode(absl::GetFlag(FLAGS_mode)));
+  const std::optional<int> staleness = absl::GetFlag(FLAGS_staleness);
+  if (staleness.has_value()) shard.staleness = *staleness;
+  // A bound given with another mode would silently do nothing.
+  if (staleness.has_value() && shard.mode != Mode::kSsp) {
+    return absl::InvalidArgumentError(absl::StrCat("--staleness applies to --mode=ssp only (--mode=",
+                                                   ModeName(shard.mode), ")"));
+  }
   shard.optimizer.learning_rate = static_cast<float>(absl::GetFlag(FLAGS_lr));
   ASSIGN_OR_RETURN(shard.default_wait, SecondsFromFlag("pull_timeout", absl::GetFlag(FLAGS_pull_timeout)));
   shard.max_wait = shard.default_wait;

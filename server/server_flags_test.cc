@@ -1,5 +1,6 @@
 #include "server/server_flags.h"
 
+#include <optional>
 #include <string>
 
 #include "absl/flags/declare.h"
@@ -9,6 +10,7 @@
 #include "gtest/gtest.h"
 
 ABSL_DECLARE_FLAG(std::string, mode);
+ABSL_DECLARE_FLAG(std::optional<int>, staleness);
 ABSL_DECLARE_FLAG(double, pull_timeout);
 ABSL_DECLARE_FLAG(double, tls_reload_secs);
 ABSL_DECLARE_FLAG(std::string, tls_cert);
@@ -52,6 +54,28 @@ TEST(ServerOptionsFromFlags, RefusesAnUnknownMode) {
   EXPECT_THAT(Message(o.status()), HasSubstr("unknown mode 'fast'"));
 }
 
+TEST(ServerOptionsFromFlags, TakesSspWithItsStaleness) {
+  absl::FlagSaver saver;
+  absl::SetFlag(&FLAGS_mode, "ssp");
+  absl::SetFlag(&FLAGS_staleness, 1);
+  absl::StatusOr<ServerOptions> o = ServerOptionsFromFlags();
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->shard.mode, Mode::kSsp);
+  EXPECT_EQ(o->shard.staleness, 1);
+  EXPECT_TRUE(o->Validate().ok()) << o->Validate();
+}
+
+TEST(ServerOptionsFromFlags, RefusesStalenessWithAnotherMode) {
+  for (const char* mode : {"sync", "async"}) {
+    absl::FlagSaver saver;
+    absl::SetFlag(&FLAGS_mode, mode);
+    absl::SetFlag(&FLAGS_staleness, 3);  // even the default, once given
+    absl::StatusOr<ServerOptions> o = ServerOptionsFromFlags();
+    ASSERT_FALSE(o.ok()) << mode;
+    EXPECT_THAT(Message(o.status()), HasSubstr("--staleness applies to --mode=ssp only")) << mode;
+  }
+}
+
 TEST(ServerOptionsValidate, NamesTheFlagOfEachBadValue) {
   struct Case {
     void (*change)(ServerOptions&);
@@ -78,6 +102,11 @@ TEST(ServerOptionsValidate, NamesTheFlagOfEachBadValue) {
          o.shard.sync_rule.quorum = 1;
        },
        "--sync_quorum and --min_workers apply to --mode=sync only"},
+      {[](ServerOptions& o) {
+         o.shard.mode = Mode::kSsp;
+         o.shard.staleness = -1;
+       },
+       "--staleness must be >= 0, got -1"},
   };
   for (const Case& c : cases) {
     ServerOptions o;

@@ -359,6 +359,10 @@ grpc::ServerUnaryReactor* ParameterServerService::GetStatus(grpc::CallbackServer
     resp->set_worker_timeout_ms(absl::ToInt64Milliseconds(st.worker_timeout));
     resp->set_pushes_dropped(st.pushes_dropped);
     resp->set_pushes_duplicate(st.pushes_duplicate);
+    resp->set_staleness_bound(st.staleness_bound);
+    for (int64_t step : st.worker_steps) resp->add_worker_steps(step);
+    resp->set_max_step_staleness(st.max_step_staleness);
+    resp->set_pulls_held(st.pulls_held);
     reactor->Finish(grpc::Status::OK);
   } catch (...) {
     FinishWithException(reactor, "GetStatus");

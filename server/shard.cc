@@ -12,7 +12,8 @@ namespace ps {
 absl::StatusOr<std::unique_ptr<Shard>> Shard::Create(const ShardOptions& options) {
   RETURN_IF_ERROR(options.Validate());
   ASSIGN_OR_RETURN(std::unique_ptr<ConsistencyPolicy> policy,
-                   CreateConsistencyPolicy(options.mode, options.num_workers, options.sync_rule));
+                   CreateConsistencyPolicy(options.mode, options.num_workers, options.sync_rule,
+                                           options.staleness));
   return std::unique_ptr<Shard>(new Shard(options, std::move(policy)));
 }
 
@@ -25,9 +26,10 @@ Shard::Shard(const ShardOptions& options, std::unique_ptr<ConsistencyPolicy> pol
           options.num_workers, metrics_)),
       weights_(options.shard_id, &metrics_->version),
       policy_(std::move(policy)),
-      // Leases and stall reports are sync rules: async has no step barrier.
+      // Leases are sync and SSP rules, stall reports sync's: async has no
+      // step barrier.
       membership_(options.shard_id, options.num_workers,
-                  options.mode == Mode::kSync ? options.worker_timeout : absl::ZeroDuration()),
+                  options.mode != Mode::kAsync ? options.worker_timeout : absl::ZeroDuration()),
       stalls_(options.shard_id, options.num_workers,
               options.mode == Mode::kSync ? options.stall_report_after : absl::ZeroDuration()) {
   incarnation_.run_id = options.run_id;
@@ -130,6 +132,8 @@ void Shard::OnLeaseEventsLocked(LeaseEvents events, absl::Time now, Effects* fx)
       ApplyLocked(std::move(to_apply), now, fx);
     }
   }
+  // SSP: a drop can move the slowest step, releasing held pulls.
+  if (options_.mode == Mode::kSsp && !events.changes.empty()) TakeReadyLocked(fx);
   WakeAt(events.wake_at);
 }
 
@@ -279,6 +283,7 @@ absl::StatusOr<PushResult> Shard::Push(AssembledGradient g, int64_t seq) {
   Effects fx;
   PushResult result;
   int64_t staleness;
+  int64_t step_staleness;
   {
     absl::MutexLock l(&mu_);
     RETURN_IF_ERROR(CheckInitializedLocked());
@@ -298,6 +303,7 @@ absl::StatusOr<PushResult> Shard::Push(AssembledGradient g, int64_t seq) {
     membership_.MarkSeen(worker_id);
     TouchLocked(worker_id, start, &fx);
     result.outcome = verdict.outcome;
+    step_staleness = verdict.step_staleness;
     // The policy accepted it: 0 <= computed_version <= version, no overflow.
     staleness = weights_.version() - computed_version;
     if (verdict.outcome == PushOutcome::kApplied) {
@@ -313,6 +319,7 @@ absl::StatusOr<PushResult> Shard::Push(AssembledGradient g, int64_t seq) {
     case PushOutcome::kApplied:
       metrics_->pushes_accepted.Add();
       metrics_->RecordStaleness(staleness);
+      if (step_staleness >= 0) metrics_->step_staleness_max.RaiseTo(step_staleness);
       break;
     case PushOutcome::kDuplicate:
       metrics_->pushes_duplicate.Add();
@@ -332,7 +339,7 @@ void Shard::ApplyLocked(std::vector<std::vector<float>> to_apply, absl::Time now
   weights_.ApplyMean(to_apply);
   for (std::vector<float>& g : to_apply) gradient_pool_->Give(std::move(g));
   untouched_checkpoint_ = false;
-  fx->ready = TakeReadyLocked(&fx->snap);
+  TakeReadyLocked(fx);
   if (options_.checkpoint_every > 0 && options_.on_checkpoint &&
       weights_.version() % options_.checkpoint_every == 0) {
     fx->checkpoint = ExportStateLocked();
@@ -362,9 +369,14 @@ uint64_t Shard::Pull(int worker_id, int64_t min_version, absl::Duration wait,
   } else {
     absl::MutexLock l(&mu_);
     const int64_t ready_at = policy_->PullReadyVersion(worker_id, min_version);
+    // SSP: a worker too far ahead waits for the slowest one (a reader, who
+    // computes no gradient, never does).
+    const int64_t needs_step = renews_lease ? policy_->PullNeedsStep(worker_id) : INT64_MIN;
+    const bool held = policy_->SlowestStep() < needs_step;
     if (closed_) {
       result = ShuttingDown();
-    } else if (!weights_.initialized() || weights_.version() < ready_at) {
+    } else if (!weights_.initialized() || weights_.version() < ready_at || held) {
+      if (held) metrics_->pulls_held.Add();
       // Counted when the weights come.
       SnapshotCallback counted = [metrics = metrics_, start = absl::Now(),
                                   done = std::move(done)](absl::StatusOr<WeightsSnapshot> snap) {
@@ -374,7 +386,7 @@ uint64_t Shard::Pull(int worker_id, int64_t min_version, absl::Duration wait,
         }
         done(std::move(snap));
       };
-      absl::StatusOr<uint64_t> ticket = waiters_->Add(ready_at, wait, &counted);
+      absl::StatusOr<uint64_t> ticket = waiters_->Add(ready_at, wait, &counted, needs_step);
       if (ticket.ok()) return *ticket;
       done = std::move(counted);  // refused: still ours, and it counts no error
       result = ticket.status();
@@ -395,7 +407,12 @@ void Shard::CancelWait(uint64_t ticket) { waiters_->Cancel(ticket); }
 Shard::SnapshotCallbacks Shard::TakeReadyLocked(WeightsSnapshot* snap) {
   if (!weights_.initialized()) return {};
   *snap = weights_.Snapshot();
-  return waiters_->TakeReady(weights_.version());
+  return waiters_->TakeReady(weights_.version(), policy_->SlowestStep());
+}
+
+void Shard::TakeReadyLocked(Effects* fx) {
+  // The latest snapshot serves every call released before it too.
+  for (Waiters::Callback& done : TakeReadyLocked(&fx->snap)) fx->ready.push_back(std::move(done));
 }
 
 void Shard::Release(SnapshotCallbacks ready, const WeightsSnapshot& snap) {
@@ -417,6 +434,11 @@ std::string Shard::WaitTimeoutMessage(int64_t min_version, absl::Duration waited
     absl::StrAppend(&msg, "; step ", version, " is missing gradients from workers [",
                     absl::StrJoin(policy_->MissingWorkers(), ", "), "]");
   }
+  if (options_.mode == Mode::kSsp) {
+    absl::StrAppend(&msg, "; SSP (--staleness=", options_.staleness, "): worker steps [",
+                    absl::StrJoin(policy_->Steps(), ", "), "], held back by workers [",
+                    absl::StrJoin(policy_->MissingWorkers(), ", "), "]");
+  }
   return msg;
 }
 
@@ -436,6 +458,7 @@ ShardStats Shard::Stats() const {
   s.live_workers = membership_.live();
   s.dropped_workers = membership_.dropped();
   s.incarnation = incarnation_;
+  s.worker_steps = policy_->Steps();
   return s;
 }
 

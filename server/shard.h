@@ -215,7 +215,7 @@ class Shard {
   void OnAlarm(absl::Time now) ABSL_LOCKS_EXCLUDED(mu_);
   void WakeAt(absl::Time when) const;  // InfiniteFuture: no-op
   bool leases() const {
-    return options_.mode == Mode::kSync && options_.worker_timeout > absl::ZeroDuration();
+    return options_.mode != Mode::kAsync && options_.worker_timeout > absl::ZeroDuration();
   }
 
   absl::Status CheckInitializedLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
@@ -234,6 +234,8 @@ class Shard {
   // Takes the waiters that the current version releases, with the snapshot
   // to run them with (outside the lock, by Release).
   SnapshotCallbacks TakeReadyLocked(WeightsSnapshot* snap) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The same, added to fx->ready (with fx->snap).
+  void TakeReadyLocked(Effects* fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   static void Release(SnapshotCallbacks ready, const WeightsSnapshot& snap);
   std::string WaitTimeoutMessage(int64_t min_version, absl::Duration waited) const
       ABSL_LOCKS_EXCLUDED(mu_);

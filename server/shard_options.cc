@@ -44,7 +44,7 @@ absl::Status ShardOptions::Validate() const {
   // The optimizer is sized when the parameters arrive; its options are
   // checked now. An unknown mode fails here, not as a silent fallback.
   RETURN_IF_ERROR(CreateOptimizer(optimizer, 0).status());
-  RETURN_IF_ERROR(CreateConsistencyPolicy(mode, num_workers, sync_rule).status());
+  RETURN_IF_ERROR(CreateConsistencyPolicy(mode, num_workers, sync_rule, staleness).status());
   if (worker_timeout < absl::ZeroDuration()) {
     return absl::InvalidArgumentError(absl::StrCat("--worker_timeout must be >= 0, got ",
                                                    absl::FormatDuration(worker_timeout)));

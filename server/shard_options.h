@@ -81,6 +81,9 @@ struct ShardOptions {
   absl::Duration worker_timeout = absl::ZeroDuration();
   // How a sync step closes: quorum (backup workers) and min_workers.
   SyncRule sync_rule;
+  // SSP mode: the staleness bound S, in steps (>= 0): a worker's pull waits
+  // while it is more than S steps ahead of the slowest live worker.
+  int staleness = 3;
   // The run id of a shard that restores no checkpoint; 0 = drawn at random.
   uint64_t run_id = 0;
 

@@ -16,7 +16,7 @@ absl::Status Shard::ReplaceParametersLocked(std::shared_ptr<const ShardLayout> l
   // Made before anything changes, so a failure leaves the shard as it was.
   ASSIGN_OR_RETURN(std::unique_ptr<ConsistencyPolicy> policy,
                    CreateConsistencyPolicy(options_.mode, options_.num_workers,
-                                           options_.sync_rule));
+                                           options_.sync_rule, options_.staleness));
   RETURN_IF_ERROR(
       weights_.Install(std::move(layout), std::move(weights), std::move(optimizer), version));
   std::vector<std::vector<float>> none;

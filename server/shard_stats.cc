@@ -22,6 +22,12 @@ ShardStats StatsFrom(const ShardOptions& options, const ShardMetrics& metrics) {
   s.pulls_served = metrics.pulls_served.Get();
   s.pushes_dropped = metrics.pushes_dropped.Get();
   s.pushes_duplicate = metrics.pushes_duplicate.Get();
+  if (options.mode == Mode::kSsp) {
+    s.staleness_bound = options.staleness;
+    s.worker_timeout = options.worker_timeout;
+  }
+  s.max_step_staleness = metrics.step_staleness_max.Get();
+  s.pulls_held = metrics.pulls_held.Get();
   s.push_latency = metrics.push_latency.Read();
   s.pull_latency = metrics.pull_latency.Read();
   return s;

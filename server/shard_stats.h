@@ -48,6 +48,12 @@ struct ShardStats {
   absl::Duration worker_timeout;
   int64_t pushes_dropped = 0;
   int64_t pushes_duplicate = 0;
+  // SSP: the bound S, each worker's step (by worker id), the largest
+  // staleness applied in steps, and the pulls held for the slowest step.
+  int staleness_bound = 0;
+  std::vector<int64_t> worker_steps;
+  int64_t max_step_staleness = 0;
+  int64_t pulls_held = 0;
   Histogram::Snapshot push_latency;
   Histogram::Snapshot pull_latency;
 };

@@ -78,6 +78,10 @@ struct ShardMetrics {
   Counter staleness_sum;
   Counter staleness_count;
   Gauge staleness_max;
+  // SSP: the largest staleness of an applied push in steps
+  // (server/ssp_clocks.h), and pulls held for the slowest worker's step.
+  Gauge step_staleness_max;
+  Counter pulls_held;
   Gauge version;           // the shard's version
   Gauge waiting_calls;     // pulls and inits waiting for a version
   Gauge pending_pushes;    // pushes being received (holding a PushBuffer)

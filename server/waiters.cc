@@ -15,7 +15,8 @@ Waiters::~Waiters() {
   timer_.join();
 }
 
-absl::StatusOr<uint64_t> Waiters::Add(int64_t version, absl::Duration wait, Callback* done) {
+absl::StatusOr<uint64_t> Waiters::Add(int64_t version, absl::Duration wait, Callback* done,
+                                      int64_t step) {
   absl::MutexLock l(&mu_);
   if (!closed_.ok()) return closed_;
   if (static_cast<int64_t>(waiters_.size()) >= options_.max_waiting) {
@@ -27,7 +28,7 @@ absl::StatusOr<uint64_t> Waiters::Add(int64_t version, absl::Duration wait, Call
       wait <= absl::ZeroDuration() ? options_.default_wait : std::min(wait, options_.max_wait);
   const uint64_t ticket = ++last_ticket_;
   const absl::Time deadline = absl::Now() + w;
-  waiters_.emplace(ticket, Waiter{version, w, deadline, std::move(*done)});
+  waiters_.emplace(ticket, Waiter{version, w, deadline, std::move(*done), step});
   by_version_.emplace(version, ticket);
   by_deadline_.emplace(deadline, ticket);
   if (options_.waiting != nullptr) options_.waiting->Set(static_cast<int64_t>(waiters_.size()));
@@ -36,7 +37,11 @@ absl::StatusOr<uint64_t> Waiters::Add(int64_t version, absl::Duration wait, Call
 }
 
 Waiters::Callback Waiters::EraseLocked(std::unordered_map<uint64_t, Waiter>::iterator it) {
-  by_version_.erase({it->second.version, it->first});
+  if (it->second.by_step) {
+    by_step_.erase({it->second.step, it->first});
+  } else {
+    by_version_.erase({it->second.version, it->first});
+  }
   by_deadline_.erase({it->second.deadline, it->first});
   Callback done = std::move(it->second.done);
   waiters_.erase(it);
@@ -44,11 +49,22 @@ Waiters::Callback Waiters::EraseLocked(std::unordered_map<uint64_t, Waiter>::ite
   return done;
 }
 
-std::vector<Waiters::Callback> Waiters::TakeReady(int64_t version) {
+std::vector<Waiters::Callback> Waiters::TakeReady(int64_t version, int64_t step) {
   std::vector<Callback> ready;
   absl::MutexLock l(&mu_);
   while (!by_version_.empty() && by_version_.begin()->first <= version) {
-    ready.push_back(EraseLocked(waiters_.find(by_version_.begin()->second)));
+    auto it = waiters_.find(by_version_.begin()->second);
+    if (it->second.step <= step) {
+      ready.push_back(EraseLocked(it));
+      continue;
+    }
+    // The version is there, the step not yet: wait by step from now on.
+    by_version_.erase(by_version_.begin());
+    it->second.by_step = true;
+    by_step_.emplace(it->second.step, it->first);
+  }
+  while (!by_step_.empty() && by_step_.begin()->first <= step) {
+    ready.push_back(EraseLocked(waiters_.find(by_step_.begin()->second)));
   }
   return ready;
 }
@@ -73,6 +89,7 @@ void Waiters::Close(const absl::Status& status) {
     s = closed_;
     failed.swap(waiters_);
     by_version_.clear();
+    by_step_.clear();
     by_deadline_.clear();
     if (options_.waiting != nullptr) options_.waiting->Set(0);
     timer_cv_.SignalAll();
@@ -107,7 +124,8 @@ void Waiters::TimerLoop() {
     std::vector<std::pair<Waiter, Callback>> expired;
     while (!by_deadline_.empty() && by_deadline_.begin()->first <= now) {
       auto it = waiters_.find(by_deadline_.begin()->second);
-      Waiter w{it->second.version, it->second.wait, it->second.deadline, nullptr};
+      Waiter w{it->second.version, it->second.wait, it->second.deadline, nullptr,
+               it->second.step};
       expired.emplace_back(std::move(w), EraseLocked(it));
     }
     if (!alarm && expired.empty()) continue;

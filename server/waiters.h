@@ -8,6 +8,11 @@
 // client went away) and Close ends them all. Adding, cancelling and
 // releasing one costs O(log n). At most `max_waiting` calls wait at once.
 //
+// A call may also wait for a step (SSP: the slowest live worker's step,
+// which can rise without the version moving): it is indexed by version
+// until the version is there, then by step, so that each call moves once.
+// Calls that name no step (INT64_MIN) are released by version alone.
+//
 // The timer also serves the owner's own alarms (WakeAt / on_alarm): the
 // shard's sync stall reports run on it.
 //
@@ -72,11 +77,14 @@ class Waiters {
   // options, and returns its ticket (> 0). RESOURCE_EXHAUSTED naming the
   // limit when max_waiting calls wait already, or the status given to Close
   // once closed; then `*done` is left to the caller.
-  absl::StatusOr<uint64_t> Add(int64_t version, absl::Duration wait, Callback* done);
+  // With `step`, the call also waits until TakeReady's step is >= `step`.
+  absl::StatusOr<uint64_t> Add(int64_t version, absl::Duration wait, Callback* done,
+                               int64_t step = INT64_MIN);
 
-  // Removes the calls waiting for a version <= `version` and returns their
-  // callbacks, lowest version first, for the caller to run.
-  std::vector<Callback> TakeReady(int64_t version);
+  // Removes the calls waiting for a version <= `version` and a step <=
+  // `step` and returns their callbacks, for the caller to run: those
+  // released by version first, lowest version first.
+  std::vector<Callback> TakeReady(int64_t version, int64_t step = INT64_MAX);
 
   // Ends the call of `ticket` with CANCELLED ("<name>: call cancelled"), on
   // this thread. No-op if it is no longer waiting.
@@ -99,6 +107,8 @@ class Waiters {
     absl::Duration wait;  // as granted, for the timeout message
     absl::Time deadline;
     Callback done;
+    int64_t step = INT64_MIN;
+    bool by_step = false;  // in by_step_ (its version was reached), not by_version_
   };
 
   // Removes `it` from every index and returns its callback.
@@ -112,6 +122,7 @@ class Waiters {
   absl::Status closed_ ABSL_GUARDED_BY(mu_);                           // non-OK once closed
   std::unordered_map<uint64_t, Waiter> waiters_ ABSL_GUARDED_BY(mu_);  // by ticket
   std::set<std::pair<int64_t, uint64_t>> by_version_ ABSL_GUARDED_BY(mu_);
+  std::set<std::pair<int64_t, uint64_t>> by_step_ ABSL_GUARDED_BY(mu_);
   std::set<std::pair<absl::Time, uint64_t>> by_deadline_ ABSL_GUARDED_BY(mu_);
   uint64_t last_ticket_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Time alarm_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();

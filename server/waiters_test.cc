@@ -55,6 +55,37 @@ TEST(Waiters, TakeReadyReleasesExactlyTheCallsAtOrBelowTheVersion) {
   EXPECT_TRUE(w.TakeReady(2).empty());
 }
 
+TEST(Waiters, ACallWaitingForAStepNeedsItsVersionAndItsStep) {
+  Outcome a, b, plain;
+  Waiters w(WaitersOptions{});
+  auto add = [&w](int64_t version, int64_t step, Outcome* out) {
+    Waiters::Callback cb = out->Callback();
+    absl::StatusOr<uint64_t> t = w.Add(version, absl::Seconds(60), &cb, step);
+    EXPECT_TRUE(t.ok()) << t.status();
+    return t.ok() ? *t : 0;
+  };
+  add(0, /*step=*/3, &a);
+  const uint64_t tb = add(5, /*step=*/1, &b);
+  AddOrDie(&w, 1, absl::Seconds(60), &plain);  // names no step
+  // The version alone releases only the call that names no step.
+  EXPECT_EQ(w.TakeReady(1, /*step=*/0).size(), 1u);
+  EXPECT_EQ(w.size(), 2);
+  // Step 3 without version 5: only `a`; the step moving alone releases it.
+  EXPECT_TRUE(w.TakeReady(1, 2).empty());
+  std::vector<Waiters::Callback> ready = w.TakeReady(1, 3);
+  ASSERT_EQ(ready.size(), 1u);
+  ready[0](WeightsSnapshot{1, nullptr, nullptr});
+  EXPECT_TRUE(a.done.HasBeenNotified());
+  // `b` at version 5 with step 0 still waits for its step, and cancels
+  // from there.
+  EXPECT_TRUE(w.TakeReady(5, 0).empty());
+  w.Cancel(tb);
+  ASSERT_TRUE(b.done.HasBeenNotified());
+  EXPECT_EQ(b.result.status().code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(w.size(), 0);
+  EXPECT_TRUE(w.TakeReady(9, 9).empty());
+}
+
 TEST(Waiters, DeadlineEndsTheCallWithTheOwnersMessage) {
   WaitersOptions o;
   o.timeout_message = [](int64_t version, absl::Duration waited) {

@@ -255,10 +255,10 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   }
   ++epoch;  // as after the loop over epochs: one past the last one trained
   const absl::Time end = absl::Now();
-  // Async: the shards count pushes, and every worker pushes once per step, so
+  // Async and SSP: the shards count pushes, and every worker pushes once per step, so
   // the run is complete at version W * steps. Worker 0 evaluates and saves
   // that model, not just the one it last pulled.
-  if (o.worker_id == 0 && store_->mode() == Mode::kAsync) {
+  if (o.worker_id == 0 && store_->mode() != Mode::kSync) {
     absl::Status s = store_->Pull(o.num_workers * step, &weights);
     // A worker that died leaves the run short of W * steps; the shards'
     // weights as of now are still a model worth evaluating.

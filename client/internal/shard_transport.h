@@ -55,8 +55,9 @@ struct ClientState {
   // By shard: the incarnation and push outcome of the last reply to a push
   // or push-pull (written by reply callbacks, read after Wait()).
   std::vector<ReplyInfo> reply;
-  // Async: the seq of the last push (each push-carrying operation takes the
-  // next; PsClient starts it after the shards' last_seq).
+  // Async and SSP: the seq of the last push (each push-carrying operation
+  // takes the next; PsClient starts it after the shards' last_seq). SSP
+  // shards take it as the worker's step.
   int64_t seq = 0;
   // With options.retry_timeout: by shard, a copy of the slices last pulled
   // (flat, in layout order) and their version, for restoring a shard that

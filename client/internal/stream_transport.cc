@@ -93,7 +93,7 @@ StreamCallHeader StreamTransport::NextCall(int shard, StreamCall kind, int64_t m
   h.version = version;
   h.min_version = min_version < 0 ? version + 1 : min_version;
   h.wait_timeout_ms = absl::ToInt64Milliseconds(state_->options.wait_timeout);
-  h.seq = kind != StreamCall::kPull && state_->mode == Mode::kAsync ? state_->seq : 0;
+  h.seq = kind != StreamCall::kPull && state_->mode != Mode::kSync ? state_->seq : 0;
   return h;
 }
 

@@ -84,7 +84,7 @@ std::unique_ptr<PendingOp> UnaryTransport::PushPull(const ConstTensorViews& grad
 }
 
 int64_t UnaryTransport::NextSeq() {
-  return state_->mode == Mode::kAsync ? ++state_->seq : 0;
+  return state_->mode != Mode::kSync ? ++state_->seq : 0;
 }
 
 std::unique_ptr<LayerwisePushPull> UnaryTransport::StartPushPull(const ConstTensorViews* grads,

@@ -76,6 +76,27 @@ class ClientTest(unittest.TestCase):
             for n in init:
                 np.testing.assert_array_equal(w[n], init[n] - np.float32(1.0))
 
+    def test_ssp_mode_is_named_and_holds_a_worker_too_far_ahead(self):
+        with Cluster(mode="ssp", lr=1.0, workers=2, extra=("--staleness=0",)) as c:
+            cls = [connect(c, w, workers=2) for w in (0, 1)]
+            self.assertEqual(cls[0].mode, "ssp")
+            init = model()
+            cls[0].init(init)
+            cls[1].init(model(seed=9))  # worker 1's values only check the spec
+            ones = OrderedDict((n, np.ones(a.shape, np.float32)) for n, a in init.items())
+            cls[0].push(ones)
+            # Worker 0 is one step ahead with S = 0: its pull waits for worker 1.
+            done = threading.Event()
+            got = {}
+            t = threading.Thread(target=lambda: (got.update(w=cls[0].pull()), done.set()))
+            t.start()
+            self.assertFalse(done.wait(0.5))
+            cls[1].push(ones)
+            self.assertTrue(done.wait(10))
+            t.join()
+            for n in init:
+                np.testing.assert_array_equal(got["w"][n], init[n] - np.float32(1) - np.float32(1))
+
     def test_bad_inputs_raise_before_sending(self):
         with Cluster(mode="async", workers=1) as c:
             cl = connect(c, 0, workers=1)
