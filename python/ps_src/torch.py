@@ -21,7 +21,10 @@ async mode as the servers run. Only parameters are shared: buffers
 
 Parameters must be float32 tensors on the CPU. Call ``step()`` after every
 ``backward()``: a gradient produced twice before ``step()`` (gradient
-accumulation over several backward passes) raises RuntimeError.
+accumulation over several backward passes) raises RuntimeError. With
+``overlap`` a gradient is on its way once backward produced it, so code
+that changes gradients between ``backward()`` and ``step()`` (clipping,
+scaling) must run with ``overlap=False``.
 """
 
 from __future__ import annotations
