@@ -5,6 +5,7 @@
 
 #include "absl/flags/flag.h"
 #include "common/flag_lists.h"
+#include "common/optimizer_flags.h"
 #include "common/security_flags.h"
 #include "common/status_macros.h"
 
@@ -28,7 +29,12 @@ ABSL_FLAG(int, num_workers, 1, "Number of workers that train against the servers
 ABSL_FLAG(std::string, mode, "sync",
           "sync: average one gradient per worker per step, then apply once. "
           "async: apply every gradient as it arrives.");
-ABSL_FLAG(double, lr, 0.1, "SGD learning rate applied by this shard.");
+ABSL_FLAG(double, lr, 0.1,
+          "Learning rate of this shard's --optimizer (the base rate of --lr_schedule).");
+ABSL_FLAG(std::string, staleness_lr, "none",
+          "Every mode but sync: none applies each gradient at the scheduled rate; inverse "
+          "divides it by 1 + staleness (the shard's version minus the version the gradient "
+          "was computed on).");
 ABSL_FLAG(double, pull_timeout, 120,
           "Longest wait, in seconds, of a pull (or a worker's init) for a version that has not "
           "arrived; a request may ask for less (ps_worker sends its --wait_timeout). Past it "
@@ -107,7 +113,8 @@ absl::StatusOr<ServerOptions> ServerOptionsFromFlags() {
   shard.num_shards = absl::GetFlag(FLAGS_num_shards);
   shard.num_workers = absl::GetFlag(FLAGS_num_workers);
   ASSIGN_OR_RETURN(shard.mode, ParseMode(absl::GetFlag(FLAGS_mode)));
-  shard.optimizer.learning_rate = static_cast<float>(absl::GetFlag(FLAGS_lr));
+  shard.optimizer = OptimizerOptionsFromFlags(absl::GetFlag(FLAGS_lr));
+  ASSIGN_OR_RETURN(shard.staleness_lr, ParseStalenessLr(absl::GetFlag(FLAGS_staleness_lr)));
   ASSIGN_OR_RETURN(shard.default_wait, SecondsFromFlag("pull_timeout", absl::GetFlag(FLAGS_pull_timeout)));
   shard.max_wait = shard.default_wait;
   ASSIGN_OR_RETURN(shard.stall_report_after, SecondsFromFlag("stall_report_after", absl::GetFlag(FLAGS_stall_report_after)));

@@ -15,7 +15,7 @@
 namespace ps {
 
 // The flags' values (after absl::ParseCommandLine). INVALID_ARGUMENT only
-// for what cannot be converted: an unknown --mode.
+// for what cannot be converted: an unknown --mode or --staleness_lr.
 absl::StatusOr<ServerOptions> ServerOptionsFromFlags();
 
 }  // namespace ps
