@@ -26,7 +26,8 @@ options:
   --workers=W          number of workers (default 2)
   --mode=sync|async|ssp  consistency mode of the servers (default sync; ssp
                        takes --server_flag=--staleness=S)
-  --lr=LR              servers' SGD learning rate (default 0.1)
+  --lr=LR              servers' learning rate (default 0.1); pick the
+                       optimizer with --server_flag=--optimizer=adam
   --pull_timeout=SEC   servers' longest wait for missing workers (default 120)
   --worker_timeout=SEC servers' worker lease: a sync step closes without a
                        worker silent this long (default: the server's, 10)

@@ -39,7 +39,11 @@ void Describe(const ps::ServerOptions& options, const ps::PsServer& server) {
   const ps::ShardOptions& shard = options.shard;
   std::cout << "shard " << shard.shard_id << "/" << shard.num_shards << ", "
             << ps::ModeName(shard.mode) << " mode, " << shard.num_workers << " workers, lr "
-            << shard.optimizer.learning_rate;
+            << shard.optimizer.learning_rate << ", optimizer " << shard.optimizer.name << ", "
+            << shard.optimizer.schedule.name << " lr schedule";
+  if (shard.mode != ps::Mode::kSync) {
+    std::cout << ", staleness lr " << ps::StalenessLrName(shard.staleness_lr);
+  }
   if (shard.mode == ps::Mode::kSync) {
     const ps::SyncRule& rule = shard.sync_rule;
     std::cout << ", steps close with "

@@ -7,6 +7,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "common/flag_lists.h"
+#include "common/optimizer_flags.h"
 #include "common/security_flags.h"
 #include "common/status_macros.h"
 
@@ -37,7 +38,12 @@ ABSL_FLAG(std::optional<int>, staleness, std::nullopt,
           "pull for its step c waits until every live worker has pushed c - S steps "
           "(0: lockstep); a worker dropped by --worker_timeout no longer holds the others "
           "back.");
-ABSL_FLAG(double, lr, 0.1, "SGD learning rate applied by this shard.");
+ABSL_FLAG(double, lr, 0.1,
+          "Learning rate of this shard's --optimizer (the base rate of --lr_schedule).");
+ABSL_FLAG(std::string, staleness_lr, "none",
+          "Every mode but sync: none applies each gradient at the scheduled rate; inverse "
+          "divides it by 1 + staleness (the shard's version minus the version the gradient "
+          "was computed on).");
 ABSL_FLAG(double, pull_timeout, 120,
           "Longest wait, in seconds, of a pull (or a worker's init) for a version that has not "
           "arrived; a request may ask for less (ps_worker sends its --wait_timeout). Past it "
@@ -124,7 +130,8 @@ absl::StatusOr<ServerOptions> ServerOptionsFromFlags() {
     return absl::InvalidArgumentError(absl::StrCat("--staleness applies to --mode=ssp only (--mode=",
                                                    ModeName(shard.mode), ")"));
   }
-  shard.optimizer.learning_rate = static_cast<float>(absl::GetFlag(FLAGS_lr));
+  shard.optimizer = OptimizerOptionsFromFlags(absl::GetFlag(FLAGS_lr));
+  ASSIGN_OR_RETURN(shard.staleness_lr, ParseStalenessLr(absl::GetFlag(FLAGS_staleness_lr)));
   ASSIGN_OR_RETURN(shard.default_wait, SecondsFromFlag("pull_timeout", absl::GetFlag(FLAGS_pull_timeout)));
   shard.max_wait = shard.default_wait;
   ASSIGN_OR_RETURN(shard.stall_report_after, SecondsFromFlag("stall_report_after", absl::GetFlag(FLAGS_stall_report_after)));

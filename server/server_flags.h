@@ -15,8 +15,8 @@
 namespace ps {
 
 // The flags' values (after absl::ParseCommandLine). INVALID_ARGUMENT only
-// for what cannot be converted: an unknown --mode, and --staleness given
-// with a mode other than ssp.
+// for what cannot be converted: an unknown --mode or --staleness_lr, and
+// --staleness given with a mode other than ssp.
 absl::StatusOr<ServerOptions> ServerOptionsFromFlags();
 
 }  // namespace ps

@@ -14,6 +14,16 @@ ABSL_DECLARE_FLAG(std::optional<int>, staleness);
 ABSL_DECLARE_FLAG(double, pull_timeout);
 ABSL_DECLARE_FLAG(double, tls_reload_secs);
 ABSL_DECLARE_FLAG(std::string, tls_cert);
+ABSL_DECLARE_FLAG(double, lr);
+ABSL_DECLARE_FLAG(std::string, optimizer);
+ABSL_DECLARE_FLAG(double, beta1);
+ABSL_DECLARE_FLAG(double, beta2);
+ABSL_DECLARE_FLAG(double, eps);
+ABSL_DECLARE_FLAG(double, momentum);
+ABSL_DECLARE_FLAG(double, weight_decay);
+ABSL_DECLARE_FLAG(std::string, lr_schedule);
+ABSL_DECLARE_FLAG(int64_t, decay_steps);
+ABSL_DECLARE_FLAG(std::string, staleness_lr);
 
 namespace ps {
 namespace {
@@ -73,6 +83,62 @@ TEST(ServerOptionsFromFlags, RefusesStalenessWithAnotherMode) {
     absl::StatusOr<ServerOptions> o = ServerOptionsFromFlags();
     ASSERT_FALSE(o.ok()) << mode;
     EXPECT_THAT(Message(o.status()), HasSubstr("--staleness applies to --mode=ssp only")) << mode;
+  }
+}
+
+TEST(ServerOptionsFromFlags, ConvertsTheOptimizerFlags) {
+  absl::FlagSaver saver;
+  absl::SetFlag(&FLAGS_optimizer, "adamw");
+  absl::SetFlag(&FLAGS_lr, 0.001);
+  absl::SetFlag(&FLAGS_beta2, 0.98);
+  absl::SetFlag(&FLAGS_weight_decay, 0.01);
+  absl::SetFlag(&FLAGS_lr_schedule, "cosine");
+  absl::SetFlag(&FLAGS_staleness_lr, "inverse");
+  absl::StatusOr<ServerOptions> o = ServerOptionsFromFlags();
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_TRUE(o->Validate().ok()) << o->Validate();
+  EXPECT_EQ(o->shard.optimizer.name, "adamw");
+  EXPECT_EQ(o->shard.optimizer.learning_rate, 0.001);
+  EXPECT_EQ(o->shard.optimizer.beta2, 0.98);
+  EXPECT_EQ(o->shard.optimizer.weight_decay, 0.01);
+  EXPECT_EQ(o->shard.optimizer.schedule.name, "cosine");
+  EXPECT_EQ(o->shard.staleness_lr, StalenessLr::kInverse);
+}
+
+TEST(ServerOptionsFromFlags, RefusesAnUnknownStalenessLr) {
+  absl::FlagSaver saver;
+  absl::SetFlag(&FLAGS_staleness_lr, "sqrt");
+  absl::StatusOr<ServerOptions> o = ServerOptionsFromFlags();
+  ASSERT_FALSE(o.ok());
+  EXPECT_THAT(Message(o.status()), HasSubstr("--staleness_lr 'sqrt'"));
+}
+
+// What PsServer::Start refuses (the binary exits 2 with the message).
+TEST(ServerOptionsFromFlags, BadOptimizerFlagsAreRefusedNamingTheFlag) {
+  struct Case {
+    void (*change)();
+    const char* message;
+  };
+  const Case cases[] = {
+      {[] { absl::SetFlag(&FLAGS_optimizer, "lion"); }, "unknown --optimizer 'lion'"},
+      {[] { absl::SetFlag(&FLAGS_lr, 0); }, "--lr must be a positive number"},
+      {[] { absl::SetFlag(&FLAGS_lr, -1); }, "--lr must be a positive number"},
+      {[] { absl::SetFlag(&FLAGS_beta1, 1); }, "--beta1 must be in [0, 1)"},
+      {[] { absl::SetFlag(&FLAGS_beta2, -0.1); }, "--beta2 must be in [0, 1)"},
+      {[] { absl::SetFlag(&FLAGS_eps, 0); }, "--eps must be > 0"},
+      {[] { absl::SetFlag(&FLAGS_momentum, -1); }, "--momentum must be >= 0"},
+      {[] { absl::SetFlag(&FLAGS_weight_decay, -1); }, "--weight_decay must be >= 0"},
+      {[] { absl::SetFlag(&FLAGS_lr_schedule, "linear"); }, "unknown --lr_schedule 'linear'"},
+      {[] { absl::SetFlag(&FLAGS_decay_steps, 0); }, "--decay_steps must be >= 1"},
+  };
+  for (const Case& c : cases) {
+    absl::FlagSaver saver;
+    c.change();
+    absl::StatusOr<ServerOptions> o = ServerOptionsFromFlags();
+    ASSERT_TRUE(o.ok()) << o.status();
+    const absl::Status s = o->shard.Validate();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << c.message;
+    EXPECT_THAT(Message(s), HasSubstr(c.message));
   }
 }
 

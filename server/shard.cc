@@ -308,7 +308,8 @@ absl::StatusOr<PushResult> Shard::Push(AssembledGradient g, int64_t seq) {
     staleness = weights_.version() - computed_version;
     if (verdict.outcome == PushOutcome::kApplied) {
       if (verdict.apply) {
-        ApplyLocked(std::move(to_apply), start, &fx);
+        ApplyLocked(std::move(to_apply), start, &fx,
+                    StalenessLrScale(options_.staleness_lr, options_.mode, staleness));
       } else {
         WakeAt(stalls_.OnPushKept(start));
       }
@@ -333,10 +334,11 @@ absl::StatusOr<PushResult> Shard::Push(AssembledGradient g, int64_t seq) {
   return result;
 }
 
-void Shard::ApplyLocked(std::vector<std::vector<float>> to_apply, absl::Time now, Effects* fx) {
+void Shard::ApplyLocked(std::vector<std::vector<float>> to_apply, absl::Time now, Effects* fx,
+                        double lr_scale) {
   std::optional<std::string> line = stalls_.OnStepClosed(now, weights_.version());
   if (line.has_value()) fx->lines.push_back(*std::move(line));
-  weights_.ApplyMean(to_apply);
+  weights_.ApplyMean(to_apply, lr_scale);
   for (std::vector<float>& g : to_apply) gradient_pool_->Give(std::move(g));
   untouched_checkpoint_ = false;
   TakeReadyLocked(fx);

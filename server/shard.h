@@ -106,8 +106,9 @@ class Shard {
   // `worker_id`'s copy of the weights at `version`, for `spec`. A shard with
   // no parameters, or behind `version`, installs them at `version` and logs
   //   shard 0: restored to version 9 from worker 1's copy (the shard was empty)
-  // An open step's gradients are dropped, the optimizer state kept when it
-  // has one. With leases, every worker not heard from yet gets one from now
+  // An open step's gradients are dropped. The copy holds no optimizer
+  // state: the optimizer starts afresh at `version`, and for a rule with
+  // state (not sgd) the line adds that the state was reset. With leases, every worker not heard from yet gets one from now
   // (Membership::ExpectAll). Returns whether the copy was installed (false:
   // the shard was at `version` or beyond, and nothing changed).
   // FAILED_PRECONDITION for a spec other than the shard's.
@@ -198,9 +199,11 @@ class Shard {
   };
   void Finish(Effects fx);
 
-  // Closes the open step at `now`: applies the mean of `to_apply` and moves
-  // to the next version, releasing the pulls it satisfies.
-  void ApplyLocked(std::vector<std::vector<float>> to_apply, absl::Time now, Effects* fx)
+  // Closes the open step at `now`: applies the mean of `to_apply` at the
+  // learning rate times `lr_scale` (an async gradient's staleness factor)
+  // and moves to the next version, releasing the pulls it satisfies.
+  void ApplyLocked(std::vector<std::vector<float>> to_apply, absl::Time now, Effects* fx,
+                   double lr_scale = 1.0)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A request from `worker_id`: renews its lease, bringing it back if it was
   // dropped. Touch takes the lock (and does nothing without leases).

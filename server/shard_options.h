@@ -20,6 +20,7 @@
 #include "common/optimizer.h"
 #include "server/consistency.h"
 #include "server/shard_state.h"
+#include "server/staleness_lr.h"
 
 namespace ps {
 
@@ -32,6 +33,9 @@ struct ShardOptions {
   int num_workers = 1;  // W, >= 1
   Mode mode = Mode::kSync;
   OptimizerOptions optimizer;
+  // Non-sync modes: the learning-rate factor of a stale gradient
+  // (server/staleness_lr.h). Sync ignores it.
+  StalenessLr staleness_lr = StalenessLr::kNone;
   // Longest wait of a pull (or a non-creating init) whose request names no
   // timeout; requests may ask for less or more, up to max_wait.
   absl::Duration default_wait = absl::Seconds(60);

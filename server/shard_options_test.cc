@@ -40,8 +40,12 @@ TEST(ShardOptions, ValidateNamesWhatIsOutOfRange) {
   o.max_waiting_calls = 0;
   EXPECT_THAT(Refusal(o), HasSubstr("--max_waiting_calls must be >= 1, got 0"));
   o = ShardOptions();
-  o.optimizer.name = "adagrad";
-  EXPECT_THAT(Refusal(o), HasSubstr("adagrad"));
+  o.optimizer.name = "rmsprop";
+  EXPECT_THAT(Refusal(o), HasSubstr("unknown --optimizer 'rmsprop'"));
+  o = ShardOptions();
+  o.optimizer.name = "adam";
+  o.optimizer.beta1 = 1;
+  EXPECT_THAT(Refusal(o), HasSubstr("--beta1 must be in [0, 1)"));
   o = ShardOptions();
   o.mode = static_cast<Mode>(42);
   EXPECT_THAT(Refusal(o), HasSubstr("42"));

@@ -56,10 +56,10 @@ absl::StatusOr<bool> Shard::AdoptWorkerCopy(int worker_id, const ModelSpec& spec
     const bool had = weights_.initialized();
     const int64_t was = weights_.version();
     if (had && was >= version) return false;  // another worker was first
-    std::unique_ptr<Optimizer> optimizer;     // had: the same spec, its state still fits
-    if (!had) {
-      ASSIGN_OR_RETURN(optimizer, CreateOptimizer(options_.optimizer, layout->num_elements));
-    }
+    // A worker's copy holds no optimizer state, and what the shard had is
+    // of an older version: the state starts afresh at `version`.
+    ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> optimizer,
+                     CreateOptimizer(options_.optimizer, layout->num_elements, version));
     const std::vector<int64_t> seqs = policy_->LastSeqs();
     RETURN_IF_ERROR(
         ReplaceParametersLocked(std::move(layout), std::move(weights), std::move(optimizer),
@@ -73,7 +73,12 @@ absl::StatusOr<bool> Shard::AdoptWorkerCopy(int worker_id, const ModelSpec& spec
     fx.lines.push_back(absl::StrCat(
         "shard ", options_.shard_id, ": restored to version ", version, " from worker ",
         worker_id, "'s copy (the shard was ",
-        had ? absl::StrCat("at version ", was) : std::string("empty"), ")"));
+        had ? absl::StrCat("at version ", was) : std::string("empty"), ")",
+        options_.optimizer.name == "sgd"
+            ? std::string()
+            : absl::StrCat("; the ", options_.optimizer.name,
+                           " optimizer state (moments, step count) was reset: a worker's copy "
+                           "holds none")));
     fx.ready = TakeReadyLocked(&fx.snap);
   }
   Finish(std::move(fx));

@@ -392,6 +392,55 @@ TEST(Shard, AsyncAppliesEachPushAndRecordsStaleness) {
   EXPECT_EQ(PushSlices(shard.get(), 0, 7, g.data).status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
+// --staleness_lr=inverse: a gradient computed on v0 and applied at v1
+// moves the weights by lr / 2; with none, by lr; sync keeps lr.
+TEST(Shard, InverseStalenessLrDividesAnAsyncGradientsRate) {
+  for (StalenessLr rule : {StalenessLr::kNone, StalenessLr::kInverse}) {
+    ShardOptions o;
+    o.num_workers = 2;
+    o.mode = Mode::kAsync;
+    o.optimizer.learning_rate = 1.0;
+    o.staleness_lr = rule;
+    auto shard = *Shard::Create(o);
+    InitShard(shard.get(), {{0, 0, 0, 0}, {0, 0, 0}});
+    Slices g = Encode(kSpec, 1, 0, {{1, 1, 1, 1}, {1, 1, 1}});
+    EXPECT_EQ(*PushSlices(shard.get(), 0, 0, g.data), 1);  // fresh: w = -1
+    EXPECT_EQ(*PushSlices(shard.get(), 1, 0, g.data), 2);  // staleness 1
+    PullResult pull;
+    StartPull(shard.get(), 0, 2, absl::Seconds(5), &pull);
+    ASSERT_TRUE(pull.done.WaitForNotificationWithTimeout(absl::Seconds(5)));
+    ASSERT_TRUE(pull.snap.ok());
+    const float want = rule == StalenessLr::kInverse ? -1.5f : -2.0f;
+    EXPECT_EQ(*pull.snap->weights, std::vector<float>(7, want)) << StalenessLrName(rule);
+  }
+}
+
+// A worker's copy holds no optimizer state: Adam's starts afresh at the
+// copy's version, and the restore line says so.
+TEST(Shard, AdoptWorkerCopyResetsTheOptimizerStateAndSaysSo) {
+  LogCapture log;
+  ShardOptions o;
+  o.num_workers = 1;
+  o.mode = Mode::kSync;
+  o.optimizer.name = "adam";
+  o.optimizer.learning_rate = 0.01;
+  o.log = log.Sink();
+  auto shard = *Shard::Create(o);
+  InitShard(shard.get(), {{1, 2, 3, 4}, {5, 6, 7}});
+  Slices g = Encode(kSpec, 1, 0, {{1, 1, 1, 1}, {1, 1, 1}});
+  EXPECT_EQ(*PushSlices(shard.get(), 0, 0, g.data), 1);
+  auto fresh_at = [&](int64_t version) {
+    return *(*CreateOptimizer(o.optimizer, 7, version))->SaveState();
+  };
+  EXPECT_NE(shard->ExportState()->optimizer_state, fresh_at(0));  // the push moved it
+  Slices copy = Encode(kSpec, 1, 0, {{5, 6, 7, 8}, {9, 9, 9}});
+  ASSERT_TRUE(*shard->AdoptWorkerCopy(0, kSpec, copy.data, 5));
+  EXPECT_EQ(shard->ExportState()->optimizer_state, fresh_at(5));
+  EXPECT_THAT(log.WaitForLines("the adam optimizer state (moments, step count) was reset", 1,
+                               absl::Seconds(1)),
+              SizeIs(1));
+}
+
 TEST(Shard, AppliedGradientBuffersAreRecycled) {
   for (Mode mode : {Mode::kAsync, Mode::kSync}) {
     auto shard = MakeShard(mode, 1, 1.0f);

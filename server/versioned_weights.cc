@@ -49,7 +49,8 @@ absl::Status VersionedWeights::Install(std::shared_ptr<const ShardLayout> layout
   return absl::OkStatus();
 }
 
-void VersionedWeights::ApplyMean(const std::vector<std::vector<float>>& grads) {
+void VersionedWeights::ApplyMean(const std::vector<std::vector<float>>& grads,
+                                 double lr_scale) {
   // Copy on write: a reader may still be sending the current buffer. New
   // references are only taken under the owner's lock, so a count of 1 means
   // nobody else holds it; the fence orders the last reader's reads before
@@ -64,7 +65,7 @@ void VersionedWeights::ApplyMean(const std::vector<std::vector<float>>& grads) {
   std::vector<const float*> data;
   data.reserve(grads.size());
   for (const std::vector<float>& g : grads) data.push_back(g.data());
-  ApplyMeanInParallel(optimizer_.get(), /*step=*/version_ + 1, data, weights_->size(),
+  ApplyMeanInParallel(optimizer_.get(), /*step=*/version_ + 1, lr_scale, data, weights_->size(),
                       weights_->data());
   ++version_;
   if (version_gauge_ != nullptr) version_gauge_->Set(version_);

@@ -62,9 +62,10 @@ class VersionedWeights {
                        std::unique_ptr<Optimizer> optimizer, int64_t version);
 
   // Applies the mean of `grads` (each of the layout's size; none: only the
-  // version moves) with the optimizer as step version + 1, and advances the
-  // version by one. REQUIRES: initialized().
-  void ApplyMean(const std::vector<std::vector<float>>& grads);
+  // version moves) with the optimizer as step version + 1, its learning
+  // rate times `lr_scale` (> 0), and advances the version by one.
+  // REQUIRES: initialized().
+  void ApplyMean(const std::vector<std::vector<float>>& grads, double lr_scale = 1.0);
 
   // Fills the parameters' part of `state`: spec, version, a copy of the
   // weights, the optimizer's name and state. FAILED_PRECONDITION before

@@ -28,12 +28,14 @@ expect() {
 for flag in listen port_file shard_id num_shards num_workers mode lr pull_timeout \
             checkpoint_dir checkpoint_every checkpoint_secs checkpoint_keep worker_timeout \
             min_workers sync_quorum tls_cert tls_key tls_ca auth_token_file tls_reload_secs \
-            insecure health_listen reflection; do
+            insecure health_listen reflection optimizer momentum beta1 beta2 eps weight_decay \
+            lr_schedule warmup_steps decay_steps decay_rate min_lr staleness_lr; do
   expect "ps_server --help lists --$flag" 1 "--$flag \(" "$SERVER" --help
 done
 for flag in servers worker_id num_workers standalone model hidden dataset_dir batch_size \
             epochs max_steps seed shuffle eval_every metrics_file save_model transport device gpu tf32 keepalive wait_timeout \
-            retry_timeout slowdown tls_ca tls_cert tls_key tls_server_name auth_token_file insecure; do
+            retry_timeout slowdown tls_ca tls_cert tls_key tls_server_name auth_token_file insecure \
+            lr optimizer momentum beta1 beta2 eps weight_decay lr_schedule warmup_steps; do
   expect "ps_worker --help lists --$flag" 1 "--$flag \(" "$WORKER" --help
 done
 expect "ps_ctl --help names its commands" 1 "ps_ctl status" "$CTL" --help
@@ -41,6 +43,25 @@ expect "launcher --help" 0 "--mode=sync\|async" "$LAUNCHER" --help
 
 expect "server rejects an unknown mode" 2 "unknown mode 'fast'.*sync.*async" \
   "$SERVER" --listen=127.0.0.1:0 --mode=fast
+expect "server rejects an unknown optimizer" 2 "unknown --optimizer 'lion' \(known: sgd, momentum, nesterov, adagrad, adam, adamw\)" \
+  "$SERVER" --listen=127.0.0.1:0 --optimizer=lion
+expect "server rejects --beta1=1" 2 "--beta1 must be in \[0, 1\), got 1" \
+  "$SERVER" --listen=127.0.0.1:0 --optimizer=adam --beta1=1
+expect "server rejects --beta2=-0.5" 2 "--beta2 must be in \[0, 1\)" \
+  "$SERVER" --listen=127.0.0.1:0 --optimizer=adam --beta2=-0.5
+expect "server rejects --eps=0" 2 "--eps must be > 0, got 0" \
+  "$SERVER" --listen=127.0.0.1:0 --optimizer=adam --eps=0
+expect "server rejects --lr=0" 2 "--lr must be a positive number" "$SERVER" --listen=127.0.0.1:0 --lr=0
+expect "server rejects a negative --momentum" 2 "--momentum must be >= 0" \
+  "$SERVER" --listen=127.0.0.1:0 --optimizer=momentum --momentum=-0.5
+expect "server rejects a negative --weight_decay" 2 "--weight_decay must be >= 0" \
+  "$SERVER" --listen=127.0.0.1:0 --weight_decay=-0.01
+expect "server rejects an unknown --lr_schedule" 2 "unknown --lr_schedule 'linear'" \
+  "$SERVER" --listen=127.0.0.1:0 --lr_schedule=linear
+expect "server rejects an unknown --staleness_lr" 2 "unknown --staleness_lr 'sqrt'" \
+  "$SERVER" --listen=127.0.0.1:0 --mode=async --staleness_lr=sqrt
+expect "worker rejects an unknown optimizer" 1 "unknown --optimizer 'lion'" \
+  "$WORKER" --standalone --optimizer=lion --max_steps=1
 expect "server rejects a shard id out of range" 2 "shard_id must be in \[0, 2\), got 5" \
   "$SERVER" --listen=127.0.0.1:0 --shard_id=5 --num_shards=2
 expect "server rejects a bad listen address" 2 "not HOST:PORT" "$SERVER" --listen=nonsense

@@ -368,7 +368,7 @@ absl::StatusOr<References> ComputeReferences(const FashionMnist& data) {
     for (size_t k = 0; k < server.size(); ++k) {
       std::vector<const float*> in_worker_order;
       for (int w = 0; w < kWorkers; ++w) in_worker_order.push_back(grads[w][k].data());
-      server_opt[k]->ApplyMean(/*step=*/t + 1, in_worker_order, 0, server[k].size(),
+      server_opt[k]->ApplyMean(/*step=*/t + 1, /*lr_scale=*/1.0, in_worker_order, 0, server[k].size(),
                                server[k].data());
     }
 
@@ -394,7 +394,8 @@ absl::StatusOr<References> ComputeReferences(const FashionMnist& data) {
   // followed it exactly (same code, shapes and thread count), or its bound
   // would be about another run.
   ASSIGN_OR_RETURN(TrainResult single,
-                   RunWorker(Options(0, 1, kBigBatch), &data, kCpu1, nullptr, kLr));
+                   RunWorker(Options(0, 1, kBigBatch), &data, kCpu1, nullptr,
+                             OptimizerOptions{"sgd", kLr}));
   if (single.steps != kSteps) return absl::InternalError("the single-process run stopped early");
   if (single.weights != batch) {
     return absl::InternalError(absl::StrCat(
@@ -424,7 +425,7 @@ TEST_P(SyncEquivalence, FourWorkersTwoShardsMatchSingleProcessSgd) {
   for (int w = 0; w < kWorkers; ++w) {
     threads.emplace_back([&, w] {
       ClientOptions co = cluster.ClientOptionsFor(w, kWorkers, GetParam());
-      results[w] = RunWorker(Options(w, kWorkers, kBatch), &data, kCpu1, &co, 0);
+      results[w] = RunWorker(Options(w, kWorkers, kBatch), &data, kCpu1, &co, OptimizerOptions{});
     });
   }
   for (auto& t : threads) t.join();

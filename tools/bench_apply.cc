@@ -42,10 +42,10 @@ absl::StatusOr<std::vector<Row>> RunApplyBench(const ApplyBenchOptions& o) {
     r.name = absl::StrCat((*opt)->name(), "_apply");  // the optimizer on one thread
     r.bytes = n;
     r.baseline = axpy;
-    r.value = rate([&] { (*opt)->ApplyMean(/*step=*/1, {g.data()}, 0, n, w.data()); });
+    r.value = rate([&] { (*opt)->ApplyMean(/*step=*/1, 1.0, {g.data()}, 0, n, w.data()); });
     rows.push_back(r);
     r.name = absl::StrCat((*opt)->name(), "_shard");  // as a shard applies: split over cores
-    r.value = rate([&] { ApplyMeanInParallel(opt->get(), /*step=*/1, {g.data()}, n, w.data()); });
+    r.value = rate([&] { ApplyMeanInParallel(opt->get(), /*step=*/1, 1.0, {g.data()}, n, w.data()); });
     rows.push_back(r);
   }
   return rows;

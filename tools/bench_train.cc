@@ -31,7 +31,8 @@ TrainerOptions TrainOptions(const TrainBenchOptions& b, int worker_id, int worke
 }
 
 absl::StatusOr<TrainRun> Standalone(const TrainBenchOptions& b, const FashionMnist& data) {
-  auto r = RunWorker(TrainOptions(b, 0, 1, 128), &data, {"cpu", 2}, nullptr, b.lr);
+  auto r = RunWorker(TrainOptions(b, 0, 1, 128), &data, {"cpu", 2}, nullptr,
+                     OptimizerOptions{"sgd", b.lr});
   if (!r.ok()) return r.status();
   return TrainRun{r->samples_per_sec, r->test_accuracy};
 }
@@ -67,7 +68,8 @@ absl::StatusOr<TrainRun> Distributed(const TrainBenchOptions& b, const FashionMn
       co.num_workers = kWorkers;
       co.security = BenchSecurity(b.tls, tls, w);
       if (fault_tolerant) co.retry_timeout = absl::Seconds(60);
-      results[w] = RunWorker(TrainOptions(b, w, kWorkers, 64), &data, {"cpu", 1}, &co, 0);
+      results[w] = RunWorker(TrainOptions(b, w, kWorkers, 64), &data, {"cpu", 1}, &co,
+                             OptimizerOptions{});
     });
   }
   for (auto& t : threads) t.join();

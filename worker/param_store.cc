@@ -56,9 +56,7 @@ absl::Status LocalParamStore::Init(const ModelSpec& spec, const TensorList& init
   RETURN_IF_ERROR(ValidateModelSpec(spec));
   optimizers_.clear();
   for (const TensorSpec& t : spec) {
-    OptimizerOptions o;
-    o.learning_rate = learning_rate_;
-    ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> opt, CreateOptimizer(o, t.num_elements()));
+    ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> opt, CreateOptimizer(options_, t.num_elements()));
     optimizers_.push_back(std::move(opt));
   }
   *weights = initial;

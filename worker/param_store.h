@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "client/ps_client.h"
@@ -79,7 +80,7 @@ class RemoteParamStore final : public ParamStore {
 
 class LocalParamStore final : public ParamStore {
  public:
-  explicit LocalParamStore(float learning_rate) : learning_rate_(learning_rate) {}
+  explicit LocalParamStore(OptimizerOptions options) : options_(std::move(options)) {}
   absl::Status Init(const ModelSpec& spec, const TensorList& initial, bool creator,
                     TensorList* weights) override;
   absl::Status PushPull(const TensorList& grads, TensorList* weights) override;
@@ -95,7 +96,7 @@ class LocalParamStore final : public ParamStore {
   std::optional<Mode> mode() const override { return std::nullopt; }
 
  private:
-  const float learning_rate_;
+  const OptimizerOptions options_;
   const TensorList* pending_grads_ = nullptr;  // between Begin and Finish
   TensorList* pending_weights_ = nullptr;
   std::vector<std::unique_ptr<Optimizer>> optimizers_;  // one per tensor

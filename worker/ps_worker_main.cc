@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
   }
   absl::StatusOr<ps::TrainResult> result =
       ps::RunWorker(config->trainer, &*data, config->backend,
-                    config->standalone ? nullptr : &config->client, config->standalone_lr);
+                    config->standalone ? nullptr : &config->client, config->standalone_optimizer);
   if (!result.ok()) return Fail(result.status());
   return 0;
 }

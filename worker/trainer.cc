@@ -301,12 +301,13 @@ absl::StatusOr<TrainResult> Trainer::Run() {
 
 absl::StatusOr<TrainResult> RunWorker(const TrainerOptions& options, const FashionMnist* data,
                                       const BackendOptions& backend_options,
-                                      const ClientOptions* client, float standalone_lr) {
+                                      const ClientOptions* client,
+                                      const OptimizerOptions& standalone_optimizer) {
   ASSIGN_OR_RETURN(std::unique_ptr<ComputeBackend> backend, CreateBackend(backend_options));
   std::unique_ptr<ParamStore> store;
   if (client == nullptr) {
-    if (!(standalone_lr > 0)) return absl::InvalidArgumentError("--lr must be > 0");
-    store = std::make_unique<LocalParamStore>(standalone_lr);
+    RETURN_IF_ERROR(ValidateOptimizerOptions(standalone_optimizer));
+    store = std::make_unique<LocalParamStore>(standalone_optimizer);
   } else {
     ASSIGN_OR_RETURN(std::unique_ptr<PsClient> c, PsClient::Connect(*client));
     store = std::make_unique<RemoteParamStore>(std::move(c));

@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "client/ps_client.h"
 #include "common/model_spec.h"
+#include "common/optimizer.h"
 #include "worker/backend.h"
 #include "worker/dataset.h"
 #include "worker/param_store.h"
@@ -79,10 +80,11 @@ class Trainer {
 
 // Runs one worker end to end: creates the compute backend, connects to the
 // servers of `client` (or, when `client` is null, trains standalone with
-// local SGD at `standalone_lr`), and runs a Trainer.
+// the optimizer `standalone_optimizer`, applied in-process), and runs a
+// Trainer.
 absl::StatusOr<TrainResult> RunWorker(const TrainerOptions& options, const FashionMnist* data,
                                       const BackendOptions& backend, const ClientOptions* client,
-                                      float standalone_lr);
+                                      const OptimizerOptions& standalone_optimizer);
 
 // Checks options against the dataset (batch size, worker ids...).
 absl::Status ValidateTrainerOptions(const TrainerOptions& options, const Dataset& train);

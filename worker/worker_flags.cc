@@ -8,15 +8,18 @@
 #include "absl/strings/str_replace.h"
 #include "client/client_flags.h"
 #include "common/flag_lists.h"
+#include "common/optimizer_flags.h"
 #include "common/status_macros.h"
 #include "worker/dataset.h"
 
 ABSL_FLAG(int, worker_id, 0, "This worker's id, 0 <= worker_id < num_workers.");
 ABSL_FLAG(int, num_workers, 1, "Total number of workers (must match the servers).");
 ABSL_FLAG(bool, standalone, false,
-          "Train alone with local SGD and no servers (for debugging a model, and as the "
-          "single-process baseline). Uses --lr; ignores --servers.");
-ABSL_FLAG(double, lr, 0.1, "Learning rate for --standalone (servers use their own --lr).");
+          "Train alone with no servers, applying the update in-process (for debugging a "
+          "model, and as the single-process baseline). Uses --lr, --optimizer and its flags; "
+          "ignores --servers.");
+ABSL_FLAG(double, lr, 0.1,
+          "Learning rate for --standalone (servers use their own --lr and --optimizer).");
 ABSL_FLAG(std::string, model, "mlp", "mlp (hidden layers from --hidden) or softmax (none).");
 ABSL_FLAG(std::string, hidden, "512,256", "Hidden layer widths of the mlp, comma-separated.");
 ABSL_FLAG(std::string, dataset_dir, ps::kDefaultDatasetDir,
@@ -105,7 +108,8 @@ absl::StatusOr<WorkerConfig> WorkerConfigFromFlags() {
   if (c.standalone && t.num_workers != 1) {
     return absl::InvalidArgumentError("--standalone trains alone: use --num_workers=1");
   }
-  c.standalone_lr = static_cast<float>(absl::GetFlag(FLAGS_lr));
+  c.standalone_optimizer = OptimizerOptionsFromFlags(absl::GetFlag(FLAGS_lr));
+  RETURN_IF_ERROR(ValidateOptimizerOptions(c.standalone_optimizer));
   c.dataset_dir = absl::GetFlag(FLAGS_dataset_dir);
   c.backend.device = absl::GetFlag(FLAGS_device);
   c.backend.threads = absl::GetFlag(FLAGS_threads);

@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "client/client_options.h"
+#include "common/optimizer.h"
 #include "worker/backend.h"
 #include "worker/trainer.h"
 
@@ -21,7 +22,7 @@ struct WorkerConfig {
   BackendOptions backend;
   std::string dataset_dir;
   bool standalone = false;  // train alone: `client` is unused
-  float standalone_lr = 0.1f;
+  OptimizerOptions standalone_optimizer;  // --lr, --optimizer and its flags
   // Checked with ValidateClientOptions; log unset.
   ClientOptions client;
 };
@@ -29,8 +30,9 @@ struct WorkerConfig {
 // The flags' values (after absl::ParseCommandLine). INVALID_ARGUMENT naming
 // the flag for what no options type checks: an unknown --model, a bad
 // --hidden, a negative --slowdown, --standalone with several workers, an
-// empty --servers without --standalone, an unknown --transport, and what
-// ValidateClientOptions refuses. The rest of the trainer's options are
+// empty --servers without --standalone, an unknown --transport, what
+// ValidateOptimizerOptions refuses (checked with or without --standalone),
+// and what ValidateClientOptions refuses. The rest of the trainer's options are
 // checked against the dataset (ValidateTrainerOptions), once it is loaded.
 absl::StatusOr<WorkerConfig> WorkerConfigFromFlags();
 
