@@ -1,0 +1,111 @@
+#include "tools/consistency_rows.h"
+
+#include "gtest/gtest.h"
+
+namespace ps {
+namespace {
+
+TEST(ParseModes, KeepsTheListsOrderAndRefusesUnknownOrRepeatedKeys) {
+  auto m = ParseModes("async, sync_q3", "modes");
+  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_EQ(m->size(), 2u);
+  EXPECT_EQ((*m)[0].key, "async");
+  EXPECT_EQ((*m)[1].name, "sync, quorum 3");
+  EXPECT_EQ((*m)[1].server_flags, (std::vector<std::string>{"--mode=sync", "--sync_quorum=3"}));
+  for (const char* bad : {"", "sync,sync", "bsp"}) {
+    auto r = ParseModes(bad, "modes");
+    EXPECT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("--modes"), std::string::npos) << r.status();
+  }
+}
+
+TEST(ParseModes, AllSixModesOfTheIssue) {
+  auto m = ParseModes("sync,sync_q3,ssp1,ssp3,async,async_inverse", "modes");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->size(), AllConsistencyModes().size());
+  EXPECT_EQ((*m)[3].server_flags, (std::vector<std::string>{"--mode=ssp", "--staleness=3"}));
+  EXPECT_EQ((*m)[5].server_flags,
+            (std::vector<std::string>{"--mode=async", "--staleness_lr=inverse"}));
+}
+
+TEST(ParseOptimizers, NameColonPositiveLearningRate) {
+  auto o = ParseOptimizers("sgd:0.1,adam:1e-3", "optimizers");
+  ASSERT_TRUE(o.ok()) << o.status();
+  ASSERT_EQ(o->size(), 2u);
+  EXPECT_EQ((*o)[1].name, "adam");
+  EXPECT_DOUBLE_EQ((*o)[1].lr, 0.001);
+  for (const char* bad : {"sgd", "sgd:0", "sgd:-1", "sgd:x", "Adam:0.1", "sgd:0.1,sgd:0.2", ""}) {
+    EXPECT_FALSE(ParseOptimizers(bad, "optimizers").ok()) << bad;
+  }
+}
+
+TEST(FlagNamesFromHelp, ReadsAbseilUsageLinesOnly) {
+  const char* help =
+      "ps_server: usage\n"
+      "  Flags from server/server_flags.cc:\n"
+      "    --lr (SGD learning rate applied by this shard.); default: 0.1;\n"
+      "    --mode (sync or async: see\n"
+      "      --sync_quorum and the docs); default: \"sync\";\n"
+      "    --sync_quorum (the first N gradients); default: 0;\n";
+  EXPECT_EQ(FlagNamesFromHelp(help), (std::set<std::string>{"lr", "mode", "sync_quorum"}));
+}
+
+TEST(ServerFlagsFor, NamesTheFirstFlagTheServerLacks) {
+  const std::set<std::string> today = {"mode", "lr", "sync_quorum"};
+  const auto& modes = AllConsistencyModes();
+  RowFlags sync = ServerFlagsFor(modes[1], {"sgd", 0.1}, today);
+  EXPECT_EQ(sync.unsupported_flag, "");
+  EXPECT_EQ(sync.flags, (std::vector<std::string>{"--mode=sync", "--sync_quorum=3", "--lr=0.1"}));
+  EXPECT_EQ(ServerFlagsFor(modes[0], {"adam", 0.001}, today).unsupported_flag,
+            "--optimizer=adam");
+  RowFlags ssp = ServerFlagsFor(modes[2], {"sgd", 0.1}, today);
+  EXPECT_EQ(ssp.unsupported_flag, "--staleness=1");
+  EXPECT_TRUE(ssp.flags.empty());
+  EXPECT_EQ(ServerFlagsFor(modes[5], {"sgd", 0.1}, today).unsupported_flag,
+            "--staleness_lr=inverse");
+}
+
+TEST(ServerFlagsFor, PassesTheOptimizerWhereTheServerHasTheFlag) {
+  const std::set<std::string> later = {"mode", "lr", "optimizer", "staleness"};
+  RowFlags r = ServerFlagsFor(AllConsistencyModes()[3], {"sgd", 0.5}, later);
+  EXPECT_EQ(r.unsupported_flag, "");
+  EXPECT_EQ(r.flags, (std::vector<std::string>{"--mode=ssp", "--staleness=3", "--optimizer=sgd",
+                                               "--lr=0.5"}));
+}
+
+TEST(ParseEvalLine, WorkerZerosEvaluationLinesOnly) {
+  auto e = ParseEvalLine(
+      "step 250 epoch 1 loss 0.4321 test_accuracy 0.8512 test_loss 0.4100 samples/s 2800");
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->step, 250);
+  EXPECT_DOUBLE_EQ(e->accuracy, 0.8512);
+  EXPECT_FALSE(ParseEvalLine("worker 0 done: mode sync, steps 100, version 100").has_value());
+  EXPECT_FALSE(ParseEvalLine("step x epoch 1 loss 0.4 test_accuracy 0.8 test_loss 0.4 s").has_value());
+  EXPECT_FALSE(ParseEvalLine("").has_value());
+}
+
+TEST(Summarize, TimeToTargetIsTheFirstPointAtOrAboveIt) {
+  std::vector<AccuracyPoint> pts = {{1.0, 10, 0.70}, {2.0, 20, 0.85}, {3.0, 30, 0.84},
+                                    {4.5, 40, 0.86}};
+  AccuracySummary s = Summarize(pts, 0.85);
+  ASSERT_TRUE(s.time_to_target_s.has_value());
+  EXPECT_DOUBLE_EQ(*s.time_to_target_s, 2.0);
+  EXPECT_EQ(s.step_at_target, 20);
+  EXPECT_DOUBLE_EQ(s.final_accuracy, 0.86);
+  EXPECT_DOUBLE_EQ(s.final_t_s, 4.5);
+  AccuracySummary never = Summarize(pts, 0.9);
+  EXPECT_FALSE(never.time_to_target_s.has_value());
+  EXPECT_EQ(Summarize({}, 0.85).final_accuracy, -1);
+}
+
+TEST(CombineStaleness, MeanOverAllPushesAndLargestOverShards) {
+  StalenessSummary s = CombineStaleness({{100, 1.0, 3}, {300, 3.0, 7}});
+  EXPECT_DOUBLE_EQ(s.mean, 2.5);
+  EXPECT_EQ(s.max, 7);
+  StalenessSummary none = CombineStaleness({});
+  EXPECT_EQ(none.mean, 0);
+  EXPECT_EQ(none.max, 0);
+}
+
+}  // namespace
+}  // namespace ps
