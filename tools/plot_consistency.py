@@ -10,6 +10,7 @@ the target accuracy. Needs Debian's python3-matplotlib (deploy/setup_debian.sh).
 import argparse
 import csv
 import sys
+import textwrap
 
 import matplotlib
 
@@ -44,10 +45,10 @@ def main():
                 linestyle=styles[optimizers.index(opt) % len(styles)],
                 marker=".", markersize=3, label=f"{mode} / {opt} (lr {lr})")
     ax.axhline(args.target, color="grey", linewidth=0.8)
-    ax.set_xlabel("wall time since the workers started (s)")
+    ax.set_xlabel("wall time since worker 0 started training (s)")
     ax.set_ylabel("test accuracy (worker 0)")
     ax.set_ylim(max(0.0, min(p[1] for pts in rows.values() for p in pts) - 0.02), 1.0)
-    ax.set_title(args.title, fontsize=10)
+    ax.set_title("\n".join(textwrap.wrap(args.title, 90)), fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
