@@ -104,7 +104,8 @@ ABSL_FLAG(std::string, worker_binary, "",
 namespace {
 
 // `rel` (a path in this workspace, e.g. "server/ps_server") from ps_bench's
-// runfiles, beside it in bazel-bin, or from the working directory.
+// runfiles, from bazel-bin, beside ps_bench (a bundle's bin/), or from the
+// working directory.
 std::string FindRunfile(const std::string& rel) {
   std::vector<std::string> candidates;
   if (const char* dir = std::getenv("RUNFILES_DIR")) {
@@ -117,6 +118,8 @@ std::string FindRunfile(const std::string& rel) {
     candidates.push_back(absl::StrCat(exe, ".runfiles/ps/", rel));
     const std::string bin = exe.substr(0, exe.rfind('/'));  // .../bin/tools
     candidates.push_back(absl::StrCat(bin.substr(0, bin.rfind('/')), "/", rel));
+    // A deploy/bundle.sh bundle: every binary in one bin/ folder.
+    candidates.push_back(absl::StrCat(bin, rel.substr(rel.rfind('/'))));
   }
   candidates.push_back(rel);
   for (const std::string& c : candidates) {
