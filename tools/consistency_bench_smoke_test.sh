@@ -58,7 +58,7 @@ assert open(png, "rb").read(8) == b"\x89PNG\r\n\x1a\n", "not a PNG"
 print("table, CSV and PNG: OK;", len(ran), "rows ran")
 EOF
 
-for bad in --modes=bsp --optimizers=sgd --optimizers=sgd:0 --target_accuracy=0; do
+for bad in --modes=bsp --optimizers=sgd --optimizers=sgd:0 --target_accuracy=0 --json; do
   set +e
   "$BENCH" consistency --quick "$bad" >/dev/null 2>&1
   rc=$?

@@ -58,7 +58,9 @@ ABSL_FLAG(int64_t, checkpoint_every, 100,
           "send heartbeats). 0 = leave that row out.");
 ABSL_FLAG(std::string, dataset_dir, ps::kDefaultDatasetDir,
           "train, consistency: Fashion-MNIST folder.");
-ABSL_FLAG(bool, json, false, "Print one JSON object instead of tables.");
+ABSL_FLAG(bool, json, false,
+          "transport, apply, train: print one JSON object instead of tables (consistency: "
+          "--csv).");
 ABSL_FLAG(bool, tls, false,
           "transport: also measure each operation over mutual TLS, against plaintext in the "
           "same run; train: add TLS runs. Needs --tls_dir.");
@@ -146,6 +148,10 @@ absl::Status Plot(const std::string& csv, const std::string& png, double target,
 }
 
 int Consistency() {
+  if (absl::GetFlag(FLAGS_json)) {
+    std::cerr << "ps_bench: consistency writes its figures with --csv, not --json" << std::endl;
+    return 2;
+  }
   ps::ConsistencyBenchOptions o;
   auto modes = ps::ParseModes(absl::GetFlag(FLAGS_modes), "modes");
   auto optimizers = ps::ParseOptimizers(absl::GetFlag(FLAGS_optimizers), "optimizers");
