@@ -4,12 +4,15 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -240,69 +243,120 @@ absl::StatusOr<std::vector<ConsistencyResult>> RunConsistencyBench(
     char tmpl[] = "/tmp/ps_bench_consistency.XXXXXX";
     if (mkdtemp(tmpl) == nullptr) return absl::InternalError("cannot make a temporary folder");
     dir = tmpl;
+  } else {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot make --log_dir=", dir, ": ", ec.message()));
+    }
   }
   std::printf("logs: %s\n", dir.c_str());
   absl::StatusOr<std::set<std::string>> known = ServerFlagNames(o.server_binary, dir);
   if (!known.ok()) return known.status();
   std::vector<ConsistencyResult> results;
-  for (const ConsistencyMode& mode : o.modes) {
-    for (const OptimizerRun& opt : o.optimizers) {
-      ConsistencyResult r;
-      r.mode = mode.name;
-      r.mode_key = mode.key;
-      r.optimizer = opt;
-      const RowFlags flags = ServerFlagsFor(mode, opt, *known);
-      if (!flags.unsupported_flag.empty()) {
-        r.outcome = RowOutcome::kNotSupported;
-        r.message = absl::StrCat("flag ", flags.unsupported_flag);
-      } else {
-        RunRow(o, flags.flags, absl::StrCat(dir, "/", RowTag(r), "_"), &r);
+  std::set<std::string> unsupported;  // RowTag of the rows this build cannot run
+  // Runs outer, so that the machine's load drifts over every row alike.
+  for (int run = 1; run <= o.repeats; ++run) {
+    for (const ConsistencyMode& mode : o.modes) {
+      for (const OptimizerRun& opt : o.optimizers) {
+        ConsistencyResult r;
+        r.mode = mode.name;
+        r.mode_key = mode.key;
+        r.optimizer = opt;
+        r.run = run;
+        if (unsupported.count(RowTag(r)) > 0) continue;
+        const RowFlags flags = ServerFlagsFor(mode, opt, *known);
+        if (!flags.unsupported_flag.empty()) {
+          r.outcome = RowOutcome::kNotSupported;
+          r.message = absl::StrCat("flag ", flags.unsupported_flag);
+        } else {
+          RunRow(o, flags.flags, absl::StrCat(dir, "/", RowTag(r), "_run", run, "_"), &r);
+        }
+        if (r.outcome == RowOutcome::kNotSupported) unsupported.insert(RowTag(r));
+        if (r.outcome == RowOutcome::kFailed) {
+          std::fprintf(stderr, "ps_bench consistency: %s / %s, run %d failed: %s\n",
+                       r.mode.c_str(), opt.name.c_str(), run, r.message.c_str());
+        }
+        results.push_back(std::move(r));
       }
-      if (r.outcome == RowOutcome::kFailed) {
-        std::fprintf(stderr, "ps_bench consistency: %s / %s failed: %s\n", r.mode.c_str(),
-                     opt.name.c_str(), r.message.c_str());
-      }
-      results.push_back(std::move(r));
     }
   }
   return results;
 }
 
 void PrintConsistencyTable(const std::vector<ConsistencyResult>& results, double target) {
-  // The sync row's time to target, per optimizer: the baseline of "vs sync".
-  std::map<std::string, double> sync_time;
+  // The rows in order of first appearance, each with its runs.
+  std::vector<std::vector<const ConsistencyResult*>> rows;
+  std::map<std::string, size_t> index;
+  int repeats = 1;
   for (const ConsistencyResult& r : results) {
-    if (r.mode_key == "sync" && r.summary.time_to_target_s) {
-      sync_time[r.optimizer.name] = *r.summary.time_to_target_s;
+    auto [it, added] = index.emplace(RowTag(r), rows.size());
+    if (added) rows.emplace_back();
+    rows[it->second].push_back(&r);
+    repeats = std::max(repeats, r.run);
+  }
+  std::vector<RepeatedRow> combined(rows.size());
+  // The sync row's (median) time to target, per optimizer: the baseline of
+  // "vs sync".
+  std::map<std::string, double> sync_time;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    std::vector<AccuracySummary> summaries;
+    std::vector<StalenessSummary> staleness;
+    for (const ConsistencyResult* r : rows[i]) {
+      if (r->outcome != RowOutcome::kRan) continue;
+      summaries.push_back(r->summary);
+      staleness.push_back(r->staleness);
+    }
+    if (summaries.empty()) continue;
+    combined[i] = CombineRuns(summaries, staleness);
+    const ConsistencyResult& r = *rows[i][0];
+    if (r.mode_key == "sync" && combined[i].median_time_to_target_s) {
+      sync_time[r.optimizer.name] = *combined[i].median_time_to_target_s;
     }
   }
+  if (repeats > 1) {
+    std::printf("medians of %d runs (a run that did not reach %.2f counts as the slowest)\n",
+                repeats, target);
+  }
   const std::string to = absl::StrFormat("to %.2f (s)", target);
-  std::printf("%-26s %-9s %8s %12s %7s %6s %9s %8s %10s %9s\n", "mode", "optimizer", "lr",
-              to.c_str(), "vs sync", "step", "final acc", "at (s)", "mean stale", "max stale");
-  for (const ConsistencyResult& r : results) {
+  std::printf("%-26s %-9s %8s %12s %7s %6s %9s %8s %10s %9s%s\n", "mode", "optimizer", "lr",
+              to.c_str(), "vs sync", "step", "final acc", "at (s)", "mean stale", "max stale",
+              repeats > 1 ? "  each run (s)" : "");
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const ConsistencyResult& r = *rows[i][0];
     std::string head = absl::StrFormat("%-26s %-9s %8g ", r.mode, r.optimizer.name,
                                        r.optimizer.lr);
     if (r.outcome == RowOutcome::kNotSupported) {
       std::printf("%snot supported by this build (%s)\n", head.c_str(), r.message.c_str());
       continue;
     }
-    if (r.outcome == RowOutcome::kFailed) {
+    std::string notes, each;
+    bool failed = false;
+    for (const ConsistencyResult* run : rows[i]) {
+      failed = failed || run->outcome != RowOutcome::kRan;
+      if (!run->message.empty()) absl::StrAppend(&notes, "  (run ", run->run, ": ", run->message, ")");
+      absl::StrAppend(&each, " ",
+                      run->summary.time_to_target_s
+                          ? absl::StrFormat("%.1f", *run->summary.time_to_target_s)
+                          : std::string("-"));
+    }
+    if (failed) {
       std::printf("%sfailed (see above)\n", head.c_str());
       continue;
     }
-    const AccuracySummary& s = r.summary;
+    const RepeatedRow& c = combined[i];
     auto base = sync_time.find(r.optimizer.name);
-    const std::string ratio = s.time_to_target_s && base != sync_time.end()
-                                  ? absl::StrFormat("%.2f", *s.time_to_target_s / base->second)
-                                  : "-";
-    const std::string step = s.time_to_target_s ? absl::StrCat(s.step_at_target) : "-";
-    const std::string stale =
-        r.staleness_known ? absl::StrFormat("%10.2f %9d", r.staleness.mean, r.staleness.max)
-                          : absl::StrFormat("%10s %9s", "?", "?");
-    std::printf("%s%12s %7s %6s %9.4f %8.1f %s%s\n", head.c_str(),
-                Seconds(s.time_to_target_s).c_str(), ratio.c_str(), step.c_str(),
-                s.final_accuracy, s.final_t_s, stale.c_str(),
-                r.message.empty() ? "" : absl::StrCat("  (", r.message, ")").c_str());
+    const std::string ratio =
+        c.median_time_to_target_s && base != sync_time.end()
+            ? absl::StrFormat("%.2f", *c.median_time_to_target_s / base->second)
+            : "-";
+    const std::string step =
+        c.median_step_at_target >= 0 ? absl::StrCat(c.median_step_at_target) : "-";
+    std::printf("%s%12s %7s %6s %9.4f %8.1f %10.2f %9d%s%s\n", head.c_str(),
+                Seconds(c.median_time_to_target_s).c_str(), ratio.c_str(), step.c_str(),
+                c.median_final_accuracy, c.median_final_t_s, c.staleness.mean, c.staleness.max,
+                repeats > 1 ? absl::StrCat(" ", each).c_str() : "", notes.c_str());
   }
 }
 
@@ -310,12 +364,12 @@ absl::Status WriteConsistencyCsv(const std::vector<ConsistencyResult>& results,
                                  const std::string& path) {
   std::ofstream out(path, std::ios::trunc);
   if (!out) return absl::InvalidArgumentError(absl::StrCat("cannot write --csv=", path));
-  out << "mode,optimizer,lr,t_s,step,test_accuracy\n";
+  out << "mode,optimizer,lr,run,t_s,step,test_accuracy\n";
   for (const ConsistencyResult& r : results) {
     if (r.outcome != RowOutcome::kRan) continue;
     for (const AccuracyPoint& p : r.points) {
-      out << absl::StrFormat("\"%s\",%s,%g,%.3f,%d,%.4f\n", r.mode, r.optimizer.name,
-                             r.optimizer.lr, p.t_s, p.step, p.accuracy);
+      out << absl::StrFormat("\"%s\",%s,%g,%d,%.3f,%d,%.4f\n", r.mode, r.optimizer.name,
+                             r.optimizer.lr, r.run, p.t_s, p.step, p.accuracy);
     }
   }
   out.close();

@@ -44,6 +44,8 @@ struct ConsistencyBenchOptions {
   int64_t eval_every = 20;    // worker 0's ps_worker --eval_every, in steps
   int batch_size = 64;        // per worker
   int threads = 1;            // ps_worker --threads, each
+  // Runs of every row; all rows' run 1, then all rows' run 2, ...
+  int repeats = 1;
   absl::Duration row_timeout = absl::Minutes(15);
   std::string dataset_dir = kDefaultDatasetDir;
   // Where the processes' logs go; a new folder under /tmp when empty.
@@ -58,6 +60,7 @@ struct ConsistencyResult {
   std::string mode;       // ConsistencyMode::name
   std::string mode_key;   // ConsistencyMode::key
   OptimizerRun optimizer;
+  int run = 1;  // 1 .. repeats; a row this build cannot run appears once
   RowOutcome outcome = RowOutcome::kFailed;
   // kNotSupported: the flag this build lacks, or ps_server's message;
   // kFailed: what failed, with log tails; kRan: "" or a note ("timed out").
@@ -68,18 +71,21 @@ struct ConsistencyResult {
   bool staleness_known = false;
 };
 
-// Runs every (mode, optimizer) row, modes outer; errors only for a setup
-// that no row can run with (missing binaries, no log folder).
+// Runs every (mode, optimizer) row `repeats` times: runs outer, then modes,
+// then optimizers. Errors only for a setup that no row can run with
+// (missing binaries, no log folder).
 absl::StatusOr<std::vector<ConsistencyResult>> RunConsistencyBench(
     const ConsistencyBenchOptions& options);
 
-// The table: per row, the time to the target accuracy (and its ratio to
-// the sync row with the same optimizer), worker 0's step then, the final
-// accuracy and when it was measured, and the mean and largest staleness.
+// The table, a line per (mode, optimizer): the time to the target accuracy
+// (and its ratio to the sync row with the same optimizer), worker 0's step
+// then, the final accuracy and when it was measured, and the mean and
+// largest staleness; with several runs, their medians (CombineRuns) and
+// each run's time to target.
 void PrintConsistencyTable(const std::vector<ConsistencyResult>& results, double target);
 
-// "mode,optimizer,lr,t_s,step,test_accuracy" lines, one per evaluation of
-// every row that ran.
+// "mode,optimizer,lr,run,t_s,step,test_accuracy" lines, one per evaluation
+// of every run that ran.
 absl::Status WriteConsistencyCsv(const std::vector<ConsistencyResult>& results,
                                  const std::string& path);
 

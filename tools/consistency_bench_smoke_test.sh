@@ -58,7 +58,28 @@ assert open(png, "rb").read(8) == b"\x89PNG\r\n\x1a\n", "not a PNG"
 print("table, CSV and PNG: OK;", len(ran), "rows ran")
 EOF
 
-for bad in --modes=bsp --optimizers=sgd --optimizers=sgd:0 --target_accuracy=0 --json; do
+# --repeats=2: each row twice; the table gives each run's time, the CSV
+# both runs' evaluations.
+"$BENCH" consistency --quick --repeats=2 --modes=sync,async --optimizers=sgd:0.1 \
+  --csv="$tmp/r.csv" --log_dir="$tmp/r" >"$tmp/r.txt" 2>&1 ||
+  { cat "$tmp/r.txt"; fail "--repeats=2 failed"; }
+cat "$tmp/r.txt"
+grep -q "^medians of 2 runs" "$tmp/r.txt" || fail "--repeats=2: no line saying the table holds medians"
+/usr/bin/python3 - "$tmp/r.txt" "$tmp/r.csv" <<'EOF'
+import csv, sys
+lines = open(sys.argv[1]).read().splitlines()
+for mode in ("sync", "async"):
+    row = [l for l in lines if l.startswith(mode + " ") and " sgd " in l]
+    assert len(row) == 1, (mode, row)
+    # ... max-stale, then each run's time to target ("-": not reached)
+    f = row[0].replace("not reached", "not_reached").split()
+    assert len(f) == 12, row
+runs = {(r["mode"], r["run"]) for r in csv.DictReader(open(sys.argv[2]))}
+assert runs == {("sync", "1"), ("sync", "2"), ("async", "1"), ("async", "2")}, runs
+EOF
+
+for bad in --modes=bsp --optimizers=sgd --optimizers=sgd:0 --target_accuracy=0 --json \
+    --repeats=0; do
   set +e
   "$BENCH" consistency --quick "$bad" >/dev/null 2>&1
   rc=$?

@@ -1,6 +1,7 @@
 #include "tools/consistency_rows.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -25,6 +26,14 @@ absl::StatusOr<std::vector<std::string>> SplitList(absl::string_view text,
   }
   if (out.empty()) return absl::InvalidArgumentError(absl::StrCat("--", flag, " is empty"));
   return out;
+}
+
+// The median; with an even count, the mean of the middle two (infinite if
+// either is). REQUIRES: !v.empty().
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 // "name" of "--name=value" or "--name".
@@ -163,6 +172,34 @@ StalenessSummary CombineStaleness(const std::vector<ShardStaleness>& shards) {
   }
   if (pushes > 0) s.mean = weighted / static_cast<double>(pushes);
   return s;
+}
+
+RepeatedRow CombineRuns(const std::vector<AccuracySummary>& runs,
+                        const std::vector<StalenessSummary>& staleness) {
+  RepeatedRow out;
+  const double kNever = std::numeric_limits<double>::infinity();
+  std::vector<double> times, finals, final_ts, steps;
+  for (const AccuracySummary& r : runs) {
+    times.push_back(r.time_to_target_s.value_or(kNever));
+    finals.push_back(r.final_accuracy);
+    final_ts.push_back(r.final_t_s);
+    if (r.time_to_target_s) {
+      ++out.reached;
+      steps.push_back(static_cast<double>(r.step_at_target));
+    }
+  }
+  const double t = Median(times);
+  if (t != kNever) out.median_time_to_target_s = t;
+  if (!steps.empty()) out.median_step_at_target = static_cast<int64_t>(Median(steps));
+  out.median_final_accuracy = Median(finals);
+  out.median_final_t_s = Median(final_ts);
+  double sum = 0;
+  for (const StalenessSummary& s : staleness) {
+    sum += s.mean;
+    out.staleness.max = std::max(out.staleness.max, s.max);
+  }
+  if (!staleness.empty()) out.staleness.mean = sum / static_cast<double>(staleness.size());
+  return out;
 }
 
 }  // namespace ps

@@ -104,6 +104,23 @@ struct StalenessSummary {
 };
 StalenessSummary CombineStaleness(const std::vector<ShardStaleness>& shards);
 
+// A row over its repeated runs (ps_bench consistency --repeats).
+struct RepeatedRow {
+  // The median time to target, a run that never reached it counting as
+  // later than any that did: nullopt when half the runs or more did not
+  // (with an even count, the mean of the two middle values, so both must
+  // have reached it).
+  std::optional<double> median_time_to_target_s;
+  int reached = 0;  // runs that reached the target
+  int64_t median_step_at_target = -1;  // over the runs that reached it
+  double median_final_accuracy = -1;
+  double median_final_t_s = 0;
+  StalenessSummary staleness;  // mean of the runs' means, largest max
+};
+// REQUIRES: runs.size() == staleness.size() > 0.
+RepeatedRow CombineRuns(const std::vector<AccuracySummary>& runs,
+                        const std::vector<StalenessSummary>& staleness);
+
 }  // namespace ps
 
 #endif  // PS_TOOLS_CONSISTENCY_ROWS_H_

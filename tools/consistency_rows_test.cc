@@ -107,5 +107,39 @@ TEST(CombineStaleness, MeanOverAllPushesAndLargestOverShards) {
   EXPECT_EQ(none.max, 0);
 }
 
+AccuracySummary RunOf(std::optional<double> t, int64_t step, double final_acc, double final_t) {
+  AccuracySummary s;
+  s.time_to_target_s = t;
+  s.step_at_target = t ? step : -1;
+  s.final_accuracy = final_acc;
+  s.final_t_s = final_t;
+  return s;
+}
+
+TEST(CombineRuns, MediansOverRunsWithNotReachedCountingAsLatest) {
+  RepeatedRow r = CombineRuns(
+      {RunOf(9.0, 260, 0.851, 9.0), RunOf(std::nullopt, 0, 0.84, 30.0), RunOf(12.0, 280, 0.852, 12.0)},
+      {{1.0, 3}, {2.0, 9}, {3.0, 4}});
+  ASSERT_TRUE(r.median_time_to_target_s.has_value());
+  EXPECT_DOUBLE_EQ(*r.median_time_to_target_s, 12.0);  // 9, 12, never
+  EXPECT_EQ(r.reached, 2);
+  EXPECT_EQ(r.median_step_at_target, 270);  // of the two that reached it
+  EXPECT_DOUBLE_EQ(r.median_final_accuracy, 0.851);
+  EXPECT_DOUBLE_EQ(r.median_final_t_s, 12.0);
+  EXPECT_DOUBLE_EQ(r.staleness.mean, 2.0);
+  EXPECT_EQ(r.staleness.max, 9);
+}
+
+TEST(CombineRuns, NoMedianWhenHalfTheRunsDidNotReachTheTarget) {
+  RepeatedRow r = CombineRuns({RunOf(9.0, 260, 0.86, 9.0), RunOf(std::nullopt, 0, 0.84, 30.0)},
+                              {{0, 0}, {0, 0}});
+  EXPECT_FALSE(r.median_time_to_target_s.has_value());
+  EXPECT_EQ(r.reached, 1);
+  RepeatedRow one = CombineRuns({RunOf(7.5, 200, 0.855, 7.5)}, {{2.5, 80}});
+  ASSERT_TRUE(one.median_time_to_target_s.has_value());
+  EXPECT_DOUBLE_EQ(*one.median_time_to_target_s, 7.5);
+  EXPECT_EQ(one.median_step_at_target, 200);
+}
+
 }  // namespace
 }  // namespace ps

@@ -4,8 +4,9 @@
     plot_consistency.py RESULTS.csv OUT.png [--target=0.85] [--title=TEXT]
 
 One line per (mode, optimizer) row: a colour per mode, solid for the first
-optimizer in the file and dashed, dotted, ... for the next; a grey line at
-the target accuracy. Needs Debian's python3-matplotlib (deploy/setup_debian.sh).
+optimizer in the file and dashed, dotted, ... for the next; a row's further
+runs (ps_bench --repeats) faint in the same style; a grey line at the
+target accuracy. Needs Debian's python3-matplotlib (deploy/setup_debian.sh).
 """
 import argparse
 import csv
@@ -26,10 +27,10 @@ def main():
     ap.add_argument("--title", default="ps_bench consistency")
     args = ap.parse_args()
 
-    rows = {}  # (mode, optimizer, lr) -> [(t, acc)], in file order
+    rows = {}  # (mode, optimizer, lr, run) -> [(t, acc)], in file order
     with open(args.csv, newline="") as f:
         for r in csv.DictReader(f):
-            key = (r["mode"], r["optimizer"], r["lr"])
+            key = (r["mode"], r["optimizer"], r["lr"], int(r.get("run") or 1))
             rows.setdefault(key, []).append((float(r["t_s"]), float(r["test_accuracy"])))
     if not rows:
         sys.exit(f"{args.csv}: no evaluations to plot")
@@ -39,11 +40,16 @@ def main():
     styles = ["-", "--", ":", "-."]
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     fig, ax = plt.subplots(figsize=(9, 5.5))
-    for (mode, opt, lr), pts in rows.items():
+    labelled = set()
+    for (mode, opt, lr, run), pts in rows.items():
+        # A row's first run in the file is labelled; its other runs (--repeats) are faint.
+        first = (mode, opt, lr) not in labelled
+        labelled.add((mode, opt, lr))
         ax.plot([p[0] for p in pts], [p[1] for p in pts],
                 color=colours[modes.index(mode) % len(colours)],
                 linestyle=styles[optimizers.index(opt) % len(styles)],
-                marker=".", markersize=3, label=f"{mode} / {opt} (lr {lr})")
+                alpha=1.0 if first else 0.35, marker="." if first else None, markersize=3,
+                label=f"{mode} / {opt} (lr {lr})" if first else None)
     ax.axhline(args.target, color="grey", linewidth=0.8)
     ax.set_xlabel("wall time since worker 0 started training (s)")
     ax.set_ylabel("test accuracy (worker 0)")

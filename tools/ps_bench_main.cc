@@ -88,10 +88,13 @@ ABSL_FLAG(double, straggler_slowdown, 2,
           "consistency: the last worker's ps_worker --slowdown (it sleeps this many times its "
           "compute time after each step: 2 = 3x slower). 0 = no straggler.");
 ABSL_FLAG(double, row_timeout, 900, "consistency: seconds before a row is cut off.");
+ABSL_FLAG(int, repeats, 1,
+          "consistency: runs of every row (all rows' first run, then all rows' second, ...); "
+          "the table shows medians and each run's time.");
 ABSL_FLAG(bool, quick, false,
           "consistency: a few steps per row (--step_limit=30 --eval_every=10), for smoke tests.");
 ABSL_FLAG(std::string, csv, "",
-          "consistency: write every evaluation (mode,optimizer,lr,t_s,step,test_accuracy) to "
+          "consistency: write every evaluation (mode,optimizer,lr,run,t_s,step,test_accuracy) to "
           "this file; default: --png's path with .csv, else none.");
 ABSL_FLAG(std::string, png, "",
           "consistency: draw test accuracy against wall time, one line per row, to this PNG "
@@ -170,14 +173,15 @@ int Consistency() {
   o.eval_every = absl::GetFlag(FLAGS_eval_every);
   o.straggler_slowdown = absl::GetFlag(FLAGS_straggler_slowdown);
   const double timeout = absl::GetFlag(FLAGS_row_timeout);
+  o.repeats = absl::GetFlag(FLAGS_repeats);
   if (absl::GetFlag(FLAGS_quick)) {
     o.max_steps = 30;
     o.eval_every = 10;
   }
   if (!(o.target > 0 && o.target <= 1) || o.max_steps <= 0 || o.eval_every <= 0 ||
-      !(o.straggler_slowdown >= 0) || !(timeout > 0)) {
+      !(o.straggler_slowdown >= 0) || !(timeout > 0) || o.repeats < 1) {
     std::cerr << "ps_bench: need 0 < --target_accuracy <= 1, --step_limit > 0, "
-                 "--eval_every > 0, --straggler_slowdown >= 0, --row_timeout > 0"
+                 "--eval_every > 0, --straggler_slowdown >= 0, --row_timeout > 0, --repeats >= 1"
               << std::endl;
     return 2;
   }
