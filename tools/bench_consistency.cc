@@ -3,8 +3,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -41,12 +41,14 @@ absl::StatusOr<std::set<std::string>> ServerFlagNames(const std::string& binary,
   if (!p.ok()) return p.status();
   std::string help;
   const absl::Time deadline = absl::Now() + absl::Seconds(30);
-  while (std::optional<std::string> line = (*p)->ReadLine(deadline)) absl::StrAppend(&help, *line, "\n");
+  while (std::optional<std::string> line = (*p)->ReadLine(deadline)) {
+    absl::StrAppend(&help, *line, "\n");
+  }
   (*p)->Wait(deadline);
   std::set<std::string> names = FlagNamesFromHelp(help);
   if (names.count("mode") == 0) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        binary, " --helpfull lists no --mode flag: is it ps_server?"));
+    return absl::FailedPreconditionError(
+        absl::StrCat(binary, " --helpfull lists no --mode flag: is it ps_server?"));
   }
   return names;
 }
@@ -80,10 +82,9 @@ std::string RefusalMessage(const std::string& log) {
 absl::Status StartServer(const ConsistencyBenchOptions& o, const std::vector<std::string>& flags,
                          int shard, const std::string& log_prefix, Cluster* c,
                          std::string* unsupported) {
-  std::vector<std::string> argv = {o.server_binary, "--listen=127.0.0.1:0",
-                                   absl::StrCat("--shard_id=", shard),
-                                   absl::StrCat("--num_shards=", o.num_shards),
-                                   absl::StrCat("--num_workers=", o.num_workers)};
+  std::vector<std::string> argv = {
+      o.server_binary, "--listen=127.0.0.1:0", absl::StrCat("--shard_id=", shard),
+      absl::StrCat("--num_shards=", o.num_shards), absl::StrCat("--num_workers=", o.num_workers)};
   argv.insert(argv.end(), flags.begin(), flags.end());
   auto p = BenchProcess::Spawn(argv, absl::StrCat(log_prefix, "server", shard, ".log"), true);
   if (!p.ok()) return p.status();
@@ -107,25 +108,24 @@ absl::Status StartServer(const ConsistencyBenchOptions& o, const std::vector<std
     return absl::OkStatus();
   }
   return absl::UnavailableError(absl::StrCat("ps_server ", shard, " did not start (",
-                                             DescribeExitStatus(st), "): ",
-                                             absl::StrJoin(argv, " "), "\n", tail));
+                                             DescribeExitStatus(st),
+                                             "): ", absl::StrJoin(argv, " "), "\n", tail));
 }
 
 absl::Status StartWorkers(const ConsistencyBenchOptions& o, const std::string& log_prefix,
                           Cluster* c) {
   for (int w = 0; w < o.num_workers; ++w) {
-    std::vector<std::string> argv = {
-        o.worker_binary,
-        absl::StrCat("--servers=", absl::StrJoin(c->addresses, ",")),
-        absl::StrCat("--worker_id=", w),
-        absl::StrCat("--num_workers=", o.num_workers),
-        absl::StrCat("--epochs=", o.epochs),
-        absl::StrCat("--max_steps=", o.max_steps),
-        absl::StrCat("--batch_size=", o.batch_size),
-        absl::StrCat("--threads=", o.threads),
-        absl::StrCat("--dataset_dir=", o.dataset_dir),
-        "--device=cpu",
-        "--log_every=0"};
+    std::vector<std::string> argv = {o.worker_binary,
+                                     absl::StrCat("--servers=", absl::StrJoin(c->addresses, ",")),
+                                     absl::StrCat("--worker_id=", w),
+                                     absl::StrCat("--num_workers=", o.num_workers),
+                                     absl::StrCat("--epochs=", o.epochs),
+                                     absl::StrCat("--max_steps=", o.max_steps),
+                                     absl::StrCat("--batch_size=", o.batch_size),
+                                     absl::StrCat("--threads=", o.threads),
+                                     absl::StrCat("--dataset_dir=", o.dataset_dir),
+                                     "--device=cpu",
+                                     "--log_every=0"};
     if (w == 0) argv.push_back(absl::StrCat("--eval_every=", o.eval_every));
     if (w == o.num_workers - 1 && o.straggler_slowdown > 0) {
       argv.push_back(absl::StrCat("--slowdown=", o.straggler_slowdown));
@@ -193,7 +193,8 @@ void RunRow(const ConsistencyBenchOptions& o, const std::vector<std::string>& fl
     }
     if (o.stop_at_target && p.accuracy >= o.target) break;
   }
-  if (w0.timed_out()) r->message = absl::StrCat("timed out after ", absl::FormatDuration(o.row_timeout));
+  if (w0.timed_out())
+    r->message = absl::StrCat("timed out after ", absl::FormatDuration(o.row_timeout));
   // The servers still run: read their staleness before stopping anything.
   absl::StatusOr<std::vector<v1::StatusResponse>> status =
       QueryStatus(c.addresses, absl::Seconds(10));
@@ -203,7 +204,6 @@ void RunRow(const ConsistencyBenchOptions& o, const std::vector<std::string>& fl
       shards.push_back({s.pushes_accepted(), s.mean_staleness(), s.max_staleness()});
     }
     r->staleness = CombineStaleness(shards);
-    r->staleness_known = true;
   }
   const std::string failed = FailedWorkers(c);
   r->summary = Summarize(r->points, o.target);
@@ -275,8 +275,8 @@ absl::StatusOr<std::vector<ConsistencyResult>> RunConsistencyBench(
         }
         if (r.outcome == RowOutcome::kNotSupported) unsupported.insert(RowTag(r));
         if (r.outcome == RowOutcome::kFailed) {
-          std::fprintf(stderr, "ps_bench consistency: %s / %s, run %d failed: %s\n",
-                       r.mode.c_str(), opt.name.c_str(), run, r.message.c_str());
+          std::fprintf(stderr, "ps_bench consistency: %s / %s, run %d failed: %s\n", r.mode.c_str(),
+                       opt.name.c_str(), run, r.message.c_str());
         }
         results.push_back(std::move(r));
       }
@@ -325,8 +325,7 @@ void PrintConsistencyTable(const std::vector<ConsistencyResult>& results, double
               repeats > 1 ? "  each run (s)" : "");
   for (size_t i = 0; i < rows.size(); ++i) {
     const ConsistencyResult& r = *rows[i][0];
-    std::string head = absl::StrFormat("%-26s %-9s %8g ", r.mode, r.optimizer.name,
-                                       r.optimizer.lr);
+    std::string head = absl::StrFormat("%-26s %-9s %8g ", r.mode, r.optimizer.name, r.optimizer.lr);
     if (r.outcome == RowOutcome::kNotSupported) {
       std::printf("%snot supported by this build (%s)\n", head.c_str(), r.message.c_str());
       continue;
@@ -335,7 +334,8 @@ void PrintConsistencyTable(const std::vector<ConsistencyResult>& results, double
     bool failed = false;
     for (const ConsistencyResult* run : rows[i]) {
       failed = failed || run->outcome != RowOutcome::kRan;
-      if (!run->message.empty()) absl::StrAppend(&notes, "  (run ", run->run, ": ", run->message, ")");
+      if (!run->message.empty())
+        absl::StrAppend(&notes, "  (run ", run->run, ": ", run->message, ")");
       absl::StrAppend(&each, " ",
                       run->summary.time_to_target_s
                           ? absl::StrFormat("%.1f", *run->summary.time_to_target_s)

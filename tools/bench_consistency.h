@@ -7,10 +7,9 @@
 // Worker 0 evaluates on the test set every `eval_every` steps; the bench
 // times each evaluation line as it arrives, from worker 0's first line
 // ("worker 0/W: mlp ..."), which it prints once it has loaded the data set
-// and initialized the shards, right before its first step. A row ends when the accuracy reaches `target` (with
-// `stop_at_target`), when worker 0 finishes its steps, or at `row_timeout`;
-// then the bench reads the shards' staleness (QueryStatus) and stops every
-// process.
+// and initialized the shards, right before its first step. A row ends when the accuracy reaches
+// `target` (with `stop_at_target`), when worker 0 finishes its steps, or at `row_timeout`; then the
+// bench reads the shards' staleness (QueryStatus) and stops every process.
 //
 // A row whose server flags this build's ps_server does not list in
 // --helpfull, or that ps_server refuses at startup (exit status 2), is
@@ -39,11 +38,11 @@ struct ConsistencyBenchOptions {
   double straggler_slowdown = 2;  // ps_worker --slowdown of the last worker
   double target = 0.85;           // test accuracy
   bool stop_at_target = true;
-  int epochs = 5;             // ps_worker --epochs: the step limit with max_steps
-  int64_t max_steps = 0;      // ps_worker --max_steps; 0 = the epochs'
-  int64_t eval_every = 20;    // worker 0's ps_worker --eval_every, in steps
-  int batch_size = 64;        // per worker
-  int threads = 1;            // ps_worker --threads, each
+  int epochs = 5;           // ps_worker --epochs: the step limit with max_steps
+  int64_t max_steps = 0;    // ps_worker --max_steps; 0 = the epochs'
+  int64_t eval_every = 20;  // worker 0's ps_worker --eval_every, in steps
+  int batch_size = 64;      // per worker
+  int threads = 1;          // ps_worker --threads, each
   // Runs of every row; all rows' run 1, then all rows' run 2, ...
   int repeats = 1;
   absl::Duration row_timeout = absl::Minutes(15);
@@ -57,8 +56,8 @@ struct ConsistencyBenchOptions {
 enum class RowOutcome { kRan, kNotSupported, kFailed };
 
 struct ConsistencyResult {
-  std::string mode;       // ConsistencyMode::name
-  std::string mode_key;   // ConsistencyMode::key
+  std::string mode;      // ConsistencyMode::name
+  std::string mode_key;  // ConsistencyMode::key
   OptimizerRun optimizer;
   int run = 1;  // 1 .. repeats; a row this build cannot run appears once
   RowOutcome outcome = RowOutcome::kFailed;
@@ -68,7 +67,6 @@ struct ConsistencyResult {
   std::vector<AccuracyPoint> points;  // worker 0's evaluations, in order
   AccuracySummary summary;
   StalenessSummary staleness;
-  bool staleness_known = false;
 };
 
 // Runs every (mode, optimizer) row `repeats` times: runs outer, then modes,

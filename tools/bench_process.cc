@@ -67,8 +67,8 @@ absl::StatusOr<std::unique_ptr<BenchProcess>> BenchProcess::Spawn(
   if (pipe_stdout) close(fds[1]);
   if (rc != 0) {
     if (pipe_stdout) close(fds[0]);
-    return absl::InternalError(absl::StrCat("cannot start ", argv[0], " with its output to ", log,
-                                            ": ", strerror(rc)));
+    return absl::InternalError(
+        absl::StrCat("cannot start ", argv[0], " with its output to ", log, ": ", strerror(rc)));
   }
   return std::unique_ptr<BenchProcess>(new BenchProcess(pid, log, fds[0]));
 }

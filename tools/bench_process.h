@@ -66,8 +66,8 @@ class BenchProcess {
 
   const pid_t pid_;
   const std::string log_;
-  int out_fd_;          // read end of the stdout pipe; -1 without one
-  int pid_fd_;          // pidfd_open(pid_), or -1 where the kernel has none
+  int out_fd_;           // read end of the stdout pipe; -1 without one
+  int pid_fd_;           // pidfd_open(pid_), or -1 where the kernel has none
   std::string pending_;  // read from the pipe, not yet returned as a line
   bool eof_ = false;
   bool timed_out_ = false;

@@ -14,8 +14,7 @@ namespace ps {
 namespace {
 
 // The non-empty, unrepeated items of a comma-separated list.
-absl::StatusOr<std::vector<std::string>> SplitList(absl::string_view text,
-                                                   absl::string_view flag) {
+absl::StatusOr<std::vector<std::string>> SplitList(absl::string_view text, absl::string_view flag) {
   std::vector<std::string> out;
   for (absl::string_view item : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
     std::string s(absl::StripAsciiWhitespace(item));
@@ -89,8 +88,8 @@ absl::StatusOr<std::vector<OptimizerRun>> ParseOptimizers(absl::string_view pair
                         return absl::ascii_islower(c) || absl::ascii_isdigit(c) || c == '_';
                       });
     if (!word || !absl::SimpleAtod(parts[1], &o.lr) || !(o.lr > 0)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--", flag, ": '", item, "' is not NAME:LR (e.g. adam:0.001, LR > 0)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", flag, ": '", item, "' is not NAME:LR (e.g. adam:0.001, LR > 0)"));
     }
     o.name = parts[0];
     for (const OptimizerRun& seen : out) {

@@ -111,7 +111,7 @@ struct RepeatedRow {
   // (with an even count, the mean of the two middle values, so both must
   // have reached it).
   std::optional<double> median_time_to_target_s;
-  int reached = 0;  // runs that reached the target
+  int reached = 0;                     // runs that reached the target
   int64_t median_step_at_target = -1;  // over the runs that reached it
   double median_final_accuracy = -1;
   double median_final_t_s = 0;

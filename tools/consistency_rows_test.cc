@@ -56,8 +56,7 @@ TEST(ServerFlagsFor, NamesTheFirstFlagTheServerLacks) {
   RowFlags sync = ServerFlagsFor(modes[1], {"sgd", 0.1}, today);
   EXPECT_EQ(sync.unsupported_flag, "");
   EXPECT_EQ(sync.flags, (std::vector<std::string>{"--mode=sync", "--sync_quorum=3", "--lr=0.1"}));
-  EXPECT_EQ(ServerFlagsFor(modes[0], {"adam", 0.001}, today).unsupported_flag,
-            "--optimizer=adam");
+  EXPECT_EQ(ServerFlagsFor(modes[0], {"adam", 0.001}, today).unsupported_flag, "--optimizer=adam");
   RowFlags ssp = ServerFlagsFor(modes[2], {"sgd", 0.1}, today);
   EXPECT_EQ(ssp.unsupported_flag, "--staleness=1");
   EXPECT_TRUE(ssp.flags.empty());
@@ -80,13 +79,14 @@ TEST(ParseEvalLine, WorkerZerosEvaluationLinesOnly) {
   EXPECT_EQ(e->step, 250);
   EXPECT_DOUBLE_EQ(e->accuracy, 0.8512);
   EXPECT_FALSE(ParseEvalLine("worker 0 done: mode sync, steps 100, version 100").has_value());
-  EXPECT_FALSE(ParseEvalLine("step x epoch 1 loss 0.4 test_accuracy 0.8 test_loss 0.4 s").has_value());
+  EXPECT_FALSE(
+      ParseEvalLine("step x epoch 1 loss 0.4 test_accuracy 0.8 test_loss 0.4 s").has_value());
   EXPECT_FALSE(ParseEvalLine("").has_value());
 }
 
 TEST(Summarize, TimeToTargetIsTheFirstPointAtOrAboveIt) {
-  std::vector<AccuracyPoint> pts = {{1.0, 10, 0.70}, {2.0, 20, 0.85}, {3.0, 30, 0.84},
-                                    {4.5, 40, 0.86}};
+  std::vector<AccuracyPoint> pts = {
+      {1.0, 10, 0.70}, {2.0, 20, 0.85}, {3.0, 30, 0.84}, {4.5, 40, 0.86}};
   AccuracySummary s = Summarize(pts, 0.85);
   ASSERT_TRUE(s.time_to_target_s.has_value());
   EXPECT_DOUBLE_EQ(*s.time_to_target_s, 2.0);
@@ -117,9 +117,9 @@ AccuracySummary RunOf(std::optional<double> t, int64_t step, double final_acc, d
 }
 
 TEST(CombineRuns, MediansOverRunsWithNotReachedCountingAsLatest) {
-  RepeatedRow r = CombineRuns(
-      {RunOf(9.0, 260, 0.851, 9.0), RunOf(std::nullopt, 0, 0.84, 30.0), RunOf(12.0, 280, 0.852, 12.0)},
-      {{1.0, 3}, {2.0, 9}, {3.0, 4}});
+  RepeatedRow r = CombineRuns({RunOf(9.0, 260, 0.851, 9.0), RunOf(std::nullopt, 0, 0.84, 30.0),
+                               RunOf(12.0, 280, 0.852, 12.0)},
+                              {{1.0, 3}, {2.0, 9}, {3.0, 4}});
   ASSERT_TRUE(r.median_time_to_target_s.has_value());
   EXPECT_DOUBLE_EQ(*r.median_time_to_target_s, 12.0);  // 9, 12, never
   EXPECT_EQ(r.reached, 2);

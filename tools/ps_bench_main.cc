@@ -24,12 +24,12 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/allocator.h"
 #include "common/command_line.h"
 #include "common/flag_lists.h"
 #include "common/status_macros.h"
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "tools/bench_apply.h"
 #include "tools/bench_common.h"
 #include "tools/bench_consistency.h"
@@ -99,8 +99,9 @@ ABSL_FLAG(std::string, csv, "",
 ABSL_FLAG(std::string, png, "",
           "consistency: draw test accuracy against wall time, one line per row, to this PNG "
           "(tools/plot_consistency.py, /usr/bin/python3 with Debian's python3-matplotlib).");
-ABSL_FLAG(std::string, log_dir, "",
-          "consistency: folder for the processes' logs; default: a new /tmp/ps_bench_consistency.*");
+ABSL_FLAG(
+    std::string, log_dir, "",
+    "consistency: folder for the processes' logs; default: a new /tmp/ps_bench_consistency.*");
 ABSL_FLAG(std::string, server_binary, "",
           "consistency: ps_server to run; default: the one built beside ps_bench.");
 ABSL_FLAG(std::string, worker_binary, "",
@@ -137,15 +138,15 @@ std::string FindRunfile(const std::string& rel) {
 absl::Status Plot(const std::string& csv, const std::string& png, double target,
                   const std::string& title, const std::string& log) {
   const std::string script = FindRunfile("tools/plot_consistency.py");
-  auto p = ps::BenchProcess::Spawn(
-      {"/usr/bin/python3", script, csv, png, absl::StrCat("--target=", target),
-       absl::StrCat("--title=", title)},
-      log, false);
+  auto p =
+      ps::BenchProcess::Spawn({"/usr/bin/python3", script, csv, png,
+                               absl::StrCat("--target=", target), absl::StrCat("--title=", title)},
+                              log, false);
   if (!p.ok()) return p.status();
   const std::optional<int> st = (*p)->Wait(absl::Now() + absl::Minutes(2));
   if (!st || !WIFEXITED(*st) || WEXITSTATUS(*st) != 0) {
-    return absl::InternalError(absl::StrCat(script, " ", ps::DescribeExitStatus(st), ":\n",
-                                            (*p)->LogTail(10)));
+    return absl::InternalError(
+        absl::StrCat(script, " ", ps::DescribeExitStatus(st), ":\n", (*p)->LogTail(10)));
   }
   return absl::OkStatus();
 }
@@ -195,8 +196,8 @@ int Consistency() {
   const std::string setup = absl::StrFormat(
       "%d shards, %d workers of batch %d (worker %d sleeps %gx its compute time), until test "
       "accuracy %.2f or %d steps per worker",
-      o.num_shards, o.num_workers, o.batch_size, o.num_workers - 1, o.straggler_slowdown,
-      o.target, o.max_steps);
+      o.num_shards, o.num_workers, o.batch_size, o.num_workers - 1, o.straggler_slowdown, o.target,
+      o.max_steps);
   std::printf("%s\n", setup.c_str());
   absl::StatusOr<std::vector<ps::ConsistencyResult>> results = ps::RunConsistencyBench(o);
   if (!results.ok()) {
@@ -226,7 +227,8 @@ int Consistency() {
     std::printf("wrote %s\n", csv.c_str());
   }
   if (!png.empty()) {
-    if (absl::Status s = Plot(csv, png, o.target, "ps_bench consistency: " + setup, png + ".log"); !s.ok()) {
+    if (absl::Status s = Plot(csv, png, o.target, "ps_bench consistency: " + setup, png + ".log");
+        !s.ok()) {
       std::cerr << "ps_bench: plotting failed: " << s.message() << std::endl;
       return 1;
     }
@@ -298,7 +300,8 @@ int main(int argc, char** argv) {
   } else if (mode == "train") {
     rows = Train();
   } else {
-    std::cerr << "usage: ps_bench transport|apply|train|consistency [flags] (see --help)" << std::endl;
+    std::cerr << "usage: ps_bench transport|apply|train|consistency [flags] (see --help)"
+              << std::endl;
     return 2;
   }
   if (!rows.ok()) {
