@@ -30,6 +30,8 @@ if [ "$build_only" -eq 0 ]; then
     # Tests: numpy checks the .npy model files, yaml reads the cluster configs;
     # iproute2 for network namespaces.
     python3 python3-numpy python3-yaml iproute2 procps
+    # `ps_bench consistency --png` draws with matplotlib.
+    python3-matplotlib
     # The Python package's tests load it beside torch (CPU) and grpcio.
     python3-torch python3-grpcio
     # //python:wheel_test installs the wheel with pip into a venv.

@@ -8,19 +8,32 @@
 //                        (tools/bench_apply.h)
 //   ps_bench train       Fashion-MNIST MLP: standalone, then 1 server and 2
 //                        workers in sync and in async mode (tools/bench_train.h)
+//   ps_bench consistency time to accuracy of each consistency mode and
+//                        optimizer with a straggler, real ps_server and
+//                        ps_worker processes (tools/bench_consistency.h)
 //
 // Human-readable tables by default; --json prints one JSON object instead.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/allocator.h"
 #include "common/command_line.h"
 #include "common/flag_lists.h"
 #include "common/status_macros.h"
 #include "tools/bench_apply.h"
 #include "tools/bench_common.h"
+#include "tools/bench_consistency.h"
+#include "tools/bench_process.h"
 #include "tools/bench_train.h"
 #include "tools/bench_transport.h"
 #include "worker/dataset.h"
@@ -43,8 +56,11 @@ ABSL_FLAG(int64_t, checkpoint_every, 100,
           "train: the \"sync, fault tolerant\" row's checkpoint interval, in versions (its "
           "server also holds 10 s worker leases, its workers keep a copy for restores and "
           "send heartbeats). 0 = leave that row out.");
-ABSL_FLAG(std::string, dataset_dir, ps::kDefaultDatasetDir, "train: Fashion-MNIST folder.");
-ABSL_FLAG(bool, json, false, "Print one JSON object instead of tables.");
+ABSL_FLAG(std::string, dataset_dir, ps::kDefaultDatasetDir,
+          "train, consistency: Fashion-MNIST folder.");
+ABSL_FLAG(bool, json, false,
+          "transport, apply, train: print one JSON object instead of tables (consistency: "
+          "--csv).");
 ABSL_FLAG(bool, tls, false,
           "transport: also measure each operation over mutual TLS, against plaintext in the "
           "same run; train: add TLS runs. Needs --tls_dir.");
@@ -52,7 +68,174 @@ ABSL_FLAG(std::string, tls_dir, "",
           "With --tls: certificates from deploy/make_certs.sh DIR --servers=1 --workers=W (the "
           "shards share server-0's certificate; client w uses worker-w's).");
 
+ABSL_FLAG(std::string, modes, "sync,sync_q3,ssp1,ssp3,async,async_inverse",
+          "consistency: the rows' modes, in order: sync; sync_q3 (sync --sync_quorum=3: the "
+          "straggler is a backup worker); ssp1, ssp3 (--mode=ssp --staleness=1 or 3); async; "
+          "async_inverse (async --staleness_lr=inverse).");
+ABSL_FLAG(std::string, optimizers, "sgd:0.1,adam:0.001",
+          "consistency: NAME:LR pairs; each mode runs once with each (ps_server "
+          "--optimizer=NAME --lr=LR; a ps_server without --optimizer runs sgd rows without it).");
+ABSL_FLAG(double, target_accuracy, 0.85, "consistency: the test accuracy to time.");
+ABSL_FLAG(bool, stop_at_target, true,
+          "consistency: end a row once worker 0 measures --target_accuracy; false: run each row "
+          "to --step_limit (final accuracies at equal steps).");
+ABSL_FLAG(int64_t, step_limit, 1500,
+          "consistency: each worker's step limit (ps_worker --max_steps); 234 steps are an "
+          "epoch with 4 workers of batch 64.");
+ABSL_FLAG(int64_t, eval_every, 20,
+          "consistency: worker 0 evaluates the test set every this many of its steps.");
+ABSL_FLAG(double, straggler_slowdown, 2,
+          "consistency: the last worker's ps_worker --slowdown (it sleeps this many times its "
+          "compute time after each step: 2 = 3x slower). 0 = no straggler.");
+ABSL_FLAG(double, row_timeout, 900, "consistency: seconds before a row is cut off.");
+ABSL_FLAG(int, repeats, 1,
+          "consistency: runs of every row (all rows' first run, then all rows' second, ...); "
+          "the table shows medians and each run's time.");
+ABSL_FLAG(bool, quick, false,
+          "consistency: a few steps per row (--step_limit=30 --eval_every=10), for smoke tests.");
+ABSL_FLAG(std::string, csv, "",
+          "consistency: write every evaluation (mode,optimizer,lr,run,t_s,step,test_accuracy) to "
+          "this file; default: --png's path with .csv, else none.");
+ABSL_FLAG(std::string, png, "",
+          "consistency: draw test accuracy against wall time, one line per row, to this PNG "
+          "(tools/plot_consistency.py, /usr/bin/python3 with Debian's python3-matplotlib).");
+ABSL_FLAG(
+    std::string, log_dir, "",
+    "consistency: folder for the processes' logs; default: a new /tmp/ps_bench_consistency.*");
+ABSL_FLAG(std::string, server_binary, "",
+          "consistency: ps_server to run; default: the one built beside ps_bench.");
+ABSL_FLAG(std::string, worker_binary, "",
+          "consistency: ps_worker to run; default: the one built beside ps_bench.");
+
 namespace {
+
+// `rel` (a path in this workspace, e.g. "server/ps_server") from ps_bench's
+// runfiles, from bazel-bin, beside ps_bench (a bundle's bin/), or from the
+// working directory.
+std::string FindRunfile(const std::string& rel) {
+  std::vector<std::string> candidates;
+  if (const char* dir = std::getenv("RUNFILES_DIR")) {
+    candidates.push_back(absl::StrCat(dir, "/ps/", rel));
+  }
+  char self[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n > 0) {
+    const std::string exe(self, n);
+    candidates.push_back(absl::StrCat(exe, ".runfiles/ps/", rel));
+    const std::string bin = exe.substr(0, exe.rfind('/'));  // .../bin/tools
+    candidates.push_back(absl::StrCat(bin.substr(0, bin.rfind('/')), "/", rel));
+    // A deploy/bundle.sh bundle: every binary in one bin/ folder.
+    candidates.push_back(absl::StrCat(bin, rel.substr(rel.rfind('/'))));
+  }
+  candidates.push_back(rel);
+  for (const std::string& c : candidates) {
+    if (access(c.c_str(), R_OK) == 0) return c;
+  }
+  return rel;
+}
+
+// Renders the CSV at `csv` into `png`; the plotter's log goes to `log`.
+absl::Status Plot(const std::string& csv, const std::string& png, double target,
+                  const std::string& title, const std::string& log) {
+  const std::string script = FindRunfile("tools/plot_consistency.py");
+  auto p =
+      ps::BenchProcess::Spawn({"/usr/bin/python3", script, csv, png,
+                               absl::StrCat("--target=", target), absl::StrCat("--title=", title)},
+                              log, false);
+  if (!p.ok()) return p.status();
+  const std::optional<int> st = (*p)->Wait(absl::Now() + absl::Minutes(2));
+  if (!st || !WIFEXITED(*st) || WEXITSTATUS(*st) != 0) {
+    return absl::InternalError(
+        absl::StrCat(script, " ", ps::DescribeExitStatus(st), ":\n", (*p)->LogTail(10)));
+  }
+  return absl::OkStatus();
+}
+
+int Consistency() {
+  if (absl::GetFlag(FLAGS_json)) {
+    std::cerr << "ps_bench: consistency writes its figures with --csv, not --json" << std::endl;
+    return 2;
+  }
+  ps::ConsistencyBenchOptions o;
+  auto modes = ps::ParseModes(absl::GetFlag(FLAGS_modes), "modes");
+  auto optimizers = ps::ParseOptimizers(absl::GetFlag(FLAGS_optimizers), "optimizers");
+  for (const absl::Status& s : {modes.status(), optimizers.status()}) {
+    if (!s.ok()) {
+      std::cerr << "ps_bench: " << s.message() << std::endl;
+      return 2;
+    }
+  }
+  o.modes = *modes;
+  o.optimizers = *optimizers;
+  o.target = absl::GetFlag(FLAGS_target_accuracy);
+  o.stop_at_target = absl::GetFlag(FLAGS_stop_at_target);
+  o.epochs = 1000;  // the limit is --step_limit
+  o.max_steps = absl::GetFlag(FLAGS_step_limit);
+  o.eval_every = absl::GetFlag(FLAGS_eval_every);
+  o.straggler_slowdown = absl::GetFlag(FLAGS_straggler_slowdown);
+  const double timeout = absl::GetFlag(FLAGS_row_timeout);
+  o.repeats = absl::GetFlag(FLAGS_repeats);
+  if (absl::GetFlag(FLAGS_quick)) {
+    o.max_steps = 30;
+    o.eval_every = 10;
+  }
+  if (!(o.target > 0 && o.target <= 1) || o.max_steps <= 0 || o.eval_every <= 0 ||
+      !(o.straggler_slowdown >= 0) || !(timeout > 0) || o.repeats < 1) {
+    std::cerr << "ps_bench: need 0 < --target_accuracy <= 1, --step_limit > 0, "
+                 "--eval_every > 0, --straggler_slowdown >= 0, --row_timeout > 0, --repeats >= 1"
+              << std::endl;
+    return 2;
+  }
+  o.row_timeout = absl::Seconds(timeout);
+  o.dataset_dir = absl::GetFlag(FLAGS_dataset_dir);
+  o.log_dir = absl::GetFlag(FLAGS_log_dir);
+  o.server_binary = absl::GetFlag(FLAGS_server_binary);
+  if (o.server_binary.empty()) o.server_binary = FindRunfile("server/ps_server");
+  o.worker_binary = absl::GetFlag(FLAGS_worker_binary);
+  if (o.worker_binary.empty()) o.worker_binary = FindRunfile("worker/ps_worker");
+  const std::string setup = absl::StrFormat(
+      "%d shards, %d workers of batch %d (worker %d sleeps %gx its compute time), until test "
+      "accuracy %.2f or %d steps per worker",
+      o.num_shards, o.num_workers, o.batch_size, o.num_workers - 1, o.straggler_slowdown, o.target,
+      o.max_steps);
+  std::printf("%s\n", setup.c_str());
+  absl::StatusOr<std::vector<ps::ConsistencyResult>> results = ps::RunConsistencyBench(o);
+  if (!results.ok()) {
+    std::cerr << "ps_bench: " << results.status() << std::endl;
+    return 1;
+  }
+  std::printf("\n");
+  ps::PrintConsistencyTable(*results, o.target);
+  std::fflush(stdout);
+  int rc = 0;
+  for (const ps::ConsistencyResult& r : *results) {
+    if (r.outcome == ps::RowOutcome::kFailed) rc = 1;
+  }
+  const std::string png = absl::GetFlag(FLAGS_png);
+  std::string csv = absl::GetFlag(FLAGS_csv);
+  if (csv.empty() && !png.empty()) {
+    csv = absl::StrCat(png.size() > 4 && png.substr(png.size() - 4) == ".png"
+                           ? png.substr(0, png.size() - 4)
+                           : png,
+                       ".csv");
+  }
+  if (!csv.empty()) {
+    if (absl::Status s = ps::WriteConsistencyCsv(*results, csv); !s.ok()) {
+      std::cerr << "ps_bench: " << s.message() << std::endl;
+      return 1;
+    }
+    std::printf("wrote %s\n", csv.c_str());
+  }
+  if (!png.empty()) {
+    if (absl::Status s = Plot(csv, png, o.target, "ps_bench consistency: " + setup, png + ".log");
+        !s.ok()) {
+      std::cerr << "ps_bench: plotting failed: " << s.message() << std::endl;
+      return 1;
+    }
+    std::printf("wrote %s\n", png.c_str());
+  }
+  return rc;
+}
 
 ps::BenchTls TlsFromFlags() {
   ps::BenchTls tls;
@@ -102,10 +285,13 @@ int main(int argc, char** argv) {
       "Parameter-server benchmarks; every figure is a ratio of a baseline measured in the same "
       "run.\n  ps_bench transport [--sizes=...] [--shards=S] [--clients=W] [--seconds=T]\n"
       "  ps_bench apply [--apply_elements=...]\n  ps_bench train [--epochs=3]\n"
+      "  ps_bench consistency [--modes=...] [--optimizers=sgd:0.1,adam:0.001] [--png=PATH] "
+      "[--quick]\n"
       "TLS cost: deploy/make_certs.sh DIR --servers=1 --workers=W, then add --tls "
       "--tls_dir=DIR to transport or train.\n"
       "Add --json for machine-readable output.");
   const std::string mode = args.size() == 2 ? args[1] : "";
+  if (mode == "consistency") return Consistency();
   absl::StatusOr<std::vector<ps::Row>> rows;
   if (mode == "transport") {
     rows = Transport();
@@ -114,7 +300,8 @@ int main(int argc, char** argv) {
   } else if (mode == "train") {
     rows = Train();
   } else {
-    std::cerr << "usage: ps_bench transport|apply|train [flags] (see --help)" << std::endl;
+    std::cerr << "usage: ps_bench transport|apply|train|consistency [flags] (see --help)"
+              << std::endl;
     return 2;
   }
   if (!rows.ok()) {
