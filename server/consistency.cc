@@ -1,11 +1,33 @@
 #include "server/consistency.h"
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "server/ssp_clocks.h"
 
 namespace ps {
 
 namespace {
+
+// The error for an async or ssp push computed at a version the shard has not
+// reached; OK otherwise.
+absl::Status CheckPushVersion(absl::string_view mode, int worker_id, int64_t computed_version,
+                              int64_t current_version) {
+  if (computed_version <= current_version) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      absl::StrCat(mode, " push from worker ", worker_id, " claims version ", computed_version,
+                   " but the shard is only at version ", current_version));
+}
+
+// Whether push `seq` repeats one already accepted from its worker, whose
+// last accepted seq is *last_seq; records a new one there. Seq 0 (an
+// unnumbered push) is never a repeat.
+bool IsRepeatedSeq(int64_t seq, int64_t* last_seq) {
+  if (seq <= 0) return false;
+  if (seq <= *last_seq) return true;
+  *last_seq = seq;
+  return false;
+}
 
 // Keeps one gradient per worker for the current step; when the step closes
 // (SyncRule), releases those it has in worker-id order, so the mean is
@@ -110,19 +132,13 @@ class AsyncPolicy final : public ConsistencyPolicy {
   absl::StatusOr<PushVerdict> OnPush(int worker_id, int64_t computed_version, int64_t seq,
                                      int64_t current_version, std::vector<float> grad,
                                      std::vector<std::vector<float>>* to_apply) override {
-    if (computed_version > current_version) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "async push from worker ", worker_id, " claims version ", computed_version,
-          " but the shard is only at version ", current_version));
-    }
+    absl::Status s = CheckPushVersion("async", worker_id, computed_version, current_version);
+    if (!s.ok()) return s;
     to_apply->clear();
     PushVerdict v;
-    if (seq > 0) {
-      if (seq <= last_seq_[worker_id]) {
-        v.outcome = PushOutcome::kDuplicate;
-        return v;
-      }
-      last_seq_[worker_id] = seq;
+    if (IsRepeatedSeq(seq, &last_seq_[worker_id])) {
+      v.outcome = PushOutcome::kDuplicate;
+      return v;
     }
     to_apply->push_back(std::move(grad));
     v.apply = true;
@@ -162,20 +178,14 @@ class SspPolicy final : public ConsistencyPolicy {
   absl::StatusOr<PushVerdict> OnPush(int worker_id, int64_t computed_version, int64_t seq,
                                      int64_t current_version, std::vector<float> grad,
                                      std::vector<std::vector<float>>* to_apply) override {
-    if (computed_version > current_version) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "ssp push from worker ", worker_id, " claims version ", computed_version,
-          " but the shard is only at version ", current_version));
-    }
+    absl::Status s = CheckPushVersion("ssp", worker_id, computed_version, current_version);
+    if (!s.ok()) return s;
     to_apply->clear();
     version_ = current_version;
     PushVerdict v;
-    if (seq > 0) {
-      if (seq <= last_seq_[worker_id]) {
-        v.outcome = PushOutcome::kDuplicate;
-        return v;
-      }
-      last_seq_[worker_id] = seq;
+    if (IsRepeatedSeq(seq, &last_seq_[worker_id])) {
+      v.outcome = PushOutcome::kDuplicate;
+      return v;
     }
     version_ = current_version + 1;
     v.step_staleness = clocks_.OnPush(worker_id, seq, computed_version, version_);

@@ -10,14 +10,13 @@
 #include <string>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
 #include "client/admin_client.h"
 #include "client/ps_client.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/checkpoint_store.h"
 #include "server/ps_server.h"
-#include "tools/local_servers.h"
+#include "tests/test_cluster.h"
 
 namespace ps {
 namespace {
@@ -37,44 +36,21 @@ std::string TempDir() {
 }
 
 // Shard servers on one checkpoint directory, with their log lines.
-struct Cluster : LocalServers {
-  std::shared_ptr<absl::Mutex> mu = std::make_shared<absl::Mutex>();
-  std::shared_ptr<std::vector<std::string>> lines = std::make_shared<std::vector<std::string>>();
-
-  std::vector<std::string> Lines() const {
-    absl::MutexLock l(mu.get());
-    return *lines;
-  }
-};
+using Cluster = LoggedServers;
 
 Cluster Start(const std::string& dir) {
-  Cluster c;
   ServerOptions o;
   o.shard.num_workers = kWorkers;
   o.shard.mode = Mode::kSync;
   o.shard.optimizer.learning_rate = 0.5f;
-  o.shard.log = [mu = c.mu, lines = c.lines](absl::string_view line) {
-    absl::MutexLock l(mu.get());
-    lines->emplace_back(line);
-  };
   o.checkpoints.dir = dir;
   o.checkpoints.every_versions = 5;
   o.checkpoints.keep = 10;
-  absl::StatusOr<LocalServers> started = LocalServers::Start(o, kShards);
-  EXPECT_TRUE(started.ok()) << started.status();
-  if (started.ok()) static_cast<LocalServers&>(c) = *std::move(started);
-  return c;
+  return StartLoggedServers(o, kShards);
 }
 
 std::unique_ptr<PsClient> Connect(const Cluster& c, int worker) {
-  ClientOptions o;
-  o.servers = c.addresses;
-  o.worker_id = worker;
-  o.num_workers = kWorkers;
-  o.wait_timeout = absl::Seconds(30);
-  auto client = PsClient::Connect(o);
-  EXPECT_TRUE(client.ok()) << client.status();
-  return client.ok() ? *std::move(client) : nullptr;
+  return ConnectWorker(c, worker, kWorkers);
 }
 
 // Versions of the checkpoints of `shard` in `dir`, newest first.

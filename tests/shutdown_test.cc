@@ -22,8 +22,9 @@
 #include "gtest/gtest.h"
 #include "proto/ps.grpc.pb.h"
 #include "rpc/credentials.h"
-#include "tests/child_process.h"
+#include "tests/server_process.h"
 #include "tests/tensor_slice.h"
+#include "tools/child_process.h"
 
 namespace ps {
 namespace {
@@ -126,7 +127,8 @@ TEST(Shutdown, SigtermEndsTheServerWithinTheGraceWhateverClientsDo) {
 
   const absl::Time sigterm = absl::Now();
   server.Signal(SIGTERM);
-  const std::optional<int> status = server.Wait(absl::Seconds(kGraceSeconds + 5 + 10));
+  const std::optional<int> status =
+      server.Wait(absl::Now() + absl::Seconds(kGraceSeconds + 5 + 10));
   const absl::Duration took = absl::Now() - sigterm;
   std::cout << "ps_server: " << DescribeExit(status) << " " << absl::FormatDuration(took)
             << " after SIGTERM" << std::endl;

@@ -1,6 +1,7 @@
 // TestCluster: S real parameter servers started in-process on 127.0.0.1 with
 // ephemeral ports, for RPC tests, and clients for them. Stops the servers on
-// destruction.
+// destruction. LoggedServers: the same with any ServerOptions, keeping the
+// lines the servers log.
 #ifndef PS_TESTS_TEST_CLUSTER_H_
 #define PS_TESTS_TEST_CLUSTER_H_
 
@@ -8,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "client/ps_client.h"
 #include "gtest/gtest.h"
 #include "tools/local_servers.h"
@@ -46,6 +49,49 @@ class TestCluster {
  private:
   LocalServers local_;
 };
+
+// In-process servers that keep every line their shards log, in order, for
+// tests that check what the servers said (checkpoints written, restored,
+// skipped). The lines outlive a move: the servers' log callbacks share them.
+struct LoggedServers : LocalServers {
+  std::vector<std::string> Lines() const {
+    absl::MutexLock l(mu.get());
+    return *lines;
+  }
+
+  std::shared_ptr<absl::Mutex> mu = std::make_shared<absl::Mutex>();
+  std::shared_ptr<std::vector<std::string>> lines = std::make_shared<std::vector<std::string>>();
+};
+
+// Starts `num_shards` shards with `base` (as LocalServers::Start), their log
+// replaced by one that keeps the lines. A failure to start fails the test
+// and returns no servers.
+inline LoggedServers StartLoggedServers(ServerOptions base, int num_shards) {
+  LoggedServers c;
+  base.shard.log = [mu = c.mu, lines = c.lines](absl::string_view line) {
+    absl::MutexLock l(mu.get());
+    lines->emplace_back(line);
+  };
+  absl::StatusOr<LocalServers> started = LocalServers::Start(base, num_shards);
+  EXPECT_TRUE(started.ok()) << started.status();
+  if (started.ok()) static_cast<LocalServers&>(c) = *std::move(started);
+  return c;
+}
+
+// A client (default transport, 30 s wait timeout) for worker `worker` of
+// `num_workers`, connected to every shard of `servers`; null, with the test
+// failed, if it cannot connect.
+inline std::unique_ptr<PsClient> ConnectWorker(const LocalServers& servers, int worker,
+                                               int num_workers) {
+  ClientOptions o;
+  o.servers = servers.addresses;
+  o.worker_id = worker;
+  o.num_workers = num_workers;
+  o.wait_timeout = absl::Seconds(30);
+  auto client = PsClient::Connect(o);
+  EXPECT_TRUE(client.ok()) << client.status();
+  return client.ok() ? *std::move(client) : nullptr;
+}
 
 // For tests parameterized over the client transports.
 inline auto AllTransports() {

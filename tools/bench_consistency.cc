@@ -21,7 +21,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "client/admin_client.h"
-#include "tools/bench_process.h"
+#include "tools/child_process.h"
 
 namespace ps {
 namespace {
@@ -36,7 +36,7 @@ std::string RowTag(const ConsistencyResult& r) {
 // The flag names ps_server lists in --helpfull.
 absl::StatusOr<std::set<std::string>> ServerFlagNames(const std::string& binary,
                                                       const std::string& log_dir) {
-  auto p = BenchProcess::Spawn({binary, "--helpfull"}, log_dir + "/ps_server_helpfull.err",
+  auto p = ChildProcess::Spawn({binary, "--helpfull"}, log_dir + "/ps_server_helpfull.err",
                                /*pipe_stdout=*/true);
   if (!p.ok()) return p.status();
   std::string help;
@@ -55,9 +55,9 @@ absl::StatusOr<std::set<std::string>> ServerFlagNames(const std::string& binary,
 
 // The processes of one row; stopped (workers first) on destruction.
 struct Cluster {
-  std::vector<std::unique_ptr<BenchProcess>> servers;
+  std::vector<std::unique_ptr<ChildProcess>> servers;
   std::vector<std::string> addresses;
-  std::vector<std::unique_ptr<BenchProcess>> workers;  // worker 0 first
+  std::vector<std::unique_ptr<ChildProcess>> workers;  // worker 0 first
 
   ~Cluster() {
     for (auto& w : workers) w->Stop(kStopGrace);
@@ -86,7 +86,7 @@ absl::Status StartServer(const ConsistencyBenchOptions& o, const std::vector<std
       o.server_binary, "--listen=127.0.0.1:0", absl::StrCat("--shard_id=", shard),
       absl::StrCat("--num_shards=", o.num_shards), absl::StrCat("--num_workers=", o.num_workers)};
   argv.insert(argv.end(), flags.begin(), flags.end());
-  auto p = BenchProcess::Spawn(argv, absl::StrCat(log_prefix, "server", shard, ".log"), true);
+  auto p = ChildProcess::Spawn(argv, absl::StrCat(log_prefix, "server", shard, ".log"), true);
   if (!p.ok()) return p.status();
   const absl::Time deadline = absl::Now() + kServerStart;
   while (std::optional<std::string> line = (*p)->ReadLine(deadline)) {
@@ -108,8 +108,8 @@ absl::Status StartServer(const ConsistencyBenchOptions& o, const std::vector<std
     return absl::OkStatus();
   }
   return absl::UnavailableError(absl::StrCat("ps_server ", shard, " did not start (",
-                                             DescribeExitStatus(st),
-                                             "): ", absl::StrJoin(argv, " "), "\n", tail));
+                                             DescribeExit(st), "): ", absl::StrJoin(argv, " "),
+                                             "\n", tail));
 }
 
 absl::Status StartWorkers(const ConsistencyBenchOptions& o, const std::string& log_prefix,
@@ -130,7 +130,7 @@ absl::Status StartWorkers(const ConsistencyBenchOptions& o, const std::string& l
     if (w == o.num_workers - 1 && o.straggler_slowdown > 0) {
       argv.push_back(absl::StrCat("--slowdown=", o.straggler_slowdown));
     }
-    auto p = BenchProcess::Spawn(argv, absl::StrCat(log_prefix, "worker", w, ".log"), w == 0);
+    auto p = ChildProcess::Spawn(argv, absl::StrCat(log_prefix, "worker", w, ".log"), w == 0);
     if (!p.ok()) return p.status();
     c->workers.push_back(*std::move(p));
   }
@@ -144,7 +144,7 @@ std::string FailedWorkers(const Cluster& c) {
   for (size_t w = 0; w < c.workers.size(); ++w) {
     std::optional<int> st = c.workers[w]->Wait(absl::Now());
     if (st && !(WIFEXITED(*st) && WEXITSTATUS(*st) == 0)) {
-      absl::StrAppend(&out, "worker ", w, " ended with ", DescribeExitStatus(st), ":\n",
+      absl::StrAppend(&out, "worker ", w, " ended with ", DescribeExit(st), ":\n",
                       c.workers[w]->LogTail(8));
     }
   }
@@ -172,7 +172,7 @@ void RunRow(const ConsistencyBenchOptions& o, const std::vector<std::string>& fl
     r->message = st.ToString();
     return;
   }
-  BenchProcess& w0 = *c.workers[0];
+  ChildProcess& w0 = *c.workers[0];
   const absl::Time deadline = start + o.row_timeout;
   bool started = false;
   while (std::optional<std::string> line = w0.ReadLine(deadline)) {

@@ -33,9 +33,9 @@
 #include "tools/bench_apply.h"
 #include "tools/bench_common.h"
 #include "tools/bench_consistency.h"
-#include "tools/bench_process.h"
 #include "tools/bench_train.h"
 #include "tools/bench_transport.h"
+#include "tools/child_process.h"
 #include "worker/dataset.h"
 
 ABSL_FLAG(std::string, sizes, "4096,65536,1048576,4194304,16777216,67108864",
@@ -139,14 +139,14 @@ absl::Status Plot(const std::string& csv, const std::string& png, double target,
                   const std::string& title, const std::string& log) {
   const std::string script = FindRunfile("tools/plot_consistency.py");
   auto p =
-      ps::BenchProcess::Spawn({"/usr/bin/python3", script, csv, png,
+      ps::ChildProcess::Spawn({"/usr/bin/python3", script, csv, png,
                                absl::StrCat("--target=", target), absl::StrCat("--title=", title)},
                               log, false);
   if (!p.ok()) return p.status();
   const std::optional<int> st = (*p)->Wait(absl::Now() + absl::Minutes(2));
   if (!st || !WIFEXITED(*st) || WEXITSTATUS(*st) != 0) {
     return absl::InternalError(
-        absl::StrCat(script, " ", ps::DescribeExitStatus(st), ":\n", (*p)->LogTail(10)));
+        absl::StrCat(script, " ", ps::DescribeExit(st), ":\n", (*p)->LogTail(10)));
   }
   return absl::OkStatus();
 }

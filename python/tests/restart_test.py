@@ -38,6 +38,7 @@ import torch
 
 import ps
 import ps.torch
+from nets import Net
 
 SERVER = os.environ["PS_SERVER_BIN"]
 torch.set_num_threads(1)
@@ -48,20 +49,6 @@ CKPT_EVERY = 10
 B = 8             # examples per worker per step
 TIMEOUT = 90      # seconds: the longest any wait in this test may take
 OUTAGE = 1.0      # seconds shard 1 stays dead, the workers retrying
-
-
-class Net(torch.nn.Module):
-    """A convolution and two linear layers, on 1x8x8 inputs, 10 classes."""
-
-    def __init__(self):
-        super().__init__()
-        self.conv = torch.nn.Conv2d(1, 4, 3)
-        self.fc1 = torch.nn.Linear(4 * 6 * 6, 16)
-        self.fc2 = torch.nn.Linear(16, 10)
-
-    def forward(self, x):
-        x = torch.relu(self.conv(x)).flatten(1)
-        return self.fc2(torch.relu(self.fc1(x)))
 
 
 def batches(worker):

@@ -66,7 +66,6 @@
 #include "grpcpp/generic/generic_stub.h"
 #include "gtest/gtest.h"
 #include "proto/ps.pb.h"
-#include "tests/child_process.h"
 #include "tests/grpc_fuzz/calls.h"
 #include "tests/grpc_fuzz/case_gen.h"
 #include "tests/grpc_fuzz/checks.h"
@@ -74,6 +73,8 @@
 #include "tests/grpc_fuzz/named_cases.h"
 #include "tests/grpc_fuzz/stream_cases.h"
 #include "tests/grpc_fuzz/unary_cases.h"
+#include "tests/server_process.h"
+#include "tools/child_process.h"
 
 namespace ps {
 namespace grpc_fuzz {
@@ -199,7 +200,7 @@ void FuzzMode(const std::string& mode, int num_workers) {
     // SIGTERM: the server exits promptly and cleanly.
     proc.Signal(SIGTERM);
     const absl::Time term = absl::Now();
-    std::optional<int> st = proc.Wait(kShutdownBound);
+    std::optional<int> st = proc.Wait(absl::Now() + kShutdownBound);
     EXPECT_TRUE(st && WIFEXITED(*st) && WEXITSTATUS(*st) == 0)
         << "after SIGTERM: " << DescribeExit(st) << " within " << kShutdownBound << "\n"
         << proc.LogTail(20);
@@ -366,7 +367,7 @@ TEST(GrpcFuzz, InitFromWorker0RefusesInvalidSpecs) {
   std::cout << "  server " << servers << ": peak RSS " << MiB(hwm) << " after the real worker"
             << std::endl;
   proc.Signal(SIGTERM);
-  std::optional<int> st = proc.Wait(kShutdownBound);
+  std::optional<int> st = proc.Wait(absl::Now() + kShutdownBound);
   EXPECT_TRUE(st && WIFEXITED(*st) && WEXITSTATUS(*st) == 0)
       << "after SIGTERM: " << DescribeExit(st);
 }

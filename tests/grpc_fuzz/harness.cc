@@ -108,8 +108,8 @@ WorkersResult RunWorkers(const std::string& tag, const std::string& address, int
         // Both client transports: worker 0 streams, worker 1 makes unary calls.
         w % 2 == 0 ? "--transport=stream" : "--transport=unary", "--wait_timeout=60",
         "--connect_timeout=10"};
-    auto child =
-        ChildProcess::Spawn(argv, absl::StrCat(OutputDir(), "/", tag, "_worker", w, ".log"));
+    auto child = ChildProcess::Spawn(
+        argv, absl::StrCat(OutputDir(), "/", tag, "_worker", w, ".log"), /*pipe_stdout=*/false);
     if (!child.ok()) {
       r.ok = false;
       absl::StrAppend(&r.report, child.status().ToString(), "\n");
@@ -119,8 +119,7 @@ WorkersResult RunWorkers(const std::string& tag, const std::string& address, int
   }
   const absl::Time deadline = absl::Now() + absl::Minutes(3);
   for (int w = 0; w < num_workers; ++w) {
-    std::optional<int> st =
-        workers[w]->Wait(std::max(deadline - absl::Now(), absl::ZeroDuration()));
+    std::optional<int> st = workers[w]->Wait(deadline);
     const bool ok = st && WIFEXITED(*st) && WEXITSTATUS(*st) == 0;
     r.ok = r.ok && ok;
     absl::StrAppend(&r.report, "  worker ", w, ": ", DescribeExit(st), "\n");

@@ -28,8 +28,9 @@
 #include "absl/time/time.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "proto/ps.pb.h"
-#include "tests/child_process.h"
 #include "tests/proto_fuzzer.h"
+#include "tests/server_process.h"
+#include "tools/child_process.h"
 
 namespace ps {
 namespace grpc_fuzz {

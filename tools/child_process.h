@@ -1,14 +1,15 @@
-// BenchProcess: a real binary (ps_server, ps_worker, python3) run by ps_bench
-// as a child process, its stdout read line by line through a pipe (so the
-// bench can time each line as it arrives) or sent to a log file with its
-// stderr.
+// ChildProcess: a real binary (ps_server, ps_worker, python3) run as a child
+// process by ps_bench or by a test, its stdout read line by line through a
+// pipe (so a bench can time each line as it arrives) or sent to a log file
+// with its stderr. Started with posix_spawn, so it is safe in a process that
+// runs other threads (gRPC's).
 //
 // Every wait takes a deadline; waiting for a line or for the exit blocks in
 // poll(2) on the pipe or on a pidfd, never in a sleeping loop. The child is
 // killed (SIGKILL) and reaped when the object is destroyed while it still
 // runs. Not thread-safe: one thread owns each object.
-#ifndef PS_TOOLS_BENCH_PROCESS_H_
-#define PS_TOOLS_BENCH_PROCESS_H_
+#ifndef PS_TOOLS_CHILD_PROCESS_H_
+#define PS_TOOLS_CHILD_PROCESS_H_
 
 #include <sys/types.h>
 
@@ -22,19 +23,19 @@
 
 namespace ps {
 
-class BenchProcess {
+class ChildProcess {
  public:
   // Starts argv[0] (a path) with `argv` and stdin from /dev/null. With
   // `pipe_stdout`, stdout goes to a pipe that ReadLine reads and stderr to
   // `log`, where ReadLine also appends each line it returns; without, both
   // go to `log`. The log is created or truncated.
-  static absl::StatusOr<std::unique_ptr<BenchProcess>> Spawn(const std::vector<std::string>& argv,
+  static absl::StatusOr<std::unique_ptr<ChildProcess>> Spawn(const std::vector<std::string>& argv,
                                                              const std::string& log,
                                                              bool pipe_stdout);
-  ~BenchProcess();
+  ~ChildProcess();
 
-  BenchProcess(const BenchProcess&) = delete;
-  BenchProcess& operator=(const BenchProcess&) = delete;
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
 
   pid_t pid() const { return pid_; }
   const std::string& log() const { return log_; }
@@ -44,6 +45,10 @@ class BenchProcess {
   // or when `deadline` passes first (then timed_out() is true).
   std::optional<std::string> ReadLine(absl::Time deadline);
   bool timed_out() const { return timed_out_; }
+
+  // The wait status (as from waitpid) once the child exited, reaping it;
+  // nullopt while it runs. Does not block.
+  std::optional<int> Poll();
 
   // Waits until `deadline` for the child to exit; its wait status (as from
   // waitpid) if it did.
@@ -55,14 +60,12 @@ class BenchProcess {
   // SIGTERM, then SIGKILL if it has not exited within `grace`; reaps it.
   void Stop(absl::Duration grace);
 
-  // The last `lines` lines of the log file.
+  // The last `lines` lines of the log file, each indented and prefixed by
+  // "| ".
   std::string LogTail(int lines) const;
 
  private:
-  BenchProcess(pid_t pid, std::string log, int out_fd);
-
-  // The wait status if the child has exited (reaping it), without blocking.
-  std::optional<int> Poll();
+  ChildProcess(pid_t pid, std::string log, int out_fd);
 
   const pid_t pid_;
   const std::string log_;
@@ -75,8 +78,8 @@ class BenchProcess {
 };
 
 // "exit status N", "killed by signal N (Name)" or "still running".
-std::string DescribeExitStatus(std::optional<int> wait_status);
+std::string DescribeExit(std::optional<int> wait_status);
 
 }  // namespace ps
 
-#endif  // PS_TOOLS_BENCH_PROCESS_H_
+#endif  // PS_TOOLS_CHILD_PROCESS_H_

@@ -1,4 +1,4 @@
-#include "tools/bench_process.h"
+#include "tools/child_process.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -39,7 +39,7 @@ int OpenPidFd(pid_t pid) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<BenchProcess>> BenchProcess::Spawn(
+absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(
     const std::vector<std::string>& argv, const std::string& log, bool pipe_stdout) {
   if (argv.empty()) return absl::InvalidArgumentError("no program to run");
   int fds[2] = {-1, -1};
@@ -70,13 +70,13 @@ absl::StatusOr<std::unique_ptr<BenchProcess>> BenchProcess::Spawn(
     return absl::InternalError(
         absl::StrCat("cannot start ", argv[0], " with its output to ", log, ": ", strerror(rc)));
   }
-  return std::unique_ptr<BenchProcess>(new BenchProcess(pid, log, fds[0]));
+  return std::unique_ptr<ChildProcess>(new ChildProcess(pid, log, fds[0]));
 }
 
-BenchProcess::BenchProcess(pid_t pid, std::string log, int out_fd)
+ChildProcess::ChildProcess(pid_t pid, std::string log, int out_fd)
     : pid_(pid), log_(std::move(log)), out_fd_(out_fd), pid_fd_(OpenPidFd(pid)) {}
 
-BenchProcess::~BenchProcess() {
+ChildProcess::~ChildProcess() {
   if (!Poll()) {
     kill(pid_, SIGKILL);
     waitpid(pid_, nullptr, 0);
@@ -85,7 +85,7 @@ BenchProcess::~BenchProcess() {
   if (pid_fd_ >= 0) close(pid_fd_);
 }
 
-std::optional<std::string> BenchProcess::ReadLine(absl::Time deadline) {
+std::optional<std::string> ChildProcess::ReadLine(absl::Time deadline) {
   timed_out_ = false;
   while (true) {
     const size_t nl = pending_.find('\n');
@@ -118,13 +118,13 @@ std::optional<std::string> BenchProcess::ReadLine(absl::Time deadline) {
   }
 }
 
-std::optional<int> BenchProcess::Poll() {
+std::optional<int> ChildProcess::Poll() {
   int st;
   if (!status_ && waitpid(pid_, &st, WNOHANG) == pid_) status_ = st;
   return status_;
 }
 
-std::optional<int> BenchProcess::Wait(absl::Time deadline) {
+std::optional<int> ChildProcess::Wait(absl::Time deadline) {
   while (!Poll() && absl::Now() < deadline) {
     if (pid_fd_ >= 0) {
       // Readable once the child has exited.
@@ -138,11 +138,11 @@ std::optional<int> BenchProcess::Wait(absl::Time deadline) {
   return status_;
 }
 
-void BenchProcess::Signal(int sig) {
+void ChildProcess::Signal(int sig) {
   if (!Poll()) kill(pid_, sig);
 }
 
-void BenchProcess::Stop(absl::Duration grace) {
+void ChildProcess::Stop(absl::Duration grace) {
   Signal(SIGTERM);
   if (!Wait(absl::Now() + grace)) {
     Signal(SIGKILL);
@@ -150,7 +150,7 @@ void BenchProcess::Stop(absl::Duration grace) {
   }
 }
 
-std::string BenchProcess::LogTail(int lines) const {
+std::string ChildProcess::LogTail(int lines) const {
   std::ifstream in(log_);
   std::vector<std::string> all;
   for (std::string line; std::getline(in, line);) all.push_back(line);
@@ -160,7 +160,7 @@ std::string BenchProcess::LogTail(int lines) const {
   return out;
 }
 
-std::string DescribeExitStatus(std::optional<int> status) {
+std::string DescribeExit(std::optional<int> status) {
   if (!status) return "still running";
   if (WIFEXITED(*status)) return absl::StrCat("exit status ", WEXITSTATUS(*status));
   if (WIFSIGNALED(*status)) {
