@@ -127,7 +127,10 @@ absl::Status StartWorkers(const ConsistencyBenchOptions& o, const std::string& l
                                      "--device=cpu",
                                      "--log_every=0"};
     if (w == 0) argv.push_back(absl::StrCat("--eval_every=", o.eval_every));
-    if (w == o.num_workers - 1 && o.straggler_slowdown > 0) {
+    if (o.straggler_slowdown > 0 && o.rotating_straggler) {
+      argv.push_back(absl::StrCat("--slowdown=", o.straggler_slowdown));
+      argv.push_back(absl::StrCat("--slowdown_every=", o.num_workers));
+    } else if (w == o.num_workers - 1 && o.straggler_slowdown > 0) {
       argv.push_back(absl::StrCat("--slowdown=", o.straggler_slowdown));
     }
     auto p = ChildProcess::Spawn(argv, absl::StrCat(log_prefix, "worker", w, ".log"), w == 0);

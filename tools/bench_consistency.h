@@ -3,7 +3,10 @@
 // 127.0.0.1: `num_shards` ps_server processes and `num_workers` ps_worker
 // processes training the built-in MLP, the last worker slowed down
 // (ps_worker --slowdown: it sleeps `straggler_slowdown` times its compute
-// time after each step, so it runs 1 + straggler_slowdown times slower).
+// time after each step, so it runs 1 + straggler_slowdown times slower), or,
+// with `rotating_straggler`, every worker slowed so on every num_workers-th
+// step, in turn (ps_worker --slowdown_every): each step has one straggler,
+// never the same twice in a row.
 // Worker 0 evaluates on the test set every `eval_every` steps; the bench
 // times each evaluation line as it arrives, from worker 0's first line
 // ("worker 0/W: mlp ..."), which it prints once it has loaded the data set
@@ -36,6 +39,7 @@ struct ConsistencyBenchOptions {
   int num_shards = 2;
   int num_workers = 4;
   double straggler_slowdown = 2;  // ps_worker --slowdown of the last worker
+  bool rotating_straggler = false;  // every worker, on its turn (see above)
   double target = 0.85;           // test accuracy
   bool stop_at_target = true;
   int epochs = 5;           // ps_worker --epochs: the step limit with max_steps

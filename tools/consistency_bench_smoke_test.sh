@@ -78,8 +78,15 @@ runs = {(r["mode"], r["run"]) for r in csv.DictReader(open(sys.argv[2]))}
 assert runs == {("sync", "1"), ("sync", "2"), ("async", "1"), ("async", "2")}, runs
 EOF
 
+# --straggler=rotating: every worker slowed on its turn (the setup line says so).
+"$BENCH" consistency --quick --straggler=rotating --modes=ssp1 --optimizers=sgd:0.1 \
+  --log_dir="$tmp/rot" >"$tmp/rot.txt" 2>&1 || { cat "$tmp/rot.txt"; fail "--straggler=rotating failed"; }
+grep -q "each worker sleeps 2x its compute time on every 4th step, in turn" "$tmp/rot.txt" ||
+  { cat "$tmp/rot.txt"; fail "--straggler=rotating: no setup line saying so"; }
+grep -qE "^ssp S=1 +sgd" "$tmp/rot.txt" || { cat "$tmp/rot.txt"; fail "--straggler=rotating: no ssp row"; }
+
 for bad in --modes=bsp --optimizers=sgd --optimizers=sgd:0 --target_accuracy=0 --json \
-    --repeats=0; do
+    --repeats=0 --straggler=random; do
   set +e
   "$BENCH" consistency --quick "$bad" >/dev/null 2>&1
   rc=$?

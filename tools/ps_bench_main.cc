@@ -87,6 +87,10 @@ ABSL_FLAG(int64_t, eval_every, 20,
 ABSL_FLAG(double, straggler_slowdown, 2,
           "consistency: the last worker's ps_worker --slowdown (it sleeps this many times its "
           "compute time after each step: 2 = 3x slower). 0 = no straggler.");
+ABSL_FLAG(std::string, straggler, "fixed",
+          "consistency: fixed (the last worker is slow at every step) or rotating (every "
+          "worker is slow, by --straggler_slowdown, on every 4th of its steps, in turn: "
+          "one straggler per step, a different one each time).");
 ABSL_FLAG(double, row_timeout, 900, "consistency: seconds before a row is cut off.");
 ABSL_FLAG(int, repeats, 1,
           "consistency: runs of every row (all rows' first run, then all rows' second, ...); "
@@ -173,6 +177,13 @@ int Consistency() {
   o.max_steps = absl::GetFlag(FLAGS_step_limit);
   o.eval_every = absl::GetFlag(FLAGS_eval_every);
   o.straggler_slowdown = absl::GetFlag(FLAGS_straggler_slowdown);
+  const std::string straggler = absl::GetFlag(FLAGS_straggler);
+  o.rotating_straggler = straggler == "rotating";
+  if (straggler != "fixed" && straggler != "rotating") {
+    std::cerr << "ps_bench: unknown --straggler=" << straggler << ": expected fixed or rotating"
+              << std::endl;
+    return 2;
+  }
   const double timeout = absl::GetFlag(FLAGS_row_timeout);
   o.repeats = absl::GetFlag(FLAGS_repeats);
   if (absl::GetFlag(FLAGS_quick)) {
@@ -193,11 +204,15 @@ int Consistency() {
   if (o.server_binary.empty()) o.server_binary = FindRunfile("server/ps_server");
   o.worker_binary = absl::GetFlag(FLAGS_worker_binary);
   if (o.worker_binary.empty()) o.worker_binary = FindRunfile("worker/ps_worker");
+  const std::string straggler_line =
+      o.rotating_straggler
+          ? absl::StrFormat("each worker sleeps %gx its compute time on every %dth step, in turn",
+                            o.straggler_slowdown, o.num_workers)
+          : absl::StrFormat("worker %d sleeps %gx its compute time", o.num_workers - 1,
+                            o.straggler_slowdown);
   const std::string setup = absl::StrFormat(
-      "%d shards, %d workers of batch %d (worker %d sleeps %gx its compute time), until test "
-      "accuracy %.2f or %d steps per worker",
-      o.num_shards, o.num_workers, o.batch_size, o.num_workers - 1, o.straggler_slowdown, o.target,
-      o.max_steps);
+      "%d shards, %d workers of batch %d (%s), until test accuracy %.2f or %d steps per worker",
+      o.num_shards, o.num_workers, o.batch_size, straggler_line, o.target, o.max_steps);
   std::printf("%s\n", setup.c_str());
   absl::StatusOr<std::vector<ps::ConsistencyResult>> results = ps::RunConsistencyBench(o);
   if (!results.ok()) {

@@ -211,7 +211,7 @@ absl::StatusOr<TrainResult> Trainer::Run() {
     RETURN_IF_ERROR(pushed);
     compute_time += comm_start - compute_start;
     comm_time += absl::Now() - comm_start;
-    if (o.slowdown > 0) {
+    if (o.slowdown > 0 && (step + o.worker_id) % o.slowdown_every == 0) {
       const absl::Duration extra = o.slowdown * (comm_start - compute_start);
       absl::SleepFor(extra);
       compute_time += extra;

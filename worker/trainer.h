@@ -44,6 +44,10 @@ struct TrainerOptions {
   // Tests of stragglers: after each step's compute, sleep slowdown times
   // as long as it took. 0 = full speed.
   double slowdown = 0;
+  // Sleep only on the steps t with (t + worker_id) % slowdown_every == 0
+  // (>= 1; 1 = every step): with slowdown_every = num_workers, one worker in
+  // turn is the straggler of each step.
+  int64_t slowdown_every = 1;
 };
 
 struct TrainResult {

@@ -67,6 +67,10 @@ ABSL_FLAG(double, retry_timeout, 60,
 ABSL_FLAG(double, slowdown, 0,
           "For tests of stragglers: after computing each step's gradient, sleep this many "
           "times as long as the computation took. 0 = full speed.");
+ABSL_FLAG(int64_t, slowdown_every, 1,
+          "With --slowdown: sleep only on the steps t with (t + worker_id) % N == 0 "
+          "(1 = every step). With N = --num_workers on every worker, one worker in turn is "
+          "the straggler of each step: a transient straggler.");
 
 namespace ps {
 namespace {
@@ -104,6 +108,11 @@ absl::StatusOr<WorkerConfig> WorkerConfigFromFlags() {
   t.save_model = absl::GetFlag(FLAGS_save_model);
   t.slowdown = absl::GetFlag(FLAGS_slowdown);
   if (!(t.slowdown >= 0)) return absl::InvalidArgumentError("--slowdown must be >= 0");
+  t.slowdown_every = absl::GetFlag(FLAGS_slowdown_every);
+  if (t.slowdown_every < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--slowdown_every must be >= 1, got ", t.slowdown_every));
+  }
   c.standalone = absl::GetFlag(FLAGS_standalone);
   if (c.standalone && t.num_workers != 1) {
     return absl::InvalidArgumentError("--standalone trains alone: use --num_workers=1");
