@@ -323,10 +323,7 @@ absl::Status PsClient::Pull(int64_t min_version, const TensorViews& weights) {
   return PullAsync(min_version, weights)->Wait();
 }
 
-absl::Status PsClient::Push(const TensorList& grads) {
-  RETURN_IF_ERROR(CheckTensors(rep_->state.spec, grads));
-  return Push(ConstViewsOf(grads));
-}
+absl::Status PsClient::Push(const TensorList& grads) { return Push(ConstViewsOf(grads)); }
 
 absl::Status PsClient::Push(const ConstTensorViews& grads) {
   RETURN_IF_ERROR(CheckTensors(rep_->state.spec, grads));
