@@ -123,6 +123,9 @@ absl::StatusOr<WorkerConfig> WorkerConfigFromFlags() {
   c.backend.device = absl::GetFlag(FLAGS_device);
   c.backend.threads = absl::GetFlag(FLAGS_threads);
   c.backend.gpu = absl::GetFlag(FLAGS_gpu);
+  if (c.backend.gpu < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--gpu must be >= 0, got ", c.backend.gpu));
+  }
   c.backend.tf32 = absl::GetFlag(FLAGS_tf32);
   if (c.standalone) return c;
 
