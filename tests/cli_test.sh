@@ -107,6 +107,8 @@ expect "worker rejects a --keepalive under 1 s" 2 "--keepalive must be 0 .off. o
   "$WORKER" --servers=127.0.0.1:1 --keepalive=0.5 --max_steps=1
 expect "worker rejects a negative --gpu" 2 "gpu must be >= 0, got -1" \
   "$WORKER" --standalone --gpu=-1 --max_steps=1
+expect "worker rejects an unknown --slowdown_of" 2 "unknown --slowdown_of 'sleep' \(known: compute, step\)" \
+  "$WORKER" --standalone --slowdown=1 --slowdown_of=sleep --max_steps=1
 expect "worker rejects --slowdown_every below 1" 2 "--slowdown_every must be >= 1, got 0" \
   "$WORKER" --standalone --slowdown=1 --slowdown_every=0 --max_steps=1
 expect "worker logs why --device=auto chose the CPU" 0 "on cpu .*auto: (built without CUDA|no CUDA device)" \

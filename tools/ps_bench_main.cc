@@ -85,8 +85,12 @@ ABSL_FLAG(int64_t, step_limit, 1500,
 ABSL_FLAG(int64_t, eval_every, 20,
           "consistency: worker 0 evaluates the test set every this many of its steps.");
 ABSL_FLAG(double, straggler_slowdown, 2,
-          "consistency: the last worker's ps_worker --slowdown (it sleeps this many times its "
-          "compute time after each step: 2 = 3x slower). 0 = no straggler.");
+          "consistency: the last worker's ps_worker --slowdown (after each step it sleeps this "
+          "many times its usual step: 2 = 3x slower). 0 = no straggler.");
+ABSL_FLAG(std::string, straggler_slowdown_of, "step",
+          "consistency: the stragglers' ps_worker --slowdown_of: step (the whole step, "
+          "push-pull included) or compute (forward and backward only: less than 3x slower "
+          "when a step is mostly communication).");
 ABSL_FLAG(std::string, straggler, "fixed",
           "consistency: fixed (the last worker is slow at every step) or rotating (every "
           "worker is slow, by --straggler_slowdown, on every 4th of its steps, in turn: "
@@ -184,6 +188,14 @@ int Consistency() {
               << std::endl;
     return 2;
   }
+  const std::string slowdown_of = absl::GetFlag(FLAGS_straggler_slowdown_of);
+  if (slowdown_of != "step" && slowdown_of != "compute") {
+    std::cerr << "ps_bench: unknown --straggler_slowdown_of=" << slowdown_of
+              << ": expected step or compute" << std::endl;
+    return 2;
+  }
+  o.slowdown_of_step = slowdown_of == "step";
+  const char* slept = o.slowdown_of_step ? "usual step" : "compute";
   const double timeout = absl::GetFlag(FLAGS_row_timeout);
   o.repeats = absl::GetFlag(FLAGS_repeats);
   if (absl::GetFlag(FLAGS_quick)) {
@@ -206,10 +218,10 @@ int Consistency() {
   if (o.worker_binary.empty()) o.worker_binary = FindRunfile("worker/ps_worker");
   const std::string straggler_line =
       o.rotating_straggler
-          ? absl::StrFormat("each worker sleeps %gx its compute time on every %dth step, in turn",
-                            o.straggler_slowdown, o.num_workers)
-          : absl::StrFormat("worker %d sleeps %gx its compute time", o.num_workers - 1,
-                            o.straggler_slowdown);
+          ? absl::StrFormat("each worker sleeps %gx its %s time on every %dth step, in turn",
+                            o.straggler_slowdown, slept, o.num_workers)
+          : absl::StrFormat("worker %d sleeps %gx its %s time", o.num_workers - 1,
+                            o.straggler_slowdown, slept);
   const std::string setup = absl::StrFormat(
       "%d shards, %d workers of batch %d (%s), until test accuracy %.2f or %d steps per worker",
       o.num_shards, o.num_workers, o.batch_size, straggler_line, o.target, o.max_steps);

@@ -65,8 +65,13 @@ ABSL_FLAG(double, retry_timeout, 60,
           "own copy of the weights, and retries; the servers apply no push twice. 0 = fail "
           "at once.");
 ABSL_FLAG(double, slowdown, 0,
-          "For tests of stragglers: after computing each step's gradient, sleep this many "
-          "times as long as the computation took. 0 = full speed.");
+          "For tests of stragglers: after each step, sleep this many times as long as the "
+          "step's computation took (--slowdown_of=compute) or as the worker's usual whole "
+          "step, computation and push-pull (--slowdown_of=step: the median of its first 10 "
+          "steps, which run at full speed; its steps then take 1 + N times as long). "
+          "0 = full speed.");
+ABSL_FLAG(std::string, slowdown_of, "compute",
+          "With --slowdown: what the sleep is a multiple of: 'compute' or 'step'.");
 ABSL_FLAG(int64_t, slowdown_every, 1,
           "With --slowdown: sleep only on the steps t with (t + worker_id) % N == 0 "
           "(1 = every step). With N = --num_workers on every worker, one worker in turn is "
@@ -108,6 +113,12 @@ absl::StatusOr<WorkerConfig> WorkerConfigFromFlags() {
   t.save_model = absl::GetFlag(FLAGS_save_model);
   t.slowdown = absl::GetFlag(FLAGS_slowdown);
   if (!(t.slowdown >= 0)) return absl::InvalidArgumentError("--slowdown must be >= 0");
+  const std::string slowdown_of = absl::GetFlag(FLAGS_slowdown_of);
+  if (slowdown_of != "compute" && slowdown_of != "step") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown --slowdown_of '", slowdown_of, "' (known: compute, step)"));
+  }
+  t.slowdown_whole_step = slowdown_of == "step";
   t.slowdown_every = absl::GetFlag(FLAGS_slowdown_every);
   if (t.slowdown_every < 1) {
     return absl::InvalidArgumentError(
