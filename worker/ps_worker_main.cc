@@ -15,9 +15,9 @@
 
 namespace {
 
-int Fail(const absl::Status& s) {
+int Fail(const absl::Status& s, int code = 1) {
   std::cerr << "ps_worker: " << s << std::endl;
-  return 1;
+  return code;
 }
 
 }  // namespace
@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
       "--epochs=2 --tls_ca=ca.pem --tls_cert=worker-0.pem --tls_key=worker-0.key\n"
       "or, without servers:\n  ps_worker --standalone --batch_size=128");
   absl::StatusOr<ps::WorkerConfig> config = ps::WorkerConfigFromFlags();
-  if (!config.ok()) return Fail(config.status());
+  if (!config.ok()) return Fail(config.status(), 2);  // a bad flag value
   config->trainer.log = &std::cout;
   config->client.log = [](absl::string_view line) { std::cout << line << std::endl; };
 
