@@ -73,7 +73,7 @@ absl::StatusOr<ClientOptions::Transport> ParseTransport(absl::string_view text);
 
 // INVALID_ARGUMENT unless servers is not empty, 0 <= worker_id <
 // num_workers, keepalive is zero or in [1 s, 1 day] (naming ps_worker's
-// flag) and retry_timeout >= 0. PsClient::Connect checks it first.
+// flag), retry_timeout >= 0 and wire_dtype is a known one. PsClient::Connect checks it first.
 absl::Status ValidateClientOptions(const ClientOptions& options);
 
 }  // namespace ps
