@@ -119,6 +119,8 @@ expect "worker rejects an unknown transport" 2 "unknown transport .carrier-pigeo
   "$WORKER" --servers=127.0.0.1:1 --transport=carrier-pigeon
 expect "worker rejects a batch larger than its share of the data" 2 "--batch_size=100000 with 1 workers leaves no full batch" \
   "$WORKER" --standalone --batch_size=100000 --max_steps=1
+expect "worker rejects an unknown --wire_dtype" 2 "--wire_dtype: unknown wire dtype .fp8.: expected .f32. or .bf16." \
+  "$WORKER" --servers=127.0.0.1:1 --wire_dtype=fp8
 expect "ps_ctl reports an unreachable server" 1 "127.0.0.1:1" \
   "$CTL" status --servers=127.0.0.1:1 --timeout=1
 expect "ps_ctl rejects an unknown command" 2 "usage: ps_ctl" "$CTL" frobnicate --servers=x:1

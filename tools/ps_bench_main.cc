@@ -47,6 +47,9 @@ ABSL_FLAG(double, seconds, 1.0, "transport/apply: seconds to measure each figure
 ABSL_FLAG(int, warmup, 3, "transport: untimed operations per client before measuring.");
 ABSL_FLAG(std::string, transports, "stream,unary",
           "transport: client transports to measure (stream and/or unary).");
+ABSL_FLAG(std::string, wire_dtype, "f32",
+          "transport: wire dtypes to measure (f32 and/or bf16, e.g. f32,bf16); a bf16 row's "
+          "baseline is the f32 row of the same operation and transport.");
 ABSL_FLAG(std::string, apply_elements, "1048576,16777216",
           "apply: shard sizes in float32 elements.");
 ABSL_FLAG(int, epochs, 3, "train: epochs for each configuration.");
@@ -278,6 +281,7 @@ absl::StatusOr<std::vector<ps::Row>> Transport() {
   o.clients = absl::GetFlag(FLAGS_clients);
   o.ops = absl::GetFlag(FLAGS_ops);
   o.transports = absl::GetFlag(FLAGS_transports);
+  o.wire_dtypes = absl::GetFlag(FLAGS_wire_dtype);
   o.warmup = absl::GetFlag(FLAGS_warmup);
   ASSIGN_OR_RETURN(o.duration, ps::SecondsFromFlag("seconds", absl::GetFlag(FLAGS_seconds)));
   o.tls = TlsFromFlags();

@@ -10,6 +10,7 @@
 #include "common/flag_lists.h"
 #include "common/optimizer_flags.h"
 #include "common/status_macros.h"
+#include "common/wire_dtype.h"
 #include "worker/dataset.h"
 
 ABSL_FLAG(int, worker_id, 0, "This worker's id, 0 <= worker_id < num_workers.");
@@ -52,6 +53,10 @@ ABSL_FLAG(double, connect_timeout, 60, "Seconds to wait for the servers to come 
 ABSL_FLAG(std::string, transport, "stream",
           "stream: one long-lived gRPC stream per server, tensors in ~1 MB chunks (fastest); "
           "unary: one RPC per server per step.");
+ABSL_FLAG(std::string, wire_dtype, "f32",
+          "Element type of gradients and weights on the wire: f32 (exact) or bf16 (half the "
+          "bytes: gradients and pulled weights rounded to bfloat16, nearest even; the servers "
+          "keep float32 weights and optimizer state).");
 ABSL_FLAG(double, keepalive, 10,
           "Seconds without traffic before a connection to a server is pinged; an unanswered "
           "ping closes it after as long again, failing its calls with UNAVAILABLE (a dead "
@@ -152,6 +157,11 @@ absl::StatusOr<WorkerConfig> WorkerConfigFromFlags() {
   ASSIGN_OR_RETURN(client.wait_timeout, SecondsFromFlag("wait_timeout", absl::GetFlag(FLAGS_wait_timeout)));
   ASSIGN_OR_RETURN(client.keepalive, SecondsFromFlag("keepalive", absl::GetFlag(FLAGS_keepalive)));
   ASSIGN_OR_RETURN(client.transport, ParseTransport(absl::GetFlag(FLAGS_transport)));
+  if (absl::StatusOr<WireDtype> d = ParseWireDtype(absl::GetFlag(FLAGS_wire_dtype)); d.ok()) {
+    client.wire_dtype = *d;
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("--wire_dtype: ", d.status().message()));
+  }
   ASSIGN_OR_RETURN(client.retry_timeout, SecondsFromFlag("retry_timeout", absl::GetFlag(FLAGS_retry_timeout)));
   RETURN_IF_ERROR(ValidateClientOptions(client));
   return c;
