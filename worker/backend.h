@@ -64,6 +64,12 @@ class ComputeBackend {
   // A zero-filled buffer of n elements.
   virtual absl::StatusOr<std::unique_ptr<DeviceBuffer>> Allocate(size_t n) = 0;
 
+  // A buffer that is `host`'s own memory, where this backend's buffers are
+  // host memory (the CPU): ops write into `host` directly, with no copy to
+  // the host. nullptr on backends with memory of their own (CUDA). It must
+  // not outlive `host`.
+  virtual std::unique_ptr<DeviceBuffer> WrapHost(absl::Span<float> host) { return nullptr; }
+
   // Copies src into the first src.size() elements of dst. src may be reused
   // as soon as this returns. REQUIRES: src.size() <= dst->size().
   absl::Status CopyToDevice(absl::Span<const float> src, DeviceBuffer* dst);

@@ -211,6 +211,24 @@ TEST_P(BackendTest, GemmMatchesReferenceForAllTransposes) {
   }
 }
 
+// WrapHost: on the CPU ops write into the caller's memory (no copy); on a
+// device with memory of its own there is no such buffer.
+TEST_P(BackendTest, WrapHostIsTheCallersMemoryOnTheCpuOnly) {
+  std::vector<float> host(6, -1.0f);
+  std::unique_ptr<DeviceBuffer> view = backend_->WrapHost(absl::MakeSpan(host));
+  if (GetParam() != "cpu") {
+    EXPECT_EQ(view, nullptr);
+    return;
+  }
+  ASSERT_NE(view, nullptr);
+  EXPECT_EQ(view->size(), 6u);
+  auto x = Upload({1, 2, 3, 4, 5, 6});
+  ASSERT_TRUE(backend_->ColumnSums(2, 3, *x, view.get()).ok());
+  EXPECT_EQ(host, (std::vector<float>{5, 7, 9, -1, -1, -1}));
+  ASSERT_TRUE(backend_->Relu(6, view.get()).ok());
+  EXPECT_EQ(host, (std::vector<float>{5, 7, 9, 0, 0, 0}));
+}
+
 // A float32 addition, max and select are exact in IEEE arithmetic; a column
 // sum of `rows` terms rounds at most `rows` times.
 TEST_P(BackendTest, ElementwiseOpsMatchReference) {

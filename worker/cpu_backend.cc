@@ -14,15 +14,19 @@
 namespace ps {
 namespace {
 
+// Owns its floats, or (WrapHost) is a view of the caller's.
 class HostBuffer final : public DeviceBuffer {
  public:
-  explicit HostBuffer(size_t n) : data_(n, 0.0f) {}
-  size_t size() const override { return data_.size(); }
-  float* data() { return data_.data(); }
-  const float* data() const { return data_.data(); }
+  explicit HostBuffer(size_t n) : owned_(n, 0.0f), data_(owned_.data()), size_(n) {}
+  explicit HostBuffer(absl::Span<float> view) : data_(view.data()), size_(view.size()) {}
+  size_t size() const override { return size_; }
+  float* data() { return data_; }
+  const float* data() const { return data_; }
 
  private:
-  std::vector<float> data_;
+  std::vector<float> owned_;
+  float* const data_;
+  const size_t size_;
 };
 
 const HostBuffer& H(const DeviceBuffer& b) { return static_cast<const HostBuffer&>(b); }
@@ -45,6 +49,10 @@ class CpuBackend final : public ComputeBackend {
 
   absl::StatusOr<std::unique_ptr<DeviceBuffer>> Allocate(size_t n) override {
     return std::unique_ptr<DeviceBuffer>(new HostBuffer(n));
+  }
+
+  std::unique_ptr<DeviceBuffer> WrapHost(absl::Span<float> host) override {
+    return std::make_unique<HostBuffer>(host);
   }
 
   absl::Status FinishCopiesToHost() override { return absl::OkStatus(); }

@@ -142,16 +142,23 @@ absl::StatusOr<BatchStats> Mlp::ForwardBackward(int rows, TensorList* grads,
   grads->resize(spec_.size());
   for (size_t l = L; l-- > 0;) {
     const int in = dims_[l], out = dims_[l + 1];
-    // dW = act^T delta; db = column sums of delta.
-    RETURN_IF_ERROR(
-        backend_->Gemm(true, false, in, out, rows, 1.0f, *acts_[l], *deltas_[l], 0.0f, dw_[l].get()));
-    RETURN_IF_ERROR(backend_->ColumnSums(rows, out, *deltas_[l], db_[l].get()));
     std::vector<float>& dw = (*grads)[2 * l];
     std::vector<float>& db = (*grads)[2 * l + 1];
     dw.resize(dw_[l]->size());
     db.resize(db_[l]->size());
-    absl::Status s = backend_->StartCopyToHost(*dw_[l], absl::MakeSpan(dw));
-    if (s.ok()) s = backend_->StartCopyToHost(*db_[l], absl::MakeSpan(db));
+    // Where the backend's buffers are host memory, the gradients are
+    // computed straight into `grads`; elsewhere copied there.
+    const std::unique_ptr<DeviceBuffer> dw_host = backend_->WrapHost(absl::MakeSpan(dw));
+    const std::unique_ptr<DeviceBuffer> db_host = backend_->WrapHost(absl::MakeSpan(db));
+    DeviceBuffer* dw_out = dw_host != nullptr ? dw_host.get() : dw_[l].get();
+    DeviceBuffer* db_out = db_host != nullptr ? db_host.get() : db_[l].get();
+    // dW = act^T delta; db = column sums of delta.
+    RETURN_IF_ERROR(
+        backend_->Gemm(true, false, in, out, rows, 1.0f, *acts_[l], *deltas_[l], 0.0f, dw_out));
+    RETURN_IF_ERROR(backend_->ColumnSums(rows, out, *deltas_[l], db_out));
+    absl::Status s;
+    if (dw_host == nullptr) s = backend_->StartCopyToHost(*dw_[l], absl::MakeSpan(dw));
+    if (s.ok() && db_host == nullptr) s = backend_->StartCopyToHost(*db_[l], absl::MakeSpan(db));
     if (s.ok() && l > 0) {
       // While the gradients travel and on_ready sends them, the device goes
       // on with the delta of the layer below = (delta W^T) masked by its ReLU.
