@@ -112,6 +112,10 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
     ASSIGN_OR_RETURN(host, HostOf(options.listen, "listen"));
   }
   std::string health_host;
+  if (IsUnixAddress(options.health_listen)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--health_listen takes HOST:PORT only (TCP), not '", options.health_listen, "'"));
+  }
   if (!options.health_listen.empty()) {
     ASSIGN_OR_RETURN(health_host, HostOf(options.health_listen, "health listen"));
   }
