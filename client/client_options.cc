@@ -26,6 +26,10 @@ absl::Status ValidateClientOptions(const ClientOptions& o) {
   if (o.retry_timeout < absl::ZeroDuration()) {
     return absl::InvalidArgumentError("--retry_timeout must be >= 0");
   }
+  if (!IsKnownWireDtype(o.wire_dtype)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--wire_dtype: ", WireDtypeName(o.wire_dtype), " (expected f32 or bf16)"));
+  }
   return absl::OkStatus();
 }
 

@@ -14,6 +14,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "common/security_options.h"
+#include "common/wire_dtype.h"
 
 namespace ps {
 
@@ -43,6 +44,15 @@ struct ClientOptions {
   //   kUnary:  one unary call per shard per operation.
   enum class Transport { kStream, kUnary };
   Transport transport = Transport::kStream;
+  // The element type of tensor data on the wire (proto/ps.proto WireDtype),
+  // either transport: kF32 (default) sends gradients and asks for weights
+  // as float32, exactly; kBf16 halves the bytes: the client narrows each
+  // gradient to bfloat16 (round to nearest even) before sending and the
+  // servers send their float32 weights rounded the same way, widened back
+  // into the caller's float buffers on arrival. The servers keep float32
+  // weights and optimizer state either way. ParseWireDtype reads the
+  // --wire_dtype spelling ("f32" / "bf16").
+  WireDtype wire_dtype = WireDtype::kF32;
 
   // Faults (docs/failures.md). A call that fails because a shard went
   // away (UNAVAILABLE, CANCELLED, ABORTED, or a refusal from a shard that
@@ -63,7 +73,7 @@ absl::StatusOr<ClientOptions::Transport> ParseTransport(absl::string_view text);
 
 // INVALID_ARGUMENT unless servers is not empty, 0 <= worker_id <
 // num_workers, keepalive is zero or in [1 s, 1 day] (naming ps_worker's
-// flag) and retry_timeout >= 0. PsClient::Connect checks it first.
+// flag), retry_timeout >= 0 and wire_dtype is a known one. PsClient::Connect checks it first.
 absl::Status ValidateClientOptions(const ClientOptions& options);
 
 }  // namespace ps

@@ -68,6 +68,28 @@ TEST(ValidateClientOptions, RejectsKeepaliveOutsideItsRangeNamingTheValue) {
   EXPECT_THAT(std::string(ValidateClientOptions(o).message()), testing::EndsWith("got 0.5"));
 }
 
+TEST(ParseWireDtype, AcceptsF32AndBf16AndNothingElse) {
+  EXPECT_EQ(ClientOptions().wire_dtype, WireDtype::kF32);
+  ASSERT_TRUE(ParseWireDtype("f32").ok());
+  EXPECT_EQ(*ParseWireDtype("f32"), WireDtype::kF32);
+  ASSERT_TRUE(ParseWireDtype("bf16").ok());
+  EXPECT_EQ(*ParseWireDtype("bf16"), WireDtype::kBf16);
+  for (absl::string_view text : {"", "F32", "fp16", "bf16 "}) {
+    absl::StatusOr<WireDtype> d = ParseWireDtype(text);
+    ASSERT_FALSE(d.ok()) << text;
+    EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(d.status().message(), testing::HasSubstr("expected 'f32' or 'bf16'"));
+  }
+}
+
+TEST(ValidateClientOptions, RejectsAnUnknownWireDtype) {
+  ClientOptions o = WithAServer();
+  o.wire_dtype = WireDtype::kBf16;
+  EXPECT_TRUE(ValidateClientOptions(o).ok());
+  o.wire_dtype = static_cast<WireDtype>(7);
+  EXPECT_THAT(ValidateClientOptions(o).message(), testing::HasSubstr("wire_dtype"));
+}
+
 TEST(ValidateClientOptions, RejectsANegativeRetryTimeout) {
   ClientOptions o = WithAServer();
   o.retry_timeout = absl::Seconds(-1);

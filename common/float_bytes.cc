@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "common/bf16.h"
+
 namespace ps {
 
 static_assert(sizeof(float) == 4, "float must be IEEE-754 binary32");
@@ -29,6 +31,29 @@ void CopyPieces(const Pieces& pieces, void* dst) {
     if (p.empty()) continue;
     std::memcpy(out, p.data(), p.size());
     out += p.size();
+  }
+}
+
+void WidenBf16Pieces(const Pieces& pieces, float* dst) {
+  unsigned char split[2];
+  bool have_split = false;  // split[0] holds the first byte of an element
+  for (absl::string_view p : pieces) {
+    const unsigned char* b = reinterpret_cast<const unsigned char*>(p.data());
+    size_t n = p.size();
+    if (n == 0) continue;
+    if (have_split) {
+      split[1] = b[0];
+      Bf16ToFloats(split, 1, dst++);
+      ++b;
+      --n;
+      have_split = false;
+    }
+    Bf16ToFloats(b, n / 2, dst);
+    dst += n / 2;
+    if (n % 2 != 0) {
+      split[0] = b[n - 1];
+      have_split = true;
+    }
   }
 }
 

@@ -76,16 +76,24 @@ absl::StatusOr<int> SliceAssembler::Check(const RawTensorSlice& c) const {
         "' is out of order or outside [", r.offset, ", ", end,
         "), the range this shard owns; expected the next chunk to start at ", next));
   }
-  const size_t bytes = PiecesSize(c.data);
-  if (bytes % sizeof(float) != 0) {
+  if (!IsKnownWireDtype(c.dtype)) {
     return absl::InvalidArgumentError(absl::StrCat(
         what, ": chunk [", c.offset, ", ", c.offset + c.length, ") of tensor '", t.name,
-        "': data has ", bytes, " bytes, which is not a multiple of 4 (float32 elements)"));
+        "' has ", WireDtypeName(c.dtype), " (expected 0 = f32 or 1 = bf16)"));
   }
-  if (bytes / sizeof(float) != static_cast<uint64_t>(c.length)) {
+  const size_t bytes = PiecesSize(c.data);
+  const size_t width = WireDtypeBytes(c.dtype);
+  const char* type = c.dtype == WireDtype::kBf16 ? "bf16" : "float32";
+  if (bytes % width != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         what, ": chunk [", c.offset, ", ", c.offset + c.length, ") of tensor '", t.name,
-        "': data has ", bytes / sizeof(float), " float32 elements, expected ", c.length));
+        "': data has ", bytes, " bytes, which is not a multiple of ", width, " (", type,
+        " elements)"));
+  }
+  if (bytes / width != static_cast<uint64_t>(c.length)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": chunk [", c.offset, ", ", c.offset + c.length, ") of tensor '", t.name,
+        "': data has ", bytes / width, " ", type, " elements, expected ", c.length));
   }
   return idx;
 }
@@ -95,7 +103,11 @@ absl::Status SliceAssembler::Add(const RawTensorSlice& c, const Destination& dst
   const SliceRange& r = layout_->slices[idx];
   ASSIGN_OR_RETURN(float* base, dst(r));
   float* out = base + (c.offset - r.offset);
-  CopyPieces(c.data, out);
+  if (c.dtype == WireDtype::kBf16) {
+    WidenBf16Pieces(c.data, out);
+  } else {
+    CopyPieces(c.data, out);
+  }
   if (options_.reject_nonfinite && !AllFinite(out, static_cast<size_t>(c.length))) {
     return absl::InvalidArgumentError(
         absl::StrCat(options_.what, ": chunk [", c.offset, ", ", c.offset + c.length,

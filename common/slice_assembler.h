@@ -9,8 +9,9 @@
 // message carries each range as one chunk; the stream transport cuts them
 // into ~1 MB chunks. Everything about a chunk is checked before a byte of it
 // is copied: the tensor is in the layout, the full shape matches the spec,
-// the range is the next one expected, and the data is exactly 4 * length
-// bytes. All offset arithmetic is overflow-safe (lengths are compared with
+// the range is the next one expected, the element type (dtype) is known and
+// the data is exactly 4 * length bytes (f32) or 2 * length (bf16). bf16 data
+// is widened to float32 as it is copied (common/bf16.h). All offset arithmetic is overflow-safe (lengths are compared with
 // what remains, never added to offsets first), so hostile values such as
 // length = 2^63 - 1 are plain errors.
 //
@@ -32,6 +33,7 @@
 #include "absl/strings/string_view.h"
 #include "common/float_bytes.h"
 #include "common/partition.h"
+#include "common/wire_dtype.h"
 
 namespace ps {
 
@@ -42,7 +44,8 @@ struct RawTensorSlice {
   std::vector<int64_t> shape;  // of the full tensor
   int64_t offset = 0;          // elements
   int64_t length = 0;          // elements
-  Pieces data;                 // should be 4 * length bytes of float32
+  Pieces data;                 // should be length elements of `dtype`
+  WireDtype dtype = WireDtype::kF32;  // as received: may be unknown
 };
 
 // True if no value is NaN or +-Inf.

@@ -17,7 +17,10 @@ taking its own disjoint batch of every step. Every worker process gets T math
 threads (--threads, default 1): torch.set_num_threads(T) and
 set_num_interop_threads(1) for the Python workers and DDP, --threads=T
 (OpenBLAS) for ps_worker, and OMP/OpenBLAS/MKL_NUM_THREADS=T in every
-worker's environment, so each side gets the same cores per worker.
+worker's environment, so each side gets the same cores per worker. DDP's
+processes get the glibc malloc setting that ps.torch.DistributedOptimizer
+makes (ps.torch.keep_freed_memory), through MALLOC_MMAP_THRESHOLD_ and
+MALLOC_TRIM_THRESHOLD_.
 
 What is measured: every worker reports (step, time) every 10 steps (the C++
 worker through --metrics_file, the Python ones on stdout). A worker's rate is
@@ -234,6 +237,9 @@ def run_config(a, config: str, logdir: str) -> Tuple[float, str]:
     run_dir = tempfile.mkdtemp(prefix=f"{config}-", dir=logdir)
     try:
         env = worker_env(a)
+        if config == "ddp":
+            # ps.torch.keep_freed_memory()'s malloc setting, as the ps workers get.
+            env.update(MALLOC_MMAP_THRESHOLD_=str(32 << 20), MALLOC_TRIM_THRESHOLD_=str(1 << 30))
         if config in ("ps-python", "ps-cpp"):
             server, addr = start_server(a, run_dir)
             procs.append(server)

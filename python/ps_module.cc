@@ -27,6 +27,7 @@
 #include "absl/status/status.h"
 #include "client/ps_client.h"
 #include "common/mode.h"
+#include "common/wire_dtype.h"
 
 namespace py = pybind11;
 
@@ -100,7 +101,8 @@ class Client {
   Client(std::vector<std::string> servers, int worker_id, int num_workers,
          std::string tls_cert, std::string tls_key, std::string tls_ca, std::string server_name,
          std::string auth_token_file, bool insecure, std::string transport,
-         double connect_timeout, double wait_timeout, double retry_timeout) {
+         std::string wire_dtype, double connect_timeout, double wait_timeout,
+         double retry_timeout) {
     ClientOptions o;
     o.servers = std::move(servers);
     o.worker_id = worker_id;
@@ -114,6 +116,9 @@ class Client {
     absl::StatusOr<ClientOptions::Transport> t = ParseTransport(transport);
     ThrowIfError(t.status());
     o.transport = *t;
+    absl::StatusOr<WireDtype> d = ParseWireDtype(wire_dtype);
+    ThrowIfError(d.status());
+    o.wire_dtype = *d;
     o.connect_timeout = absl::Seconds(connect_timeout);
     o.wait_timeout = absl::Seconds(wait_timeout);
     o.retry_timeout = absl::Seconds(retry_timeout);
@@ -319,7 +324,8 @@ PYBIND11_MODULE(_ps, m) {
       .def("wait", &ps::PushPullHandle::Wait);
   py::class_<ps::Client>(m, "Client")
       .def(py::init<std::vector<std::string>, int, int, std::string, std::string, std::string,
-                    std::string, std::string, bool, std::string, double, double, double>())
+                    std::string, std::string, bool, std::string, std::string, double, double,
+                    double>())
       .def("init", &ps::Client::Init)
       .def("pull", &ps::Client::Pull, py::arg("min_version"), py::arg("out") = py::none())
       .def("push", &ps::Client::Push)

@@ -20,6 +20,7 @@
 #include "common/model_spec.h"
 #include "common/partition.h"
 #include "common/slice_assembler.h"
+#include "common/wire_dtype.h"
 #include "rpc/proto_codec.h"
 
 namespace ps {
@@ -31,16 +32,22 @@ namespace ps {
 inline constexpr size_t kMaxWireRank = 8;
 inline constexpr size_t kMaxSlicesPerMessage = 1 << 16;
 
-// Size of TensorSlice{name, shape, offset, length, data} for slice `r` of `t`,
-// without its own tag and length prefix.
-size_t TensorSliceSize(const TensorSpec& t, const SliceRange& r);
+// Size of TensorSlice{name, shape, offset, length, data, dtype} for slice
+// `r` of `t` with its data as `dtype`, without its own tag and length prefix.
+size_t TensorSliceSize(const TensorSpec& t, const SliceRange& r,
+                       WireDtype dtype = WireDtype::kF32);
 
 // Writes field `field` = TensorSlice for slice `r` of `t`, whose values are
-// the r.length floats at `values` (borrowed; see ProtoWriter::Data).
+// the r.length floats at `values`. As f32 the values are borrowed (see
+// ProtoWriter::Data; `owner` keeps them alive); as bf16 they are narrowed
+// (common/bf16.h) into a buffer that the message owns. REQUIRES:
+// IsKnownWireDtype(dtype).
 void WriteTensorSlice(ProtoWriter* w, int field, const TensorSpec& t, const SliceRange& r,
-                      const float* values, std::shared_ptr<const void> owner);
+                      const float* values, std::shared_ptr<const void> owner,
+                      WireDtype dtype = WireDtype::kF32);
 
-// Decodes a TensorSlice message from `bytes`.
+// Decodes a TensorSlice message from `bytes`. Its dtype is kept as sent
+// (the SliceAssembler rejects an unknown one, naming the tensor).
 absl::Status ReadTensorSlice(const Pieces& bytes, RawTensorSlice* out);
 
 // Reads the TensorSlice value of `field` (length-delimited) into a new
@@ -74,6 +81,12 @@ absl::Status ReadIncarnation(FieldReader& field, Incarnation* out);
 void WriteOutcome(ProtoWriter* w, int field, PushOutcome outcome);
 // Reads the PushOutcome value of `field`; malformed or unknown: `what`.
 absl::Status ReadOutcome(FieldReader& field, absl::string_view what, PushOutcome* out);
+
+// A request's weights_dtype as field `field` (nothing for kF32, the default).
+void WriteWeightsDtype(ProtoWriter* w, int field, WireDtype dtype);
+// Reads a request's weights_dtype; malformed or unknown: "unknown
+// weights_dtype N".
+absl::Status ReadWeightsDtype(FieldReader& field, WireDtype* out);
 
 }  // namespace ps
 

@@ -15,8 +15,9 @@ using StreamResponseProto = v1::StreamResponse;
 }  // namespace
 
 std::vector<std::vector<SliceRange>> ChunkSlices(const std::vector<SliceRange>& slices,
-                                                 size_t chunk_bytes) {
-  const int64_t chunk = std::max<int64_t>(1, static_cast<int64_t>(chunk_bytes / sizeof(float)));
+                                                 size_t chunk_bytes, WireDtype dtype) {
+  const int64_t chunk =
+      std::max<int64_t>(1, static_cast<int64_t>(chunk_bytes / WireDtypeBytes(dtype)));
   std::vector<std::vector<SliceRange>> messages(1);
   int64_t room = chunk;
   for (const SliceRange& r : slices) {
@@ -41,8 +42,8 @@ std::vector<grpc::ByteBuffer> EncodeStreamRequests(const StreamCallHeader& h, bo
                                                    bool last, const ModelSpec& spec,
                                                    const std::vector<SliceRange>& slices,
                                                    const SliceValues& values,
-                                                   size_t chunk_bytes) {
-  std::vector<std::vector<SliceRange>> messages = ChunkSlices(slices, chunk_bytes);
+                                                   size_t chunk_bytes, WireDtype dtype) {
+  std::vector<std::vector<SliceRange>> messages = ChunkSlices(slices, chunk_bytes, dtype);
   std::vector<grpc::ByteBuffer> out;
   for (size_t m = 0; m < messages.size(); ++m) {
     ProtoWriter w;
@@ -55,10 +56,11 @@ std::vector<grpc::ByteBuffer> EncodeStreamRequests(const StreamCallHeader& h, bo
       w.VarintField(M::kMinVersionFieldNumber, static_cast<uint64_t>(h.min_version));
       w.VarintField(M::kWaitTimeoutMsFieldNumber, static_cast<uint64_t>(h.wait_timeout_ms));
       if (h.seq != 0) w.VarintField(M::kSeqFieldNumber, static_cast<uint64_t>(h.seq));
+      WriteWeightsDtype(&w, M::kWeightsDtypeFieldNumber, h.weights_dtype);
     }
     for (const SliceRange& r : messages[m]) {
       WriteTensorSlice(&w, M::kGradientsFieldNumber, spec[r.tensor_index], r, values(r),
-                       nullptr);
+                       nullptr, dtype);
     }
     if (last && m + 1 == messages.size()) w.VarintField(M::kLastFieldNumber, 1);
     out.push_back(w.Finish());
@@ -71,8 +73,9 @@ std::vector<grpc::ByteBuffer> EncodeStreamWeights(uint64_t call_id, int64_t vers
                                                   const std::vector<SliceRange>& slices,
                                                   const SliceValues& values,
                                                   std::shared_ptr<const void> owner,
-                                                  size_t chunk_bytes, const ReplyInfo& info) {
-  std::vector<std::vector<SliceRange>> messages = ChunkSlices(slices, chunk_bytes);
+                                                  size_t chunk_bytes, const ReplyInfo& info,
+                                                  WireDtype dtype) {
+  std::vector<std::vector<SliceRange>> messages = ChunkSlices(slices, chunk_bytes, dtype);
   std::vector<grpc::ByteBuffer> out;
   for (size_t m = 0; m < messages.size(); ++m) {
     ProtoWriter w;
@@ -84,7 +87,8 @@ std::vector<grpc::ByteBuffer> EncodeStreamWeights(uint64_t call_id, int64_t vers
       WriteOutcome(&w, M::kPushOutcomeFieldNumber, info.outcome);
     }
     for (const SliceRange& r : messages[m]) {
-      WriteTensorSlice(&w, M::kWeightsFieldNumber, spec[r.tensor_index], r, values(r), owner);
+      WriteTensorSlice(&w, M::kWeightsFieldNumber, spec[r.tensor_index], r, values(r), owner,
+                       dtype);
     }
     if (m + 1 == messages.size()) w.VarintField(M::kLastFieldNumber, 1);
     out.push_back(w.Finish());
@@ -135,6 +139,9 @@ absl::Status DecodeStreamRequest(const Pieces& bytes, RawStreamRequest* out) {
       return absl::OkStatus();
     }
     if (f.Is(M::kSeqFieldNumber, kVarint)) return f.Int<int64_t>("bad seq", &out->header.seq);
+    if (f.Is(M::kWeightsDtypeFieldNumber, kVarint)) {
+      return ReadWeightsDtype(f, &out->header.weights_dtype);
+    }
     return f.Skip();
   });
 }

@@ -22,7 +22,8 @@ namespace ps {
 enum class StreamCall { kPush = 0, kPull = 1, kPushPull = 2 };
 
 // Chunk size of the streaming transport: tensors are cut into sub-ranges of
-// at most this many bytes, packed into messages of about this size.
+// at most this many bytes of data as it travels (f32 or bf16), packed into
+// messages of about this size.
 inline constexpr size_t kStreamChunkBytes = 1 << 20;
 
 struct StreamCallHeader {
@@ -33,27 +34,31 @@ struct StreamCallHeader {
   int64_t min_version = 0;
   int64_t wait_timeout_ms = 0;
   int64_t seq = 0;  // async push number; 0 = none
+  WireDtype weights_dtype = WireDtype::kF32;  // pull kinds; always a known one
 };
 
 // Messages of one call carrying the gradient chunks of `slices` (none for
-// kPull; then one message): with the header in the first message when
-// `first`, and `last` set on the final one when `last`. A call may be sent
-// in several such batches, e.g. layer by layer as backward produces them.
+// kPull; then one message) as `dtype` (REQUIRES: known): with the header in
+// the first message when `first`, and `last` set on the final one when
+// `last`. A call may be sent in several such batches, e.g. layer by layer as
+// backward produces them.
 std::vector<grpc::ByteBuffer> EncodeStreamRequests(const StreamCallHeader& header, bool first,
                                                    bool last, const ModelSpec& spec,
                                                    const std::vector<SliceRange>& slices,
                                                    const SliceValues& values,
-                                                   size_t chunk_bytes = kStreamChunkBytes);
+                                                   size_t chunk_bytes = kStreamChunkBytes,
+                                                   WireDtype dtype = WireDtype::kF32);
 
 // The weights of `slices` as chunked responses to `call_id`, `info` in the
-// first; `owner` keeps the values alive until sent.
+// first, the data as `dtype`; `owner` keeps the values alive until sent.
 std::vector<grpc::ByteBuffer> EncodeStreamWeights(uint64_t call_id, int64_t version,
                                                   const ModelSpec& spec,
                                                   const std::vector<SliceRange>& slices,
                                                   const SliceValues& values,
                                                   std::shared_ptr<const void> owner,
                                                   size_t chunk_bytes = kStreamChunkBytes,
-                                                  const ReplyInfo& info = ReplyInfo());
+                                                  const ReplyInfo& info = ReplyInfo(),
+                                                  WireDtype dtype = WireDtype::kF32);
 
 // A call's single last response: its version and `info`, or its error.
 grpc::ByteBuffer EncodeStreamDone(uint64_t call_id, int64_t version, const absl::Status& status,
@@ -79,10 +84,12 @@ struct RawStreamResponse {
 absl::Status DecodeStreamRequest(const Pieces& bytes, RawStreamRequest* out);
 absl::Status DecodeStreamResponse(const Pieces& bytes, RawStreamResponse* out);
 
-// Cuts `slices` into sub-ranges of at most `chunk_bytes` (flat_offset kept
-// consistent), grouped into messages of about `chunk_bytes` each.
+// Cuts `slices` into sub-ranges of at most `chunk_bytes` of `dtype` data
+// (flat_offset kept consistent), grouped into messages of about
+// `chunk_bytes` each.
 std::vector<std::vector<SliceRange>> ChunkSlices(const std::vector<SliceRange>& slices,
-                                                 size_t chunk_bytes);
+                                                 size_t chunk_bytes,
+                                                 WireDtype dtype = WireDtype::kF32);
 
 }  // namespace ps
 

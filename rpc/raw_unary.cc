@@ -11,12 +11,12 @@ using PullRequestProto = v1::PullRequest;
 using PullResponseProto = v1::PullResponse;
 
 size_t PushRequestSize(int worker_id, int64_t version, const ModelSpec& spec,
-                       const std::vector<SliceRange>& slices, int64_t seq) {
+                       const std::vector<SliceRange>& slices, int64_t seq, WireDtype dtype) {
   size_t n = 1 + VarintSize(static_cast<uint64_t>(int64_t{worker_id})) + 1 +
              VarintSize(static_cast<uint64_t>(version));
   if (seq != 0) n += 1 + VarintSize(static_cast<uint64_t>(seq));
   for (const SliceRange& r : slices) {
-    const size_t ts = TensorSliceSize(spec[r.tensor_index], r);
+    const size_t ts = TensorSliceSize(spec[r.tensor_index], r, dtype);
     n += 1 + VarintSize(ts) + ts;
   }
   return n;
@@ -24,14 +24,14 @@ size_t PushRequestSize(int worker_id, int64_t version, const ModelSpec& spec,
 
 void WritePushRequest(ProtoWriter* w, int worker_id, int64_t version, const ModelSpec& spec,
                       const std::vector<SliceRange>& slices, const SliceValues& values,
-                      int64_t seq) {
+                      int64_t seq, WireDtype dtype) {
   w->VarintField(PushRequestProto::kWorkerIdFieldNumber,
                  static_cast<uint64_t>(int64_t{worker_id}));
   w->VarintField(PushRequestProto::kVersionFieldNumber, static_cast<uint64_t>(version));
   if (seq != 0) w->VarintField(PushRequestProto::kSeqFieldNumber, static_cast<uint64_t>(seq));
   for (const SliceRange& r : slices) {
     WriteTensorSlice(w, PushRequestProto::kGradientsFieldNumber, spec[r.tensor_index], r,
-                     values(r), nullptr);
+                     values(r), nullptr, dtype);
   }
 }
 
@@ -39,23 +39,35 @@ void WritePushRequest(ProtoWriter* w, int worker_id, int64_t version, const Mode
 
 grpc::ByteBuffer EncodePushRequest(int worker_id, int64_t version, const ModelSpec& spec,
                                    const std::vector<SliceRange>& slices,
-                                   const SliceValues& values, int64_t seq) {
+                                   const SliceValues& values, int64_t seq, WireDtype dtype) {
   ProtoWriter w;
-  WritePushRequest(&w, worker_id, version, spec, slices, values, seq);
+  WritePushRequest(&w, worker_id, version, spec, slices, values, seq, dtype);
   return w.Finish();
 }
 
 grpc::ByteBuffer EncodePushPullRequest(int worker_id, int64_t version, const ModelSpec& spec,
                                        const std::vector<SliceRange>& slices,
                                        const SliceValues& values, int64_t min_version,
-                                       int64_t wait_timeout_ms, int64_t seq) {
+                                       int64_t wait_timeout_ms, int64_t seq, WireDtype dtype) {
   ProtoWriter w;
   w.LengthPrefix(PushPullRequestProto::kPushFieldNumber,
-                 PushRequestSize(worker_id, version, spec, slices, seq));
-  WritePushRequest(&w, worker_id, version, spec, slices, values, seq);
+                 PushRequestSize(worker_id, version, spec, slices, seq, dtype));
+  WritePushRequest(&w, worker_id, version, spec, slices, values, seq, dtype);
   w.VarintField(PushPullRequestProto::kMinVersionFieldNumber, static_cast<uint64_t>(min_version));
   w.VarintField(PushPullRequestProto::kWaitTimeoutMsFieldNumber,
                 static_cast<uint64_t>(wait_timeout_ms));
+  WriteWeightsDtype(&w, PushPullRequestProto::kWeightsDtypeFieldNumber, dtype);
+  return w.Finish();
+}
+
+grpc::ByteBuffer EncodePullRequest(int worker_id, int64_t min_version, int64_t wait_timeout_ms,
+                                   WireDtype weights_dtype) {
+  ProtoWriter w;
+  w.VarintField(PullRequestProto::kWorkerIdFieldNumber, static_cast<uint64_t>(int64_t{worker_id}));
+  w.VarintField(PullRequestProto::kMinVersionFieldNumber, static_cast<uint64_t>(min_version));
+  w.VarintField(PullRequestProto::kWaitTimeoutMsFieldNumber,
+                static_cast<uint64_t>(wait_timeout_ms));
+  WriteWeightsDtype(&w, PullRequestProto::kWeightsDtypeFieldNumber, weights_dtype);
   return w.Finish();
 }
 
@@ -71,14 +83,14 @@ grpc::ByteBuffer EncodePushResponse(int64_t version, PushOutcome outcome,
 grpc::ByteBuffer EncodePullResponse(int64_t version, const ModelSpec& spec,
                                     const std::vector<SliceRange>& slices,
                                     const SliceValues& values, std::shared_ptr<const void> owner,
-                                    const ReplyInfo& info) {
+                                    const ReplyInfo& info, WireDtype dtype) {
   ProtoWriter w;
   w.VarintField(PullResponseProto::kVersionFieldNumber, static_cast<uint64_t>(version));
   WriteIncarnation(&w, PullResponseProto::kIncarnationFieldNumber, info.incarnation);
   WriteOutcome(&w, PullResponseProto::kPushOutcomeFieldNumber, info.outcome);
   for (const SliceRange& r : slices) {
     WriteTensorSlice(&w, PullResponseProto::kWeightsFieldNumber, spec[r.tensor_index], r,
-                     values(r), owner);
+                     values(r), owner, dtype);
   }
   return w.Finish();
 }
@@ -110,6 +122,9 @@ absl::Status DecodePushPullRequest(const Pieces& bytes, RawPush* push, RawPull* 
     if (f.Is(M::kWaitTimeoutMsFieldNumber, kVarint)) {
       return f.Int<int64_t>("bad varint", &pull->wait_timeout_ms);
     }
+    if (f.Is(M::kWeightsDtypeFieldNumber, kVarint)) {
+      return ReadWeightsDtype(f, &pull->weights_dtype);
+    }
     return f.Skip();
   });
   if (status.ok()) pull->worker_id = push->worker_id;
@@ -130,6 +145,7 @@ absl::Status DecodePullRequest(const Pieces& bytes, RawPull* out) {
       }
       return absl::OkStatus();
     }
+    if (f.Is(M::kWeightsDtypeFieldNumber, kVarint)) return ReadWeightsDtype(f, &out->weights_dtype);
     return f.Skip();
   });
 }

@@ -2,9 +2,13 @@
 // ps.v1 messages, and rejects malformed bytes with an error, never a crash.
 #include "rpc/raw_wire.h"
 
+#include <cstdio>
+#include <cstring>
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "common/bf16.h"
+#include "common/float_bytes.h"
 #include "gtest/gtest.h"
 #include "proto/ps.pb.h"
 
@@ -67,6 +71,82 @@ TEST(RawWire, PushPullRequestParsesAsTheProtobufMessage) {
     EXPECT_EQ(s.length(), r.length);
     EXPECT_EQ(s.data(), std::string(reinterpret_cast<const char*>(From(v)(r)), r.length * 4));
   }
+}
+
+// The bf16 wire: each slice says BF16 and carries the values rounded to
+// nearest even, 2 bytes each; the request asks for bf16 weights.
+TEST(RawWire, Bf16PushPullRequestParsesAsTheProtobufMessage) {
+  const auto slices = ShardSlices(kSpec, 2, 1);
+  TensorList v = Values();
+  for (std::vector<float>& t : v) {
+    for (float& x : t) x += 1.0f / 1024;  // not exact in bf16
+  }
+  const std::string bytes = Flatten(EncodePushPullRequest(
+      1, 2, kSpec, slices, From(v), 3, 4, 0, WireDtype::kBf16));
+  v1::PushPullRequest msg;
+  ASSERT_TRUE(msg.ParseFromString(bytes));
+  EXPECT_EQ(msg.weights_dtype(), v1::BF16);
+  ASSERT_EQ(msg.push().gradients_size(), static_cast<int>(slices.size()));
+  for (size_t i = 0; i < slices.size(); ++i) {
+    const v1::TensorSlice& s = msg.push().gradients(i);
+    const SliceRange& r = slices[i];
+    EXPECT_EQ(s.dtype(), v1::BF16);
+    ASSERT_EQ(s.data().size(), static_cast<size_t>(r.length) * 2);
+    for (int64_t j = 0; j < r.length; ++j) {
+      uint16_t h;
+      std::memcpy(&h, s.data().data() + 2 * j, 2);
+      EXPECT_EQ(h, FloatToBf16(From(v)(r)[j])) << s.name() << "[" << r.offset + j << "]";
+    }
+  }
+  // And it decodes back, from any split, into the rounded values.
+  std::mt19937 rng(11);
+  RawPush push;
+  RawPull pull;
+  ASSERT_TRUE(DecodePushPullRequest(Split(bytes, &rng), &push, &pull).ok());
+  EXPECT_EQ(pull.weights_dtype, WireDtype::kBf16);
+  ASSERT_EQ(push.gradients.size(), slices.size());
+  for (size_t i = 0; i < slices.size(); ++i) {
+    EXPECT_EQ(push.gradients[i].dtype, WireDtype::kBf16);
+    std::vector<float> out(slices[i].length);
+    WidenBf16Pieces(push.gradients[i].data, out.data());
+    for (size_t j = 0; j < out.size(); ++j) {
+      EXPECT_EQ(out[j], RoundToBf16(From(v)(slices[i])[j]));
+    }
+  }
+}
+
+// Bytes per worker step for the MLP 784-512-256-10 (535,818 weights, one
+// shard): a push-pull request and its reply, f32 against bf16. Printed for
+// docs/benchmarks.md; checked against the payload arithmetic.
+TEST(RawWire, Bf16HalvesTheBytesOfAnMlpStep) {
+  const ModelSpec mlp = {{"fc1.weight", {512, 784}}, {"fc1.bias", {512}},
+                         {"fc2.weight", {256, 512}}, {"fc2.bias", {256}},
+                         {"fc3.weight", {10, 256}},  {"fc3.bias", {10}}};
+  int64_t n = 0;
+  for (const TensorSpec& t : mlp) n += t.num_elements();
+  ASSERT_EQ(n, 535818);
+  const auto slices = ShardSlices(mlp, 1, 0);
+  TensorList v;
+  for (const TensorSpec& t : mlp) v.emplace_back(t.num_elements(), 0.5f);
+  auto step_bytes = [&](WireDtype d) {
+    const size_t request =
+        Flatten(EncodePushPullRequest(0, 7, mlp, slices, From(v), 8, 120000, 0, d)).size();
+    const size_t reply =
+        Flatten(EncodePullResponse(8, mlp, slices, From(v), nullptr, ReplyInfo(), d)).size();
+    return std::make_pair(request, reply);
+  };
+  const auto [f32_req, f32_reply] = step_bytes(WireDtype::kF32);
+  const auto [bf16_req, bf16_reply] = step_bytes(WireDtype::kBf16);
+  std::printf("MLP step, unary push_pull: f32 %zu + %zu = %zu bytes, bf16 %zu + %zu = %zu bytes\n",
+              f32_req, f32_reply, f32_req + f32_reply, bf16_req, bf16_reply,
+              bf16_req + bf16_reply);
+  // The payload halves (2 bytes fewer per element); the framing grows by a
+  // dtype field per slice (and weights_dtype once), and shrinks where a
+  // length prefix got shorter.
+  EXPECT_GE(f32_req - bf16_req, size_t{2} * n - 8 * mlp.size());
+  EXPECT_LE(f32_req - bf16_req, size_t{2} * n);
+  EXPECT_GE(f32_reply - bf16_reply, size_t{2} * n - 8 * mlp.size());
+  EXPECT_LE(f32_reply - bf16_reply, size_t{2} * n);
 }
 
 TEST(RawWire, DecodesProtobufEncodedMessagesFromAnySplit) {

@@ -6,7 +6,9 @@
 //   PushBuffer        one such buffer, counted as pending while held.
 //   GradientAssembly  checks each chunk (common/slice_assembler.h) and
 //                     copies it into a PushBuffer taken at the first good
-//                     chunk; Finish yields an AssembledGradient.
+//                     chunk, widening a bf16 chunk to float32 as it copies
+//                     (the shard only ever sees float32); Finish yields an
+//                     AssembledGradient.
 //   AssembledGradient a complete gradient, what Shard::Push takes.
 //
 // A push starts with Shard::StartPush, which checks the worker, the version

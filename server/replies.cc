@@ -4,18 +4,19 @@
 
 namespace ps {
 
-grpc::ByteBuffer EncodeUnaryReply(const CallResult& result) {
+grpc::ByteBuffer EncodeUnaryReply(const CallResult& result, WireDtype weights_dtype) {
   if (!result.weights.has_value()) {
     return EncodePushResponse(result.version, result.outcome, result.incarnation);
   }
   const WeightsSnapshot& snap = *result.weights;
   return EncodePullResponse(snap.version, snap.layout->spec, snap.layout->slices,
                             FlatValues(snap.weights->data()), snap.weights,
-                            ReplyInfo{result.incarnation, result.outcome});
+                            ReplyInfo{result.incarnation, result.outcome}, weights_dtype);
 }
 
 std::vector<grpc::ByteBuffer> EncodeStreamReply(uint64_t call_id,
-                                                const absl::StatusOr<CallResult>& result) {
+                                                const absl::StatusOr<CallResult>& result,
+                                                WireDtype weights_dtype) {
   if (!result.ok()) return {EncodeStreamDone(call_id, 0, result.status())};
   const ReplyInfo info{result->incarnation, result->outcome};
   if (!result->weights.has_value()) {
@@ -24,7 +25,7 @@ std::vector<grpc::ByteBuffer> EncodeStreamReply(uint64_t call_id,
   const WeightsSnapshot& snap = *result->weights;
   return EncodeStreamWeights(call_id, snap.version, snap.layout->spec, snap.layout->slices,
                              FlatValues(snap.weights->data()), snap.weights, kStreamChunkBytes,
-                             info);
+                             info, weights_dtype);
 }
 
 }  // namespace ps

@@ -25,7 +25,7 @@ std::vector<RawTensorSlice> SlicesFromProto(
   out.reserve(slices.size());
   for (const v1::TensorSlice& s : slices) {
     out.push_back(RawTensorSlice{s.name(), {s.shape().begin(), s.shape().end()}, s.offset(),
-                                 s.length(), {s.data()}});
+                                 s.length(), {s.data()}, WireDtypeFromWire(s.dtype())});
   }
   return out;
 }
@@ -67,9 +67,9 @@ struct Caller {
 };
 
 // Decodes a raw request into the call it asks for on `shard`, if `caller`
-// may make it.
+// may make it, and the type its weights should travel in.
 using Decoder = absl::StatusOr<ShardCall> (*)(Shard* shard, const Pieces& bytes,
-                                              const Caller& caller);
+                                              const Caller& caller, WireDtype* weights_dtype);
 
 // The unary Push, Pull and PushPull: decodes `req`, runs the call through
 // the pipeline and finishes `reactor` with its reply in `resp`. `wait` (may
@@ -80,14 +80,17 @@ void Serve(Shard* shard, const absl::StatusOr<Caller>& caller, const grpc::ByteB
   try {
     ReceivedBytes bytes;
     absl::Status s = caller.ok() ? Receive(req, &bytes) : caller.status();
-    absl::StatusOr<ShardCall> call = s.ok() ? decode(shard, bytes.pieces, *caller) : s;
+    WireDtype weights_dtype = WireDtype::kF32;
+    absl::StatusOr<ShardCall> call =
+        s.ok() ? decode(shard, bytes.pieces, *caller, &weights_dtype) : s;
     if (!call.ok()) {
       reactor->Finish(ToGrpcStatus(call.status()));
       return;
     }
-    std::move(*call).Complete(wait, [resp, reactor, method](absl::StatusOr<CallResult> r) {
+    std::move(*call).Complete(wait, [resp, reactor, method,
+                                     weights_dtype](absl::StatusOr<CallResult> r) {
       try {
-        if (r.ok()) *resp = EncodeUnaryReply(*r);
+        if (r.ok()) *resp = EncodeUnaryReply(*r, weights_dtype);
         reactor->Finish(ToGrpcStatus(r.status()));
       } catch (...) {
         FinishWithException(reactor, method);
@@ -109,7 +112,8 @@ PullArgs PullArgsOf(const RawPull& pull, const Caller& caller) {
 
 // The decoders of Serve. A push's gradient is assembled here, so the call
 // no longer needs the request bytes.
-absl::StatusOr<ShardCall> DecodePush(Shard* shard, const Pieces& bytes, const Caller& caller) {
+absl::StatusOr<ShardCall> DecodePush(Shard* shard, const Pieces& bytes, const Caller& caller,
+                                     WireDtype* /*weights_dtype*/) {
   RawPush push;
   RETURN_IF_ERROR(DecodePushRequest(bytes, &push));
   RETURN_IF_ERROR(caller.MayActAs("Push", static_cast<int>(push.worker_id)));
@@ -118,18 +122,21 @@ absl::StatusOr<ShardCall> DecodePush(Shard* shard, const Pieces& bytes, const Ca
   return call;
 }
 
-absl::StatusOr<ShardCall> DecodePull(Shard* shard, const Pieces& bytes, const Caller& caller) {
+absl::StatusOr<ShardCall> DecodePull(Shard* shard, const Pieces& bytes, const Caller& caller,
+                                     WireDtype* weights_dtype) {
   RawPull pull;
   RETURN_IF_ERROR(DecodePullRequest(bytes, &pull));
+  *weights_dtype = pull.weights_dtype;
   RETURN_IF_ERROR(caller.MayActAs("Pull", static_cast<int>(pull.worker_id)));
   return ShardCall(shard, std::nullopt, PullArgsOf(pull, caller));
 }
 
-absl::StatusOr<ShardCall> DecodePushPull(Shard* shard, const Pieces& bytes,
-                                         const Caller& caller) {
+absl::StatusOr<ShardCall> DecodePushPull(Shard* shard, const Pieces& bytes, const Caller& caller,
+                                         WireDtype* weights_dtype) {
   RawPush push;
   RawPull pull;
   RETURN_IF_ERROR(DecodePushPullRequest(bytes, &push, &pull));
+  *weights_dtype = pull.weights_dtype;
   RETURN_IF_ERROR(caller.MayActAs("PushPull", static_cast<int>(push.worker_id)));  // pull's too
   ShardCall call(shard, PushArgsOf(push), PullArgsOf(pull, caller));
   call.AddMessage(push.gradients);

@@ -323,12 +323,13 @@ void StreamReactor::Complete() {
   Call call = std::move(call_);
   call_ = Call();
   const uint64_t id = call.header.call_id;
+  const WireDtype weights_dtype = call.header.weights_dtype;
   const int shard_id = shard_->options().shard_id;
   std::shared_ptr<Core> core = core_;
   std::move(*call.call).Complete(
-      &core_->wait, [core, id, shard_id](absl::StatusOr<CallResult> result) {
+      &core_->wait, [core, id, shard_id, weights_dtype](absl::StatusOr<CallResult> result) {
         try {
-          core->Send(EncodeStreamReply(id, result), /*closes_call=*/true);
+          core->Send(EncodeStreamReply(id, result, weights_dtype), /*closes_call=*/true);
         } catch (...) {
           core->Fail(StatusFromCurrentException(absl::StrCat("stream to shard ", shard_id)));
         }

@@ -7,7 +7,8 @@
 // buffer while the next chunk is still on the wire; on the call's last chunk
 // the pipeline pushes the gradient into the Shard and, for pulls, the
 // reactor answers with the weights in chunks that point into the shard's
-// snapshot (server/replies.h). Calls on a stream run one at a time: a call that starts before
+// snapshot, or are narrowed from it when the call's header asked for bf16
+// (server/replies.h). Calls on a stream run one at a time: a call that starts before
 // the previous one was answered ends the stream (INVALID_ARGUMENT). A failed
 // call is answered with its error and the stream stays open. A waiting pull
 // holds no thread.

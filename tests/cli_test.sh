@@ -60,7 +60,7 @@ expect "server rejects an unknown --lr_schedule" 2 "unknown --lr_schedule 'linea
   "$SERVER" --listen=127.0.0.1:0 --lr_schedule=linear
 expect "server rejects an unknown --staleness_lr" 2 "unknown --staleness_lr 'sqrt'" \
   "$SERVER" --listen=127.0.0.1:0 --mode=async --staleness_lr=sqrt
-expect "worker rejects an unknown optimizer" 1 "unknown --optimizer 'lion'" \
+expect "worker rejects an unknown optimizer" 2 "unknown --optimizer 'lion'" \
   "$WORKER" --standalone --optimizer=lion --max_steps=1
 expect "server rejects a shard id out of range" 2 "shard_id must be in \[0, 2\), got 5" \
   "$SERVER" --listen=127.0.0.1:0 --shard_id=5 --num_shards=2
@@ -89,32 +89,38 @@ expect "server rejects --max_waiting_calls=0 naming it" 2 "--max_waiting_calls m
   "$SERVER" --listen=127.0.0.1:0 --max_waiting_calls=0
 expect "server rejects a NaN timeout (an endless wait)" 2 "--pull_timeout=nan is not a number" \
   "$SERVER" --listen=127.0.0.1:0 --pull_timeout=nan
-expect "worker rejects a NaN timeout (an endless wait)" 1 "--wait_timeout=nan is not a number" \
+expect "worker rejects a NaN timeout (an endless wait)" 2 "--wait_timeout=nan is not a number" \
   "$WORKER" --servers=127.0.0.1:1 --wait_timeout=nan --max_steps=1
-expect "worker rejects a negative --retry_timeout" 1 "--retry_timeout must be >= 0" \
+expect "worker rejects a negative --retry_timeout" 2 "--retry_timeout must be >= 0" \
   "$WORKER" --servers=127.0.0.1:1 --retry_timeout=-1 --max_steps=1
-expect "worker without servers says how to fix it" 1 "--servers is empty.*--standalone" \
+expect "worker without servers says how to fix it" 2 "--servers is empty.*--standalone" \
   "$WORKER" --max_steps=1
 expect "worker names the dataset package" 1 "dataset-fashion-mnist" \
   "$WORKER" --standalone --dataset_dir=/nonexistent
-expect "worker rejects a bad --hidden" 1 "--hidden=5,x: 'x' is not a positive integer" \
+expect "worker rejects a bad --hidden" 2 "--hidden=5,x: 'x' is not a positive integer" \
   "$WORKER" --standalone --hidden=5,x
 expect "worker without CUDA support or a GPU rejects --device=cuda" 1 "no CUDA (support|device)" \
   "$WORKER" --standalone --device=cuda --max_steps=1
-expect "worker rejects a negative --keepalive" 1 "--keepalive must be 0 .off. or 1..86400 seconds, got -1" \
+expect "worker rejects a negative --keepalive" 2 "--keepalive must be 0 .off. or 1..86400 seconds, got -1" \
   "$WORKER" --servers=127.0.0.1:1 --keepalive=-1 --max_steps=1
-expect "worker rejects a --keepalive under 1 s" 1 "--keepalive must be 0 .off. or 1..86400 seconds, got 0.5" \
+expect "worker rejects a --keepalive under 1 s" 2 "--keepalive must be 0 .off. or 1..86400 seconds, got 0.5" \
   "$WORKER" --servers=127.0.0.1:1 --keepalive=0.5 --max_steps=1
-expect "worker rejects a negative --gpu" 1 "gpu must be >= 0, got -1" \
+expect "worker rejects a negative --gpu" 2 "gpu must be >= 0, got -1" \
   "$WORKER" --standalone --gpu=-1 --max_steps=1
-expect "worker rejects --slowdown_every below 1" 1 "--slowdown_every must be >= 1, got 0" \
+expect "worker rejects an unknown --slowdown_of" 2 "unknown --slowdown_of 'sleep' \(known: compute, step\)" \
+  "$WORKER" --standalone --slowdown=1 --slowdown_of=sleep --max_steps=1
+expect "worker rejects --slowdown_every below 1" 2 "--slowdown_every must be >= 1, got 0" \
   "$WORKER" --standalone --slowdown=1 --slowdown_every=0 --max_steps=1
 expect "worker logs why --device=auto chose the CPU" 0 "on cpu .*auto: (built without CUDA|no CUDA device)" \
   "$WORKER" --standalone --max_steps=1
 expect "worker gives up on unreachable servers" 1 "cannot register.*127.0.0.1:1" \
   "$WORKER" --servers=127.0.0.1:1 --connect_timeout=1 --max_steps=1
-expect "worker rejects an unknown transport" 1 "unknown transport .carrier-pigeon." \
+expect "worker rejects an unknown transport" 2 "unknown transport .carrier-pigeon." \
   "$WORKER" --servers=127.0.0.1:1 --transport=carrier-pigeon
+expect "worker rejects a batch larger than its share of the data" 2 "--batch_size=100000 with 1 workers leaves no full batch" \
+  "$WORKER" --standalone --batch_size=100000 --max_steps=1
+expect "worker rejects an unknown --wire_dtype" 2 "--wire_dtype: unknown wire dtype .fp8.: expected .f32. or .bf16." \
+  "$WORKER" --servers=127.0.0.1:1 --wire_dtype=fp8
 expect "ps_ctl reports an unreachable server" 1 "127.0.0.1:1" \
   "$CTL" status --servers=127.0.0.1:1 --timeout=1
 expect "ps_ctl rejects an unknown command" 2 "usage: ps_ctl" "$CTL" frobnicate --servers=x:1

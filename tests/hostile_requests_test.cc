@@ -219,6 +219,78 @@ TEST_F(Hostile, EveryBadSliceGetsTheSameCodeOnBothTransports) {
   ExpectStillTrains();
 }
 
+// The bf16 wire (WireDtype in proto/ps.proto): a slice whose bytes are not
+// 2 * length, or whose dtype is unknown, is refused naming the tensor.
+TEST_F(Hostile, BadBf16SlicesAreInvalidArgumentNamingTheTensorOnBothTransports) {
+  StartDefault();
+  std::vector<std::pair<std::vector<v1::TensorSlice>, const char*>> cases;
+  auto with = [&](auto edit, const char* says) {
+    std::vector<v1::TensorSlice> g = Good(1);
+    edit(&g[1]);
+    cases.emplace_back(g, says);
+  };
+  // float32 bytes labelled bf16: twice too many.
+  with([](v1::TensorSlice* s) { s->set_dtype(v1::BF16); }, "20 bf16 elements, expected 10");
+  with(
+      [](v1::TensorSlice* s) {
+        s->set_dtype(v1::BF16);
+        s->set_data(std::string(18, '\0'));
+      },
+      "9 bf16 elements, expected 10");
+  with(
+      [](v1::TensorSlice* s) {
+        s->set_dtype(v1::BF16);
+        s->set_data("abc");
+      },
+      "not a multiple of 2");
+  with([](v1::TensorSlice* s) { s->set_dtype(static_cast<v1::WireDtype>(7)); }, "unknown dtype 7");
+  with([](v1::TensorSlice* s) { s->set_dtype(static_cast<v1::WireDtype>(-1)); }, "unknown dtype");
+  for (const auto& [slices, says] : cases) {
+    for (const char* t : kTransports) {
+      absl::Status s = PushOver(t, 0, 0, slices);
+      EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << t << ": " << s;
+      EXPECT_THAT(std::string(s.message()), HasSubstr("tensor 'fc1.bias'")) << t << ": " << s;
+      EXPECT_THAT(std::string(s.message()), HasSubstr(says)) << t << ": " << s;
+    }
+  }
+  EXPECT_EQ(Version(), 0);
+  ExpectStillTrains();
+}
+
+TEST_F(Hostile, UnknownWeightsDtypeIsInvalidArgumentOnBothTransports) {
+  StartDefault();
+  v1::PullRequest pull;
+  pull.set_weights_dtype(static_cast<v1::WireDtype>(5));
+  v1::PullResponse resp;
+  grpc::Status u = stub_->Pull(Context().get(), pull, &resp);
+  EXPECT_EQ(u.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << u.error_message();
+  EXPECT_THAT(u.error_message(), HasSubstr("unknown weights_dtype 5"));
+
+  v1::PushPullRequest push_pull;
+  push_pull.set_weights_dtype(static_cast<v1::WireDtype>(5));
+  for (const v1::TensorSlice& s : Good(0)) *push_pull.mutable_push()->add_gradients() = s;
+  grpc::Status pp = stub_->PushPull(Context().get(), push_pull, &resp);
+  EXPECT_EQ(pp.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << pp.error_message();
+  EXPECT_THAT(pp.error_message(), HasSubstr("unknown weights_dtype 5"));
+
+  auto ctx = Context();
+  auto rw = stub_->Stream(ctx.get());
+  v1::StreamRequest req;
+  req.set_call_id(1);
+  req.set_kind(v1::CALL_PULL);
+  req.set_weights_dtype(static_cast<v1::WireDtype>(5));
+  req.set_last(true);
+  rw->Write(req);
+  rw->WritesDone();
+  v1::StreamResponse sr;
+  while (rw->Read(&sr)) {
+  }
+  grpc::Status st = rw->Finish();
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << st.error_message();
+  EXPECT_THAT(st.error_message(), HasSubstr("unknown weights_dtype 5"));
+  ExpectStillTrains();
+}
+
 TEST_F(Hostile, NonFiniteGradientsAreRejectedOnBothTransports) {
   StartDefault();
   for (float bad : {std::nanf(""), INFINITY, -INFINITY}) {

@@ -121,6 +121,43 @@ TEST_P(HostileServer, BadPullRepliesAreErrorsNamingTheShard) {
   }
 }
 
+// The bf16 wire: weights whose bytes are not 2 * length, or whose dtype is
+// unknown, are errors naming the shard and the tensor, whatever the client
+// asked for.
+TEST_P(HostileServer, BadBf16PullRepliesAreErrorsNamingTheShard) {
+  auto bf16 = [](v1::TensorSlice s, int dtype) {
+    s.set_dtype(static_cast<v1::WireDtype>(dtype));
+    return s;
+  };
+  const std::vector<std::vector<v1::TensorSlice>> replies = {
+      {bf16(Slice(0, 10, 40), v1::BF16)},  // float32 bytes labelled bf16
+      {bf16(Slice(0, 10, 18), v1::BF16)},  // too few bytes
+      {bf16(Slice(0, 10, 21), v1::BF16)},  // odd
+      {bf16(Slice(0, 10, 20), 9)},         // unknown dtype
+      {bf16(Slice(0, 5, 10), v1::BF16), bf16(Slice(5, 5, 20), v1::BF16)},  // second one bad
+  };
+  for (WireDtype asked : {WireDtype::kF32, WireDtype::kBf16}) {
+    for (const auto& reply : replies) {
+      LyingServer service(reply);
+      ClientOptions co;
+      std::unique_ptr<grpc::Server> server = Serve(&service, &co);
+      ASSERT_NE(server, nullptr);
+      co.wire_dtype = asked;
+      auto client = PsClient::Connect(co);
+      ASSERT_TRUE(client.ok()) << client.status();
+      TensorList init = {std::vector<float>(10, 1.0f)};
+      ASSERT_TRUE((*client)->Init(kSpec, &init).ok());
+      TensorList weights;
+      absl::Status s = (*client)->Pull(0, &weights);
+      EXPECT_EQ(s.code(), absl::StatusCode::kInternal) << s;
+      EXPECT_THAT(std::string(s.message()), HasSubstr("shard 0"));
+      EXPECT_THAT(std::string(s.message()), HasSubstr("fc1.bias"));
+      client->reset();
+      server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+    }
+  }
+}
+
 // Before, the client took any mode other than async for sync.
 TEST_P(HostileServer, UnknownModeIsRefusedAtConnect) {
   for (v1::Mode mode : {v1::MODE_UNSPECIFIED, static_cast<v1::Mode>(42)}) {

@@ -6,7 +6,9 @@
 // gives the same weights, tensors split over several shards (one owning
 // nothing) and tensors of many stream chunks come back exact, and errors (bad
 // gradients, a pull that waits too long, servers that are down) come back as
-// the same status codes, within a bound, never as a hang.
+// the same status codes, within a bound, never as a hang. On the bf16 wire
+// the servers apply the client's bf16-rounded gradients to their float32
+// weights and a bf16 pull returns those weights rounded, exactly.
 //
 // Exact by construction: every value is a small integer or a half-integer,
 // the learning rate is 1/2 and a sync step averages 2 gradients, so every sum,
@@ -25,6 +27,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/bf16.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/test_cluster.h"
@@ -54,6 +57,30 @@ TensorList Values(const ModelSpec& spec, int seed) {
     out.push_back(std::move(v));
   }
   return out;
+}
+
+#define ASSERT_OK(expr)                  \
+  do {                                   \
+    const absl::Status s_ = (expr);      \
+    ASSERT_TRUE(s_.ok()) << #expr << ": " << s_; \
+  } while (0)
+
+// Values(spec, seed) plus a different multiple of 1/1024 for every element:
+// exact in float32 (at most 14 significant bits) but not in bf16 (8).
+TensorList Fine(const ModelSpec& spec, int seed) {
+  TensorList out = Values(spec, seed);
+  for (std::vector<float>& v : out) {
+    for (size_t i = 0; i < v.size(); ++i) v[i] += float((seed * 5 + int(i) * 11) % 63 + 1) / 1024;
+  }
+  return out;
+}
+
+// Every value rounded to bf16 (common/bf16.h): what a bf16 wire delivers.
+TensorList RoundedToBf16(TensorList values) {
+  for (std::vector<float>& v : values) {
+    for (float& x : v) x = RoundToBf16(x);
+  }
+  return values;
 }
 
 // w - lr * mean(grads), the mean summed in the order given.
@@ -166,14 +193,16 @@ class Conformance : public ::testing::TestWithParam<Setup> {
   };
 
   // `shards` servers in `mode` and `workers` clients initialized with `spec`,
-  // worker 0 creating the parameters from `init`. On error, a failure and no
-  // workers.
-  Running Start(int shards, int workers, Mode mode, const ModelSpec& spec,
-                const TensorList& init) const {
+  // worker 0 creating the parameters from `init`; worker w's wire is
+  // dtypes[w] (f32 past the end). On error, a failure and no workers.
+  Running Start(int shards, int workers, Mode mode, const ModelSpec& spec, const TensorList& init,
+                const std::vector<WireDtype>& dtypes = {}) const {
     Running out;
     out.cluster = std::make_unique<TestCluster>(MakeCluster(shards, workers, mode));
     for (int w = 0; w < workers; ++w) {
-      std::unique_ptr<PsClient> c = Connect(Options(*out.cluster, w, workers));
+      ClientOptions o = Options(*out.cluster, w, workers);
+      if (w < static_cast<int>(dtypes.size())) o.wire_dtype = dtypes[w];
+      std::unique_ptr<PsClient> c = Connect(o);
       absl::Status s = c == nullptr ? absl::UnavailableError("not connected")
                                     : c->Init(spec, w == 0 ? &init : nullptr);
       EXPECT_TRUE(s.ok()) << "worker " << w << ": " << s;
@@ -187,12 +216,14 @@ class Conformance : public ::testing::TestWithParam<Setup> {
   }
 
   // Runs `body` once for each way of pushing, each time on 2 fresh servers
-  // in `mode` with 2 workers initialized with kSpec and `init`.
+  // in `mode` with 2 workers initialized with kSpec and `init` (wires as in
+  // Start).
   void ForEachVia(Mode mode, const TensorList& init,
-                  const std::function<void(Via, const Workers&)>& body) const {
+                  const std::function<void(Via, const Workers&)>& body,
+                  const std::vector<WireDtype>& dtypes = {}) const {
     for (const auto& [via, name] : kAllVias) {
       SCOPED_TRACE(name);
-      Running run = Start(2, 2, mode, kSpec, init);
+      Running run = Start(2, 2, mode, kSpec, init, dtypes);
       if (run.workers.size() != 2) return;  // Start reported the failure
       body(via, run.workers);
     }
@@ -305,6 +336,60 @@ TEST_P(Conformance, AsyncPushIsAppliedAtOnce) {
   });
 }
 
+// Worker 0 on the bf16 wire, worker 1 on f32: worker 0's gradients arrive
+// rounded to bf16 and are applied to the float32 weights, which worker 1
+// pulls exactly and worker 0 pulls rounded to bf16.
+TEST_P(Conformance, Bf16WireAppliesRoundedGradientsToFloat32Weights) {
+  const TensorList init = Fine(kSpec, 4);
+  ASSERT_NE(RoundedToBf16(init), init);  // the test would show nothing otherwise
+  ForEachVia(
+      Mode::kAsync, init,
+      [&](Via via, const Workers& workers) {
+        TensorList weights;
+        ASSERT_OK(workers[0]->Pull(0, &weights));
+        EXPECT_EQ(weights, RoundedToBf16(init));
+        ASSERT_OK(workers[1]->Pull(0, &weights));
+        EXPECT_EQ(weights, init);
+        // A bf16 push-pull: the rounded gradient applied, the result rounded.
+        const TensorList g0 = Fine(kSpec, 5);
+        const TensorList after0 = SgdStep(init, {RoundedToBf16(g0)});
+        ASSERT_OK(PushPullVia(via, workers[0].get(), g0, &weights));
+        EXPECT_EQ(weights, RoundedToBf16(after0));
+        // The server kept float32: an f32 pull sees every bit.
+        ASSERT_OK(workers[1]->Pull(0, &weights));
+        EXPECT_EQ(weights, after0);
+        // An f32 push is applied unrounded, and a bf16 pull rounds the result.
+        const TensorList g1 = Fine(kSpec, 6);
+        const TensorList after1 = SgdStep(after0, {g1});
+        ASSERT_OK(workers[1]->Push(g1));
+        ASSERT_OK(workers[0]->Pull(0, &weights));
+        EXPECT_EQ(weights, RoundedToBf16(after1));
+        EXPECT_EQ(workers[0]->version(), 2);
+      },
+      {WireDtype::kBf16, WireDtype::kF32});
+}
+
+// A sync step with both workers on bf16: the mean of the rounded gradients.
+TEST_P(Conformance, Bf16SyncStepIsWeightsMinusLrTimesMeanOfRoundedGradients) {
+  const TensorList init = Fine(kSpec, 7);
+  Running run = Start(2, 2, Mode::kSync, kSpec, init, {WireDtype::kBf16, WireDtype::kBf16});
+  ASSERT_EQ(run.workers.size(), 2u);
+  const std::vector<TensorList> grads = {Fine(kSpec, 8), Fine(kSpec, 9)};
+  std::vector<TensorList> weights(2);
+  std::vector<absl::Status> status(2);
+  std::vector<std::thread> threads;
+  for (int w = 0; w < 2; ++w) {
+    threads.emplace_back([&, w] { status[w] = run.workers[w]->PushPull(grads[w], &weights[w]); });
+  }
+  for (auto& t : threads) t.join();
+  const TensorList expected =
+      SgdStep(init, {RoundedToBf16(grads[0]), RoundedToBf16(grads[1])});
+  for (int w = 0; w < 2; ++w) {
+    ASSERT_TRUE(status[w].ok()) << "worker " << w << ": " << status[w];
+    EXPECT_EQ(weights[w], RoundedToBf16(expected)) << "worker " << w;
+  }
+}
+
 // 3 shards: the tensors are split three ways, and a model of tensors smaller
 // than the shard count leaves shard 0 owning no element at all
 // (common/partition.h), which must still count the steps.
@@ -353,6 +438,25 @@ TEST_P(Conformance, LargeTensorsRoundTripExactly) {
   ASSERT_TRUE(workers[0]->PushPull(grads, &weights).ok());
   EXPECT_TRUE(weights == SgdStep(init, {grads}));
   EXPECT_EQ(workers[0]->version(), 1);
+}
+
+// The same on the bf16 wire: many 2-byte-element chunks on the stream, and
+// an odd number of elements per shard.
+TEST_P(Conformance, LargeTensorsRoundTripInBf16) {
+  const ModelSpec spec = {{"big", {3000001}}, {"small", {3}}};
+  TensorList init = {std::vector<float>(3000001), {1, 2, 3}};
+  TensorList grads = {std::vector<float>(3000001), {2, 2, 2}};
+  for (size_t i = 0; i < init[0].size(); ++i) {
+    init[0][i] = float(i % 1000) + float(i % 61) / 64;
+    grads[0][i] = float(i % 7) + float(i % 13) / 256;
+  }
+  Running run = Start(2, 1, Mode::kAsync, spec, init, {WireDtype::kBf16});
+  ASSERT_EQ(run.workers.size(), 1u);
+  TensorList weights;
+  ASSERT_OK(run.workers[0]->Pull(0, &weights));
+  EXPECT_TRUE(weights == RoundedToBf16(init));
+  ASSERT_OK(run.workers[0]->PushPull(grads, &weights));
+  EXPECT_TRUE(weights == RoundedToBf16(SgdStep(init, {RoundedToBf16(grads)})));
 }
 
 TEST_P(Conformance, PullOfAVersionNeverReachedIsDeadlineExceededNamingTheMissingWorker) {

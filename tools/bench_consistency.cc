@@ -127,11 +127,10 @@ absl::Status StartWorkers(const ConsistencyBenchOptions& o, const std::string& l
                                      "--device=cpu",
                                      "--log_every=0"};
     if (w == 0) argv.push_back(absl::StrCat("--eval_every=", o.eval_every));
-    if (o.straggler_slowdown > 0 && o.rotating_straggler) {
+    if (o.straggler_slowdown > 0 && (o.rotating_straggler || w == o.num_workers - 1)) {
       argv.push_back(absl::StrCat("--slowdown=", o.straggler_slowdown));
-      argv.push_back(absl::StrCat("--slowdown_every=", o.num_workers));
-    } else if (w == o.num_workers - 1 && o.straggler_slowdown > 0) {
-      argv.push_back(absl::StrCat("--slowdown=", o.straggler_slowdown));
+      argv.push_back(absl::StrCat("--slowdown_of=", o.slowdown_of_step ? "step" : "compute"));
+      if (o.rotating_straggler) argv.push_back(absl::StrCat("--slowdown_every=", o.num_workers));
     }
     auto p = ChildProcess::Spawn(argv, absl::StrCat(log_prefix, "worker", w, ".log"), w == 0);
     if (!p.ok()) return p.status();

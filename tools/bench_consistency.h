@@ -2,8 +2,10 @@
 // straggler. For every (mode, optimizer) row it starts the real binaries on
 // 127.0.0.1: `num_shards` ps_server processes and `num_workers` ps_worker
 // processes training the built-in MLP, the last worker slowed down
-// (ps_worker --slowdown: it sleeps `straggler_slowdown` times its compute
-// time after each step, so it runs 1 + straggler_slowdown times slower), or,
+// (ps_worker --slowdown: after each step it sleeps `straggler_slowdown`
+// times its usual whole step, with `slowdown_of_step` (worker/straggler.h),
+// so that its steps take 1 + straggler_slowdown times as long; or times its
+// compute, which is less where a step is mostly communication), or,
 // with `rotating_straggler`, every worker slowed so on every num_workers-th
 // step, in turn (ps_worker --slowdown_every): each step has one straggler,
 // never the same twice in a row.
@@ -40,6 +42,7 @@ struct ConsistencyBenchOptions {
   int num_workers = 4;
   double straggler_slowdown = 2;  // ps_worker --slowdown of the last worker
   bool rotating_straggler = false;  // every worker, on its turn (see above)
+  bool slowdown_of_step = true;     // ps_worker --slowdown_of=step (else compute)
   double target = 0.85;           // test accuracy
   bool stop_at_target = true;
   int epochs = 5;           // ps_worker --epochs: the step limit with max_steps

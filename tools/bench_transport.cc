@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -15,6 +16,7 @@
 #include "absl/synchronization/mutex.h"
 #include "client/ps_client.h"
 #include "common/status_macros.h"
+#include "common/wire_dtype.h"
 #include "tools/local_servers.h"
 #include "tools/raw_tcp.h"
 
@@ -186,43 +188,63 @@ absl::StatusOr<std::vector<Row>> RunTransportBench(const TransportBenchOptions& 
          absl::StrSplit(o.transports, ',', absl::SkipWhitespace())) {
       auto transport = ParseTransport(transport_name);
       if (!transport.ok()) return transport.status();
-      // clients[k] talk to clusters[k], as kinds[k] says.
-      std::vector<std::vector<std::unique_ptr<PsClient>>> clients(clusters.size());
-      for (size_t k = 0; k < clusters.size(); ++k) {
-        for (int w = 0; w < W; ++w) {
-          ClientOptions co;
-          co.servers = clusters[k].addresses;
-          co.worker_id = w;
-          co.num_workers = W;
-          co.transport = *transport;
-          co.security = BenchSecurity(o.tls, kinds[k] == Kind::kTls, w);
-          auto c = PsClient::Connect(co);
-          if (!c.ok()) return c.status();
-          clients[k].push_back(*std::move(c));
+      std::vector<std::optional<Row>> f32_rows(chosen.size());  // baselines of the bf16 rows
+      for (absl::string_view dtype_name :
+           absl::StrSplit(o.wire_dtypes, ',', absl::SkipWhitespace())) {
+        auto dtype = ParseWireDtype(dtype_name);
+        if (!dtype.ok()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("--wire_dtype: ", dtype.status().message()));
         }
-        TensorList init = {std::vector<float>(floats, 0.5f)};
-        for (int w = 0; w < W; ++w) {
-          absl::Status s = clients[k][w]->Init(spec, w == 0 ? &init : nullptr);
-          if (!s.ok()) return s;
+        const std::string suffix = *dtype == WireDtype::kF32 ? "" : "+bf16";
+        // clients[k] talk to clusters[k], as kinds[k] says.
+        std::vector<std::vector<std::unique_ptr<PsClient>>> clients(clusters.size());
+        for (size_t k = 0; k < clusters.size(); ++k) {
+          for (int w = 0; w < W; ++w) {
+            ClientOptions co;
+            co.servers = clusters[k].addresses;
+            co.worker_id = w;
+            co.num_workers = W;
+            co.transport = *transport;
+            co.wire_dtype = *dtype;
+            co.security = BenchSecurity(o.tls, kinds[k] == Kind::kTls, w);
+            auto c = PsClient::Connect(co);
+            if (!c.ok()) return c.status();
+            clients[k].push_back(*std::move(c));
+          }
+          TensorList init = {std::vector<float>(floats, 0.5f)};
+          for (int w = 0; w < W; ++w) {
+            absl::Status s = clients[k][w]->Init(spec, w == 0 ? &init : nullptr);
+            if (!s.ok()) return s;
+          }
         }
-      }
-      for (size_t i = 0; i < chosen.size(); ++i) {
-        const Case& c = *chosen[i];
-        const std::string name = absl::StrCat(c.name, "/", transport_name);
-        ASSIGN_OR_RETURN(Row r, MeasureOp(name, c.op, size, c.bytes, clients[0], warmup, duration));
-        r.baseline = GBps(c.bytes, raw[i]);
-        r.baseline_p50_us = Percentile(raw[i].latencies, 0.5);
-        r.baseline_cpu_us_per_mb = raw_cpu[i];
-        rows.push_back(r);
-        for (size_t k = 1; k < clients.size(); ++k) {
-          // Baseline: the same operation in plaintext on TCP, just measured.
-          const char* suffix = kinds[k] == Kind::kTls ? "+tls" : "+unix";
-          ASSIGN_OR_RETURN(Row t, MeasureOp(absl::StrCat(name, suffix), c.op, size, c.bytes,
-                                            clients[k], warmup, duration));
-          t.baseline = r.value;
-          t.baseline_p50_us = r.p50_us;
-          t.baseline_cpu_us_per_mb = r.cpu_us_per_mb;
-          rows.push_back(t);
+        for (size_t i = 0; i < chosen.size(); ++i) {
+          const Case& c = *chosen[i];
+          const std::string name = absl::StrCat(c.name, "/", transport_name, suffix);
+          ASSIGN_OR_RETURN(Row r,
+                           MeasureOp(name, c.op, size, c.bytes, clients[0], warmup, duration));
+          if (*dtype != WireDtype::kF32 && f32_rows[i].has_value()) {
+            // Baseline: the same operation on the f32 wire, just measured.
+            r.baseline = f32_rows[i]->value;
+            r.baseline_p50_us = f32_rows[i]->p50_us;
+            r.baseline_cpu_us_per_mb = f32_rows[i]->cpu_us_per_mb;
+          } else {
+            r.baseline = GBps(c.bytes, raw[i]);
+            r.baseline_p50_us = Percentile(raw[i].latencies, 0.5);
+            r.baseline_cpu_us_per_mb = raw_cpu[i];
+          }
+          if (*dtype == WireDtype::kF32) f32_rows[i] = r;
+          rows.push_back(r);
+          for (size_t k = 1; k < clients.size(); ++k) {
+            // Baseline: the same operation in plaintext on TCP, just measured.
+            const char* kind = kinds[k] == Kind::kTls ? "+tls" : "+unix";
+            ASSIGN_OR_RETURN(Row t, MeasureOp(absl::StrCat(name, kind), c.op, size, c.bytes,
+                                              clients[k], warmup, duration));
+            t.baseline = r.value;
+            t.baseline_p50_us = r.p50_us;
+            t.baseline_cpu_us_per_mb = r.cpu_us_per_mb;
+            rows.push_back(t);
+          }
         }
       }
     }

@@ -23,6 +23,10 @@ struct TransportBenchOptions {
   int clients = 1;                             // W, one connection each
   std::string ops = "push,pull,push_pull";     // operations to measure
   std::string transports = "stream,unary";     // client transports to measure
+  // Wire dtypes to measure (f32 and/or bf16). Sizes and GB/s count the
+  // float32 tensors moved, whatever travels; a bf16 row's baseline is the
+  // f32 row of its operation and transport in the same run, if measured.
+  std::string wire_dtypes = "f32";
   int warmup = 3;                              // untimed operations per client
   absl::Duration duration = absl::Seconds(1);  // per figure
   BenchTls tls;
@@ -31,8 +35,8 @@ struct TransportBenchOptions {
   bool unix_socket = false;
 };
 
-// A row per size, operation and transport (and "+tls" rows with TLS,
-// "+unix" rows with unix sockets), or
+// A row per size, operation, transport and wire dtype ("+bf16" rows; "+tls"
+// rows with TLS, "+unix" rows with unix sockets), or
 // INVALID_ARGUMENT naming the flag of a bad option.
 absl::StatusOr<std::vector<Row>> RunTransportBench(const TransportBenchOptions& options);
 

@@ -81,7 +81,7 @@ EOF
 # --straggler=rotating: every worker slowed on its turn (the setup line says so).
 "$BENCH" consistency --quick --straggler=rotating --modes=ssp1 --optimizers=sgd:0.1 \
   --log_dir="$tmp/rot" >"$tmp/rot.txt" 2>&1 || { cat "$tmp/rot.txt"; fail "--straggler=rotating failed"; }
-grep -q "each worker sleeps 2x its compute time on every 4th step, in turn" "$tmp/rot.txt" ||
+grep -q "each worker sleeps 2x its usual step time on every 4th step, in turn" "$tmp/rot.txt" ||
   { cat "$tmp/rot.txt"; fail "--straggler=rotating: no setup line saying so"; }
 grep -qE "^ssp S=1 +sgd" "$tmp/rot.txt" || { cat "$tmp/rot.txt"; fail "--straggler=rotating: no ssp row"; }
 

@@ -47,6 +47,9 @@ ABSL_FLAG(double, seconds, 1.0, "transport/apply: seconds to measure each figure
 ABSL_FLAG(int, warmup, 3, "transport: untimed operations per client before measuring.");
 ABSL_FLAG(std::string, transports, "stream,unary",
           "transport: client transports to measure (stream and/or unary).");
+ABSL_FLAG(std::string, wire_dtype, "f32",
+          "transport: wire dtypes to measure (f32 and/or bf16, e.g. f32,bf16); a bf16 row's "
+          "baseline is the f32 row of the same operation and transport.");
 ABSL_FLAG(std::string, apply_elements, "1048576,16777216",
           "apply: shard sizes in float32 elements.");
 ABSL_FLAG(int, epochs, 3, "train: epochs for each configuration.");
@@ -88,8 +91,12 @@ ABSL_FLAG(int64_t, step_limit, 1500,
 ABSL_FLAG(int64_t, eval_every, 20,
           "consistency: worker 0 evaluates the test set every this many of its steps.");
 ABSL_FLAG(double, straggler_slowdown, 2,
-          "consistency: the last worker's ps_worker --slowdown (it sleeps this many times its "
-          "compute time after each step: 2 = 3x slower). 0 = no straggler.");
+          "consistency: the last worker's ps_worker --slowdown (after each step it sleeps this "
+          "many times its usual step: 2 = 3x slower). 0 = no straggler.");
+ABSL_FLAG(std::string, straggler_slowdown_of, "step",
+          "consistency: the stragglers' ps_worker --slowdown_of: step (the whole step, "
+          "push-pull included) or compute (forward and backward only: less than 3x slower "
+          "when a step is mostly communication).");
 ABSL_FLAG(std::string, straggler, "fixed",
           "consistency: fixed (the last worker is slow at every step) or rotating (every "
           "worker is slow, by --straggler_slowdown, on every 4th of its steps, in turn: "
@@ -187,6 +194,14 @@ int Consistency() {
               << std::endl;
     return 2;
   }
+  const std::string slowdown_of = absl::GetFlag(FLAGS_straggler_slowdown_of);
+  if (slowdown_of != "step" && slowdown_of != "compute") {
+    std::cerr << "ps_bench: unknown --straggler_slowdown_of=" << slowdown_of
+              << ": expected step or compute" << std::endl;
+    return 2;
+  }
+  o.slowdown_of_step = slowdown_of == "step";
+  const char* slept = o.slowdown_of_step ? "usual step" : "compute";
   const double timeout = absl::GetFlag(FLAGS_row_timeout);
   o.repeats = absl::GetFlag(FLAGS_repeats);
   if (absl::GetFlag(FLAGS_quick)) {
@@ -209,10 +224,10 @@ int Consistency() {
   if (o.worker_binary.empty()) o.worker_binary = FindRunfile("worker/ps_worker");
   const std::string straggler_line =
       o.rotating_straggler
-          ? absl::StrFormat("each worker sleeps %gx its compute time on every %dth step, in turn",
-                            o.straggler_slowdown, o.num_workers)
-          : absl::StrFormat("worker %d sleeps %gx its compute time", o.num_workers - 1,
-                            o.straggler_slowdown);
+          ? absl::StrFormat("each worker sleeps %gx its %s time on every %dth step, in turn",
+                            o.straggler_slowdown, slept, o.num_workers)
+          : absl::StrFormat("worker %d sleeps %gx its %s time", o.num_workers - 1,
+                            o.straggler_slowdown, slept);
   const std::string setup = absl::StrFormat(
       "%d shards, %d workers of batch %d (%s), until test accuracy %.2f or %d steps per worker",
       o.num_shards, o.num_workers, o.batch_size, straggler_line, o.target, o.max_steps);
@@ -270,6 +285,7 @@ absl::StatusOr<std::vector<ps::Row>> Transport() {
   o.ops = absl::GetFlag(FLAGS_ops);
   o.transports = absl::GetFlag(FLAGS_transports);
   o.unix_socket = absl::GetFlag(FLAGS_unix);
+  o.wire_dtypes = absl::GetFlag(FLAGS_wire_dtype);
   o.warmup = absl::GetFlag(FLAGS_warmup);
   ASSIGN_OR_RETURN(o.duration, ps::SecondsFromFlag("seconds", absl::GetFlag(FLAGS_seconds)));
   o.tls = TlsFromFlags();

@@ -15,9 +15,11 @@
 
 namespace {
 
-int Fail(const absl::Status& s) {
+// Exit statuses: 2 for a bad command line (a flag's value, alone or against
+// the data set), as ps_server and ps_ctl; 1 for a failure while running.
+int Fail(const absl::Status& s, int status = 1) {
   std::cerr << "ps_worker: " << s << std::endl;
-  return 1;
+  return status;
 }
 
 }  // namespace
@@ -31,14 +33,14 @@ int main(int argc, char** argv) {
       "--epochs=2 --tls_ca=ca.pem --tls_cert=worker-0.pem --tls_key=worker-0.key\n"
       "or, without servers:\n  ps_worker --standalone --batch_size=128");
   absl::StatusOr<ps::WorkerConfig> config = ps::WorkerConfigFromFlags();
-  if (!config.ok()) return Fail(config.status());
+  if (!config.ok()) return Fail(config.status(), 2);
   config->trainer.log = &std::cout;
   config->client.log = [](absl::string_view line) { std::cout << line << std::endl; };
 
   absl::StatusOr<ps::FashionMnist> data = ps::LoadFashionMnist(config->dataset_dir);
   if (!data.ok()) return Fail(data.status());
   if (absl::Status s = ps::ValidateTrainerOptions(config->trainer, data->train); !s.ok()) {
-    return Fail(s);
+    return Fail(s, 2);
   }
   absl::StatusOr<ps::TrainResult> result =
       ps::RunWorker(config->trainer, &*data, config->backend,

@@ -15,6 +15,7 @@
 #include "common/status_macros.h"
 #include "worker/data_order.h"
 #include "worker/model.h"
+#include "worker/straggler.h"
 
 namespace ps {
 namespace {
@@ -131,6 +132,7 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   absl::Duration eval_time;     // spent evaluating; not training throughput
   absl::Duration compute_time;  // forward and backward
   absl::Duration comm_time;     // waiting for push-pull round trips
+  Straggler straggler(o.slowdown, o.slowdown_whole_step, o.slowdown_every, o.worker_id);
   TrainResult result;
 
   auto log_point = [&](int epoch, bool eval) -> absl::Status {
@@ -211,8 +213,9 @@ absl::StatusOr<TrainResult> Trainer::Run() {
     RETURN_IF_ERROR(pushed);
     compute_time += comm_start - compute_start;
     comm_time += absl::Now() - comm_start;
-    if (o.slowdown > 0 && (step + o.worker_id) % o.slowdown_every == 0) {
-      const absl::Duration extra = o.slowdown * (comm_start - compute_start);
+    if (const absl::Duration extra = straggler.SleepAfter(step, comm_start - compute_start,
+                                                          absl::Now() - compute_start);
+        extra > absl::ZeroDuration()) {
       absl::SleepFor(extra);
       compute_time += extra;
     }

@@ -41,9 +41,11 @@ struct TrainerOptions {
   std::string metrics_file;           // JSON lines; empty = none
   std::string save_model;             // directory for <name>.npy (worker 0); empty = none
   std::ostream* log = nullptr;        // progress lines; nullptr = silent
-  // Tests of stragglers: after each step's compute, sleep slowdown times
-  // as long as it took. 0 = full speed.
+  // Tests of stragglers (worker/straggler.h): after each step, sleep
+  // slowdown times as long as its compute took, or, with
+  // slowdown_whole_step, as the worker's usual whole step. 0 = full speed.
   double slowdown = 0;
+  bool slowdown_whole_step = false;
   // Sleep only on the steps t with (t + worker_id) % slowdown_every == 0
   // (>= 1; 1 = every step): with slowdown_every = num_workers, one worker in
   // turn is the straggler of each step.

@@ -10,6 +10,7 @@
 #include "common/flag_lists.h"
 #include "common/optimizer_flags.h"
 #include "common/status_macros.h"
+#include "common/wire_dtype.h"
 #include "worker/dataset.h"
 
 ABSL_FLAG(int, worker_id, 0, "This worker's id, 0 <= worker_id < num_workers.");
@@ -52,6 +53,10 @@ ABSL_FLAG(double, connect_timeout, 60, "Seconds to wait for the servers to come 
 ABSL_FLAG(std::string, transport, "stream",
           "stream: one long-lived gRPC stream per server, tensors in ~1 MB chunks (fastest); "
           "unary: one RPC per server per step.");
+ABSL_FLAG(std::string, wire_dtype, "f32",
+          "Element type of gradients and weights on the wire: f32 (exact) or bf16 (half the "
+          "bytes: gradients and pulled weights rounded to bfloat16, nearest even; the servers "
+          "keep float32 weights and optimizer state).");
 ABSL_FLAG(double, keepalive, 10,
           "Seconds without traffic before a connection to a server is pinged; an unanswered "
           "ping closes it after as long again, failing its calls with UNAVAILABLE (a dead "
@@ -65,8 +70,13 @@ ABSL_FLAG(double, retry_timeout, 60,
           "own copy of the weights, and retries; the servers apply no push twice. 0 = fail "
           "at once.");
 ABSL_FLAG(double, slowdown, 0,
-          "For tests of stragglers: after computing each step's gradient, sleep this many "
-          "times as long as the computation took. 0 = full speed.");
+          "For tests of stragglers: after each step, sleep this many times as long as the "
+          "step's computation took (--slowdown_of=compute) or as the worker's usual whole "
+          "step, computation and push-pull (--slowdown_of=step: the median of its first 10 "
+          "steps, which run at full speed; its steps then take 1 + N times as long). "
+          "0 = full speed.");
+ABSL_FLAG(std::string, slowdown_of, "compute",
+          "With --slowdown: what the sleep is a multiple of: 'compute' or 'step'.");
 ABSL_FLAG(int64_t, slowdown_every, 1,
           "With --slowdown: sleep only on the steps t with (t + worker_id) % N == 0 "
           "(1 = every step). With N = --num_workers on every worker, one worker in turn is "
@@ -108,6 +118,12 @@ absl::StatusOr<WorkerConfig> WorkerConfigFromFlags() {
   t.save_model = absl::GetFlag(FLAGS_save_model);
   t.slowdown = absl::GetFlag(FLAGS_slowdown);
   if (!(t.slowdown >= 0)) return absl::InvalidArgumentError("--slowdown must be >= 0");
+  const std::string slowdown_of = absl::GetFlag(FLAGS_slowdown_of);
+  if (slowdown_of != "compute" && slowdown_of != "step") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown --slowdown_of '", slowdown_of, "' (known: compute, step)"));
+  }
+  t.slowdown_whole_step = slowdown_of == "step";
   t.slowdown_every = absl::GetFlag(FLAGS_slowdown_every);
   if (t.slowdown_every < 1) {
     return absl::InvalidArgumentError(
@@ -123,6 +139,9 @@ absl::StatusOr<WorkerConfig> WorkerConfigFromFlags() {
   c.backend.device = absl::GetFlag(FLAGS_device);
   c.backend.threads = absl::GetFlag(FLAGS_threads);
   c.backend.gpu = absl::GetFlag(FLAGS_gpu);
+  if (c.backend.gpu < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--gpu must be >= 0, got ", c.backend.gpu));
+  }
   c.backend.tf32 = absl::GetFlag(FLAGS_tf32);
   if (c.standalone) return c;
 
@@ -138,6 +157,11 @@ absl::StatusOr<WorkerConfig> WorkerConfigFromFlags() {
   ASSIGN_OR_RETURN(client.wait_timeout, SecondsFromFlag("wait_timeout", absl::GetFlag(FLAGS_wait_timeout)));
   ASSIGN_OR_RETURN(client.keepalive, SecondsFromFlag("keepalive", absl::GetFlag(FLAGS_keepalive)));
   ASSIGN_OR_RETURN(client.transport, ParseTransport(absl::GetFlag(FLAGS_transport)));
+  if (absl::StatusOr<WireDtype> d = ParseWireDtype(absl::GetFlag(FLAGS_wire_dtype)); d.ok()) {
+    client.wire_dtype = *d;
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("--wire_dtype: ", d.status().message()));
+  }
   ASSIGN_OR_RETURN(client.retry_timeout, SecondsFromFlag("retry_timeout", absl::GetFlag(FLAGS_retry_timeout)));
   RETURN_IF_ERROR(ValidateClientOptions(client));
   return c;

@@ -1,7 +1,7 @@
 // ps_worker's flags, defined here once: what to train and how (the
 // trainer's, the backend's) and how its client waits and travels
 // (--connect_timeout, --wait_timeout, --keepalive, --transport,
-// --retry_timeout). The servers and security flags come from
+// --wire_dtype, --retry_timeout). The servers and security flags come from
 // client/client_flags.h and common/client_security_flags.h.
 #ifndef PS_WORKER_WORKER_FLAGS_H_
 #define PS_WORKER_WORKER_FLAGS_H_
@@ -30,7 +30,8 @@ struct WorkerConfig {
 // The flags' values (after absl::ParseCommandLine). INVALID_ARGUMENT naming
 // the flag for what no options type checks: an unknown --model, a bad
 // --hidden, a negative --slowdown, --standalone with several workers, an
-// empty --servers without --standalone, an unknown --transport, what
+// empty --servers without --standalone, an unknown --transport or
+// --wire_dtype, what
 // ValidateOptimizerOptions refuses (checked with or without --standalone),
 // and what ValidateClientOptions refuses. The rest of the trainer's options are
 // checked against the dataset (ValidateTrainerOptions), once it is loaded.

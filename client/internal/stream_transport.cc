@@ -26,7 +26,8 @@ class StreamTransport::Layerwise final : public LayerwisePushPull {
       h.call_id = call_ids_[s];
       transport_->streams_[s]->Append(
           h.call_id, EncodeStreamRequests(h, /*first=*/false, last, state.spec, slices,
-                                          TensorValues(*grads_)));
+                                          TensorValues(*grads_), kStreamChunkBytes,
+                                          state.options.wire_dtype));
     }
   }
 
@@ -94,6 +95,7 @@ StreamCallHeader StreamTransport::NextCall(int shard, StreamCall kind, int64_t m
   h.min_version = min_version < 0 ? version + 1 : min_version;
   h.wait_timeout_ms = absl::ToInt64Milliseconds(state_->options.wait_timeout);
   h.seq = kind != StreamCall::kPull && state_->mode != Mode::kSync ? state_->seq : 0;
+  h.weights_dtype = state_->options.wire_dtype;
   return h;
 }
 
@@ -146,7 +148,8 @@ std::unique_ptr<PendingOp> StreamTransport::FanOut(StreamCall kind, const ConstT
     requests.push_back(EncodeStreamRequests(
         headers.back(), /*first=*/true, /*last=*/true, state_->spec,
         grads != nullptr ? state_->layouts[s]->slices : std::vector<SliceRange>(),
-        grads != nullptr ? TensorValues(*grads) : SliceValues()));
+        grads != nullptr ? TensorValues(*grads) : SliceValues(), kStreamChunkBytes,
+        state_->options.wire_dtype));
   }
   return StartCalls(kind, headers, std::move(requests), std::move(weights));
 }

@@ -2,7 +2,10 @@
 // (client/internal/shard_transport.h). Each shard gets one long-lived
 // stream (client/internal/shard_stream.h), opened on first use and reopened
 // after it broke, which runs one call at a time. Tensors travel in ~1 MB chunks; pulled
-// chunks are copied into the weights while the next is on the wire.
+// chunks are copied into the weights while the next is on the wire. With
+// ClientOptions::wire_dtype bf16, each gradient chunk is narrowed as it is
+// encoded, the calls ask for bf16 weights, and pulled chunks are widened as
+// they are copied.
 //
 // Its layer-wise push-pull opens the call on every shard at once, with the
 // header only, and each Send appends the chunks of the tensors it marks, so

@@ -44,11 +44,8 @@ std::unique_ptr<PendingOp> UnaryTransport::Pull(int64_t min_version, TensorViews
   return RawCalls(
       kPullMethod, o.wait_timeout + o.rpc_timeout,
       [&o, min_version](int, grpc::ByteBuffer* req) {
-        ProtoWriter w;  // PullRequest
-        w.VarintField(1, static_cast<uint64_t>(int64_t{o.worker_id}));
-        w.VarintField(2, static_cast<uint64_t>(min_version));
-        w.VarintField(3, static_cast<uint64_t>(absl::ToInt64Milliseconds(o.wait_timeout)));
-        *req = w.Finish();
+        *req = EncodePullRequest(o.worker_id, min_version,
+                                 absl::ToInt64Milliseconds(o.wait_timeout), o.wire_dtype);
       },
       ReadPullInto(std::move(weights)));
 }
@@ -58,7 +55,8 @@ std::unique_ptr<PendingOp> UnaryTransport::Push(const ConstTensorViews& grads) {
       kPushMethod, state_->options.rpc_timeout,
       [this, &grads, seq = NextSeq()](int s, grpc::ByteBuffer* req) {
         *req = EncodePushRequest(state_->options.worker_id, state_->shard_version[s], state_->spec,
-                                 state_->layouts[s]->slices, TensorValues(grads), seq);
+                                 state_->layouts[s]->slices, TensorValues(grads), seq,
+                                 state_->options.wire_dtype);
       },
       [this](int s, const grpc::ByteBuffer& resp) -> absl::Status {
         ReceivedBytes bytes;
@@ -78,7 +76,8 @@ std::unique_ptr<PendingOp> UnaryTransport::PushPull(const ConstTensorViews& grad
         *req = EncodePushPullRequest(o.worker_id, version, state_->spec,
                                      state_->layouts[s]->slices, TensorValues(grads),
                                      state_->mode == Mode::kSync ? version + 1 : 0,
-                                     absl::ToInt64Milliseconds(o.wait_timeout), seq);
+                                     absl::ToInt64Milliseconds(o.wait_timeout), seq,
+                                     o.wire_dtype);
       },
       ReadPullInto(std::move(weights)));
 }

@@ -1,7 +1,9 @@
 // UnaryTransport: the unary implementation of ShardTransport
 // (client/internal/shard_transport.h). Each push, pull and push-pull is one
 // unary call per shard on the raw path of rpc/raw_wire.h: gradients are sent
-// without a copy, weights are copied once, straight into place. Every call
+// without a copy, weights are copied once, straight into place (with
+// ClientOptions::wire_dtype bf16: gradients narrowed once into the message,
+// weights asked for in bf16 and widened as they are copied). Every call
 // carries its own deadline. A layer-wise push-pull has no call to append to,
 // so it sends everything with its last tensor.
 //

@@ -118,6 +118,11 @@ class Client:
       auth_token_file: a bearer token file (needs TLS).
       insecure: allow plaintext to a non-loopback server.
       transport: "stream" (default) or "unary".
+      wire_dtype: how tensors travel: "f32" (default, exact) or "bf16"
+        (half the bytes: gradients are rounded to bfloat16, nearest even,
+        before sending, and pulled weights arrive rounded the same way,
+        widened back into float32 arrays; the servers keep float32 weights
+        and optimizer state). Anything else is a ValueError.
       connect_timeout: seconds to wait for the servers to come up.
       wait_timeout: seconds a call waits for the other workers.
       retry_timeout: seconds a call keeps retrying when a server restarts
@@ -128,9 +133,11 @@ class Client:
                  tls_dir: Optional[str] = None, tls_cert: Optional[str] = None,
                  tls_key: Optional[str] = None, tls_ca: Optional[str] = None,
                  server_name: Optional[str] = None, auth_token_file: Optional[str] = None,
-                 insecure: bool = False, transport: str = "stream",
+                 insecure: bool = False, transport: str = "stream", wire_dtype: str = "f32",
                  connect_timeout: float = 60.0, wait_timeout: float = 120.0,
                  retry_timeout: float = 60.0) -> None:
+        if wire_dtype not in ("f32", "bf16"):
+            raise ValueError(f"wire_dtype: expected 'f32' or 'bf16', got {wire_dtype!r}")
         if tls_dir is not None:
             tls_ca = tls_ca or os.path.join(tls_dir, "ca.pem")
             tls_cert = tls_cert or os.path.join(tls_dir, f"worker-{worker_id}.pem")
@@ -139,7 +146,7 @@ class Client:
         self._worker_id = int(worker_id)
         self._c = _ps.Client(_servers(servers), self._worker_id, self._num_workers,
                              tls_cert or "", tls_key or "", tls_ca or "", server_name or "",
-                             auth_token_file or "", bool(insecure), transport,
+                             auth_token_file or "", bool(insecure), transport, wire_dtype,
                              float(connect_timeout), float(wait_timeout), float(retry_timeout))
         self._names: List[str] = []
         self._shapes: List[Tuple[int, ...]] = []

@@ -25,6 +25,13 @@ def model(seed=0):
                         ("fc.b", np.zeros(10, np.float32))])
 
 
+def bf16(a):
+    """`a` rounded to bfloat16 (nearest even) and back: what a bf16 wire delivers."""
+    b = np.ascontiguousarray(a, np.float32).view(np.uint32).astype(np.uint64)
+    b = ((b + 0x7FFF + ((b >> 16) & 1)) >> 16) << 16
+    return b.astype(np.uint32).view(np.float32)
+
+
 def connect(cluster, worker_id, workers=2, **kw):
     return ps.Client(cluster.servers, worker_id, workers, connect_timeout=10,
                      wait_timeout=20, **kw)
@@ -96,6 +103,31 @@ class ClientTest(unittest.TestCase):
             t.join()
             for n in init:
                 np.testing.assert_array_equal(got["w"][n], init[n] - np.float32(1) - np.float32(1))
+
+    def test_bf16_wire_rounds_what_travels_and_the_servers_keep_float32(self):
+        with Cluster(mode="async", lr=1.0, workers=2) as c:
+            with self.assertRaisesRegex(ValueError, "wire_dtype.*'fp8'"):
+                connect(c, 0, wire_dtype="fp8")
+            narrow, exact = connect(c, 0, wire_dtype="bf16"), connect(c, 1, wire_dtype="f32")
+            init = model()
+            narrow.init(init)
+            exact.init(init)
+            self.assertNotEqual(bf16(init["fc.w"]).tobytes(), init["fc.w"].tobytes())
+            w = narrow.pull()
+            for n in init:
+                np.testing.assert_array_equal(w[n], bf16(init[n]))
+                self.assertEqual(w[n].dtype, np.float32)
+            grads = model(seed=3)
+            narrow.push(grads)
+            # The server applied the rounded gradient to its float32 weights
+            # (lr 1: one exact float32 subtraction per weight).
+            after = OrderedDict((n, init[n] - bf16(grads[n])) for n in init)
+            w = exact.pull(min_version=1)
+            for n in init:
+                np.testing.assert_array_equal(w[n], after[n])
+            w = narrow.push_pull(OrderedDict((n, np.zeros_like(a)) for n, a in init.items()))
+            for n in init:
+                np.testing.assert_array_equal(w[n], bf16(after[n]))
 
     def test_bad_inputs_raise_before_sending(self):
         with Cluster(mode="async", workers=1) as c:

@@ -135,6 +135,17 @@ void AddValidMessages(Corpus* corpus) {
           Bytes(EncodeStreamRequests(h, true, true, spec, slices, at, 8)));
       add(FuzzTarget::kStreamResponse,
           Bytes(EncodeStreamWeights(3, 8, spec, slices, at, nullptr, 8)));
+      // The bf16 wire: every slice BF16, 8-byte chunks of 4 elements.
+      auto add_bf16 = [&](FuzzTarget target, const std::string& message) {
+        corpus->Add(target, shards, shard, "valid-bf16", message);
+      };
+      add_bf16(FuzzTarget::kPushRequest,
+               Bytes(EncodePushRequest(1, 7, spec, slices, at, 0, WireDtype::kBf16)));
+      add_bf16(FuzzTarget::kPullResponse, Bytes(EncodePullResponse(8, spec, slices, at, nullptr,
+                                                                   ReplyInfo(), WireDtype::kBf16)));
+      h.weights_dtype = WireDtype::kBf16;
+      add_bf16(FuzzTarget::kStreamRequest,
+               Bytes(EncodeStreamRequests(h, true, true, spec, slices, at, 8, WireDtype::kBf16)));
       if (shards == 1) {
         add(FuzzTarget::kTensorSlice, TensorSliceBytes("fc1.bias", {3}, 0, 3, Floats(values[1])));
       }

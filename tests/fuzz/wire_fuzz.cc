@@ -34,6 +34,7 @@
 #include "absl/strings/string_view.h"
 #include "common/model_spec.h"
 #include "common/partition.h"
+#include "common/bf16.h"
 #include "common/slice_assembler.h"
 #include "rpc/raw_wire.h"
 #include "tests/fuzz/fuzz_input.h"
@@ -92,7 +93,8 @@ void CheckAssemblyStatus(const absl::Status& s) {
 // Everything decoded, as text, to compare the whole and the cut decodings.
 std::string Describe(const RawTensorSlice& t) {
   return absl::StrCat("{", t.name, " [", absl::StrJoin(t.shape, ","), "] ", t.offset, "+",
-                      t.length, " ", absl::StrJoin(t.data, ""), "}");
+                      t.length, " dtype ", static_cast<int32_t>(t.dtype), " ",
+                      absl::StrJoin(t.data, ""), "}");
 }
 std::string Describe(const std::vector<RawTensorSlice>& slices) {
   std::string out;
@@ -100,7 +102,8 @@ std::string Describe(const std::vector<RawTensorSlice>& slices) {
   return out;
 }
 std::string Describe(const RawPull& p) {
-  return absl::StrCat(p.worker_id, " ", p.min_version, " ", p.wait_timeout_ms);
+  return absl::StrCat(p.worker_id, " ", p.min_version, " ", p.wait_timeout_ms, " ",
+                      static_cast<int32_t>(p.weights_dtype));
 }
 std::string Describe(const RawPush& p) {
   return absl::StrCat(p.worker_id, " ", p.version, " ", Describe(p.gradients));
@@ -108,7 +111,8 @@ std::string Describe(const RawPush& p) {
 std::string Describe(const RawStreamRequest& r) {
   const StreamCallHeader& h = r.header;
   return absl::StrCat(h.call_id, " ", static_cast<int>(h.kind), " ", h.worker_id, " ",
-                      h.version, " ", h.min_version, " ", h.wait_timeout_ms, " ", r.last, " ",
+                      h.version, " ", h.min_version, " ", h.wait_timeout_ms, " ",
+                      static_cast<int32_t>(h.weights_dtype), " ", r.last, " ",
                       Describe(r.gradients));
 }
 std::string Describe(const RawStreamResponse& r) {
@@ -141,10 +145,17 @@ struct RawSlices {
 };
 std::string Describe(const RawSlices& s) { return Describe(s.slices); }
 
-// True if some complete float of some chunk's data is NaN or Inf.
+// True if some complete float (or bf16, widened) of some chunk's data is
+// NaN or Inf.
 bool AnyNonFinite(const std::vector<RawTensorSlice>& slices) {
   for (const RawTensorSlice& t : slices) {
     std::string bytes = absl::StrJoin(t.data, "");
+    if (t.dtype == WireDtype::kBf16) {
+      std::vector<float> values(bytes.size() / 2);
+      Bf16ToFloats(bytes.data(), values.size(), values.data());
+      if (!AllFinite(values.data(), values.size())) return true;
+      continue;
+    }
     bytes.resize(bytes.size() / sizeof(float) * sizeof(float));
     std::vector<float> values(bytes.size() / sizeof(float));
     if (!bytes.empty()) std::memcpy(values.data(), bytes.data(), bytes.size());
