@@ -7,7 +7,8 @@
 #include "common/client_security_flags.h"
 
 ABSL_FLAG(std::string, servers, "",
-          "Comma-separated HOST:PORT of the parameter-server shards, in shard order (ps_worker "
+          "Comma-separated HOST:PORT (or unix:/ABS/PATH, a unix socket on this host: plaintext "
+          "without --insecure) of the parameter-server shards, in shard order (ps_worker "
           "needs every shard; ps_ctl queries those listed).");
 
 namespace ps {

@@ -19,8 +19,8 @@ ABSL_FLAG(std::string, tls_ca, "",
           "ps://worker/<id> is the client's identity, which decides what it may call "
           "(PERMISSION_DENIED otherwise).");
 ABSL_FLAG(std::string, auth_token_file, "",
-          "Bearer tokens; need TLS. A client's file holds its token ('TOKEN' or 'IDENTITY "
-          "TOKEN'), sent with every call (needs --tls_ca). A server's holds one 'IDENTITY TOKEN' "
+          "Bearer tokens; need TLS (or a unix: address). A client's file holds its token ('TOKEN' or 'IDENTITY "
+          "TOKEN'), sent with every call (needs --tls_ca, or unix: servers). A server's holds one 'IDENTITY TOKEN' "
           "line each (IDENTITY: worker-<id>, reader, admin): every call must carry one "
           "(UNAUTHENTICATED otherwise); with --tls_ca the token and certificate must name the "
           "same identity.");
@@ -28,7 +28,8 @@ ABSL_FLAG(bool, insecure, false,
           "Allow plaintext with a non-loopback address: a server's --listen without --tls_cert "
           "(anyone who can reach the port can read and change the model; prints a warning), a "
           "client's servers without --tls_ca (anyone on the path can read the traffic and "
-          "impersonate the servers).");
+          "impersonate the servers). A server's unix: --listen needs no --insecure, but with it "
+          "the socket folder's owner and mode (0700) are not checked.");
 
 namespace ps {
 

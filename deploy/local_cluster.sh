@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# One-machine launcher: starts S parameter servers and W workers on 127.0.0.1,
-# each server on a free port, and waits for the workers to finish.
+# One-machine launcher: starts S parameter servers and W workers on this
+# host, each server on a unix socket of its own (or, with --tcp, a free port
+# of 127.0.0.1), and waits for the workers to finish.
 #
 #   deploy/local_cluster.sh --mode=async --servers=2 --workers=2 -- --epochs=2
 #
@@ -12,9 +13,13 @@
 # restoring its newest checkpoint), up to --max_restarts times each: kill one
 # (kill -9 PID) to watch the cluster recover.
 #
-# Every connection is mutual TLS, with a throwaway CA and certificates made
-# by make_certs.sh (next to this script) in the launcher's temporary folder
-# (or taken from --certs_dir); --insecure runs plaintext instead.
+# By default the servers listen on unix sockets in a private folder (mode
+# 0700) of the launcher's temporary directory: only this user's processes
+# (and root) can connect, so there is no TLS to pay for (docs/security.md).
+# With --tcp every connection is mutual TLS over loopback TCP instead, with a
+# throwaway CA and certificates made by make_certs.sh (next to this script)
+# in the launcher's temporary folder (or taken from --certs_dir); --insecure
+# runs plaintext over loopback TCP.
 set -uo pipefail
 
 usage() {
@@ -48,14 +53,18 @@ options:
   --worker_cmd='CMD'   run CMD (through bash -c) as each worker instead of
                        ps_worker, e.g. --worker_cmd='python3 train.py
                        --epochs=2', with PS_SERVERS, PS_WORKER_ID,
-                       PS_NUM_WORKERS and PS_TLS_DIR (unset with --insecure)
+                       PS_NUM_WORKERS and PS_TLS_DIR (set with --tcp only)
                        in its environment, as ps.connect_from_env() reads
                        them, and bazel-bin/python on PYTHONPATH; flags after
                        "--" are appended to CMD
   --startup_timeout=SEC  how long to wait for servers to listen (default 30)
-  --certs_dir=DIR      certificates from deploy/make_certs.sh (default: made
-                       afresh in the launcher's temporary folder)
-  --insecure           plaintext instead of mutual TLS
+  --tcp                servers on 127.0.0.1 TCP ports with mutual TLS, as
+                       on separate hosts (default: unix sockets in a 0700
+                       folder of the launcher's temporary directory, no
+                       TLS: only this user and root can connect)
+  --certs_dir=DIR      certificates from deploy/make_certs.sh (implies --tcp;
+                       default: made afresh in the launcher's temporary folder)
+  --insecure           plaintext over loopback TCP (implies --tcp)
   --gpus_per_host=N    GPU workers: worker i gets --device=cuda --gpu=(i mod N),
                        one worker per GPU when W = N (default 0: no GPU flags;
                        workers then pick with their own --device, default auto)
@@ -84,6 +93,7 @@ SERVER_FLAGS=()
 STARTUP_TIMEOUT=30
 GPUS_PER_HOST=0
 INSECURE=0
+TCP=0
 CERTS_DIR=
 SERVER_BIN="$ROOT/bazel-bin/server/ps_server"
 WORKER_BIN="$ROOT/bazel-bin/worker/ps_worker"
@@ -107,8 +117,9 @@ while [ $# -gt 0 ]; do
     --server_flag=*) SERVER_FLAGS+=("${1#*=}") ;;
     --startup_timeout=*) STARTUP_TIMEOUT="${1#*=}" ;;
     --gpus_per_host=*) GPUS_PER_HOST="${1#*=}" ;;
-    --certs_dir=*) CERTS_DIR="${1#*=}" ;;
-    --insecure) INSECURE=1 ;;
+    --certs_dir=*) CERTS_DIR="${1#*=}"; TCP=1 ;;
+    --insecure) INSECURE=1; TCP=1 ;;
+    --tcp) TCP=1 ;;
     --bin_dir=*) SERVER_BIN="${1#*=}/ps_server"; WORKER_BIN="${1#*=}/ps_worker" ;;
     --server_bin=*) SERVER_BIN="${1#*=}" ;;
     --worker_bin=*) WORKER_BIN="${1#*=}" ;;
@@ -154,7 +165,18 @@ WORKDIR="$(mktemp -d "${TMPDIR:-/tmp}/local_cluster.XXXXXX")"
 # A restarted server must find its checkpoints: without --checkpoint_dir,
 # --restart keeps them in the temporary directory (gone at exit).
 [ -n "$CHECKPOINT_DIR" ] || [ $RESTART -eq 0 ] || CHECKPOINT_DIR="$WORKDIR/checkpoints"
-if [ $INSECURE -eq 1 ]; then
+SOCKET_DIR=
+if [ $TCP -eq 0 ]; then
+  # The sockets' folder is their access control: this user's only (0700).
+  # A socket path holds at most 107 bytes: with a long TMPDIR, the folder
+  # goes to /tmp instead.
+  SOCKET_DIR="$WORKDIR/sockets"
+  if [ ${#SOCKET_DIR} -gt 80 ]; then
+    SOCKET_DIR="$(mktemp -d /tmp/ps-sockets.XXXXXX)" || { rm -rf "$WORKDIR"; die "cannot make a socket folder in /tmp"; }
+  fi
+  mkdir -p -m 0700 "$SOCKET_DIR" && chmod 0700 "$SOCKET_DIR" ||
+    { rm -rf "$WORKDIR"; die "cannot make the socket folder $SOCKET_DIR"; }
+elif [ $INSECURE -eq 1 ]; then
   [ -z "$CERTS_DIR" ] || die "--certs_dir and --insecure exclude each other"
 elif [ -z "$CERTS_DIR" ]; then
   CERTS_DIR="$WORKDIR/certs"
@@ -192,6 +214,7 @@ cleanup() {
     kill -KILL "${pids[@]}" 2>/dev/null
   fi
   rm -rf "$WORKDIR"
+  [ -z "$SOCKET_DIR" ] || rm -rf "$SOCKET_DIR"
 }
 trap cleanup EXIT
 trap 'echo "local_cluster: interrupted, stopping all processes" >&2; exit 130' INT TERM
@@ -245,7 +268,11 @@ may_restart() {
 }
 
 for ((s = 0; s < NUM_SERVERS; s++)); do
-  start_server $s 127.0.0.1:0
+  if [ -n "$SOCKET_DIR" ]; then
+    start_server $s "unix:$SOCKET_DIR/shard-$s.sock"
+  else
+    start_server $s 127.0.0.1:0
+  fi
 done
 
 # Wait until every server has written its port file (it does so once serving).
@@ -260,7 +287,14 @@ for ((s = 0; s < NUM_SERVERS; s++)); do
   ADDRS+=("$(cat "$WORKDIR/port.$s")")
 done
 SERVERS_FLAG=$(IFS=,; echo "${ADDRS[*]}")
-echo "local_cluster: $NUM_SERVERS servers ($MODE mode, $([ -n "$CERTS_DIR" ] && echo "mutual TLS, certificates in $CERTS_DIR" || echo plaintext)) at $SERVERS_FLAG; starting $NUM_WORKERS workers"
+if [ -n "$SOCKET_DIR" ]; then
+  security="unix sockets in $SOCKET_DIR (mode 0700), no TLS"
+elif [ -n "$CERTS_DIR" ]; then
+  security="mutual TLS, certificates in $CERTS_DIR"
+else
+  security="plaintext TCP"
+fi
+echo "local_cluster: $NUM_SERVERS servers ($MODE mode, $security) at $SERVERS_FLAG; starting $NUM_WORKERS workers"
 
 for ((w = 0; w < NUM_WORKERS; w++)); do
   start_worker $w

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <fstream>
 
+#include <unistd.h>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -11,6 +13,7 @@
 #include "grpcpp/security/tls_certificate_provider.h"
 #include "grpcpp/security/tls_credentials_options.h"
 #include "rpc/authz.h"
+#include "rpc/unix_socket.h"
 
 namespace ps {
 namespace {
@@ -74,11 +77,23 @@ absl::Status CheckSecurityOptions(const SecurityOptions& o, absl::string_view ad
   if (!o.tls_server_name.empty() && !o.tls()) {
     return absl::InvalidArgumentError("--tls_server_name needs TLS (--tls_ca)");
   }
-  if (!o.auth_token_file.empty() && !o.tls()) {
-    return absl::InvalidArgumentError(
-        "--auth_token_file needs TLS: bearer tokens are never sent or accepted in plaintext");
+  const bool unix_socket = IsUnixAddress(address);
+  if (unix_socket) {
+    absl::StatusOr<std::string> path =
+        UnixSocketPath(address, server ? "--listen" : "server address");
+    if (!path.ok()) return path.status();
+    if (server && !o.insecure) {
+      if (absl::Status s = CheckUnixSocketFolder(*path, "--listen", geteuid()); !s.ok()) {
+        return s;
+      }
+    }
   }
-  if (!o.tls() && !o.insecure && !IsLoopbackAddress(address)) {
+  if (!o.auth_token_file.empty() && !o.tls() && !unix_socket) {
+    return absl::InvalidArgumentError(
+        "--auth_token_file needs TLS or a unix: address: bearer tokens are never sent or "
+        "accepted in plaintext over TCP");
+  }
+  if (!o.tls() && !o.insecure && !unix_socket && !IsLoopbackAddress(address)) {
     return absl::InvalidArgumentError(absl::StrCat(
         address, " is not a loopback address: give --tls_cert/--tls_key/--tls_ca",
         server ? "" : " (at least --tls_ca)",
@@ -87,8 +102,21 @@ absl::Status CheckSecurityOptions(const SecurityOptions& o, absl::string_view ad
   return absl::OkStatus();
 }
 
+bool CanAuthenticate(const SecurityOptions& o, absl::string_view address) {
+  return o.tls() || IsUnixAddress(address);
+}
+
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
-    const SecurityOptions& o, std::shared_ptr<grpc::AuthMetadataProcessor> processor) {
+    const SecurityOptions& o, std::shared_ptr<grpc::AuthMetadataProcessor> processor,
+    absl::string_view address) {
+  if (!o.tls() && IsUnixAddress(address)) {
+    // No encryption, but a security level that admits call credentials
+    // (bearer tokens), and a processor that checks them.
+    std::shared_ptr<grpc::ServerCredentials> creds = grpc::experimental::LocalServerCredentials(UDS);
+    if (creds == nullptr) return absl::InternalError("gRPC refused local credentials");
+    if (processor != nullptr) creds->SetAuthMetadataProcessor(std::move(processor));
+    return creds;
+  }
   if (!o.tls()) return grpc::InsecureServerCredentials();
   grpc::experimental::TlsServerCredentialsOptions options(Provider(o));
   options.watch_identity_key_cert_pairs();
@@ -107,13 +135,20 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeSecureChannel(const std::stri
                                                                 const SecurityOptions& o,
                                                                 grpc::ChannelArguments args) {
   if (absl::Status s = CheckSecurityOptions(o, address, /*server=*/false); !s.ok()) return s;
-  if (!o.tls()) return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
-  grpc::experimental::TlsChannelCredentialsOptions options;
-  options.set_certificate_provider(Provider(o));
-  options.watch_root_certs();
-  if (!o.tls_cert.empty()) options.watch_identity_key_cert_pairs();
-  std::shared_ptr<grpc::ChannelCredentials> creds = grpc::experimental::TlsCredentials(options);
-  if (creds == nullptr) return absl::InvalidArgumentError("gRPC refused the TLS options");
+  std::shared_ptr<grpc::ChannelCredentials> creds;
+  if (o.tls()) {
+    grpc::experimental::TlsChannelCredentialsOptions options;
+    options.set_certificate_provider(Provider(o));
+    options.watch_root_certs();
+    if (!o.tls_cert.empty()) options.watch_identity_key_cert_pairs();
+    creds = grpc::experimental::TlsCredentials(options);
+    if (creds == nullptr) return absl::InvalidArgumentError("gRPC refused the TLS options");
+  } else if (IsUnixAddress(address)) {
+    creds = grpc::experimental::LocalCredentials(UDS);
+    if (creds == nullptr) return absl::InternalError("gRPC refused local credentials");
+  } else {
+    return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  }
   if (!o.auth_token_file.empty()) {
     absl::StatusOr<std::string> token = LoadClientToken(o.auth_token_file);
     if (!token.ok()) return token.status();

@@ -19,9 +19,14 @@
 //           + tls_cert + tls_key      the client's certificate (mutual TLS).
 //           + auth_token_file         sends its token with every call.
 //
-// Plaintext is allowed only on loopback addresses, or anywhere with
-// `insecure` (CheckPlaintextAllowed). Thread-safe; results are owned by the
-// caller (shared).
+// Plaintext is allowed only on loopback addresses, on unix sockets
+// ("unix:/ABS/PATH", rpc/unix_socket.h) in a folder only the server's user
+// can enter, or anywhere with `insecure` (CheckSecurityOptions).
+//
+// On a unix socket without TLS both sides use gRPC's local credentials
+// (UDS), which carry no encryption (none is needed between processes of one
+// host) but let bearer tokens travel and be checked: tokens need TLS, or a
+// unix socket. Thread-safe; results are owned by the caller (shared).
 #ifndef PS_RPC_CREDENTIALS_H_
 #define PS_RPC_CREDENTIALS_H_
 
@@ -43,21 +48,29 @@ namespace ps {
 
 // OK when `options` are consistent: files readable, a key with each
 // certificate, a server with a certificate, tokens only with TLS (a client
-// needs tls_ca; a server tls_cert), and plaintext only on a loopback host
-// of `address` (HOST:PORT; "localhost", 127.0.0.0/8, [::1]) unless
-// options.insecure. INVALID_ARGUMENT naming the flag otherwise. `server`
-// selects the server's rules.
+// needs tls_ca; a server tls_cert) or on a unix socket, and plaintext only
+// on a loopback host of `address` (HOST:PORT; "localhost", 127.0.0.0/8,
+// [::1]) or a unix socket, unless options.insecure. INVALID_ARGUMENT naming
+// the flag otherwise. `server` selects the server's rules; a server's
+// unix:PATH must also sit in a folder of its own user with mode 0700
+// (CheckUnixSocketFolder, FAILED_PRECONDITION), unless options.insecure.
 absl::Status CheckSecurityOptions(const SecurityOptions& options, absl::string_view address,
                                   bool server);
 
 // True if HOST of HOST:PORT is a loopback name or address.
 bool IsLoopbackAddress(absl::string_view address);
 
-// The listening port's credentials (CheckSecurityOptions first). With TLS,
-// `processor` (may be null) authenticates and authorizes every call
-// (rpc/auth_processor.h).
+// The listening port's credentials (CheckSecurityOptions first) for
+// `address` (where it listens: a unix: address without TLS gets local
+// credentials). With TLS or on a unix socket, `processor` (may be null)
+// authenticates and authorizes every call (rpc/auth_processor.h).
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
-    const SecurityOptions& options, std::shared_ptr<grpc::AuthMetadataProcessor> processor);
+    const SecurityOptions& options, std::shared_ptr<grpc::AuthMetadataProcessor> processor,
+    absl::string_view address = "");
+
+// True if calls on `address` with `options` can be authenticated by the
+// server (TLS, or a unix socket's local credentials).
+bool CanAuthenticate(const SecurityOptions& options, absl::string_view address);
 
 // A channel to `address` with `options` (CheckSecurityOptions first) and
 // the caller's channel arguments (tls_server_name is added to them).

@@ -51,5 +51,28 @@ TEST(CheckSecurityOptions, RejectsInconsistentFlags) {
   EXPECT_FALSE(CheckSecurityOptions(o, "127.0.0.1:1", false).ok());
 }
 
+TEST(CheckSecurityOptions, UnixSocketClientsNeedNoTlsButAnAbsolutePath) {
+  SecurityOptions o;
+  EXPECT_TRUE(CheckSecurityOptions(o, "unix:/run/ps/shard-0.sock", false).ok());
+  o.auth_token_file = "/dev/null";  // tokens travel over a unix socket too
+  EXPECT_TRUE(CheckSecurityOptions(o, "unix:/run/ps/shard-0.sock", false).ok());
+  absl::Status s = CheckSecurityOptions(o, "unix:shard-0.sock", false);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_NE(s.message().find("absolute path"), absl::string_view::npos) << s;
+}
+
+TEST(CheckSecurityOptions, UnixSocketServerNeedsAPrivateFolder) {
+  SecurityOptions o;
+  // "/" has mode 0755: anyone could reach a socket there.
+  absl::Status s = CheckSecurityOptions(o, "unix:/ps-shard-0.sock", true);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_NE(s.message().find("--listen=unix:/ps-shard-0.sock"), absl::string_view::npos) << s;
+  s = CheckSecurityOptions(o, "unix:/nonexistent-ps-folder/s.sock", true);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  // --insecure skips the folder check.
+  o.insecure = true;
+  EXPECT_TRUE(CheckSecurityOptions(o, "unix:/ps-shard-0.sock", true).ok());
+}
+
 }  // namespace
 }  // namespace ps

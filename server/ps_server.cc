@@ -18,6 +18,7 @@
 #include "rpc/auth_processor.h"
 #include "rpc/credentials.h"
 #include "rpc/raw_wire.h"
+#include "rpc/unix_socket.h"
 
 namespace ps {
 namespace {
@@ -103,8 +104,18 @@ int MaxReceiveMessageBytes(const ServerOptions& options) {
 
 absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& options) {
   RETURN_IF_ERROR(options.Validate());
-  ASSIGN_OR_RETURN(const std::string host, HostOf(options.listen, "listen"));
+  const bool unix_socket = IsUnixAddress(options.listen);
+  std::string host, socket_path;
+  if (unix_socket) {
+    ASSIGN_OR_RETURN(socket_path, UnixSocketPath(options.listen, "--listen"));
+  } else {
+    ASSIGN_OR_RETURN(host, HostOf(options.listen, "listen"));
+  }
   std::string health_host;
+  if (IsUnixAddress(options.health_listen)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--health_listen takes HOST:PORT only (TCP), not '", options.health_listen, "'"));
+  }
   if (!options.health_listen.empty()) {
     ASSIGN_OR_RETURN(health_host, HostOf(options.health_listen, "health listen"));
   }
@@ -172,7 +183,8 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
   }
   const SecurityOptions& sec = options.security;
   std::shared_ptr<AuthProcessor> processor;
-  if (sec.tls() && (!sec.tls_ca.empty() || !sec.auth_token_file.empty())) {
+  if (CanAuthenticate(sec, options.listen) &&
+      (!sec.tls_ca.empty() || !sec.auth_token_file.empty())) {
     std::optional<TokenTable> tokens;
     if (!sec.auth_token_file.empty()) {
       ASSIGN_OR_RETURN(tokens, TokenTable::Load(sec.auth_token_file));
@@ -182,7 +194,7 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
     processor = std::make_shared<AuthProcessor>(service_options.authenticator);
   }
   ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
-                   MakeServerCredentials(sec, processor));
+                   MakeServerCredentials(sec, processor, options.listen));
   s->service_ = std::make_unique<ParameterServerService>(s->shard_.get(), service_options);
 
   grpc::EnableDefaultHealthCheckService(true);
@@ -203,8 +215,19 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
     }
     s->health_address_ = absl::StrCat(health_host, ":", health_port);
   }
+  if (unix_socket) {
+    // gRPC would unlink any socket at the path, a running server's too.
+    bool removed = false;
+    RETURN_IF_ERROR(PrepareUnixSocket(socket_path, "--listen", &removed));
+    if (removed && options.shard.log) {
+      options.shard.log(absl::StrCat("shard ", options.shard.shard_id,
+                                     ": removed the stale socket ", socket_path,
+                                     " (nothing listened on it)"));
+    }
+  }
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.listen, credentials, &s->port_);
+  builder.AddListeningPort(unix_socket ? absl::StrCat(kUnixPrefix, socket_path) : options.listen,
+                           credentials, &s->port_);
   builder.RegisterService(s->service_.get());
   // Requests may be as large as the limits let a model be, no larger.
   builder.SetMaxReceiveMessageSize(MaxReceiveMessageBytes(options));
@@ -225,7 +248,13 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
     return absl::UnavailableError(
         absl::StrCat("cannot listen on ", options.listen, " (address in use or invalid?)"));
   }
-  s->address_ = absl::StrCat(host, ":", s->port_);
+  if (unix_socket) {
+    s->address_ = absl::StrCat(kUnixPrefix, socket_path);
+    s->socket_path_ = socket_path;
+    s->socket_inode_ = UnixSocketInode(socket_path);
+  } else {
+    s->address_ = absl::StrCat(host, ":", s->port_);
+  }
   return s;
 }
 
@@ -267,6 +296,8 @@ absl::Status PsServer::Shutdown() {
   // No push can arrive any more: the final checkpoint holds everything
   // acknowledged (logged; a failure leaves the earlier ones).
   if (checkpointer_ != nullptr) checkpointer_->WriteNow().IgnoreError();
+  // The socket file goes with the server (if it is still ours).
+  if (socket_inode_.has_value()) RemoveUnixSocket(socket_path_, *socket_inode_);
   if (health_server_ != nullptr) {
     health_server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
   }

@@ -12,7 +12,10 @@
 #ifndef PS_SERVER_PS_SERVER_H_
 #define PS_SERVER_PS_SERVER_H_
 
+#include <sys/types.h>
+
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -29,7 +32,10 @@ namespace ps {
 
 struct ServerOptions {
   // HOST:PORT to listen on; port 0 picks a free port (see PsServer::address()).
-  // Plaintext only on loopback unless security.insecure.
+  // Or unix:/ABS/PATH, a unix socket, in a folder of this user with mode
+  // 0700 (rpc/unix_socket.h): a stale socket file there is replaced, a live
+  // one refused, and the file removed at Shutdown.
+  // Plaintext only on loopback or a unix socket unless security.insecure.
   std::string listen = "127.0.0.1:50051";
   // TLS, client certificates, bearer tokens (rpc/credentials.h).
   SecurityOptions security;
@@ -87,7 +93,8 @@ class PsServer {
   PsServer(const PsServer&) = delete;
   PsServer& operator=(const PsServer&) = delete;
 
-  // HOST:PORT actually bound (the real port when the options asked for 0).
+  // HOST:PORT actually bound (the real port when the options asked for 0);
+  // unix:/ABS/PATH for a unix socket.
   const std::string& address() const { return address_; }
   int port() const { return port_; }
   // The health port's HOST:PORT; empty without options.health_listen.
@@ -127,6 +134,9 @@ class PsServer {
   std::string address_;
   std::string health_address_;
   int port_ = 0;
+  // A unix socket's file and the inode it had once bound (none for TCP).
+  std::string socket_path_;
+  std::optional<ino_t> socket_inode_;
   bool shut_down_ = false;  // only touched by Shutdown, which callers serialize
   absl::Status shutdown_status_;
 };

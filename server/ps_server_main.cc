@@ -3,12 +3,15 @@
 //   ps_server --listen=0.0.0.0:50051 --shard_id=0 --num_shards=2
 //             --num_workers=2 --mode=sync --lr=0.1
 //             --tls_cert=server-0.pem --tls_key=server-0.key --tls_ca=ca.pem
+//   ps_server --listen=unix:/run/user/1000/ps/shard-0.sock ...   (one host;
+//             the folder 0700 and this user's, no TLS needed)
 //
 // Prints "listening on HOST:PORT" as its first stdout line once serving, and
 // runs until SIGINT or SIGTERM. Its flags: server/server_flags.h and
 // common/security_flags.h; bad values are refused by PsServer::Start
 // (ServerOptions::Validate, the shard's own checks, CheckSecurityOptions).
 #include <signal.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -20,11 +23,12 @@
 #include "absl/strings/str_cat.h"
 #include "common/allocator.h"
 #include "common/command_line.h"
+#include "rpc/unix_socket.h"
 #include "server/ps_server.h"
 #include "server/server_flags.h"
 
 ABSL_FLAG(std::string, port_file, "",
-          "If set, write the bound HOST:PORT to this file once the server is serving.");
+          "If set, write the bound HOST:PORT (or unix:PATH) to this file once the server is serving.");
 
 namespace {
 
@@ -63,9 +67,14 @@ void Describe(const ps::ServerOptions& options, const ps::PsServer& server) {
   }
   std::cout << std::endl;
   const ps::SecurityOptions& security = options.security;
-  if (!security.tls()) {
+  const bool unix_socket = ps::IsUnixAddress(server.address());
+  if (!security.tls() && unix_socket && !security.insecure) {
+    std::cout << "unix socket: any process of this user (uid " << geteuid()
+              << ") and root can connect; no one else" << std::endl;
+  } else if (!security.tls()) {
     std::cerr << "ps_server: WARNING: serving in plaintext"
               << (security.insecure ? " (--insecure)" : " on loopback")
+            << (unix_socket ? ", and the socket's folder was not checked (--insecure)" : "")
               << ": no encryption and no authentication; anyone who can reach "
               << server.address() << " can read and change the model" << std::endl;
   } else if (security.tls_ca.empty() && security.auth_token_file.empty()) {
@@ -74,7 +83,8 @@ void Describe(const ps::ServerOptions& options, const ps::PsServer& server) {
                  "the model" << std::endl;
   }
   std::cout << "security: "
-            << (!security.tls()                 ? "plaintext"
+            << (!security.tls() && unix_socket ? "plaintext on a unix socket"
+                : !security.tls()                 ? "plaintext"
                 : !security.tls_ca.empty()       ? "mutual TLS"
                                                  : "TLS")
             << (security.auth_token_file.empty() ? "" : " + bearer tokens");
@@ -92,7 +102,9 @@ int main(int argc, char** argv) {
       argc, argv,
       "Parameter-server shard. Example (certificates from deploy/make_certs.sh):\n"
       "  ps_server --listen=0.0.0.0:50051 --shard_id=0 --num_shards=2 --num_workers=2 "
-      "--mode=sync --lr=0.1 --tls_cert=server-0.pem --tls_key=server-0.key --tls_ca=ca.pem");
+      "--mode=sync --lr=0.1 --tls_cert=server-0.pem --tls_key=server-0.key --tls_ca=ca.pem\n"
+      "On one host, a unix socket in a folder of mode 0700 needs no TLS:\n"
+      "  ps_server --listen=unix:$HOME/ps/shard-0.sock ...");
   absl::StatusOr<ps::ServerOptions> options = ps::ServerOptionsFromFlags();
   if (!options.ok()) return Fail(options.status());
 

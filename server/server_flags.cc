@@ -14,12 +14,17 @@
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
           "HOST:PORT to serve on (0.0.0.0:PORT: every interface). Port 0 picks a free port; "
           "the first stdout line says which. Without TLS only a loopback address is allowed, "
-          "unless --insecure.");
+          "unless --insecure. Or unix:/ABS/PATH, a unix socket for clients on this host: its "
+          "folder must exist, belong to this user and have mode 0700 (it is the access "
+          "control, so plaintext and --auth_token_file need no TLS there); a stale socket "
+          "file is replaced, one a server listens on is refused, and the file is removed at "
+          "shutdown.");
 ABSL_FLAG(double, tls_reload_secs, 10,
           "How often, in seconds, the --tls_* files are re-read (>= 1).");
 ABSL_FLAG(std::string, health_listen, "",
-          "HOST:PORT of an extra plaintext port that serves only grpc.health.v1 (SERVING / "
-          "NOT_SERVING), for Kubernetes and compose probes that have no client certificate. "
+          "HOST:PORT (TCP only) of an extra plaintext port that serves only grpc.health.v1 "
+          "(SERVING / NOT_SERVING), for Kubernetes and compose probes that have no client "
+          "certificate. "
           "Empty: none (the main port answers health checks from any peer that passes the "
           "TLS handshake).");
 ABSL_FLAG(bool, reflection, false,

@@ -45,6 +45,13 @@ What it checks:
     script on the python target, with PS_WORKER_ID (its index),
     PS_NUM_WORKERS, PS_SERVERS and PS_TLS_DIR (the read-only certificates
     volume) agreeing with the base file; nothing else changes.
+  - docker-compose.unix.yml: every server listens on unix:DIR/shard-<i>.sock
+    (its own shard) and every worker's --servers names those sockets in
+    shard order, with no --tls_* or --insecure flag and every other flag as
+    in the base file; all mount the same read-write volume at DIR, which a
+    root one-shot service chmods 0700 and chowns to the image's user
+    (ps_server's rule for a socket's folder) before they start
+    (service_completed_successfully); the hardening is kept.
   - Security. Every server and worker (compose services, GPU override
     included; every Kubernetes pod as rendered) runs mutual TLS: --tls_cert,
     --tls_key and --tls_ca, no --insecure, its certificate and key being
@@ -309,7 +316,8 @@ def check_tls_flags(role, index, flags, mounts, where, errors):
 def check_no_key_material(root, errors):
     """No certificate or key, in PEM or base64, in the compose and Kubernetes files."""
     paths = [os.path.join(root, "deploy", f) for f in ("docker-compose.yml", "docker-compose.gpu.yml",
-                                                         "docker-compose.python.yml", ".env")]
+                                                         "docker-compose.python.yml",
+                                                         "docker-compose.unix.yml", ".env")]
     for dirpath, _, files in os.walk(os.path.join(root, "deploy", "k8s")):
         paths += [os.path.join(dirpath, f) for f in files]
     for p in sorted(paths):
@@ -376,12 +384,16 @@ def interpolate(obj, env, where, errors):
 
 
 # Keys of a service that the override merge below models (mappings merge,
-# everything else replaces): enough for docker-compose.gpu.yml and
-# docker-compose.python.yml.
-OVERRIDE_KEYS = {"image", "build", "deploy", "entrypoint", "command", "environment"}
+# `volumes` merge by their target path, everything else replaces): enough
+# for docker-compose.gpu.yml, docker-compose.python.yml and
+# docker-compose.unix.yml.
+OVERRIDE_KEYS = {"image", "build", "deploy", "entrypoint", "command", "environment",
+                 "volumes", "depends_on"}
 
 
-def merge_override(base, override, where, errors):
+def merge_override(base, override, where, errors, new_services=()):
+    """`override` over `base` as compose merges them; services named in
+    `new_services` may be new (taken whole)."""
     def merge(a, b):
         if isinstance(a, dict) and isinstance(b, dict):
             out = dict(a)
@@ -389,16 +401,28 @@ def merge_override(base, override, where, errors):
                 out[k] = merge(a[k], v) if k in a else v
             return out
         return b
+
+    def merge_volumes(a, b):
+        out = {target: v for v in a for target in compose_mounts({"volumes": [v]})}
+        out.update({target: v for v in b for target in compose_mounts({"volumes": [v]})})
+        return list(out.values())
     out = copy.deepcopy(base)
     for name, svc in (override.get("services") or {}).items():
         if name not in out["services"]:
-            errors.append(f"{where}: overrides service '{name}', which the base file lacks")
+            if name in new_services:
+                out["services"][name] = copy.deepcopy(svc)
+            else:
+                errors.append(f"{where}: overrides service '{name}', which the base file lacks")
             continue
         extra = set(svc) - OVERRIDE_KEYS
         if extra:
             errors.append(f"{where}: service {name} overrides {sorted(extra)}, which this "
                           f"test's merge does not model (it handles {sorted(OVERRIDE_KEYS)})")
-        out["services"][name] = merge(out["services"][name], svc)
+        merged = merge(out["services"][name], {k: v for k, v in svc.items() if k != "volumes"})
+        if "volumes" in svc:
+            merged["volumes"] = merge_volumes(out["services"][name].get("volumes") or [],
+                                              svc["volumes"])
+        out["services"][name] = merged
     for k, v in override.items():
         if k not in ("services",) and not k.startswith("x-"):
             out[k] = merge(out.get(k), v) if k in out else v
@@ -653,8 +677,11 @@ def check_compose_files(root, bins, docker_uid, errors):
         gpu_raw = yaml.safe_load(f)
     with open(os.path.join(root, "deploy", "docker-compose.python.yml")) as f:
         python_raw = yaml.safe_load(f)
+    with open(os.path.join(root, "deploy", "docker-compose.unix.yml")) as f:
+        unix_raw = yaml.safe_load(f)
     for fn, raw in (("docker-compose.yml", base_raw), ("docker-compose.gpu.yml", gpu_raw),
-                    ("docker-compose.python.yml", python_raw)):
+                    ("docker-compose.python.yml", python_raw),
+                    ("docker-compose.unix.yml", unix_raw)):
         if "name" in raw:
             errors.append(f"{fn}: a top-level 'name:' is rejected by compose v1; the project "
                           "name belongs in deploy/.env (COMPOSE_PROJECT_NAME)")
@@ -665,6 +692,7 @@ def check_compose_files(root, bins, docker_uid, errors):
     variables = compose_variables(base_raw, {})
     compose_variables(gpu_raw, variables)
     compose_variables(python_raw, variables)
+    compose_variables(unix_raw, variables)
     for name, default in variables.items():
         if default is None:
             errors.append(f"compose: ${{{name}}} has no default (write ${{{name}:-VALUE}})")
@@ -695,6 +723,11 @@ def check_compose_files(root, bins, docker_uid, errors):
         python = interpolate(python_raw, env, "docker-compose.python.yml", errors)
         check_python_override(doc, merge_override(doc, python, "docker-compose.python.yml", errors),
                               "docker-compose.yml + docker-compose.python.yml", errors)
+        unix = interpolate(unix_raw, env, "docker-compose.unix.yml", errors)
+        new = [n for n in (unix.get("services") or {}) if n not in doc["services"]]
+        check_unix_override(doc, merge_override(doc, unix, "docker-compose.unix.yml", errors, new),
+                            bins, docker_uid, f"docker-compose.yml + docker-compose.unix.yml with "
+                            f"{env or 'defaults'}", errors)
         cases += 1
     # Without the override, no worker asks for CUDA.
     doc = interpolate(base_raw, {}, "docker-compose.yml", errors)
@@ -702,8 +735,103 @@ def check_compose_files(root, bins, docker_uid, errors):
         if "--device=cuda" in compose_argv(svc, name, errors):
             errors.append(f"docker-compose.yml: {name} passes --device=cuda without the GPU override")
     alts = "; ".join(f"{k}={'|'.join(v)}" for k, v in ALTERNATIVES.items() if k in variables)
-    return (f"compose: {len(base_raw.get('services', {}))} services, alone and with the GPU "
-            f"and Python overrides, in {cases} environments: the defaults, then one of {alts}")
+    return (f"compose: {len(base_raw.get('services', {}))} services, alone and with the GPU, "
+            f"Python and unix-socket overrides, in {cases} environments: the defaults, then one "
+            f"of {alts}")
+
+
+TLS_FLAGS = {"tls_cert", "tls_key", "tls_ca", "tls_server_name", "auth_token_file", "insecure"}
+
+
+def check_unix_override(base, merged, bins, docker_uid, where, errors):
+    """docker-compose.unix.yml over the base file (see the docstring)."""
+    services = merged["services"]
+    role = {n: compose_argv(s, n, [])[:1] for n, s in services.items()}
+    servers = {n: s for n, s in services.items() if role[n] == ["ps_server"]}
+    workers = {n: s for n, s in services.items() if role[n] == ["ps_worker"]}
+    sockets = {}  # shard -> unix: address
+    folders = set()
+    for name, svc in servers.items():
+        w = f"{where}: {name}"
+        argv = compose_argv(svc, w, errors)
+        check_argv(argv, bins, w, errors)
+        f = parse_flags(argv)
+        shard = name.rsplit("-", 1)[1]
+        listen = str(f.get("listen", ""))
+        m = re.fullmatch(r"unix:(/.+)/shard-(\d+)\.sock", listen)
+        if not m or m.group(2) != shard or str(f.get("shard_id")) != shard:
+            errors.append(f"{w}: must listen on unix:DIR/shard-{shard}.sock (its own shard, "
+                          f"--shard_id={shard}), has --listen={listen} --shard_id={f.get('shard_id')}")
+            continue
+        sockets[int(shard)] = listen
+        folders.add(m.group(1))
+        base_flags = parse_flags(compose_argv(base["services"][name], name, []))
+        for k in sorted(set(f) | set(base_flags)):
+            if k in TLS_FLAGS and k in f:
+                errors.append(f"{w}: carries --{k}; on a unix socket the folder is the access "
+                              f"control, no TLS")
+            elif k not in TLS_FLAGS and k != "listen" and f.get(k) != base_flags.get(k):
+                errors.append(f"{w}: --{k}={f.get(k)}, the base file has {base_flags.get(k)}")
+    order = [sockets[i] for i in sorted(sockets)]
+    if sorted(sockets) != list(range(len(servers))):
+        errors.append(f"{where}: the servers' shards are {sorted(sockets)}")
+    for name, svc in workers.items():
+        w = f"{where}: {name}"
+        argv = compose_argv(svc, w, errors)
+        check_argv(argv, bins, w, errors)
+        f = parse_flags(argv)
+        if str(f.get("servers", "")).split(",") != order:
+            errors.append(f"{w}: --servers={f.get('servers')} must name the servers' sockets in "
+                          f"shard order: {','.join(order)}")
+        base_flags = parse_flags(compose_argv(base["services"][name], name, []))
+        for k in sorted(set(f) | set(base_flags)):
+            if k in TLS_FLAGS and k in f:
+                errors.append(f"{w}: carries --{k}; on a unix socket the folder is the access "
+                              f"control, no TLS")
+            elif k not in TLS_FLAGS and k != "servers" and f.get(k) != base_flags.get(k):
+                errors.append(f"{w}: --{k}={f.get(k)}, the base file has {base_flags.get(k)}")
+    if len(folders) != 1:
+        errors.append(f"{where}: the servers' sockets must share one folder, have {sorted(folders)}")
+        return
+    folder = folders.pop()
+    volume = None
+    for name in list(servers) + list(workers):
+        mnt = compose_mounts(services[name]).get(folder)
+        if mnt is None or mnt["read_only"]:
+            errors.append(f"{where}: {name} must mount the sockets' volume read-write at {folder}")
+        elif volume not in (None, mnt["source"]):
+            errors.append(f"{where}: {name} mounts {mnt['source']} at {folder}, the others {volume}")
+        else:
+            volume = mnt["source"]
+    if volume not in (merged.get("volumes") or {}):
+        errors.append(f"{where}: the sockets' volume '{volume}' is not declared")
+    # The one-shot that makes the folder ps_server's: 0700, the image's user.
+    preparers = [n for n, s in services.items() if n not in servers and n not in workers and
+                 (compose_mounts(s).get(folder) or {}).get("source") == volume]
+    if len(preparers) != 1:
+        errors.append(f"{where}: needs one service that prepares the sockets' folder "
+                      f"{folder}, has {preparers}")
+        return
+    prep = preparers[0]
+    psvc = services[prep]
+    script = " ".join(compose_argv(psvc, prep, errors))
+    check_compose_hardening(psvc, f"{where}: {prep}", errors)
+    if str(psvc.get("user", "")).split(":")[0] not in ("0", "root"):
+        errors.append(f"{where}: {prep} must run as root to chown the folder")
+    if not re.search(rf"\bchmod 0?700 {re.escape(folder)}\b", script):
+        errors.append(f"{where}: {prep} must chmod {folder} to mode 0700 (ps_server refuses a "
+                      f"socket folder that others can enter), runs {script!r}")
+    if docker_uid is not None and not re.search(
+            rf"\bchown {docker_uid}(:\d+)? {re.escape(folder)}\b", script):
+        errors.append(f"{where}: {prep} must chown {folder} to the image's user {docker_uid}, "
+                      f"as which the servers run, runs {script!r}")
+    for name in list(servers) + list(workers):
+        svc = services[name]
+        check_compose_hardening(svc, f"{where}: {name}", errors)
+        if name in servers and ((svc.get("depends_on") or {}).get(prep) or {}).get(
+                "condition") != "service_completed_successfully":
+            errors.append(f"{where}: {name} must depend on {prep} with condition "
+                          f"service_completed_successfully (the folder is ready)")
 
 
 def check_python_override(base, merged, where, errors):
@@ -1553,6 +1681,17 @@ MUTATIONS = [
     ("a GPU worker with another worker's certificate", "deploy/docker-compose.gpu.yml",
      "[--worker_id=0, --tls_cert=/certs/worker-0.pem", "[--worker_id=0, --tls_cert=/certs/worker-2.pem",
      "is not worker 0's own file worker-0.pem"),
+    ("a unix-socket worker with the shards out of order", "deploy/docker-compose.unix.yml",
+     "--servers=unix:/sockets/shard-0.sock,unix:/sockets/shard-1.sock",
+     "--servers=unix:/sockets/shard-1.sock,unix:/sockets/shard-0.sock", "in shard order"),
+    ("the unix sockets' folder left open to others", "deploy/docker-compose.unix.yml",
+     "chmod 0700 /sockets", "chmod 0755 /sockets", "to mode 0700"),
+    ("a unix-socket server on the other shard's socket", "deploy/docker-compose.unix.yml",
+     "--shard_id=1, --listen=unix:/sockets/shard-1.sock", "--shard_id=1, --listen=unix:/sockets/shard-0.sock",
+     "must listen on unix:DIR/shard-1.sock"),
+    ("a unix-socket worker still carrying TLS", "deploy/docker-compose.unix.yml",
+     "command: [--worker_id=2]", "command: [--worker_id=2, --tls_ca=/certs/ca.pem]",
+     "carries --tls_ca"),
     ("the certificates volume mounted writable", "deploy/docker-compose.yml",
      "- certs:/certs:ro", "- certs:/certs", "which is not mounted read-only"),
     ("servers started before the certificates exist", "deploy/docker-compose.yml",

@@ -2,8 +2,9 @@
 # End to end through the launcher and the real binaries: 2 servers and 2
 # workers train the MLP for one epoch in sync mode, then in async mode; each
 # must reach test accuracy >= 0.80. The sync run also saves the model, which
-# numpy must load with the right shapes. Every connection is mutual TLS (the
-# launcher's default): both servers must say so.
+# numpy must load with the right shapes. The sync run uses the launcher's
+# default, unix sockets in a 0700 folder without TLS; the async run --tcp,
+# mutual TLS over loopback TCP: both servers must say so.
 #
 # usage: e2e_test.sh LAUNCHER PS_SERVER PS_WORKER
 set -euo pipefail
@@ -14,7 +15,10 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 for mode in sync async; do
   log="$TEST_TMPDIR/$mode.log"
   echo "=== $mode"
-  "${LAUNCH[@]}" --mode=$mode --servers=2 --workers=2 -- \
+  transport=()
+  want_security="plaintext on a unix socket"
+  if [ $mode = async ]; then transport=(--tcp); want_security="mutual TLS"; fi
+  "${LAUNCH[@]}" "${transport[@]+"${transport[@]}"}" --mode=$mode --servers=2 --workers=2 -- \
     --epochs=1 --metrics_file="$TEST_TMPDIR/metrics_${mode}_{worker_id}.jsonl" \
     --save_model="$TEST_TMPDIR/model_$mode" 2>&1 | tee "$log"
   rc=${PIPESTATUS[0]}
@@ -23,8 +27,12 @@ for mode in sync async; do
   [ -n "$acc" ] || fail "$mode: worker 0 printed no final test accuracy"
   awk -v a="$acc" 'BEGIN { exit !(a >= 0.80) }' || fail "$mode: test accuracy $acc < 0.80"
   grep -q '^\[worker 1\] worker 1 done' "$log" || fail "$mode: worker 1 did not finish"
-  [ "$(grep -c '^\[server [01]\] security: mutual TLS$' "$log")" -eq 2 ] ||
-    fail "$mode: the servers did not both serve mutual TLS"
+  [ "$(grep -c "^\[server [01]\] security: $want_security\$" "$log")" -eq 2 ] ||
+    fail "$mode: the servers did not both serve $want_security"
+  if [ $mode = sync ]; then
+    grep -qE '^local_cluster: .* at unix:/[^,]+/shard-0.sock,unix:/[^,]+/shard-1.sock;' "$log" ||
+      fail "sync: the workers were not given unix: addresses"
+  fi
   # Worker 0's final weights include every push: version = steps (sync) or
   # W * steps (async, where the version counts pushes).
   done0=$(grep '^\[worker 0\] worker 0 done' "$log")

@@ -33,6 +33,14 @@ echo "$out"
 [ "$(grep -c "^pu" <<<"$out")" -eq 1 ] || fail "--ops=pull should give one pull row"
 if "$BENCH" transport --ops=fetch 2>/dev/null; then fail "--ops=fetch should be an error"; fi
 
+# --unix: each operation again over unix sockets, against loopback TCP.
+out=$("$BENCH" transport --unix --sizes=4096 --seconds=0.05 --warmup=1 --ops=push_pull)
+echo "$out"
+for transport in stream unary; do
+  [ "$(grep -c "^push_pull/$transport+unix " <<<"$out")" -eq 1 ] ||
+    fail "--unix gave no push_pull/$transport+unix row"
+done
+
 # --tls: each operation again over mutual TLS, against plaintext.
 certs="$TEST_TMPDIR/certs"
 "$MAKE_CERTS" "$certs" --servers=1 --workers=2 >/dev/null

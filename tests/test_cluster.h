@@ -1,5 +1,6 @@
 // TestCluster: S real parameter servers started in-process on 127.0.0.1 with
-// ephemeral ports, for RPC tests, and clients for them. Stops the servers on
+// ephemeral ports (or on unix sockets in a 0700 folder the caller gives),
+// for RPC tests, and clients for them. Stops the servers on
 // destruction. LoggedServers: the same with any ServerOptions, keeping the
 // lines the servers log.
 #ifndef PS_TESTS_TEST_CLUSTER_H_
@@ -20,8 +21,8 @@ namespace ps {
 class TestCluster {
  public:
   TestCluster(int num_shards, int num_workers, Mode mode, float lr,
-              absl::Duration default_wait = absl::Seconds(60)) {
-    auto started = LocalServers::Start(num_shards, num_workers, mode, lr, default_wait);
+              absl::Duration default_wait = absl::Seconds(60), const std::string& unix_dir = "") {
+    auto started = LocalServers::Start(num_shards, num_workers, mode, lr, default_wait, unix_dir);
     EXPECT_TRUE(started.ok()) << started.status();
     if (started.ok()) local_ = *std::move(started);
   }

@@ -1,6 +1,6 @@
 // Transport conformance: the same cases over both client transports (the
 // per-shard stream and unary calls), against real in-process servers on
-// 127.0.0.1. Whatever the transport, Init creates or waits, pulls return the
+// 127.0.0.1 and on unix sockets (in a 0700 folder under TEST_TMPDIR). Whatever the transport, Init creates or waits, pulls return the
 // values exactly, a sync step is w - lr * mean(g), an async push is applied at
 // once, every push-pull call (blocking, async, tensor by tensor in any order)
 // gives the same weights, tensors split over several shards (one owning
@@ -24,12 +24,14 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/bf16.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/test_cluster.h"
+#include "tests/unix_socket_dir.h"
 
 namespace ps {
 namespace {
@@ -146,10 +148,33 @@ absl::Status PushPullVia(Via via, PsClient* client, const TensorList& grads, Ten
   return absl::InternalError("unknown Via");
 }
 
-class Conformance : public ::testing::TestWithParam<ClientOptions::Transport> {
+// A client transport over a kind of address.
+struct Setup {
+  ClientOptions::Transport transport;
+  bool unix_socket;  // unix:PATH addresses instead of 127.0.0.1:PORT
+};
+
+std::string SetupName(const ::testing::TestParamInfo<Setup>& info) {
+  return absl::StrCat(info.param.transport == ClientOptions::Transport::kStream ? "stream"
+                                                                                : "unary",
+                      info.param.unix_socket ? "_unix" : "_tcp");
+}
+
+class Conformance : public ::testing::TestWithParam<Setup> {
  protected:
+  Conformance() {
+    if (GetParam().unix_socket) sockets_.emplace();
+  }
+
+  // `shards` servers for `workers` workers in `mode`, on this setup's
+  // addresses.
+  TestCluster MakeCluster(int shards, int workers, Mode mode) const {
+    return TestCluster(shards, workers, mode, kLr, absl::Seconds(60),
+                       sockets_.has_value() ? sockets_->via() : std::string());
+  }
+
   ClientOptions Options(const TestCluster& cluster, int worker, int workers) const {
-    return cluster.ClientOptionsFor(worker, workers, GetParam());
+    return cluster.ClientOptionsFor(worker, workers, GetParam().transport);
   }
 
   // A client connected with `options`; null (and a failure) on error.
@@ -173,7 +198,7 @@ class Conformance : public ::testing::TestWithParam<ClientOptions::Transport> {
   Running Start(int shards, int workers, Mode mode, const ModelSpec& spec, const TensorList& init,
                 const std::vector<WireDtype>& dtypes = {}) const {
     Running out;
-    out.cluster = std::make_unique<TestCluster>(shards, workers, mode, kLr);
+    out.cluster = std::make_unique<TestCluster>(MakeCluster(shards, workers, mode));
     for (int w = 0; w < workers; ++w) {
       ClientOptions o = Options(*out.cluster, w, workers);
       if (w < static_cast<int>(dtypes.size())) o.wire_dtype = dtypes[w];
@@ -203,6 +228,8 @@ class Conformance : public ::testing::TestWithParam<ClientOptions::Transport> {
       body(via, run.workers);
     }
   }
+
+  std::optional<UnixSocketDir> sockets_;  // the unix setups' folder
 };
 
 TEST_P(Conformance, PullAfterInitReturnsTheInitialValuesExactly) {
@@ -219,7 +246,7 @@ TEST_P(Conformance, PullAfterInitReturnsTheInitialValuesExactly) {
 }
 
 TEST_P(Conformance, OtherWorkersInitWaitsForWorkerZero) {
-  TestCluster cluster(2, 2, Mode::kSync, kLr);
+  TestCluster cluster = MakeCluster(2, 2, Mode::kSync);
   // Alone, worker 1 waits out its wait_timeout: the parameters are not there.
   {
     ClientOptions o = Options(cluster, 1, 2);
@@ -248,7 +275,7 @@ TEST_P(Conformance, OtherWorkersInitWaitsForWorkerZero) {
 }
 
 TEST_P(Conformance, InitWithAnotherSpecThanWorkerZerosIsFailedPrecondition) {
-  TestCluster cluster(2, 2, Mode::kSync, kLr);
+  TestCluster cluster = MakeCluster(2, 2, Mode::kSync);
   const TensorList init = Values(kSpec, 1);
   std::unique_ptr<PsClient> w0 = Connect(Options(cluster, 0, 2));
   ASSERT_NE(w0, nullptr);
@@ -510,11 +537,11 @@ TEST_P(Conformance, GradientsOfTheWrongCountOrSizeAreInvalidArgument) {
 
 TEST_P(Conformance, ServersThatAreDownGiveAnErrorNotAHang) {
   // Servers that were started and stopped: their ports are closed.
-  std::vector<std::string> down = TestCluster(2, 1, Mode::kSync, kLr).addresses();
+  std::vector<std::string> down = MakeCluster(2, 1, Mode::kSync).addresses();
   ASSERT_EQ(down.size(), 2u);
   ClientOptions o;
   o.servers = down;
-  o.transport = GetParam();
+  o.transport = GetParam().transport;
   o.connect_timeout = absl::Seconds(1);
   absl::Time start = absl::Now();
   absl::StatusOr<std::unique_ptr<PsClient>> never = PsClient::Connect(o);
@@ -525,7 +552,7 @@ TEST_P(Conformance, ServersThatAreDownGiveAnErrorNotAHang) {
 
   // Servers that go away under a connected client fail its next calls.
   std::optional<TestCluster> cluster;
-  cluster.emplace(2, 1, Mode::kSync, kLr);
+  cluster.emplace(MakeCluster(2, 1, Mode::kSync));
   ClientOptions live = Options(*cluster, 0, 1);
   live.rpc_timeout = absl::Seconds(5);
   live.wait_timeout = absl::Seconds(5);
@@ -548,7 +575,7 @@ TEST_P(Conformance, AShardThatFailsEndsTheOtherShardsCallsAtOnce) {
   // cancelled instead of held to its wait timeout (here 5 min), where it
   // could wait on workers that wait for this one to retry shard 1.
   const TensorList init = Values(kSpec, 1);
-  TestCluster cluster(2, 2, Mode::kSync, kLr);
+  TestCluster cluster = MakeCluster(2, 2, Mode::kSync);
   ClientOptions o = Options(cluster, 0, 2);
   o.wait_timeout = absl::Minutes(5);
   std::unique_ptr<PsClient> client = Connect(o);
@@ -577,7 +604,13 @@ TEST_P(Conformance, AShardThatFailsEndsTheOtherShardsCallsAtOnce) {
   EXPECT_EQ(cluster.server(0)->shard()->Stats().waiting_calls, 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Transports, Conformance, AllTransports(), TransportName);
+INSTANTIATE_TEST_SUITE_P(
+    Transports, Conformance,
+    ::testing::Values(Setup{ClientOptions::Transport::kStream, false},
+                      Setup{ClientOptions::Transport::kUnary, false},
+                      Setup{ClientOptions::Transport::kStream, true},
+                      Setup{ClientOptions::Transport::kUnary, true}),
+    SetupName);
 
 }  // namespace
 }  // namespace ps

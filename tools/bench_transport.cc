@@ -1,6 +1,11 @@
 #include "tools/bench_transport.h"
 
+#include <stdlib.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -92,6 +97,28 @@ absl::StatusOr<Row> MeasureOp(const std::string& name, Op op, int64_t size, int6
   return r;
 }
 
+// A private folder (mode 0700, as servers on unix sockets require) for the
+// run's sockets, removed with the object (after the servers that used it).
+class SocketFolder {
+ public:
+  static absl::StatusOr<std::unique_ptr<SocketFolder>> Make() {
+    std::string path = "/tmp/ps-bench-XXXXXX";
+    if (mkdtemp(path.data()) == nullptr) {
+      return absl::InternalError(absl::StrCat("--unix: mkdtemp ", path, ": ",
+                                              std::strerror(errno)));
+    }
+    return std::unique_ptr<SocketFolder>(new SocketFolder(std::move(path)));
+  }
+  ~SocketFolder() { rmdir(path_.c_str()); }
+  SocketFolder(const SocketFolder&) = delete;
+  SocketFolder& operator=(const SocketFolder&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  explicit SocketFolder(std::string path) : path_(std::move(path)) {}
+  std::string path_;
+};
+
 }  // namespace
 
 absl::StatusOr<std::vector<Row>> RunTransportBench(const TransportBenchOptions& o) {
@@ -102,6 +129,10 @@ absl::StatusOr<std::vector<Row>> RunTransportBench(const TransportBenchOptions& 
   const int warmup = o.warmup;
   const absl::Duration duration = o.duration;
   if (S < 1 || W < 1) return absl::InvalidArgumentError("--shards and --clients must be >= 1");
+  std::unique_ptr<SocketFolder> sockets;  // outlives every cluster below
+  if (o.unix_socket) {
+    ASSIGN_OR_RETURN(sockets, SocketFolder::Make());
+  }
   std::vector<Row> rows;
   for (int64_t size : *sizes) {
     if (size % 4 != 0) return absl::InvalidArgumentError("--sizes must be multiples of 4");
@@ -111,11 +142,16 @@ absl::StatusOr<std::vector<Row>> RunTransportBench(const TransportBenchOptions& 
     so.shard.num_workers = W;
     so.shard.mode = Mode::kAsync;
     so.shard.optimizer.learning_rate = 1e-6f;
-    std::vector<LocalServers> clusters;  // plaintext, then TLS
-    for (bool tls : {false, true}) {
-      if (tls && !o.tls.enabled) break;
-      so.security = BenchSecurity(o.tls, tls);
-      absl::StatusOr<LocalServers> cluster = LocalServers::Start(so, S);
+    // Plaintext on loopback TCP, then what is asked of TLS and unix sockets.
+    enum class Kind { kPlain, kTls, kUnix };
+    std::vector<Kind> kinds = {Kind::kPlain};
+    if (o.tls.enabled) kinds.push_back(Kind::kTls);
+    if (o.unix_socket) kinds.push_back(Kind::kUnix);
+    std::vector<LocalServers> clusters;  // one per kind
+    for (Kind kind : kinds) {
+      so.security = BenchSecurity(o.tls, kind == Kind::kTls);
+      absl::StatusOr<LocalServers> cluster =
+          LocalServers::Start(so, S, kind == Kind::kUnix ? sockets->path() : std::string());
       if (!cluster.ok()) return cluster.status();
       clusters.push_back(*std::move(cluster));
     }
@@ -161,7 +197,7 @@ absl::StatusOr<std::vector<Row>> RunTransportBench(const TransportBenchOptions& 
               absl::StrCat("--wire_dtype: ", dtype.status().message()));
         }
         const std::string suffix = *dtype == WireDtype::kF32 ? "" : "+bf16";
-        // clients[0] talk plaintext, clients[1] (with --tls) mutual TLS.
+        // clients[k] talk to clusters[k], as kinds[k] says.
         std::vector<std::vector<std::unique_ptr<PsClient>>> clients(clusters.size());
         for (size_t k = 0; k < clusters.size(); ++k) {
           for (int w = 0; w < W; ++w) {
@@ -171,7 +207,7 @@ absl::StatusOr<std::vector<Row>> RunTransportBench(const TransportBenchOptions& 
             co.num_workers = W;
             co.transport = *transport;
             co.wire_dtype = *dtype;
-            co.security = BenchSecurity(o.tls, k == 1, w);
+            co.security = BenchSecurity(o.tls, kinds[k] == Kind::kTls, w);
             auto c = PsClient::Connect(co);
             if (!c.ok()) return c.status();
             clients[k].push_back(*std::move(c));
@@ -199,10 +235,11 @@ absl::StatusOr<std::vector<Row>> RunTransportBench(const TransportBenchOptions& 
           }
           if (*dtype == WireDtype::kF32) f32_rows[i] = r;
           rows.push_back(r);
-          if (clients.size() > 1) {
-            // Baseline: the same operation in plaintext, just measured.
-            ASSIGN_OR_RETURN(Row t, MeasureOp(absl::StrCat(name, "+tls"), c.op, size, c.bytes,
-                                              clients[1], warmup, duration));
+          for (size_t k = 1; k < clients.size(); ++k) {
+            // Baseline: the same operation in plaintext on TCP, just measured.
+            const char* kind = kinds[k] == Kind::kTls ? "+tls" : "+unix";
+            ASSIGN_OR_RETURN(Row t, MeasureOp(absl::StrCat(name, kind), c.op, size, c.bytes,
+                                              clients[k], warmup, duration));
             t.baseline = r.value;
             t.baseline_p50_us = r.p50_us;
             t.baseline_cpu_us_per_mb = r.cpu_us_per_mb;

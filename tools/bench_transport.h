@@ -1,8 +1,10 @@
 // ps_bench transport: push, pull and push-pull throughput and latency of W
 // clients against S in-process gRPC shards (async, so nothing waits), each
 // against raw loopback TCP moving the same bytes in the same run; with TLS,
-// each operation again over mutual TLS against plaintext gRPC. Not
-// thread-safe (it owns the process while it measures).
+// each operation again over mutual TLS against plaintext gRPC; with unix,
+// each operation again over unix sockets (in a 0700 folder of its own under
+// /tmp) against plaintext gRPC on loopback TCP. Not thread-safe (it owns
+// the process while it measures).
 #ifndef PS_TOOLS_BENCH_TRANSPORT_H_
 #define PS_TOOLS_BENCH_TRANSPORT_H_
 
@@ -28,10 +30,13 @@ struct TransportBenchOptions {
   int warmup = 3;                              // untimed operations per client
   absl::Duration duration = absl::Seconds(1);  // per figure
   BenchTls tls;
+  // Also measure each operation over unix sockets: "+unix" rows whose
+  // baseline is the same operation on loopback TCP, plaintext, just measured.
+  bool unix_socket = false;
 };
 
 // A row per size, operation, transport and wire dtype ("+bf16" rows; "+tls"
-// rows with TLS), or
+// rows with TLS, "+unix" rows with unix sockets), or
 // INVALID_ARGUMENT naming the flag of a bad option.
 absl::StatusOr<std::vector<Row>> RunTransportBench(const TransportBenchOptions& options);
 

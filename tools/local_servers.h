@@ -1,5 +1,6 @@
 // LocalServers: S parameter-server shards started in this process on
-// 127.0.0.1 with ephemeral ports, for tests and benchmarks. Stops them on
+// 127.0.0.1 with ephemeral ports (or on unix sockets in a folder the caller
+// gives), for tests and benchmarks. Stops them on
 // destruction. Not thread-safe to create; the servers themselves are.
 #ifndef PS_TOOLS_LOCAL_SERVERS_H_
 #define PS_TOOLS_LOCAL_SERVERS_H_
@@ -16,12 +17,16 @@ namespace ps {
 
 struct LocalServers {
   // Shards 0 .. num_shards-1 with the options `base`, except for the listen
-  // address (127.0.0.1, a free port) and the shard id and count.
-  static absl::StatusOr<LocalServers> Start(const ServerOptions& base, int num_shards) {
+  // address (127.0.0.1, a free port; or, when `unix_dir` is given, the unix
+  // socket unix_dir/shard-S.sock, unix_dir a folder of mode 0700) and the
+  // shard id and count.
+  static absl::StatusOr<LocalServers> Start(const ServerOptions& base, int num_shards,
+                                            const std::string& unix_dir = "") {
     LocalServers out;
     for (int s = 0; s < num_shards; ++s) {
       ServerOptions o = base;
-      o.listen = "127.0.0.1:0";
+      o.listen = unix_dir.empty() ? std::string("127.0.0.1:0")
+                                  : "unix:" + unix_dir + "/shard-" + std::to_string(s) + ".sock";
       o.shard.shard_id = s;
       o.shard.num_shards = num_shards;
       absl::StatusOr<std::unique_ptr<PsServer>> server = PsServer::Start(o);
@@ -34,17 +39,18 @@ struct LocalServers {
 
   // Shard s of num_shards for num_workers workers, in `mode` with SGD at `lr`.
   static absl::StatusOr<LocalServers> Start(int num_shards, int num_workers, Mode mode, float lr,
-                                            absl::Duration default_wait = absl::Seconds(60)) {
+                                            absl::Duration default_wait = absl::Seconds(60),
+                                            const std::string& unix_dir = "") {
     ServerOptions o;
     o.shard.num_workers = num_workers;
     o.shard.mode = mode;
     o.shard.optimizer.learning_rate = lr;
     o.shard.default_wait = default_wait;
-    return Start(o, num_shards);
+    return Start(o, num_shards, unix_dir);
   }
 
   std::vector<std::unique_ptr<PsServer>> servers;
-  std::vector<std::string> addresses;  // HOST:PORT of shard 0, 1, ...
+  std::vector<std::string> addresses;  // HOST:PORT (or unix:PATH) of shard 0, 1, ...
 };
 
 }  // namespace ps

@@ -67,6 +67,9 @@ ABSL_FLAG(bool, json, false,
 ABSL_FLAG(bool, tls, false,
           "transport: also measure each operation over mutual TLS, against plaintext in the "
           "same run; train: add TLS runs. Needs --tls_dir.");
+ABSL_FLAG(bool, unix, false,
+          "transport: also measure each operation over unix sockets (a 0700 folder under "
+          "/tmp), against plaintext loopback TCP in the same run (\"+unix\" rows).");
 ABSL_FLAG(std::string, tls_dir, "",
           "With --tls: certificates from deploy/make_certs.sh DIR --servers=1 --workers=W (the "
           "shards share server-0's certificate; client w uses worker-w's).");
@@ -281,6 +284,7 @@ absl::StatusOr<std::vector<ps::Row>> Transport() {
   o.clients = absl::GetFlag(FLAGS_clients);
   o.ops = absl::GetFlag(FLAGS_ops);
   o.transports = absl::GetFlag(FLAGS_transports);
+  o.unix_socket = absl::GetFlag(FLAGS_unix);
   o.wire_dtypes = absl::GetFlag(FLAGS_wire_dtype);
   o.warmup = absl::GetFlag(FLAGS_warmup);
   ASSIGN_OR_RETURN(o.duration, ps::SecondsFromFlag("seconds", absl::GetFlag(FLAGS_seconds)));
@@ -320,6 +324,7 @@ int main(int argc, char** argv) {
       "[--quick]\n"
       "TLS cost: deploy/make_certs.sh DIR --servers=1 --workers=W, then add --tls "
       "--tls_dir=DIR to transport or train.\n"
+      "Unix sockets against loopback TCP: add --unix to transport.\n"
       "Add --json for machine-readable output.");
   const std::string mode = args.size() == 2 ? args[1] : "";
   if (mode == "consistency") return Consistency();

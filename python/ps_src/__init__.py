@@ -107,7 +107,8 @@ class Client:
     """One worker's connection to every parameter-server shard.
 
     Args:
-      servers: "HOST:PORT,HOST:PORT" or a list, shard 0 first.
+      servers: "HOST:PORT,HOST:PORT" or a list, shard 0 first; "unix:/ABS/PATH" for a
+        server on a unix socket of this host (no TLS needed there).
       worker_id: this worker, 0 <= worker_id < num_workers.
       num_workers: W; the servers must have been started with the same.
       tls_dir: a folder laid out by deploy/make_certs.sh; picks ca.pem and
@@ -279,7 +280,7 @@ class PushPullInProgress:
 def connect_from_env(**kwargs) -> Client:
     """A Client from the environment, as torch.distributed reads RANK and WORLD_SIZE.
 
-    PS_SERVERS (HOST:PORT,... shard 0 first), PS_WORKER_ID and PS_NUM_WORKERS
+    PS_SERVERS (HOST:PORT or unix:PATH,... shard 0 first), PS_WORKER_ID and PS_NUM_WORKERS
     are required; PS_TLS_DIR (a deploy/make_certs.sh folder) is optional.
     deploy/local_cluster.sh --worker_cmd sets them. `kwargs` go to Client
     (e.g. retry_timeout) and win over the environment.
