@@ -33,7 +33,7 @@ for flag in listen port_file shard_id num_shards num_workers mode lr pull_timeou
   expect "ps_server --help lists --$flag" 1 "--$flag \(" "$SERVER" --help
 done
 for flag in servers worker_id num_workers standalone model hidden dataset_dir batch_size \
-            epochs max_steps seed shuffle eval_every metrics_file save_model transport device gpu tf32 keepalive wait_timeout \
+            epochs max_steps seed shuffle eval_every metrics_file progress save_model transport device gpu tf32 keepalive wait_timeout \
             retry_timeout slowdown tls_ca tls_cert tls_key tls_server_name auth_token_file insecure \
             lr optimizer momentum beta1 beta2 eps weight_decay lr_schedule warmup_steps; do
   expect "ps_worker --help lists --$flag" 1 "--$flag \(" "$WORKER" --help
@@ -113,6 +113,24 @@ expect "worker rejects --slowdown_every below 1" 2 "--slowdown_every must be >= 
   "$WORKER" --standalone --slowdown=1 --slowdown_every=0 --max_steps=1
 expect "worker logs why --device=auto chose the CPU" 0 "on cpu .*auto: (built without CUDA|no CUDA device)" \
   "$WORKER" --standalone --max_steps=1
+expect "worker rejects an unknown --progress" 2 "unknown --progress 'yes' \(known: auto, on, off\)" \
+  "$WORKER" --standalone --progress=yes --max_steps=1
+# Not a terminal (a pipe): the plain lines only, no carriage return. Forced
+# on: the progress line, redrawn with '\r' and ended by a newline.
+out=$(timeout 30 "$WORKER" --standalone --max_steps=3 --threads=1 2>&1)
+if [[ "$out" != *$'\r'* && "$out" == *"worker 0 done"* ]]; then
+  echo "ok   worker in a pipe writes plain lines (--progress=auto)"
+else
+  echo "FAIL worker in a pipe writes plain lines (--progress=auto):"; echo "$out" | cat -A | head -5
+  failures=$((failures + 1))
+fi
+out=$(timeout 30 "$WORKER" --standalone --max_steps=3 --threads=1 --progress=on 2>&1)
+if [[ "$out" == *$'\r''step 3/3 (100%)  '*' samples/s  loss '*'  ETA 0s'$'\n'* ]]; then
+  echo "ok   worker --progress=on draws the progress line"
+else
+  echo "FAIL worker --progress=on draws the progress line:"; echo "$out" | cat -A | head -5
+  failures=$((failures + 1))
+fi
 expect "worker gives up on unreachable servers" 1 "cannot register.*127.0.0.1:1" \
   "$WORKER" --servers=127.0.0.1:1 --connect_timeout=1 --max_steps=1
 expect "worker rejects an unknown transport" 2 "unknown transport .carrier-pigeon." \

@@ -5,11 +5,14 @@
 //
 // Its flags: worker/worker_flags.h, client/client_flags.h and the security
 // flags of common/client_security_flags.h.
+#include <unistd.h>
+
 #include <iostream>
 
 #include "common/allocator.h"
 #include "common/command_line.h"
 #include "worker/dataset.h"
+#include "worker/progress.h"
 #include "worker/trainer.h"
 #include "worker/worker_flags.h"
 
@@ -35,7 +38,13 @@ int main(int argc, char** argv) {
   absl::StatusOr<ps::WorkerConfig> config = ps::WorkerConfigFromFlags();
   if (!config.ok()) return Fail(config.status(), 2);
   config->trainer.log = &std::cout;
-  config->client.log = [](absl::string_view line) { std::cout << line << std::endl; };
+  config->trainer.progress_line = ps::ShowProgress(config->progress, isatty(STDOUT_FILENO) == 1);
+  // With the progress line, a client's line first erases it (ANSI "erase in
+  // line"); the trainer redraws it after.
+  const char* const erase = config->trainer.progress_line ? "\r\033[K" : "";
+  config->client.log = [erase](absl::string_view line) {
+    std::cout << erase << line << std::endl;
+  };
 
   absl::StatusOr<ps::FashionMnist> data = ps::LoadFashionMnist(config->dataset_dir);
   if (!data.ok()) return Fail(data.status());

@@ -15,6 +15,7 @@
 #include "common/status_macros.h"
 #include "worker/data_order.h"
 #include "worker/model.h"
+#include "worker/progress.h"
 #include "worker/straggler.h"
 
 namespace ps {
@@ -133,6 +134,7 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   absl::Duration compute_time;  // forward and backward
   absl::Duration comm_time;     // waiting for push-pull round trips
   Straggler straggler(o.slowdown, o.slowdown_whole_step, o.slowdown_every, o.worker_id);
+  ProgressLine progress(resume_at, total_steps);  // drawn only with o.progress_line
   TrainResult result;
 
   auto log_point = [&](int epoch, bool eval) -> absl::Status {
@@ -143,12 +145,15 @@ absl::StatusOr<TrainResult> Trainer::Run() {
     if (eval) {
       RETURN_IF_ERROR(model->SetWeights(weights));
       ASSIGN_OR_RETURN(ev, EvaluateOn(model.get(), data_->test));
-      eval_time += absl::Now() - now;
+      const absl::Duration eval_took = absl::Now() - now;
+      eval_time += eval_took;
+      progress.ExcludeTime(eval_took);
       result.evaluated = true;
       result.test_accuracy = ev.accuracy;
       result.test_loss = ev.loss;
       if (o.log != nullptr) {
-        *o.log << absl::StrFormat(
+        *o.log << progress.Clear()
+               << absl::StrFormat(
                       "step %d epoch %d loss %.4f test_accuracy %.4f test_loss %.4f "
                       "samples/s %.0f\n",
                       step, epoch, train_loss, ev.accuracy, ev.loss, sps)
@@ -225,7 +230,8 @@ absl::StatusOr<TrainResult> Trainer::Run() {
     if (dropped) {
       ++result.steps_dropped;
       if (o.log != nullptr && (result.steps_dropped <= 3 || result.steps_dropped % 100 == 0)) {
-        *o.log << absl::StrFormat(
+        *o.log << progress.Clear()
+               << absl::StrFormat(
                       "worker %d: step %d: %d of %d shards dropped this gradient (the step had "
                       "closed without it); continuing at step %d (%d dropped so far)\n",
                       o.worker_id, pushed_step, store_->DroppedShards(), store_->num_shards(),
@@ -240,7 +246,8 @@ absl::StatusOr<TrainResult> Trainer::Run() {
       result.steps_skipped += next - step;
       ++skips;
       if (!dropped && o.log != nullptr && (skips <= 3 || skips % 100 == 0)) {
-        *o.log << absl::StrFormat(
+        *o.log << progress.Clear()
+               << absl::StrFormat(
                       "worker %d: step %d: the servers moved on to step %d without this "
                       "worker; continuing there (%d steps skipped so far)\n",
                       o.worker_id, pushed_step, next, result.steps_skipped)
@@ -251,11 +258,18 @@ absl::StatusOr<TrainResult> Trainer::Run() {
     samples_since_log += o.batch_size;
     loss_since_log += s->loss_sum / s->rows;
     ++batches_since_log;
+    if (o.progress_line && o.log != nullptr) {
+      progress.Step(step, o.batch_size, s->loss_sum / s->rows);
+      if (const absl::Duration elapsed = absl::Now() - start; progress.Due(elapsed)) {
+        *o.log << progress.Draw(elapsed) << std::flush;
+      }
+    }
     const bool eval = o.worker_id == 0 && o.eval_every > 0 && step % o.eval_every == 0;
     if (step < total_steps && (eval || (o.log_every > 0 && step % o.log_every == 0))) {
       RETURN_IF_ERROR(log_point(epoch, eval));
     }
   }
+  if (o.log != nullptr) *o.log << progress.End() << std::flush;
   ++epoch;  // as after the loop over epochs: one past the last one trained
   const absl::Time end = absl::Now();
   // Async and SSP: the shards count pushes, and every worker pushes once per step, so

@@ -41,6 +41,9 @@ struct TrainerOptions {
   std::string metrics_file;           // JSON lines; empty = none
   std::string save_model;             // directory for <name>.npy (worker 0); empty = none
   std::ostream* log = nullptr;        // progress lines; nullptr = silent
+  // Redraw one progress line in place on `log` (a terminal: see
+  // worker/progress.h) between the plain lines, which stay as they are.
+  bool progress_line = false;
   // Tests of stragglers (worker/straggler.h): after each step, sleep
   // slowdown times as long as its compute took, or, with
   // slowdown_whole_step, as the worker's usual whole step. 0 = full speed.

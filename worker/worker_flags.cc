@@ -38,6 +38,10 @@ ABSL_FLAG(std::string, metrics_file, "",
           "Write JSON lines (worker_id, step, epoch, train_loss, samples_per_sec, wall_s, "
           "test_accuracy, test_loss) to this file; {worker_id} in the path is replaced by the "
           "worker's id, so that workers started with the same flags write separate files.");
+ABSL_FLAG(std::string, progress, "auto",
+          "A progress line redrawn in place (step of total, samples/s, loss, time left): "
+          "auto (when stdout is a terminal), on or off. Without it, and in logs, pipes and "
+          "files, the worker writes only its plain lines.");
 ABSL_FLAG(std::string, save_model, "",
           "At the end, worker 0 writes each tensor as DIR/<name>.npy (float32, C order).");
 ABSL_FLAG(std::string, device, "auto",
@@ -116,6 +120,7 @@ absl::StatusOr<WorkerConfig> WorkerConfigFromFlags() {
   t.metrics_file = absl::StrReplaceAll(absl::GetFlag(FLAGS_metrics_file),
                                        {{"{worker_id}", absl::StrCat(t.worker_id)}});
   t.save_model = absl::GetFlag(FLAGS_save_model);
+  ASSIGN_OR_RETURN(c.progress, ParseProgressMode(absl::GetFlag(FLAGS_progress)));
   t.slowdown = absl::GetFlag(FLAGS_slowdown);
   if (!(t.slowdown >= 0)) return absl::InvalidArgumentError("--slowdown must be >= 0");
   const std::string slowdown_of = absl::GetFlag(FLAGS_slowdown_of);

@@ -12,13 +12,17 @@
 #include "client/client_options.h"
 #include "common/optimizer.h"
 #include "worker/backend.h"
+#include "worker/progress.h"
 #include "worker/trainer.h"
 
 namespace ps {
 
 // What one ps_worker run was asked to do.
 struct WorkerConfig {
-  TrainerOptions trainer;  // log unset: the caller picks where lines go
+  TrainerOptions trainer;  // log, progress_line unset: the caller picks where lines go
+  // --progress: whether to draw the progress line; auto = when stdout is a
+  // terminal (ShowProgress, worker/progress.h).
+  ProgressMode progress = ProgressMode::kAuto;
   BackendOptions backend;
   std::string dataset_dir;
   bool standalone = false;  // train alone: `client` is unused
@@ -30,8 +34,8 @@ struct WorkerConfig {
 // The flags' values (after absl::ParseCommandLine). INVALID_ARGUMENT naming
 // the flag for what no options type checks: an unknown --model, a bad
 // --hidden, a negative --slowdown, --standalone with several workers, an
-// empty --servers without --standalone, an unknown --transport or
-// --wire_dtype, what
+// empty --servers without --standalone, an unknown --transport,
+// --wire_dtype or --progress, what
 // ValidateOptimizerOptions refuses (checked with or without --standalone),
 // and what ValidateClientOptions refuses. The rest of the trainer's options are
 // checked against the dataset (ValidateTrainerOptions), once it is loaded.
