@@ -3,8 +3,8 @@
 
 Issue 21, point 7. One invocation on one machine runs, one after another:
 
-  ps-python  1 ps_server (sync, 127.0.0.1, a port picked by the kernel) and 2
-             Python workers: the 784-512-256-10 ReLU MLP in torch,
+  ps-python  1 ps_server (sync; 127.0.0.1 on a port the kernel picks, or a
+             unix socket with --listen=unix) and 2 Python workers: the 784-512-256-10 ReLU MLP in torch,
              ps.torch.DistributedOptimizer, batch B per worker.
   ps-cpp     the same server with 2 C++ ps_workers (--model=mlp
              --hidden=512,256 --batch_size=B --threads=T --device=cpu).
@@ -81,10 +81,6 @@ WORKERS = 2  # per config
 REPORT_EVERY = 10  # steps between reports of ps_worker (bench_worker.py: the same)
 WORKER_PY = os.path.join(HERE, "bench_worker.py")
 
-
-# ---------------------------------------------------------------------------
-# The driver: processes, their progress, the measurement.
-# ---------------------------------------------------------------------------
 
 class Failed(Exception):
     """A config could not be measured; the message says why."""
@@ -217,7 +213,9 @@ def worker_env(a) -> Dict[str, str]:
 
 
 def start_server(a, logdir: str) -> Tuple[Proc, str]:
-    server = Proc("ps_server", [a.ps_server, "--listen=127.0.0.1:0", f"--num_workers={WORKERS}",
+    # --listen=unix: a socket in the run's folder, which mkdtemp made 0700.
+    listen = f"unix:{logdir}/ps.sock" if a.listen == "unix" else "127.0.0.1:0"
+    server = Proc("ps_server", [a.ps_server, f"--listen={listen}", f"--num_workers={WORKERS}",
                                 "--mode=sync", f"--lr={a.lr}"], dict(os.environ), logdir)
     m = server.wait_line(r"listening on (\S+)", a.start_timeout)
     return server, m.group(1)
@@ -361,6 +359,7 @@ def print_machine(a) -> None:
     what = f"{a.steps} steps" if a.steps else f"{a.seconds:g} s"
     print(f"each config: {WORKERS} workers, batch {a.batch_size} per worker, MLP 784-512-256-10, "
           f"warm-up {a.warmup} steps, then {what}; ps configs: 1 sync ps_server --lr={a.lr} "
+          f"over {'a unix socket' if a.listen == 'unix' else 'loopback TCP'} "
           f"(a third process on the same cores)")
     sys.stdout.flush()
 
@@ -423,6 +422,8 @@ def parse_args(argv: Optional[List[str]] = None):
     p.add_argument("--lr", type=float, default=0.1,
                    help="learning rate (ps_server --lr, DDP's SGD)")
     p.add_argument("--seed", type=int, default=1, help="seed of the data order and init")
+    p.add_argument("--listen", choices=("tcp", "unix"), default="tcp",
+                   help="the ps configs' server: 127.0.0.1 or a unix socket")
     p.add_argument("--ps_server", default="bazel-bin/server/ps_server",
                    help="the ps_server binary")
     p.add_argument("--ps_worker", default="bazel-bin/worker/ps_worker",
