@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/bf16_reference.h"
 #include "common/float_bytes.h"
 #include "gtest/gtest.h"
 
@@ -20,33 +21,6 @@ uint32_t Bits(float f) {
   return b;
 }
 
-float FromBits(uint32_t b) {
-  float f;
-  std::memcpy(&f, &b, sizeof f);
-  return f;
-}
-
-// The reference, written from the definition rather than bit tricks: the
-// bf16 values nearest below and above |x| in magnitude, compared by their
-// exact distances in double (every float and every such difference is exact
-// there), ties to the even one. Past the largest finite bf16 the next value
-// up is 2^128, which rounds to Inf.
-uint16_t Reference(uint32_t b) {
-  const float x = FromBits(b);
-  if (std::isnan(x)) return static_cast<uint16_t>((b >> 16) | 0x40);
-  if (std::isinf(x)) return static_cast<uint16_t>(b >> 16);
-  const uint32_t sign = b & 0x80000000u;
-  const uint32_t lo = b & 0x7fff0000u;
-  const uint32_t hi = lo + 0x10000u;
-  const auto value = [](uint32_t m) {
-    return m == 0x7f800000u ? std::ldexp(1.0, 128) : static_cast<double>(FromBits(m));
-  };
-  const double ax = value(b & 0x7fffffffu);
-  const double below = ax - value(lo), above = value(hi) - ax;
-  const uint32_t r = below < above ? lo : above < below ? hi : ((lo >> 16) & 1) ? hi : lo;
-  return static_cast<uint16_t>((r | sign) >> 16);
-}
-
 TEST(Bf16, EdgeCases) {
   const float inf = std::numeric_limits<float>::infinity();
   EXPECT_EQ(FloatToBf16(0.0f), 0x0000);
@@ -56,24 +30,24 @@ TEST(Bf16, EdgeCases) {
   EXPECT_EQ(FloatToBf16(inf), 0x7f80);
   EXPECT_EQ(FloatToBf16(-inf), 0xff80);
   // Ties go to the even neighbour.
-  EXPECT_EQ(FloatToBf16(FromBits(0x3f808000u)), 0x3f80);  // 1 + 2^-8: tie, 0x3f80 even
-  EXPECT_EQ(FloatToBf16(FromBits(0x3f818000u)), 0x3f82);  // tie, 0x3f81 odd: up
-  EXPECT_EQ(FloatToBf16(FromBits(0x3f808001u)), 0x3f81);  // just past the tie
-  EXPECT_EQ(FloatToBf16(FromBits(0x3f807fffu)), 0x3f80);  // just below it
+  EXPECT_EQ(FloatToBf16(FloatFromBits(0x3f808000u)), 0x3f80);  // 1 + 2^-8: tie, 0x3f80 even
+  EXPECT_EQ(FloatToBf16(FloatFromBits(0x3f818000u)), 0x3f82);  // tie, 0x3f81 odd: up
+  EXPECT_EQ(FloatToBf16(FloatFromBits(0x3f808001u)), 0x3f81);  // just past the tie
+  EXPECT_EQ(FloatToBf16(FloatFromBits(0x3f807fffu)), 0x3f80);  // just below it
   // The largest float rounds past the largest bf16 (0x7f7f): Inf, as IEEE says.
   EXPECT_EQ(FloatToBf16(std::numeric_limits<float>::max()), 0x7f80);
   EXPECT_EQ(FloatToBf16(-std::numeric_limits<float>::max()), 0xff80);
-  EXPECT_EQ(FloatToBf16(FromBits(0x7f7f7fffu)), 0x7f7f);  // below the tie: stays finite
-  EXPECT_EQ(FloatToBf16(FromBits(0x7f7f8000u)), 0x7f80);  // tie, odd: up to Inf
+  EXPECT_EQ(FloatToBf16(FloatFromBits(0x7f7f7fffu)), 0x7f7f);  // below the tie: stays finite
+  EXPECT_EQ(FloatToBf16(FloatFromBits(0x7f7f8000u)), 0x7f80);  // tie, odd: up to Inf
   // Subnormals round like anything else; the smallest ones go to zero.
-  EXPECT_EQ(FloatToBf16(FromBits(0x00000001u)), 0x0000);
-  EXPECT_EQ(FloatToBf16(FromBits(0x00008000u)), 0x0000);  // tie, even: down
-  EXPECT_EQ(FloatToBf16(FromBits(0x00018000u)), 0x0002);  // tie, odd: up
-  EXPECT_EQ(FloatToBf16(FromBits(0x007fffffu)), 0x0080);  // into the normals
+  EXPECT_EQ(FloatToBf16(FloatFromBits(0x00000001u)), 0x0000);
+  EXPECT_EQ(FloatToBf16(FloatFromBits(0x00008000u)), 0x0000);  // tie, even: down
+  EXPECT_EQ(FloatToBf16(FloatFromBits(0x00018000u)), 0x0002);  // tie, odd: up
+  EXPECT_EQ(FloatToBf16(FloatFromBits(0x007fffffu)), 0x0080);  // into the normals
   EXPECT_EQ(FloatToBf16(std::numeric_limits<float>::min()), 0x0080);
   // NaN stays NaN, quiet, sign kept, even when its payload is all below bit 16.
   for (uint32_t nan : {0x7f800001u, 0x7fc00000u, 0xff800001u, 0x7fffffffu, 0x7f80ffffu}) {
-    const uint16_t h = FloatToBf16(FromBits(nan));
+    const uint16_t h = FloatToBf16(FloatFromBits(nan));
     EXPECT_TRUE(std::isnan(Bf16ToFloat(h))) << std::hex << nan;
     EXPECT_EQ(h & 0x0040, 0x0040) << std::hex << nan;
     EXPECT_EQ(h & 0x8000, (nan >> 16) & 0x8000) << std::hex << nan;
@@ -100,13 +74,13 @@ TEST(Bf16, DenseSampleMatchesReference) {
     for (int i = 0; i < 26; ++i) lows.push_back(rng() & 0xffff);
     for (uint32_t low : lows) {
       bits.push_back(high << 16 | low);
-      in.push_back(FromBits(bits.back()));
+      in.push_back(FloatFromBits(bits.back()));
     }
   }
   std::vector<uint16_t> out(in.size());
   FloatsToBf16(in.data(), in.size(), out.data());
   for (size_t i = 0; i < in.size(); ++i) {
-    ASSERT_EQ(out[i], Reference(bits[i])) << std::hex << "bits 0x" << bits[i];
+    ASSERT_EQ(out[i], Bf16Reference(bits[i])) << std::hex << "bits 0x" << bits[i];
     ASSERT_EQ(FloatToBf16(in[i]), out[i]) << std::hex << "bits 0x" << bits[i];
   }
 }

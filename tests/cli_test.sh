@@ -7,23 +7,8 @@ set -uo pipefail
 SERVER="$1" WORKER="$2" CTL="$3" LAUNCHER="$4"
 failures=0
 source "$(dirname "$0")/wait_lib.sh"
+source "$(dirname "$0")/expect_lib.sh"
 
-# expect NAME EXPECTED_RC PATTERN COMMAND...: runs COMMAND (10 s at most) and
-# checks its exit status and that its output matches PATTERN.
-expect() {
-  local name="$1" want_rc="$2" pattern="$3"
-  shift 3
-  local out rc
-  out=$(timeout 10 "$@" 2>&1)
-  rc=$?
-  if [ "$rc" -ne "$want_rc" ] || ! grep -qE -- "$pattern" <<<"$out"; then
-    echo "FAIL $name: exit $rc (want $want_rc), output:"
-    echo "$out" | head -20
-    failures=$((failures + 1))
-  else
-    echo "ok   $name"
-  fi
-}
 
 for flag in listen port_file shard_id num_shards num_workers mode lr pull_timeout \
             checkpoint_dir checkpoint_every checkpoint_secs checkpoint_keep worker_timeout \

@@ -743,6 +743,18 @@ def check_compose_files(root, bins, docker_uid, errors):
 TLS_FLAGS = {"tls_cert", "tls_key", "tls_ca", "tls_server_name", "auth_token_file", "insecure"}
 
 
+def check_unix_flags(w, flags, base_svc, name, own, errors):
+    """A service of the unix-socket override: no TLS flag, and every flag but
+    its own address (`own`) as the base file has it."""
+    base_flags = parse_flags(compose_argv(base_svc, name, []))
+    for k in sorted(set(flags) | set(base_flags)):
+        if k in TLS_FLAGS and k in flags:
+            errors.append(f"{w}: carries --{k}; on a unix socket the folder is the access "
+                          f"control, no TLS")
+        elif k not in TLS_FLAGS and k != own and flags.get(k) != base_flags.get(k):
+            errors.append(f"{w}: --{k}={flags.get(k)}, the base file has {base_flags.get(k)}")
+
+
 def check_unix_override(base, merged, bins, docker_uid, where, errors):
     """docker-compose.unix.yml over the base file (see the docstring)."""
     services = merged["services"]
@@ -765,13 +777,7 @@ def check_unix_override(base, merged, bins, docker_uid, where, errors):
             continue
         sockets[int(shard)] = listen
         folders.add(m.group(1))
-        base_flags = parse_flags(compose_argv(base["services"][name], name, []))
-        for k in sorted(set(f) | set(base_flags)):
-            if k in TLS_FLAGS and k in f:
-                errors.append(f"{w}: carries --{k}; on a unix socket the folder is the access "
-                              f"control, no TLS")
-            elif k not in TLS_FLAGS and k != "listen" and f.get(k) != base_flags.get(k):
-                errors.append(f"{w}: --{k}={f.get(k)}, the base file has {base_flags.get(k)}")
+        check_unix_flags(w, f, base["services"][name], name, "listen", errors)
     order = [sockets[i] for i in sorted(sockets)]
     if sorted(sockets) != list(range(len(servers))):
         errors.append(f"{where}: the servers' shards are {sorted(sockets)}")
@@ -783,13 +789,7 @@ def check_unix_override(base, merged, bins, docker_uid, where, errors):
         if str(f.get("servers", "")).split(",") != order:
             errors.append(f"{w}: --servers={f.get('servers')} must name the servers' sockets in "
                           f"shard order: {','.join(order)}")
-        base_flags = parse_flags(compose_argv(base["services"][name], name, []))
-        for k in sorted(set(f) | set(base_flags)):
-            if k in TLS_FLAGS and k in f:
-                errors.append(f"{w}: carries --{k}; on a unix socket the folder is the access "
-                              f"control, no TLS")
-            elif k not in TLS_FLAGS and k != "servers" and f.get(k) != base_flags.get(k):
-                errors.append(f"{w}: --{k}={f.get(k)}, the base file has {base_flags.get(k)}")
+        check_unix_flags(w, f, base["services"][name], name, "servers", errors)
     if len(folders) != 1:
         errors.append(f"{where}: the servers' sockets must share one folder, have {sorted(folders)}")
         return

@@ -89,6 +89,27 @@ class HostileServer : public ::testing::TestWithParam<ClientOptions::Transport> 
     co->wait_timeout = absl::Seconds(10);
     return server;
   }
+
+  // A client (asking for weights in `asked`) pulling `reply` from a lying
+  // server gets INTERNAL naming the shard and the tensor.
+  void ExpectPullFails(const std::vector<v1::TensorSlice>& reply, WireDtype asked) {
+    LyingServer service(reply);
+    ClientOptions co;
+    std::unique_ptr<grpc::Server> server = Serve(&service, &co);
+    ASSERT_NE(server, nullptr);
+    co.wire_dtype = asked;
+    auto client = PsClient::Connect(co);
+    ASSERT_TRUE(client.ok()) << client.status();
+    TensorList init = {std::vector<float>(10, 1.0f)};
+    ASSERT_TRUE((*client)->Init(kSpec, &init).ok());
+    TensorList weights;
+    absl::Status s = (*client)->Pull(0, &weights);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInternal) << s;
+    EXPECT_THAT(std::string(s.message()), HasSubstr("shard 0"));
+    EXPECT_THAT(std::string(s.message()), HasSubstr("fc1.bias"));
+    client->reset();
+    server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  }
 };
 
 TEST_P(HostileServer, BadPullRepliesAreErrorsNamingTheShard) {
@@ -102,23 +123,7 @@ TEST_P(HostileServer, BadPullRepliesAreErrorsNamingTheShard) {
       {Slice(5, 5, 20), Slice(0, 5, 20)},   // out of order
       {Slice(-4, 14, 56)},                   // before the start
   };
-  for (const auto& reply : replies) {
-    LyingServer service(reply);
-    ClientOptions co;
-    std::unique_ptr<grpc::Server> server = Serve(&service, &co);
-    ASSERT_NE(server, nullptr);
-    auto client = PsClient::Connect(co);
-    ASSERT_TRUE(client.ok()) << client.status();
-    TensorList init = {std::vector<float>(10, 1.0f)};
-    ASSERT_TRUE((*client)->Init(kSpec, &init).ok());
-    TensorList weights;
-    absl::Status s = (*client)->Pull(0, &weights);
-    EXPECT_EQ(s.code(), absl::StatusCode::kInternal) << s;
-    EXPECT_THAT(std::string(s.message()), HasSubstr("shard 0"));
-    EXPECT_THAT(std::string(s.message()), HasSubstr("fc1.bias"));
-    client->reset();
-    server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
-  }
+  for (const auto& reply : replies) ExpectPullFails(reply, WireDtype::kF32);
 }
 
 // The bf16 wire: weights whose bytes are not 2 * length, or whose dtype is
@@ -137,24 +142,7 @@ TEST_P(HostileServer, BadBf16PullRepliesAreErrorsNamingTheShard) {
       {bf16(Slice(0, 5, 10), v1::BF16), bf16(Slice(5, 5, 20), v1::BF16)},  // second one bad
   };
   for (WireDtype asked : {WireDtype::kF32, WireDtype::kBf16}) {
-    for (const auto& reply : replies) {
-      LyingServer service(reply);
-      ClientOptions co;
-      std::unique_ptr<grpc::Server> server = Serve(&service, &co);
-      ASSERT_NE(server, nullptr);
-      co.wire_dtype = asked;
-      auto client = PsClient::Connect(co);
-      ASSERT_TRUE(client.ok()) << client.status();
-      TensorList init = {std::vector<float>(10, 1.0f)};
-      ASSERT_TRUE((*client)->Init(kSpec, &init).ok());
-      TensorList weights;
-      absl::Status s = (*client)->Pull(0, &weights);
-      EXPECT_EQ(s.code(), absl::StatusCode::kInternal) << s;
-      EXPECT_THAT(std::string(s.message()), HasSubstr("shard 0"));
-      EXPECT_THAT(std::string(s.message()), HasSubstr("fc1.bias"));
-      client->reset();
-      server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
-    }
+    for (const auto& reply : replies) ExpectPullFails(reply, asked);
   }
 }
 

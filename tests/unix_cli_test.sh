@@ -12,22 +12,8 @@ set -uo pipefail
 SERVER="$1" CTL="$2"
 failures=0
 source "$(dirname "$0")/wait_lib.sh"
+source "$(dirname "$0")/expect_lib.sh"
 
-# expect NAME EXPECTED_RC PATTERN COMMAND...: as in cli_test.sh.
-expect() {
-  local name="$1" want_rc="$2" pattern="$3"
-  shift 3
-  local out rc
-  out=$(timeout 10 "$@" 2>&1)
-  rc=$?
-  if [ "$rc" -ne "$want_rc" ] || ! grep -qE -- "$pattern" <<<"$out"; then
-    echo "FAIL $name: exit $rc (want $want_rc), output:"
-    echo "$out" | head -20
-    failures=$((failures + 1))
-  else
-    echo "ok   $name"
-  fi
-}
 check() {  # check NAME COMMAND...: COMMAND succeeds
   local name="$1"; shift
   if "$@"; then echo "ok   $name"; else echo "FAIL $name"; failures=$((failures + 1)); fi

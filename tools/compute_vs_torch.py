@@ -8,10 +8,13 @@ the same batch (64) on the CPU:
   ours   compute_bench --device=cpu --threads=T --json: SetWeights, forward,
          backward and the gradients' download to the host (the update is the
          servers' job), as the trainer's compute time counts it.
-  torch  python3-torch with torch.set_num_threads(T): zero_grad
-         (set_to_none), forward, cross-entropy, backward and
-         torch.optim.SGD.step() (the update reads and writes each weight
-         once, as SetWeights and the download do for ours).
+  torch  python3-torch: zero_grad (set_to_none), forward, cross-entropy,
+         backward and torch.optim.SGD.step() (the update reads and writes
+         each weight once, as SetWeights and the download do for ours). With
+         T > 1 it is timed twice, with torch.set_num_threads(T) and with
+         torch.set_num_threads(1) (its matrix products still on T OpenBLAS
+         threads), and the faster counts: on Debian's build the first runs
+         torch's threads and OpenBLAS's on the same cores, and was 4x slower.
 
 Every process gets OMP/OPENBLAS/MKL_NUM_THREADS=T (Debian's torch does its
 matrix products in the system OpenBLAS, which torch.set_num_threads does not
@@ -41,7 +44,7 @@ import time
 TORCH_STEP = r"""
 import sys, time, torch
 dims, batch, steps, warmup, threads = (eval(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]),
-                                       int(sys.argv[4]), int(sys.argv[5]))
+                                       int(sys.argv[4]), int(sys.argv[5]))  # torch's threads
 torch.set_num_threads(threads)
 torch.set_num_interop_threads(1)
 torch.manual_seed(0)
@@ -82,12 +85,13 @@ def ours(a, threads: int) -> dict:
     return json.loads(out.stdout)
 
 
-def torch_ms(a, threads: int) -> float:
+def torch_ms(a, threads: int, torch_threads: int) -> float:
+    """ms per step with `threads` OpenBLAS/OpenMP threads and torch.set_num_threads(torch_threads)."""
     dims = [int(d) for d in a.dims.split(",")]
     out = subprocess.run(
         [sys.executable, "-c", TORCH_STEP, repr(dims), str(a.batch), str(a.steps), str(a.warmup),
-         str(threads)], env=thread_env(threads), capture_output=True, text=True, timeout=600,
-        check=True)
+         str(torch_threads)], env=thread_env(threads), capture_output=True, text=True,
+        timeout=600, check=True)
     return float(out.stdout.split()[-1])
 
 
@@ -118,17 +122,23 @@ def main() -> int:
           f", {os.cpu_count()} cores")
     print(f"mlp {a.dims.replace(',', '-')}, batch {a.batch}, {a.steps} steps after {a.warmup}, "
           f"medians of {a.repeat}")
-    print(f"{'threads':>7} {'ours ms':>9} {'torch ms':>9} {'torch/ours':>10} {'ours/gemm':>9}  runs (ours | torch)")
+    print(f"{'threads':>7} {'ours ms':>9} {'torch ms':>9} {'torch/ours':>10} {'ours/gemm':>9}  "
+          f"runs (ours | torch, by torch.set_num_threads)")
     for t in counts:
-        mine, theirs, over = [], [], []
+        mine, over = [], []
+        theirs: dict = {tt: [] for tt in sorted({t, 1})}
         for _ in range(a.repeat):
             r = ours(a, t)
             mine.append(r["train_step_ms"])
             over.append(r["step_over_gemm"])
-            theirs.append(torch_ms(a, t))
-        m, th = statistics.median(mine), statistics.median(theirs)
+            for tt in theirs:
+                theirs[tt].append(torch_ms(a, t, tt))
+        m = statistics.median(mine)
+        best = min(theirs, key=lambda tt: statistics.median(theirs[tt]))
+        th = statistics.median(theirs[best])
+        runs = "; ".join(f"{tt}: {' '.join(f'{v:.2f}' for v in vs)}" for tt, vs in theirs.items())
         print(f"{t:>7} {m:>9.3f} {th:>9.3f} {th / m:>10.2f} {statistics.median(over):>9.2f}  "
-              f"{' '.join(f'{v:.2f}' for v in mine)} | {' '.join(f'{v:.2f}' for v in theirs)}")
+              f"{' '.join(f'{v:.2f}' for v in mine)} | {runs} (best: {best})")
     return 0
 
 
