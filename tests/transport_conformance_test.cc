@@ -6,9 +6,9 @@
 // gives the same weights, tensors split over several shards (one owning
 // nothing) and tensors of many stream chunks come back exact, and errors (bad
 // gradients, a pull that waits too long, servers that are down) come back as
-// the same status codes, within a bound, never as a hang. On the bf16 wire
-// the servers apply the client's bf16-rounded gradients to their float32
-// weights and a bf16 pull returns those weights rounded, exactly.
+// the same status codes, within a bound, never as a hang. The fixture is
+// tests/conformance.h; the bf16 wire's cases are
+// transport_bf16_conformance_test.cc.
 //
 // Exact by construction: every value is a small integer or a half-integer,
 // the learning rate is 1/2 and a sync step averages 2 gradients, so every sum,
@@ -24,14 +24,11 @@
 #include <utility>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "common/bf16.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/test_cluster.h"
-#include "tests/unix_socket_dir.h"
+#include "tests/conformance.h"
 
 namespace ps {
 namespace {
@@ -39,198 +36,7 @@ namespace {
 using ::testing::AnyOf;
 using ::testing::HasSubstr;
 
-constexpr float kLr = 0.5f;
-// Generous bound on calls that must fail rather than hang; the timeouts they
-// run under are a few seconds at most.
-constexpr absl::Duration kNoHang = absl::Seconds(60);
-
-// Spans every layout case: a matrix, a vector, a scalar, and a tensor smaller
-// than the shard count.
-const ModelSpec kSpec = {{"w", {5, 3}}, {"b", {7}}, {"s", {}}, {"t", {2}}};
-
-// Small integers, different for every element and every `seed`.
-TensorList Values(const ModelSpec& spec, int seed) {
-  TensorList out;
-  for (const TensorSpec& t : spec) {
-    std::vector<float> v(t.num_elements());
-    for (size_t i = 0; i < v.size(); ++i) v[i] = float((seed * 7 + int(i) * 3) % 17 - 8);
-    out.push_back(std::move(v));
-  }
-  return out;
-}
-
-#define ASSERT_OK(expr)                  \
-  do {                                   \
-    const absl::Status s_ = (expr);      \
-    ASSERT_TRUE(s_.ok()) << #expr << ": " << s_; \
-  } while (0)
-
-// Values(spec, seed) plus a different multiple of 1/1024 for every element:
-// exact in float32 (at most 14 significant bits) but not in bf16 (8).
-TensorList Fine(const ModelSpec& spec, int seed) {
-  TensorList out = Values(spec, seed);
-  for (std::vector<float>& v : out) {
-    for (size_t i = 0; i < v.size(); ++i) v[i] += float((seed * 5 + int(i) * 11) % 63 + 1) / 1024;
-  }
-  return out;
-}
-
-// Every value rounded to bf16 (common/bf16.h): what a bf16 wire delivers.
-TensorList RoundedToBf16(TensorList values) {
-  for (std::vector<float>& v : values) {
-    for (float& x : v) x = RoundToBf16(x);
-  }
-  return values;
-}
-
-// w - lr * mean(grads), the mean summed in the order given.
-TensorList SgdStep(TensorList w, const std::vector<TensorList>& grads) {
-  for (size_t t = 0; t < w.size(); ++t) {
-    for (size_t i = 0; i < w[t].size(); ++i) {
-      float sum = 0;
-      for (const TensorList& g : grads) sum += g[t][i];
-      w[t][i] -= kLr * (sum / float(grads.size()));
-    }
-  }
-  return w;
-}
-
-// The ways to push a gradient and pull the next weights.
-enum class Via {
-  kPushPull,
-  kPushPullAsync,
-  kStartPushPullAllAtOnce,
-  kStartPushPullInReverse,
-  kViews,
-  kStartPushPullViews,
-};
-// Each with the name SCOPED_TRACE shows.
-const std::pair<Via, const char*> kAllVias[] = {
-    {Via::kPushPull, "PushPull"},
-    {Via::kPushPullAsync, "PushPullAsync"},
-    {Via::kStartPushPullAllAtOnce, "StartPushPull, one Send of every tensor"},
-    {Via::kStartPushPullInReverse, "StartPushPull, one Send per tensor, last first"},
-    {Via::kViews, "PushPull of views into the caller's weights"},
-    {Via::kStartPushPullViews, "StartPushPull of views, Send(index, values), last first"},
-};
-
-absl::Status PushPullVia(Via via, PsClient* client, const TensorList& grads, TensorList* weights) {
-  switch (via) {
-    case Via::kPushPull:
-      return client->PushPull(grads, weights);
-    case Via::kPushPullAsync:
-      return client->PushPullAsync(grads, weights)->Wait();
-    case Via::kStartPushPullAllAtOnce:
-    case Via::kStartPushPullInReverse: {
-      std::unique_ptr<PushPullInProgress> p = client->StartPushPull(&grads, weights);
-      std::vector<int> all;
-      for (int i = 0; i < static_cast<int>(grads.size()); ++i) all.push_back(i);
-      if (via == Via::kStartPushPullAllAtOnce) {
-        p->Send(all);
-      } else {
-        for (auto i = all.rbegin(); i != all.rend(); ++i) p->Send({*i});
-      }
-      return p->Wait();
-    }
-    case Via::kViews:
-    case Via::kStartPushPullViews: {
-      // The caller owns the weights' memory, sized from the spec.
-      weights->resize(client->spec().size());
-      for (size_t i = 0; i < weights->size(); ++i) {
-        (*weights)[i].resize(client->spec()[i].num_elements());
-      }
-      if (via == Via::kViews) return client->PushPull(ConstViewsOf(grads), ViewsOf(weights));
-      std::unique_ptr<PushPullInProgress> p = client->StartPushPull(ViewsOf(weights));
-      for (int i = static_cast<int>(grads.size()); i-- > 0;) p->Send(i, grads[i]);
-      return p->Wait();
-    }
-  }
-  return absl::InternalError("unknown Via");
-}
-
-// A client transport over a kind of address.
-struct Setup {
-  ClientOptions::Transport transport;
-  bool unix_socket;  // unix:PATH addresses instead of 127.0.0.1:PORT
-};
-
-std::string SetupName(const ::testing::TestParamInfo<Setup>& info) {
-  return absl::StrCat(info.param.transport == ClientOptions::Transport::kStream ? "stream"
-                                                                                : "unary",
-                      info.param.unix_socket ? "_unix" : "_tcp");
-}
-
-class Conformance : public ::testing::TestWithParam<Setup> {
- protected:
-  Conformance() {
-    if (GetParam().unix_socket) sockets_.emplace();
-  }
-
-  // `shards` servers for `workers` workers in `mode`, on this setup's
-  // addresses.
-  TestCluster MakeCluster(int shards, int workers, Mode mode) const {
-    return TestCluster(shards, workers, mode, kLr, absl::Seconds(60),
-                       sockets_.has_value() ? sockets_->via() : std::string());
-  }
-
-  ClientOptions Options(const TestCluster& cluster, int worker, int workers) const {
-    return cluster.ClientOptionsFor(worker, workers, GetParam().transport);
-  }
-
-  // A client connected with `options`; null (and a failure) on error.
-  std::unique_ptr<PsClient> Connect(const ClientOptions& options) const {
-    absl::StatusOr<std::unique_ptr<PsClient>> c = PsClient::Connect(options);
-    EXPECT_TRUE(c.ok()) << c.status();
-    return c.ok() ? *std::move(c) : nullptr;
-  }
-
-  using Workers = std::vector<std::unique_ptr<PsClient>>;
-
-  // Servers and their workers, every worker initialized.
-  struct Running {
-    std::unique_ptr<TestCluster> cluster;
-    Workers workers;  // empty if starting failed
-  };
-
-  // `shards` servers in `mode` and `workers` clients initialized with `spec`,
-  // worker 0 creating the parameters from `init`; worker w's wire is
-  // dtypes[w] (f32 past the end). On error, a failure and no workers.
-  Running Start(int shards, int workers, Mode mode, const ModelSpec& spec, const TensorList& init,
-                const std::vector<WireDtype>& dtypes = {}) const {
-    Running out;
-    out.cluster = std::make_unique<TestCluster>(MakeCluster(shards, workers, mode));
-    for (int w = 0; w < workers; ++w) {
-      ClientOptions o = Options(*out.cluster, w, workers);
-      if (w < static_cast<int>(dtypes.size())) o.wire_dtype = dtypes[w];
-      std::unique_ptr<PsClient> c = Connect(o);
-      absl::Status s = c == nullptr ? absl::UnavailableError("not connected")
-                                    : c->Init(spec, w == 0 ? &init : nullptr);
-      EXPECT_TRUE(s.ok()) << "worker " << w << ": " << s;
-      if (!s.ok()) {
-        out.workers.clear();
-        return out;
-      }
-      out.workers.push_back(std::move(c));
-    }
-    return out;
-  }
-
-  // Runs `body` once for each way of pushing, each time on 2 fresh servers
-  // in `mode` with 2 workers initialized with kSpec and `init` (wires as in
-  // Start).
-  void ForEachVia(Mode mode, const TensorList& init,
-                  const std::function<void(Via, const Workers&)>& body,
-                  const std::vector<WireDtype>& dtypes = {}) const {
-    for (const auto& [via, name] : kAllVias) {
-      SCOPED_TRACE(name);
-      Running run = Start(2, 2, mode, kSpec, init, dtypes);
-      if (run.workers.size() != 2) return;  // Start reported the failure
-      body(via, run.workers);
-    }
-  }
-
-  std::optional<UnixSocketDir> sockets_;  // the unix setups' folder
-};
+using namespace conformance;  // NOLINT: the shared fixture and helpers
 
 TEST_P(Conformance, PullAfterInitReturnsTheInitialValuesExactly) {
   const TensorList init = Values(kSpec, 1);
@@ -336,60 +142,6 @@ TEST_P(Conformance, AsyncPushIsAppliedAtOnce) {
   });
 }
 
-// Worker 0 on the bf16 wire, worker 1 on f32: worker 0's gradients arrive
-// rounded to bf16 and are applied to the float32 weights, which worker 1
-// pulls exactly and worker 0 pulls rounded to bf16.
-TEST_P(Conformance, Bf16WireAppliesRoundedGradientsToFloat32Weights) {
-  const TensorList init = Fine(kSpec, 4);
-  ASSERT_NE(RoundedToBf16(init), init);  // the test would show nothing otherwise
-  ForEachVia(
-      Mode::kAsync, init,
-      [&](Via via, const Workers& workers) {
-        TensorList weights;
-        ASSERT_OK(workers[0]->Pull(0, &weights));
-        EXPECT_EQ(weights, RoundedToBf16(init));
-        ASSERT_OK(workers[1]->Pull(0, &weights));
-        EXPECT_EQ(weights, init);
-        // A bf16 push-pull: the rounded gradient applied, the result rounded.
-        const TensorList g0 = Fine(kSpec, 5);
-        const TensorList after0 = SgdStep(init, {RoundedToBf16(g0)});
-        ASSERT_OK(PushPullVia(via, workers[0].get(), g0, &weights));
-        EXPECT_EQ(weights, RoundedToBf16(after0));
-        // The server kept float32: an f32 pull sees every bit.
-        ASSERT_OK(workers[1]->Pull(0, &weights));
-        EXPECT_EQ(weights, after0);
-        // An f32 push is applied unrounded, and a bf16 pull rounds the result.
-        const TensorList g1 = Fine(kSpec, 6);
-        const TensorList after1 = SgdStep(after0, {g1});
-        ASSERT_OK(workers[1]->Push(g1));
-        ASSERT_OK(workers[0]->Pull(0, &weights));
-        EXPECT_EQ(weights, RoundedToBf16(after1));
-        EXPECT_EQ(workers[0]->version(), 2);
-      },
-      {WireDtype::kBf16, WireDtype::kF32});
-}
-
-// A sync step with both workers on bf16: the mean of the rounded gradients.
-TEST_P(Conformance, Bf16SyncStepIsWeightsMinusLrTimesMeanOfRoundedGradients) {
-  const TensorList init = Fine(kSpec, 7);
-  Running run = Start(2, 2, Mode::kSync, kSpec, init, {WireDtype::kBf16, WireDtype::kBf16});
-  ASSERT_EQ(run.workers.size(), 2u);
-  const std::vector<TensorList> grads = {Fine(kSpec, 8), Fine(kSpec, 9)};
-  std::vector<TensorList> weights(2);
-  std::vector<absl::Status> status(2);
-  std::vector<std::thread> threads;
-  for (int w = 0; w < 2; ++w) {
-    threads.emplace_back([&, w] { status[w] = run.workers[w]->PushPull(grads[w], &weights[w]); });
-  }
-  for (auto& t : threads) t.join();
-  const TensorList expected =
-      SgdStep(init, {RoundedToBf16(grads[0]), RoundedToBf16(grads[1])});
-  for (int w = 0; w < 2; ++w) {
-    ASSERT_TRUE(status[w].ok()) << "worker " << w << ": " << status[w];
-    EXPECT_EQ(weights[w], RoundedToBf16(expected)) << "worker " << w;
-  }
-}
-
 // 3 shards: the tensors are split three ways, and a model of tensors smaller
 // than the shard count leaves shard 0 owning no element at all
 // (common/partition.h), which must still count the steps.
@@ -438,25 +190,6 @@ TEST_P(Conformance, LargeTensorsRoundTripExactly) {
   ASSERT_TRUE(workers[0]->PushPull(grads, &weights).ok());
   EXPECT_TRUE(weights == SgdStep(init, {grads}));
   EXPECT_EQ(workers[0]->version(), 1);
-}
-
-// The same on the bf16 wire: many 2-byte-element chunks on the stream, and
-// an odd number of elements per shard.
-TEST_P(Conformance, LargeTensorsRoundTripInBf16) {
-  const ModelSpec spec = {{"big", {3000001}}, {"small", {3}}};
-  TensorList init = {std::vector<float>(3000001), {1, 2, 3}};
-  TensorList grads = {std::vector<float>(3000001), {2, 2, 2}};
-  for (size_t i = 0; i < init[0].size(); ++i) {
-    init[0][i] = float(i % 1000) + float(i % 61) / 64;
-    grads[0][i] = float(i % 7) + float(i % 13) / 256;
-  }
-  Running run = Start(2, 1, Mode::kAsync, spec, init, {WireDtype::kBf16});
-  ASSERT_EQ(run.workers.size(), 1u);
-  TensorList weights;
-  ASSERT_OK(run.workers[0]->Pull(0, &weights));
-  EXPECT_TRUE(weights == RoundedToBf16(init));
-  ASSERT_OK(run.workers[0]->PushPull(grads, &weights));
-  EXPECT_TRUE(weights == RoundedToBf16(SgdStep(init, {RoundedToBf16(grads)})));
 }
 
 TEST_P(Conformance, PullOfAVersionNeverReachedIsDeadlineExceededNamingTheMissingWorker) {
@@ -604,13 +337,7 @@ TEST_P(Conformance, AShardThatFailsEndsTheOtherShardsCallsAtOnce) {
   EXPECT_EQ(cluster.server(0)->shard()->Stats().waiting_calls, 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Transports, Conformance,
-    ::testing::Values(Setup{ClientOptions::Transport::kStream, false},
-                      Setup{ClientOptions::Transport::kUnary, false},
-                      Setup{ClientOptions::Transport::kStream, true},
-                      Setup{ClientOptions::Transport::kUnary, true}),
-    SetupName);
+INSTANTIATE_TEST_SUITE_P(Transports, Conformance, AllSetups(), SetupName);
 
 }  // namespace
 }  // namespace ps
