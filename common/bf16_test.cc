@@ -59,7 +59,9 @@ TEST(Bf16, WideningIsExact) {
     ASSERT_EQ(Bits(Bf16ToFloat(static_cast<uint16_t>(h))), h << 16);
     const float f = Bf16ToFloat(static_cast<uint16_t>(h));
     // A bf16 value narrows to itself (NaNs come back quiet).
-    if (!std::isnan(f)) ASSERT_EQ(FloatToBf16(f), h);
+    if (!std::isnan(f)) {
+      ASSERT_EQ(FloatToBf16(f), h);
+    }
   }
 }
 
