@@ -56,7 +56,7 @@ cflags=(-std=c++17 -O1 -g -fno-omit-frame-pointer -I"$root" -I"$out/gen"
         $(pkg-config --cflags "${modules[@]}"))
 libs=($(pkg-config --libs "${modules[@]}"))
 sources=(rpc/proto_codec.cc rpc/raw_fields.cc rpc/raw_unary.cc rpc/raw_stream.cc
-         common/slice_assembler.cc common/float_bytes.cc
+         common/slice_assembler.cc common/float_bytes.cc common/bf16.cc common/wire_dtype.cc
          common/partition.cc common/model_spec.cc common/status_macros.cc
          tests/fuzz/fuzz_input.cc tests/fuzz/wire_fuzz.cc "$out/gen/proto/ps.pb.cc")
 
