@@ -22,6 +22,9 @@ PACKAGES=(
   # The Python package (//python:ps, //python:wheel): Python's headers and
   # pybind11 (deploy/Dockerfile's python target builds it).
   python3-dev pybind11-dev
+  # /metrics: prometheus-cpp's data model and text format, served over
+  # HTTP(S) by cpp-httplib (with OpenSSL).
+  prometheus-cpp-dev libcpp-httplib-dev libssl-dev
 )
 if [ "$build_only" -eq 0 ]; then
   PACKAGES+=(
@@ -32,6 +35,9 @@ if [ "$build_only" -eq 0 ]; then
     python3 python3-numpy python3-yaml iproute2 procps
     # `ps_bench consistency --png` draws with matplotlib.
     python3-matplotlib
+    # The metrics tests: promtool checks the exposition and the alert rules,
+    # and a real Prometheus scrapes a local cluster.
+    prometheus
     # The Python package's tests load it beside torch (CPU) and grpcio.
     python3-torch python3-grpcio
     # //python:wheel_test installs the wheel with pip into a venv.

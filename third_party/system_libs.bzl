@@ -28,6 +28,8 @@ def _pkg_config_libs(ctx, modules):
 def _system_libs_impl(ctx):
     grpc = _pkg_config_libs(ctx, ["grpc++", "protobuf"])
     absl = _pkg_config_libs(ctx, _ABSL_MODULES)
+    prometheus = _pkg_config_libs(ctx, ["prometheus-cpp-core"])
+    httplib = _pkg_config_libs(ctx, ["cpp-httplib", "openssl"])
     build = """
 package(default_visibility = ["//visibility:public"])
 
@@ -39,7 +41,15 @@ cc_library(name = "gtest_main", linkopts = ["-lgtest_main", "-lgtest", "-lpthrea
 cc_library(name = "gmock", linkopts = ["-lgmock", "-lgtest", "-lpthread"])
 cc_library(name = "openblas", linkopts = ["-lopenblas"])
 cc_library(name = "zlib", linkopts = ["-lz"])
-""".format(absl = repr(absl), grpc = repr(grpc))
+# /metrics: prometheus-cpp's data model and text format (core only; the
+# serving is cpp-httplib's, built by Debian with OpenSSL, zlib and brotli).
+cc_library(name = "prometheus_cpp", linkopts = {prometheus})
+cc_library(
+    name = "httplib",
+    defines = ["CPPHTTPLIB_OPENSSL_SUPPORT", "CPPHTTPLIB_ZLIB_SUPPORT", "CPPHTTPLIB_BROTLI_SUPPORT"],
+    linkopts = {httplib},
+)
+""".format(absl = repr(absl), grpc = repr(grpc), prometheus = repr(prometheus), httplib = repr(httplib))
     ctx.file("BUILD", build)
     ctx.file("WORKSPACE", 'workspace(name = "system_libs")\n')
 
