@@ -46,15 +46,19 @@ absl::StatusOr<std::string> Checkpointer::WriteLocked(const ShardState& state) {
   const absl::Time start = absl::Now();
   absl::StatusOr<std::string> path = store_->Write(state);
   if (!path.ok()) {
+    metrics_.writes_failed.Add();
     Log(absl::StrCat("shard ", options_.shard_id, ": checkpoint v", state.version,
                      " failed: ", path.status().message()));
     return path;
   }
   last_written_ = state.version;
   last_path_ = *path;
+  const absl::Time end = absl::Now();
+  metrics_.write_duration.Record(end - start);
+  metrics_.last_written_unix_micros.Set(absl::ToUnixMicros(end));
   Log(absl::StrFormat("shard %d: checkpoint v%d written to %s (%d weights, %.1f ms)",
                       options_.shard_id, state.version, *path, state.weights.size(),
-                      absl::ToDoubleMilliseconds(absl::Now() - start)));
+                      absl::ToDoubleMilliseconds(end - start)));
   return path;
 }
 

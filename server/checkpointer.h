@@ -36,6 +36,7 @@
 #include "absl/time/time.h"
 #include "server/checkpoint_store.h"
 #include "server/shard_state.h"
+#include "server/stats.h"
 
 namespace ps {
 
@@ -85,6 +86,9 @@ class Checkpointer {
   // The version of the newest checkpoint written; -1 before the first.
   int64_t last_written_version() const;
 
+  // Write durations, failures, the last good write's time; any thread.
+  const CheckpointMetrics& metrics() const { return metrics_; }
+
  private:
   void Loop();
   // Writes `state` and records it; logs the outcome.
@@ -105,6 +109,7 @@ class Checkpointer {
   std::vector<WriteDone> requests_ ABSL_GUARDED_BY(mu_);
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
 
+  CheckpointMetrics metrics_;
   std::thread thread_;
 };
 

@@ -243,6 +243,10 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
   // e.g. while a sync step waits for a slow worker.
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 1000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  if (!options.metrics_listen.empty()) {
+    s->rpc_metrics_ = std::make_shared<RpcMetrics>();
+    builder.experimental().SetInterceptorCreators(RpcMetricsInterceptors(s->rpc_metrics_));
+  }
   s->server_ = builder.BuildAndStart();
   if (s->server_ == nullptr || s->port_ == 0) {
     return absl::UnavailableError(
@@ -254,6 +258,14 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
     s->socket_inode_ = UnixSocketInode(socket_path);
   } else {
     s->address_ = absl::StrCat(host, ":", s->port_);
+  }
+  if (!options.metrics_listen.empty()) {
+    s->collector_ = std::make_shared<ServerCollector>(s->shard_.get(), s->rpc_metrics_.get(),
+                                                      s->checkpointer_.get(), absl::Now());
+    MetricsEndpointOptions mo;
+    mo.listen = options.metrics_listen;
+    mo.security = options.security;
+    ASSIGN_OR_RETURN(s->metrics_, MetricsEndpoint::Start(mo, {s->collector_}));
   }
   return s;
 }
@@ -301,6 +313,7 @@ absl::Status PsServer::Shutdown() {
   if (health_server_ != nullptr) {
     health_server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
   }
+  if (metrics_ != nullptr) metrics_->Shutdown();
   return shutdown_status_;
 }
 

@@ -23,8 +23,11 @@
 #include "grpcpp/generic/async_generic_service.h"
 #include "grpcpp/server.h"
 #include "rpc/credentials.h"
+#include "rpc/metrics_endpoint.h"
 #include "server/checkpoint_store.h"
 #include "server/checkpointer.h"
+#include "server/metrics_collector.h"
+#include "server/rpc_metrics.h"
 #include "server/service.h"
 #include "server/shard.h"
 
@@ -43,6 +46,10 @@ struct ServerOptions {
   // Kubernetes and compose probes, which cannot present a client
   // certificate); empty: none. It tells SERVING or NOT_SERVING, nothing else.
   std::string health_listen;
+  // HOST:PORT of the /metrics port (rpc/metrics_endpoint.h: the same
+  // security rules and TLS files as the gRPC port; readable by the reader
+  // and admin identities); empty: none. Port 0 picks a free one.
+  std::string metrics_listen;
   // Serve gRPC server reflection (grpc.reflection.v1alpha), from
   // libgrpc++_reflection, loaded at Start. Once loaded, gRPC adds it to
   // every server the process builds later.
@@ -99,6 +106,10 @@ class PsServer {
   int port() const { return port_; }
   // The health port's HOST:PORT; empty without options.health_listen.
   const std::string& health_address() const { return health_address_; }
+  // The metrics port's HOST:PORT; empty without options.metrics_listen.
+  std::string metrics_address() const {
+    return metrics_ == nullptr ? std::string() : metrics_->address();
+  }
   Shard* shard() { return shard_.get(); }
 
   // Fails waiting pulls with UNAVAILABLE, marks the health service NOT_SERVING
@@ -131,6 +142,11 @@ class PsServer {
   // without a callback or synchronous service).
   std::unique_ptr<grpc::CallbackGenericService> health_generic_;
   std::unique_ptr<grpc::Server> health_server_;  // null without health_listen
+  // With metrics_listen: the calls' counts (filled by an interceptor), what
+  // /metrics reads, and its port, stopped in Shutdown.
+  std::shared_ptr<RpcMetrics> rpc_metrics_;
+  std::shared_ptr<ServerCollector> collector_;
+  std::unique_ptr<MetricsEndpoint> metrics_;
   std::string address_;
   std::string health_address_;
   int port_ = 0;

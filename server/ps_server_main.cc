@@ -92,6 +92,10 @@ void Describe(const ps::ServerOptions& options, const ps::PsServer& server) {
   if (!server.health_address().empty()) {
     std::cout << "; health probes (plaintext) on " << server.health_address();
   }
+  if (!server.metrics_address().empty()) {
+    std::cout << "; metrics on " << (security.tls() ? "https://" : "http://")
+              << server.metrics_address() << "/metrics";
+  }
   std::cout << std::endl;
 }
 

@@ -27,6 +27,11 @@ ABSL_FLAG(std::string, health_listen, "",
           "certificate. "
           "Empty: none (the main port answers health checks from any peer that passes the "
           "TLS handshake).");
+ABSL_FLAG(std::string, metrics_listen, "",
+          "HOST:PORT of a Prometheus /metrics port (port 0 picks one; the log says which). "
+          "Same rules as the gRPC port: plaintext only on loopback unless --insecure; with "
+          "--tls_* it serves HTTPS and only the reader and admin identities (certificate, or "
+          "bearer token with --auth_token_file) may scrape. Empty: none. See docs/metrics.md.");
 ABSL_FLAG(bool, reflection, false,
           "Serve gRPC server reflection (for grpcurl and grpc_cli); reflection calls need the "
           "admin identity when clients are authenticated.");
@@ -121,6 +126,7 @@ absl::StatusOr<ServerOptions> ServerOptionsFromFlags() {
   o.listen = absl::GetFlag(FLAGS_listen);
   o.health_listen = absl::GetFlag(FLAGS_health_listen);
   o.reflection = absl::GetFlag(FLAGS_reflection);
+  o.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   o.security = SecurityOptionsFromFlags();
   ASSIGN_OR_RETURN(o.security.reload_interval, SecondsFromFlag("tls_reload_secs", absl::GetFlag(FLAGS_tls_reload_secs)));
   ShardOptions& shard = o.shard;

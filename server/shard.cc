@@ -127,6 +127,7 @@ void Shard::TouchLocked(int worker_id, absl::Time now, Effects* fx) {
 void Shard::OnLeaseEventsLocked(LeaseEvents events, absl::Time now, Effects* fx) {
   for (LeaseChange& change : events.changes) {
     fx->lines.push_back(std::move(change.line));
+    if (!change.live) metrics_->workers_dropped.Add();
     std::vector<std::vector<float>> to_apply;
     if (policy_->SetLive(change.worker, change.live, &to_apply) && weights_.initialized()) {
       ApplyLocked(std::move(to_apply), now, fx);
@@ -336,6 +337,7 @@ absl::StatusOr<PushResult> Shard::Push(AssembledGradient g, int64_t seq) {
 
 void Shard::ApplyLocked(std::vector<std::vector<float>> to_apply, absl::Time now, Effects* fx,
                         double lr_scale) {
+  if (options_.mode == Mode::kSync) metrics_->barrier_wait.Record(stalls_.OpenFor(now));
   std::optional<std::string> line = stalls_.OnStepClosed(now, weights_.version());
   if (line.has_value()) fx->lines.push_back(*std::move(line));
   weights_.ApplyMean(to_apply, lr_scale);

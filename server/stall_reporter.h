@@ -55,6 +55,12 @@ class StallReporter {
   std::optional<std::string> Report(absl::Time now, int64_t step,
                                     const std::vector<int>& missing);
 
+  // How long the open step has waited at `now` since its first kept push;
+  // zero if none is open.
+  absl::Duration OpenFor(absl::Time now) const {
+    return opened_ == absl::InfiniteFuture() ? absl::ZeroDuration() : now - opened_;
+  }
+
   // When the next report is due; InfiniteFuture if none is.
   absl::Time next_report() const { return next_report_; }
 

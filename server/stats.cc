@@ -10,22 +10,21 @@ void Gauge::RaiseTo(int64_t v) {
   }
 }
 
-void Histogram::Record(absl::Duration d) {
-  const int64_t us = std::max<int64_t>(0, absl::ToInt64Microseconds(d));
-  const size_t bucket =
-      std::lower_bound(kBoundsMicros.begin(), kBoundsMicros.end(), us) - kBoundsMicros.begin();
+void Histogram::RecordValue(int64_t v) {
+  v = std::max<int64_t>(0, v);
+  const size_t bucket = std::lower_bound(bounds_, bounds_ + num_bounds_, v) - bounds_;
   buckets_[bucket].fetch_add(1, std::memory_order_relaxed);
-  sum_micros_.fetch_add(us, std::memory_order_relaxed);
+  sum_.fetch_add(v, std::memory_order_relaxed);
 }
 
 Histogram::Snapshot Histogram::Read() const {
   Snapshot s;
-  s.bounds_micros.assign(kBoundsMicros.begin(), kBoundsMicros.end());
-  for (const std::atomic<int64_t>& b : buckets_) {
-    s.counts.push_back(b.load(std::memory_order_relaxed));
+  s.bounds.assign(bounds_, bounds_ + num_bounds_);
+  for (size_t i = 0; i <= num_bounds_; ++i) {
+    s.counts.push_back(buckets_[i].load(std::memory_order_relaxed));
     s.count += s.counts.back();
   }
-  s.sum_micros = sum_micros_.load(std::memory_order_relaxed);
+  s.sum = sum_.load(std::memory_order_relaxed);
   return s;
 }
 
@@ -33,6 +32,7 @@ void ShardMetrics::RecordStaleness(int64_t s) {
   staleness_sum.Add(s);
   staleness_count.Add(1);
   staleness_max.RaiseTo(s);
+  staleness.RecordValue(s);
 }
 
 double ShardMetrics::MeanStaleness() const {

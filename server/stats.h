@@ -44,26 +44,43 @@ class Gauge {
   std::atomic<int64_t> value_{0};
 };
 
-// Durations counted in fixed buckets (upper bounds 100 us, 1 ms, 10 ms,
-// 100 ms, 1 s, 10 s, 100 s, then +Inf), with their sum.
+// Values counted in fixed buckets (cumulative upper bounds, then +Inf),
+// with their sum. Durations are recorded in microseconds.
 class Histogram {
  public:
-  static constexpr std::array<int64_t, 7> kBoundsMicros = {
-      100, 1000, 10 * 1000, 100 * 1000, 1000 * 1000, 10 * 1000 * 1000, 100 * 1000 * 1000};
+  // Latencies: 1-2.5-5 steps from 50 us to 100 s.
+  static constexpr std::array<int64_t, 20> kLatencyBoundsMicros = {
+      50,     100,     250,     500,     1000,     2500,     5000,
+      10000,  25000,   50000,   100000,  250000,   500000,   1000000,
+      2500000, 5000000, 10000000, 25000000, 50000000, 100000000};
+  // Small counts (staleness in versions).
+  static constexpr std::array<int64_t, 9> kCountBounds = {0, 1, 2, 4, 8, 16, 32, 64, 128};
+  static constexpr size_t kMaxBounds = 20;
 
   struct Snapshot {
-    std::vector<int64_t> bounds_micros;  // kBoundsMicros
-    std::vector<int64_t> counts;         // per bucket, the last one +Inf
-    int64_t count = 0;                   // all buckets
-    int64_t sum_micros = 0;
+    std::vector<int64_t> bounds;  // the upper bounds, ascending
+    std::vector<int64_t> counts;  // per bucket (not cumulative), the last one +Inf
+    int64_t count = 0;            // all buckets
+    int64_t sum = 0;
   };
 
-  void Record(absl::Duration d);
+  // Latency buckets by default. `bounds` (ascending) must outlive it.
+  Histogram() : Histogram(kLatencyBoundsMicros) {}
+  template <size_t N>
+  explicit Histogram(const std::array<int64_t, N>& bounds)
+      : bounds_(bounds.data()), num_bounds_(N) {
+    static_assert(N <= kMaxBounds, "too many buckets");
+  }
+
+  void Record(absl::Duration d) { RecordValue(absl::ToInt64Microseconds(d)); }
+  void RecordValue(int64_t v);  // negative counts as 0
   Snapshot Read() const;
 
  private:
-  std::array<std::atomic<int64_t>, kBoundsMicros.size() + 1> buckets_{};
-  std::atomic<int64_t> sum_micros_{0};
+  const int64_t* const bounds_;
+  const size_t num_bounds_;
+  std::array<std::atomic<int64_t>, kMaxBounds + 1> buckets_{};
+  std::atomic<int64_t> sum_{0};
 };
 
 // Everything one shard counts. Fields are updated by the shard, its waiters
@@ -87,10 +104,22 @@ struct ShardMetrics {
   Gauge pending_pushes;    // pushes being received (holding a PushBuffer)
   Histogram push_latency;  // Shard::Push: from the call to its version
   Histogram pull_latency;  // Shard::Pull: from the call to its weights
+  // Staleness of applied pushes, in versions.
+  Histogram staleness{Histogram::kCountBounds};
+  // Sync: per step, from its first push to its update (the barrier).
+  Histogram barrier_wait;
+  Counter workers_dropped;  // lease expiries (server/membership.h)
 
   // Records one accepted push of staleness `s` >= 0.
   void RecordStaleness(int64_t s);
   double MeanStaleness() const;
+};
+
+// What a shard's Checkpointer (server/checkpointer.h) counts.
+struct CheckpointMetrics {
+  Histogram write_duration;        // each successful write
+  Counter writes_failed;
+  Gauge last_written_unix_micros;  // the last successful write's time; 0: none
 };
 
 }  // namespace ps

@@ -1,0 +1,220 @@
+#include "server/metrics_collector.h"
+
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/mode.h"
+#include "common/version.h"
+
+namespace ps {
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+using Labels = std::vector<ClientMetric::Label>;
+
+constexpr double kMicros = 1e-6;
+
+MetricFamily Family(const char* name, const char* help, MetricType type) {
+  MetricFamily f;
+  f.name = name;
+  f.help = help;
+  f.type = type;
+  return f;
+}
+
+ClientMetric Value(MetricType type, double v, Labels labels = {}) {
+  ClientMetric m;
+  m.label = std::move(labels);
+  if (type == MetricType::Counter) m.counter.value = v;
+  else m.gauge.value = v;
+  return m;
+}
+
+// A family of one unlabeled value.
+MetricFamily Single(const char* name, const char* help, MetricType type, double v) {
+  MetricFamily f = Family(name, help, type);
+  f.metric.push_back(Value(type, v));
+  return f;
+}
+
+MetricFamily SingleHistogram(const char* name, const char* help, const Histogram::Snapshot& h,
+                             double scale) {
+  MetricFamily f = Family(name, help, MetricType::Histogram);
+  f.metric.push_back(HistogramMetric(h, scale));
+  return f;
+}
+
+// The double that prints like `f` does (0.1f as 0.1, not 0.10000000149).
+double ShortestDouble(float f) {
+  double d = f;
+  return absl::SimpleAtod(absl::StrCat(f), &d) ? d : static_cast<double>(f);
+}
+
+}  // namespace
+
+ClientMetric HistogramMetric(const Histogram::Snapshot& h, double scale, Labels labels) {
+  ClientMetric m;
+  m.label = std::move(labels);
+  m.histogram.sample_count = static_cast<uint64_t>(h.count);
+  m.histogram.sample_sum = static_cast<double>(h.sum) * scale;
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < h.counts.size(); ++i) {
+    cumulative += static_cast<uint64_t>(h.counts[i]);
+    ClientMetric::Bucket b;
+    b.cumulative_count = cumulative;
+    b.upper_bound = i < h.bounds.size() ? static_cast<double>(h.bounds[i]) * scale
+                                        : std::numeric_limits<double>::infinity();
+    m.histogram.bucket.push_back(b);
+  }
+  return m;
+}
+
+std::vector<MetricFamily> ServerCollector::Collect() const {
+  const ShardStats st = shard_->Stats();
+  const ShardMetrics& sm = shard_->metrics();
+  std::vector<MetricFamily> out;
+
+  MetricFamily info = Family("ps_build_info", "The server's version, mode and shard; always 1.",
+                             MetricType::Gauge);
+  info.metric.push_back(Value(MetricType::Gauge, 1,
+                              {{"version", Version()},
+                               {"mode", ModeName(st.mode)},
+                               {"shard", absl::StrCat(st.shard_id)},
+                               {"num_shards", absl::StrCat(st.num_shards)}}));
+  out.push_back(std::move(info));
+
+  // RPCs, in the gRPC ecosystem's names.
+  MetricFamily handled = Family("grpc_server_handled_total",
+                                "RPCs completed on the server, by method and status code.",
+                                MetricType::Counter);
+  MetricFamily handling = Family("grpc_server_handling_seconds",
+                                 "Time from an RPC's start to its status, by method.",
+                                 MetricType::Histogram);
+  MetricFamily received = Family("ps_server_received_bytes_total",
+                                 "Bytes of tensor-call messages received, by method.",
+                                 MetricType::Counter);
+  MetricFamily sent = Family("ps_server_sent_bytes_total",
+                             "Bytes of tensor-call messages sent, by method.", MetricType::Counter);
+  const std::vector<RpcMetrics::Method>& methods = rpc_->methods();
+  for (int i = 0; i < static_cast<int>(methods.size()); ++i) {
+    const RpcMetrics::Method& m = methods[i];
+    const Labels labels = {{"grpc_service", m.service},
+                           {"grpc_method", m.name},
+                           {"grpc_type", m.type}};
+    const bool ours = absl::string_view(m.service) == "ps.v1.ParameterServer";
+    bool any = false;
+    for (int code = 0; code < RpcMetrics::kNumCodes; ++code) {
+      const int64_t n = rpc_->handled(i, code);
+      // OK exists from the start for our own methods, so rates have a series.
+      if (n == 0 && !(ours && code == 0)) continue;
+      any = any || n > 0;
+      Labels with_code = labels;
+      with_code.push_back(
+          {"grpc_code", GrpcCodeName(code)});
+      handled.metric.push_back(Value(MetricType::Counter, static_cast<double>(n), with_code));
+    }
+    if (any || ours) handling.metric.push_back(HistogramMetric(rpc_->handling(i), kMicros, labels));
+    if (m.raw) {
+      received.metric.push_back(Value(MetricType::Counter,
+                                      static_cast<double>(rpc_->bytes_received(i)),
+                                      {{"grpc_method", m.name}}));
+      sent.metric.push_back(Value(MetricType::Counter, static_cast<double>(rpc_->bytes_sent(i)),
+                                  {{"grpc_method", m.name}}));
+    }
+  }
+  out.push_back(std::move(handled));
+  out.push_back(std::move(handling));
+  out.push_back(std::move(received));
+  out.push_back(std::move(sent));
+
+  // The model and its updates.
+  out.push_back(Single("ps_server_model_version", "The shard's model version (updates applied).",
+                       MetricType::Gauge, static_cast<double>(st.version)));
+  out.push_back(Single("ps_server_model_elements", "Parameters (floats) this shard holds.",
+                       MetricType::Gauge, static_cast<double>(st.num_elements)));
+  out.push_back(Single("ps_server_learning_rate", "The optimizer's current learning rate.",
+                       MetricType::Gauge, ShortestDouble(st.learning_rate)));
+  MetricFamily pushes = Family("ps_server_pushes_total",
+                               "Gradient pushes by outcome: applied (accepted into an update), "
+                               "duplicate (a retry, not applied again), dropped (for a sync step "
+                               "that closed without it).",
+                               MetricType::Counter);
+  pushes.metric.push_back(Value(MetricType::Counter, static_cast<double>(st.pushes_accepted),
+                                {{"outcome", "applied"}}));
+  pushes.metric.push_back(Value(MetricType::Counter, static_cast<double>(st.pushes_duplicate),
+                                {{"outcome", "duplicate"}}));
+  pushes.metric.push_back(Value(MetricType::Counter, static_cast<double>(st.pushes_dropped),
+                                {{"outcome", "dropped"}}));
+  out.push_back(std::move(pushes));
+  out.push_back(Single("ps_server_pulls_total", "Pulls answered with weights.",
+                       MetricType::Counter, static_cast<double>(st.pulls_served)));
+  out.push_back(SingleHistogram(
+      "ps_server_push_staleness",
+      "Staleness of applied pushes in versions: the shard's version minus the one the gradient "
+      "was computed on.",
+      sm.staleness.Read(), 1.0));
+  out.push_back(Single("ps_server_max_step_staleness",
+                       "SSP: the largest staleness of an applied push, in steps.",
+                       MetricType::Gauge, static_cast<double>(st.max_step_staleness)));
+  out.push_back(Single("ps_server_pulls_held_total",
+                       "SSP: pulls held for the slowest worker's step.", MetricType::Counter,
+                       static_cast<double>(st.pulls_held)));
+
+  // Time.
+  out.push_back(SingleHistogram(
+      "ps_server_sync_barrier_wait_seconds",
+      "Sync: per step, from its first gradient to its update (waiting for the other workers).",
+      sm.barrier_wait.Read(), kMicros));
+  out.push_back(SingleHistogram("ps_server_push_duration_seconds",
+                                "Shard::Push, from the call to its version.",
+                                sm.push_latency.Read(), kMicros));
+  out.push_back(SingleHistogram(
+      "ps_server_pull_duration_seconds",
+      "Shard::Pull, from the call to its weights (including waits for a version).",
+      sm.pull_latency.Read(), kMicros));
+
+  // Workers and calls.
+  MetricFamily workers = Family("ps_server_workers",
+                                "Workers holding a lease (live) and dropped for silence.",
+                                MetricType::Gauge);
+  workers.metric.push_back(Value(MetricType::Gauge, static_cast<double>(st.live_workers.size()),
+                                 {{"state", "live"}}));
+  workers.metric.push_back(Value(MetricType::Gauge,
+                                 static_cast<double>(st.dropped_workers.size()),
+                                 {{"state", "dropped"}}));
+  out.push_back(std::move(workers));
+  out.push_back(Single("ps_server_workers_dropped_total",
+                       "Workers dropped after --worker_timeout without a request.",
+                       MetricType::Counter, static_cast<double>(sm.workers_dropped.Get())));
+  out.push_back(Single("ps_server_waiting_calls", "Pulls and inits waiting for a version.",
+                       MetricType::Gauge, static_cast<double>(st.waiting_calls)));
+  out.push_back(Single("ps_server_pending_pushes", "Pushes being received.", MetricType::Gauge,
+                       static_cast<double>(st.pending_pushes)));
+
+  if (checkpointer_ != nullptr) {
+    const CheckpointMetrics& cm = checkpointer_->metrics();
+    out.push_back(SingleHistogram("ps_server_checkpoint_duration_seconds",
+                                  "Time to write one checkpoint (successful writes).",
+                                  cm.write_duration.Read(), kMicros));
+    out.push_back(Single("ps_server_checkpoint_failures_total", "Checkpoint writes that failed.",
+                         MetricType::Counter, static_cast<double>(cm.writes_failed.Get())));
+    out.push_back(Single(
+        "ps_server_last_checkpoint_timestamp_seconds",
+        "Unix time of the last successful checkpoint write by this process; 0 before the first.",
+        MetricType::Gauge, static_cast<double>(cm.last_written_unix_micros.Get()) * kMicros));
+  }
+
+  out.push_back(Single("ps_server_incarnation_starts",
+                       "Starts of this run: 1, plus one per restart from its checkpoints.",
+                       MetricType::Gauge, static_cast<double>(st.incarnation.start)));
+  out.push_back(Single("ps_server_start_time_seconds", "Unix time this server started.",
+                       MetricType::Gauge, absl::ToDoubleSeconds(started_ - absl::UnixEpoch())));
+  return out;
+}
+
+}  // namespace ps
