@@ -179,10 +179,15 @@ std::vector<MetricFamily> ServerCollector::Collect() const {
       sm.pull_latency.Read(), kMicros));
 
   // Workers and calls.
-  MetricFamily workers = Family("ps_server_workers",
-                                "Workers holding a lease (live) and dropped for silence.",
-                                MetricType::Gauge);
-  workers.metric.push_back(Value(MetricType::Gauge, static_cast<double>(st.live_workers.size()),
+  MetricFamily workers = Family(
+      "ps_server_workers",
+      "Workers seen and not dropped (live; with leases, those holding one) and dropped for "
+      "silence.",
+      MetricType::Gauge);
+  // Without leases no worker is ever dropped: every one seen is live.
+  const size_t live = st.worker_timeout > absl::ZeroDuration() ? st.live_workers.size()
+                                                               : st.workers_seen.size();
+  workers.metric.push_back(Value(MetricType::Gauge, static_cast<double>(live),
                                  {{"state", "live"}}));
   workers.metric.push_back(Value(MetricType::Gauge,
                                  static_cast<double>(st.dropped_workers.size()),

@@ -1,0 +1,135 @@
+// ps_server's /metrics through a real server and real clients: the values a
+// scrape shows after a known sync job match what the job did.
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "gtest/gtest.h"
+#include "httplib.h"
+#include "tests/test_cluster.h"
+
+namespace ps {
+namespace {
+
+constexpr int kSteps = 5;
+constexpr int kElements = 1000;
+
+// "name{labels}" -> value, for every sample line of an exposition.
+std::map<std::string, double> Parse(const std::string& text) {
+  std::map<std::string, double> out;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (line.empty() || line[0] == '#') continue;
+    const size_t space = line.rfind(' ');
+    double v = 0;
+    if (space != absl::string_view::npos && absl::SimpleAtod(line.substr(space + 1), &v)) {
+      out[std::string(line.substr(0, space))] = v;
+    }
+  }
+  return out;
+}
+
+std::string Scrape(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  httplib::Client client(address.substr(0, colon), std::stoi(address.substr(colon + 1)));
+  httplib::Result res = client.Get("/metrics");
+  EXPECT_TRUE(res) << httplib::to_string(res.error());
+  if (!res) return "";
+  EXPECT_EQ(res->status, 200);
+  return res->body;
+}
+
+std::string Rpc(const std::string& method, const std::string& code) {
+  return "grpc_server_handled_total{grpc_service=\"ps.v1.ParameterServer\",grpc_method=\"" +
+         method + "\",grpc_type=\"unary\",grpc_code=\"" + code + "\"}";
+}
+
+TEST(ServerMetrics, AScrapeShowsWhatASyncJobDid) {
+  ServerOptions base;
+  base.metrics_listen = "127.0.0.1:0";
+  base.shard.num_workers = 2;
+  base.shard.mode = Mode::kSync;
+  base.shard.optimizer.learning_rate = 0.1f;
+  absl::StatusOr<LocalServers> servers = LocalServers::Start(base, 1);
+  ASSERT_TRUE(servers.ok()) << servers.status();
+  const std::string metrics = servers->servers[0]->metrics_address();
+  ASSERT_FALSE(metrics.empty());
+
+  const ModelSpec spec = {{"w", {kElements}}};
+  std::vector<std::unique_ptr<PsClient>> clients;
+  for (int w = 0; w < 2; ++w) {
+    ClientOptions o;
+    o.servers = servers->addresses;
+    o.worker_id = w;
+    o.num_workers = 2;
+    o.transport = ClientOptions::Transport::kUnary;
+    absl::StatusOr<std::unique_ptr<PsClient>> c = PsClient::Connect(o);
+    ASSERT_TRUE(c.ok()) << c.status();
+    clients.push_back(*std::move(c));
+  }
+  TensorList init = {std::vector<float>(kElements, 1.0f)};
+  ASSERT_TRUE(clients[0]->Init(spec, &init).ok());
+  ASSERT_TRUE(clients[1]->Init(spec, nullptr).ok());
+  std::vector<std::thread> threads;
+  for (int w = 0; w < 2; ++w) {
+    threads.emplace_back([&, w] {
+      TensorList grads = {std::vector<float>(kElements, 0.5f)};
+      TensorList weights;
+      for (int i = 0; i < kSteps; ++i) EXPECT_TRUE(clients[w]->PushPull(grads, &weights).ok());
+    });
+  }
+  for (std::thread& t : threads) t.join();
+
+  // A worker id out of range: the server answers INVALID_ARGUMENT.
+  ClientOptions bad;
+  bad.servers = servers->addresses;
+  bad.worker_id = 7;
+  bad.num_workers = 8;
+  bad.connect_timeout = absl::Seconds(5);
+  EXPECT_FALSE(PsClient::Connect(bad).ok());
+
+  const std::string text = Scrape(metrics);
+  const std::map<std::string, double> m = Parse(text);
+  EXPECT_EQ(m.at("ps_server_model_version"), kSteps) << text;
+  EXPECT_EQ(m.at("ps_server_pushes_total{outcome=\"applied\"}"), 2 * kSteps);
+  EXPECT_EQ(m.at("ps_server_pushes_total{outcome=\"dropped\"}"), 0);
+  EXPECT_EQ(m.at("ps_server_workers{state=\"live\"}"), 2);
+  EXPECT_EQ(m.at("ps_server_model_elements"), kElements);
+  EXPECT_EQ(m.at("ps_server_sync_barrier_wait_seconds_count"), kSteps);
+  EXPECT_EQ(m.at("ps_server_push_staleness_count"), 2 * kSteps);
+  EXPECT_EQ(m.at(Rpc("PushPull", "OK")), 2 * kSteps);
+  EXPECT_EQ(m.at(Rpc("Register", "InvalidArgument")), 1);
+  EXPECT_EQ(m.at("grpc_server_handling_seconds_count{grpc_service=\"ps.v1.ParameterServer\","
+                 "grpc_method=\"PushPull\",grpc_type=\"unary\"}"),
+            2 * kSteps);
+  // Every PushPull carried the gradient in and the weights out.
+  EXPECT_GE(m.at("ps_server_received_bytes_total{grpc_method=\"PushPull\"}"),
+            2.0 * kSteps * kElements * 4);
+  EXPECT_GE(m.at("ps_server_sent_bytes_total{grpc_method=\"PushPull\"}"),
+            2.0 * kSteps * kElements * 4);
+  EXPECT_NE(text.find("ps_build_info{version=\""), std::string::npos);
+  EXPECT_NE(text.find("mode=\"sync\""), std::string::npos);
+  // No checkpoint directory: no checkpoint families.
+  EXPECT_EQ(text.find("ps_server_last_checkpoint_timestamp_seconds"), std::string::npos);
+}
+
+TEST(ServerMetrics, NoPortWithoutTheOption) {
+  absl::StatusOr<LocalServers> servers = LocalServers::Start(ServerOptions(), 1);
+  ASSERT_TRUE(servers.ok()) << servers.status();
+  EXPECT_TRUE(servers->servers[0]->metrics_address().empty());
+}
+
+TEST(ServerMetrics, ABusyMetricsPortFailsTheStart) {
+  ServerOptions base;
+  base.metrics_listen = "127.0.0.1:0";
+  absl::StatusOr<LocalServers> first = LocalServers::Start(base, 1);
+  ASSERT_TRUE(first.ok()) << first.status();
+  base.metrics_listen = first->servers[0]->metrics_address();
+  absl::StatusOr<LocalServers> second = LocalServers::Start(base, 1);
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable) << second.status();
+}
+
+}  // namespace
+}  // namespace ps
