@@ -1,6 +1,9 @@
 #include "client/admin_client.h"
 
+#include <utility>
+
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "client/channel.h"
 #include "proto/ps.grpc.pb.h"
 
@@ -43,6 +46,78 @@ absl::StatusOr<std::vector<v1::CheckpointResponse>> RequestCheckpoints(
     const SecurityOptions& security) {
   return AskEach<v1::CheckpointResponse, v1::CheckpointRequest>(
       servers, timeout, security, &v1::ParameterServer::Stub::Checkpoint);
+}
+
+struct StatusPoller::Shard {
+  std::string server;
+  std::unique_ptr<v1::ParameterServer::Stub> stub;
+};
+
+namespace {
+
+// One GetStatus in flight; shared by Poll and the call's callback, so that
+// either may finish last.
+struct PollCall {
+  grpc::ClientContext ctx;
+  v1::StatusRequest req;
+  v1::StatusResponse resp;
+  grpc::Status status;
+  absl::Notification done;
+};
+
+}  // namespace
+
+StatusPoller::StatusPoller(std::vector<std::unique_ptr<Shard>> shards)
+    : shards_(std::move(shards)) {}
+
+StatusPoller::~StatusPoller() = default;
+
+absl::StatusOr<std::unique_ptr<StatusPoller>> StatusPoller::Create(
+    const std::vector<std::string>& servers, const SecurityOptions& security) {
+  std::vector<std::unique_ptr<Shard>> shards;
+  for (const std::string& s : servers) {
+    absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+        MakeChannel(s, absl::ZeroDuration(), security);
+    if (!channel.ok()) return channel.status();
+    auto shard = std::make_unique<Shard>();
+    shard->server = s;
+    shard->stub = v1::ParameterServer::NewStub(*channel);
+    shards.push_back(std::move(shard));
+  }
+  return std::unique_ptr<StatusPoller>(new StatusPoller(std::move(shards)));
+}
+
+std::vector<absl::StatusOr<v1::StatusResponse>> StatusPoller::Poll(absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  std::vector<std::shared_ptr<PollCall>> calls;
+  for (const std::unique_ptr<Shard>& shard : shards_) {
+    auto call = std::make_shared<PollCall>();
+    call->ctx.set_deadline(absl::ToChronoTime(deadline));
+    shard->stub->async()->GetStatus(&call->ctx, &call->req, &call->resp,
+                                    [call](grpc::Status st) {
+                                      call->status = std::move(st);
+                                      call->done.Notify();
+                                    });
+    calls.push_back(std::move(call));
+  }
+  std::vector<absl::StatusOr<v1::StatusResponse>> out;
+  for (size_t s = 0; s < calls.size(); ++s) {
+    PollCall& call = *calls[s];
+    // gRPC ends the call at its deadline; the second is slack for that.
+    if (!call.done.WaitForNotificationWithDeadline(deadline + absl::Seconds(1))) {
+      call.ctx.TryCancel();
+      out.push_back(absl::DeadlineExceededError(
+          absl::StrCat(shards_[s]->server, ": no answer within ", absl::FormatDuration(timeout))));
+      continue;
+    }
+    if (call.status.ok()) {
+      out.push_back(std::move(call.resp));
+    } else {
+      out.push_back(absl::Status(static_cast<absl::StatusCode>(call.status.error_code()),
+                                 absl::StrCat(shards_[s]->server, ": ", call.status.error_message())));
+    }
+  }
+  return out;
 }
 
 }  // namespace ps

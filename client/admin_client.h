@@ -2,13 +2,16 @@
 // server's counters): QueryStatus asks each server for its StatusResponse
 // (proto/ps.proto: shard id, mode, version, workers seen, waiting calls,
 // stats), RequestCheckpoints has each write a checkpoint now. No
-// registration needed, so neither counts as a worker.
+// registration needed, so neither counts as a worker. StatusPoller asks the
+// same servers again and again (ps_ctl top), all at once, keeping its
+// channels, and reports each server's answer or error on its own.
 //
-// Thread-safe (no shared state); each call opens its own channels, asks the
-// servers one after the other and closes them.
+// The functions are thread-safe (no shared state); each call opens its own
+// channels, asks the servers one after the other and closes them.
 #ifndef PS_CLIENT_ADMIN_CLIENT_H_
 #define PS_CLIENT_ADMIN_CLIENT_H_
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -33,6 +36,30 @@ absl::StatusOr<std::vector<v1::CheckpointResponse>> RequestCheckpoints(
     const std::vector<std::string>& servers, absl::Duration timeout,
     const SecurityOptions& security = {});
 
+// Polls GetStatus on a fixed list of servers. Not thread-safe: one Poll at a
+// time. Owns its channels; a call still in flight when Poll gives up on it
+// (it cannot outlive its deadline by much) keeps what it needs alive itself.
+class StatusPoller {
+ public:
+  // One channel per server (no connection yet). An error for a bad address
+  // or unreadable credentials, naming them.
+  static absl::StatusOr<std::unique_ptr<StatusPoller>> Create(
+      const std::vector<std::string>& servers, const SecurityOptions& security);
+
+  StatusPoller(const StatusPoller&) = delete;
+  StatusPoller& operator=(const StatusPoller&) = delete;
+  ~StatusPoller();
+
+  // Asks every server at once; one entry per server, in order: its reply,
+  // or the error (its RPC status, naming the server; DEADLINE_EXCEEDED if it
+  // did not answer within `timeout`). Returns within about `timeout`.
+  std::vector<absl::StatusOr<v1::StatusResponse>> Poll(absl::Duration timeout);
+
+ private:
+  struct Shard;
+  explicit StatusPoller(std::vector<std::unique_ptr<Shard>> shards);
+  std::vector<std::unique_ptr<Shard>> shards_;
+};
 
 }  // namespace ps
 

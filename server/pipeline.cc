@@ -42,7 +42,18 @@ ShardCall::ShardCall(Shard* shard, std::optional<PushArgs> push, std::optional<P
   }
 }
 
+namespace {
+
+int64_t PayloadBytes(const RawTensorSlice& chunk) {
+  int64_t n = 0;
+  for (absl::string_view piece : chunk.data) n += static_cast<int64_t>(piece.size());
+  return n;
+}
+
+}  // namespace
+
 void ShardCall::AddChunk(const RawTensorSlice& chunk) {
+  shard_->mutable_metrics().bytes_received.Add(PayloadBytes(chunk));
   if (!error_.ok()) return;
   if (!push_.has_value()) {
     error_ = absl::InvalidArgumentError("a pull call carries no gradients");
@@ -53,6 +64,9 @@ void ShardCall::AddChunk(const RawTensorSlice& chunk) {
 }
 
 void ShardCall::AddMessage(const std::vector<RawTensorSlice>& chunks) {
+  int64_t bytes = 0;
+  for (const RawTensorSlice& chunk : chunks) bytes += PayloadBytes(chunk);
+  shard_->mutable_metrics().bytes_received.Add(bytes);
   if (!error_.ok() || !push_.has_value()) return;
   error_ = push_->AddMessage(chunks);
   if (!error_.ok()) push_.reset();
@@ -74,10 +88,18 @@ void ShardCall::Complete(CallWait* wait, Done done) && {
   }
   if (!error_.ok()) return done(error_);
   if (!pull_.has_value()) return done(std::move(result));
+  ShardMetrics* metrics = &shard_->mutable_metrics();
+  const int64_t bytes_per_element = IsKnownWireDtype(pull_->weights_dtype)
+                                         ? static_cast<int64_t>(WireDtypeBytes(pull_->weights_dtype))
+                                         : 4;
   const uint64_t ticket = shard_->Pull(
       pull_->worker_id, pull_->min_version, pull_->wait,
-      [done = std::move(done), result](absl::StatusOr<WeightsSnapshot> snap) mutable {
+      [done = std::move(done), result, metrics,
+       bytes_per_element](absl::StatusOr<WeightsSnapshot> snap) mutable {
         if (!snap.ok()) return done(snap.status());
+        if (snap->weights != nullptr) {
+          metrics->bytes_sent.Add(static_cast<int64_t>(snap->weights->size()) * bytes_per_element);
+        }
         result.version = snap->version;
         result.weights = *std::move(snap);
         done(std::move(result));

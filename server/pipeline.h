@@ -7,7 +7,8 @@
 // unary), and completes it with a callback that encodes the CallResult for
 // its wire. Complete assembles the gradient, pushes it into the Shard, then,
 // for calls with a pull, pulls (possibly waiting), and runs the callback
-// exactly once. Gradients are copied once, from the received bytes into the
+// exactly once. It counts the tensor payload bytes received and sent in the
+// shard's metrics (server/stats.h). Gradients are copied once, from the received bytes into the
 // shard's buffer; the result's weights are the shard's immutable snapshot.
 //
 // CallWait is the one way a transport drops a call's wait in the shard when
@@ -31,6 +32,7 @@
 #include "absl/time/time.h"
 #include "common/incarnation.h"
 #include "common/slice_assembler.h"
+#include "common/wire_dtype.h"
 #include "server/gradient.h"
 #include "server/shard.h"
 #include "server/weights_snapshot.h"
@@ -52,6 +54,9 @@ struct PullArgs {
   int64_t min_version = 0;
   absl::Duration wait;
   bool renews_lease = true;  // false: a reader's pull (Shard::Pull)
+  // The type the weights travel in: counts the bytes sent (bytes_sent of
+  // ShardMetrics); the transport encodes them.
+  WireDtype weights_dtype = WireDtype::kF32;
 };
 
 // What a completed call produced.

@@ -101,13 +101,20 @@ void Serve(Shard* shard, const absl::StatusOr<Caller>& caller, const grpc::ByteB
   }
 }
 
+void HistogramToProto(const Histogram::Snapshot& h, v1::LatencyHistogram* out) {
+  for (int64_t b : h.bounds) out->add_bounds_micros(b);
+  for (int64_t c : h.counts) out->add_counts(c);
+  out->set_count(h.count);
+  out->set_sum_micros(h.sum);
+}
+
 PushArgs PushArgsOf(const RawPush& push) {
   return PushArgs{static_cast<int>(push.worker_id), push.version, push.seq};
 }
 
 PullArgs PullArgsOf(const RawPull& pull, const Caller& caller) {
   return PullArgs{static_cast<int>(pull.worker_id), pull.min_version, Millis(pull.wait_timeout_ms),
-                  caller.renews_lease()};
+                  caller.renews_lease(), pull.weights_dtype};
 }
 
 // The decoders of Serve. A push's gradient is assembled here, so the call
@@ -370,6 +377,12 @@ grpc::ServerUnaryReactor* ParameterServerService::GetStatus(grpc::CallbackServer
     for (int64_t step : st.worker_steps) resp->add_worker_steps(step);
     resp->set_max_step_staleness(st.max_step_staleness);
     resp->set_pulls_held(st.pulls_held);
+    HistogramToProto(st.push_latency, resp->mutable_push_latency());
+    HistogramToProto(st.pull_latency, resp->mutable_pull_latency());
+    resp->set_bytes_received(st.bytes_received);
+    resp->set_bytes_sent(st.bytes_sent);
+    resp->set_pulls_served(st.pulls_served);
+    for (int64_t seq : st.worker_last_seq) resp->add_worker_last_seq(seq);
     reactor->Finish(grpc::Status::OK);
   } catch (...) {
     FinishWithException(reactor, "GetStatus");

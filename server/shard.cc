@@ -463,6 +463,7 @@ ShardStats Shard::Stats() const {
   s.dropped_workers = membership_.dropped();
   s.incarnation = incarnation_;
   s.worker_steps = policy_->Steps();
+  if (options_.mode == Mode::kAsync) s.worker_last_seq = policy_->LastSeqs();
   return s;
 }
 

@@ -162,6 +162,8 @@ class Shard {
   // Counters for operators. Takes the lock briefly; metrics() does not.
   ShardStats Stats() const;
   const ShardMetrics& metrics() const { return *metrics_; }
+  // For the request pipeline's traffic counters (server/pipeline.h).
+  ShardMetrics& mutable_metrics() { return *metrics_; }
 
   // The layout of this shard's slices; empty until initialized.
   std::shared_ptr<const ShardLayout> Layout() const;

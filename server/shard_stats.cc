@@ -30,6 +30,8 @@ ShardStats StatsFrom(const ShardOptions& options, const ShardMetrics& metrics) {
   s.pulls_held = metrics.pulls_held.Get();
   s.push_latency = metrics.push_latency.Read();
   s.pull_latency = metrics.pull_latency.Read();
+  s.bytes_received = metrics.bytes_received.Get();
+  s.bytes_sent = metrics.bytes_sent.Get();
   return s;
 }
 

@@ -56,6 +56,11 @@ struct ShardStats {
   int64_t pulls_held = 0;
   Histogram::Snapshot push_latency;
   Histogram::Snapshot pull_latency;
+  // Tensor payload bytes received (gradients) and sent (weights).
+  int64_t bytes_received = 0;
+  int64_t bytes_sent = 0;
+  // Async: by worker id, the last push seq accepted (empty otherwise).
+  std::vector<int64_t> worker_last_seq;
 };
 
 // The stats that `options` and `metrics` give: position, mode, learning

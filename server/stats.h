@@ -109,6 +109,10 @@ struct ShardMetrics {
   // Sync: per step, from its first push to its update (the barrier).
   Histogram barrier_wait;
   Counter workers_dropped;  // lease expiries (server/membership.h)
+  // Tensor payload bytes (server/pipeline.h): gradient chunks received, and
+  // weights answered in the dtype each pull asked for.
+  Counter bytes_received;
+  Counter bytes_sent;
 
   // Records one accepted push of staleness `s` >= 0.
   void RecordStaleness(int64_t s);

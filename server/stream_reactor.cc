@@ -302,7 +302,8 @@ absl::Status StreamReactor::Handle() {
     std::optional<PullArgs> pull;
     if (h.kind != StreamCall::kPull) push = PushArgs{h.worker_id, h.version, h.seq};
     if (h.kind != StreamCall::kPush) {
-      pull = PullArgs{h.worker_id, h.min_version, absl::Milliseconds(h.wait_timeout_ms)};
+      pull = PullArgs{h.worker_id, h.min_version, absl::Milliseconds(h.wait_timeout_ms),
+                      /*renews_lease=*/true, h.weights_dtype};
     }
     call_.call.emplace(shard_, push, pull);
     if (!req.last) StartAlarm(req.header.call_id);
