@@ -3,12 +3,10 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
-#include <map>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 
 namespace ps {
 namespace {

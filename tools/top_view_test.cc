@@ -65,7 +65,7 @@ std::vector<std::string> Row(const std::vector<std::string>& lines, const std::s
                              const std::string& second = "") {
   for (const std::string& line : lines) {
     std::vector<std::string> cells = absl::StrSplit(line, ' ', absl::SkipEmpty());
-    if (!cells.empty() && cells[0] == first && (second.empty() || cells[1] == second)) {
+    if (cells.size() > 1 && cells[0] == first && (second.empty() || cells[1] == second)) {
       return cells;
     }
   }
