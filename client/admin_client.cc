@@ -55,8 +55,8 @@ struct StatusPoller::Shard {
 
 namespace {
 
-// One GetStatus in flight; shared by Poll and the call's callback, so that
-// either may finish last.
+// One GetStatus in flight, owned by Poll, which outlives its callback: the
+// context is never destroyed on gRPC's callback thread.
 struct PollCall {
   grpc::ClientContext ctx;
   v1::StatusRequest req;
@@ -89,15 +89,15 @@ absl::StatusOr<std::unique_ptr<StatusPoller>> StatusPoller::Create(
 
 std::vector<absl::StatusOr<v1::StatusResponse>> StatusPoller::Poll(absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
-  std::vector<std::shared_ptr<PollCall>> calls;
+  std::vector<std::unique_ptr<PollCall>> calls;
   for (const std::unique_ptr<Shard>& shard : shards_) {
-    auto call = std::make_shared<PollCall>();
+    auto call = std::make_unique<PollCall>();
     call->ctx.set_deadline(absl::ToChronoTime(deadline));
-    shard->stub->async()->GetStatus(&call->ctx, &call->req, &call->resp,
-                                    [call](grpc::Status st) {
-                                      call->status = std::move(st);
-                                      call->done.Notify();
-                                    });
+    PollCall* c = call.get();
+    shard->stub->async()->GetStatus(&c->ctx, &c->req, &c->resp, [c](grpc::Status st) {
+      c->status = std::move(st);
+      c->done.Notify();
+    });
     calls.push_back(std::move(call));
   }
   std::vector<absl::StatusOr<v1::StatusResponse>> out;
@@ -106,6 +106,9 @@ std::vector<absl::StatusOr<v1::StatusResponse>> StatusPoller::Poll(absl::Duratio
     // gRPC ends the call at its deadline; the second is slack for that.
     if (!call.done.WaitForNotificationWithDeadline(deadline + absl::Seconds(1))) {
       call.ctx.TryCancel();
+      // A cancelled call's callback runs promptly; should it not, leak the
+      // call rather than free what gRPC may still write.
+      if (!call.done.WaitForNotificationWithTimeout(absl::Seconds(5))) calls[s].release();
       out.push_back(absl::DeadlineExceededError(
           absl::StrCat(shards_[s]->server, ": no answer within ", absl::FormatDuration(timeout))));
       continue;

@@ -95,11 +95,6 @@ std::vector<MetricFamily> ServerCollector::Collect() const {
   MetricFamily handling = Family("grpc_server_handling_seconds",
                                  "Time from an RPC's start to its status, by method.",
                                  MetricType::Histogram);
-  MetricFamily received = Family("ps_server_received_bytes_total",
-                                 "Bytes of tensor-call messages received, by method.",
-                                 MetricType::Counter);
-  MetricFamily sent = Family("ps_server_sent_bytes_total",
-                             "Bytes of tensor-call messages sent, by method.", MetricType::Counter);
   const std::vector<RpcMetrics::Method>& methods = rpc_->methods();
   for (int i = 0; i < static_cast<int>(methods.size()); ++i) {
     const RpcMetrics::Method& m = methods[i];
@@ -119,18 +114,15 @@ std::vector<MetricFamily> ServerCollector::Collect() const {
       handled.metric.push_back(Value(MetricType::Counter, static_cast<double>(n), with_code));
     }
     if (any || ours) handling.metric.push_back(HistogramMetric(rpc_->handling(i), kMicros, labels));
-    if (m.raw) {
-      received.metric.push_back(Value(MetricType::Counter,
-                                      static_cast<double>(rpc_->bytes_received(i)),
-                                      {{"grpc_method", m.name}}));
-      sent.metric.push_back(Value(MetricType::Counter, static_cast<double>(rpc_->bytes_sent(i)),
-                                  {{"grpc_method", m.name}}));
-    }
   }
   out.push_back(std::move(handled));
   out.push_back(std::move(handling));
-  out.push_back(std::move(received));
-  out.push_back(std::move(sent));
+  out.push_back(Single("ps_server_received_bytes_total",
+                       "Tensor bytes received: gradients, as they travelled (float32 or bf16).",
+                       MetricType::Counter, static_cast<double>(sm.bytes_received.Get())));
+  out.push_back(Single("ps_server_sent_bytes_total",
+                       "Tensor bytes sent: weights, in the dtype each pull asked for.",
+                       MetricType::Counter, static_cast<double>(sm.bytes_sent.Get())));
 
   // The model and its updates.
   out.push_back(Single("ps_server_model_version", "The shard's model version (updates applied).",

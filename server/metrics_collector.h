@@ -8,7 +8,7 @@
 //   ps_build_info{version,mode,shard,num_shards}      gauge, 1
 //   grpc_server_handled_total{grpc_service,grpc_method,grpc_type,grpc_code}
 //   grpc_server_handling_seconds{grpc_service,grpc_method,grpc_type}  histogram
-//   ps_server_received_bytes_total{grpc_method}, ps_server_sent_bytes_total{grpc_method}
+//   ps_server_received_bytes_total, ps_server_sent_bytes_total
 //   ps_server_model_version, ps_server_model_elements, ps_server_learning_rate
 //   ps_server_pushes_total{outcome="applied|duplicate|dropped"}, ps_server_pulls_total
 //   ps_server_push_staleness (histogram, in versions), ps_server_max_step_staleness,

@@ -1,7 +1,6 @@
 #include "server/rpc_metrics.h"
 
 #include "absl/time/clock.h"
-#include "grpcpp/support/byte_buffer.h"
 
 namespace ps {
 namespace {
@@ -11,8 +10,7 @@ using grpc::experimental::InterceptionHookPoints;
 class MetricsInterceptor final : public grpc::experimental::Interceptor {
  public:
   MetricsInterceptor(RpcMetrics* metrics, int method)
-      : metrics_(metrics), method_(method), raw_(metrics->methods()[method].raw),
-        start_(absl::Now()) {}
+      : metrics_(metrics), method_(method), start_(absl::Now()) {}
 
   ~MetricsInterceptor() override {
     if (!recorded_) {
@@ -22,16 +20,6 @@ class MetricsInterceptor final : public grpc::experimental::Interceptor {
   }
 
   void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
-    if (raw_ && methods->QueryInterceptionHookPoint(InterceptionHookPoints::POST_RECV_MESSAGE)) {
-      if (auto* in = static_cast<grpc::ByteBuffer*>(methods->GetRecvMessage())) {
-        metrics_->RecordBytes(method_, static_cast<int64_t>(in->Length()), 0);
-      }
-    }
-    if (raw_ && methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_MESSAGE)) {
-      if (grpc::ByteBuffer* out = methods->GetSerializedSendMessage()) {
-        metrics_->RecordBytes(method_, 0, static_cast<int64_t>(out->Length()));
-      }
-    }
     if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS)) {
       recorded_ = true;
       metrics_->RecordCall(method_, static_cast<int>(methods->GetSendStatus().error_code()),
@@ -43,7 +31,6 @@ class MetricsInterceptor final : public grpc::experimental::Interceptor {
  private:
   RpcMetrics* const metrics_;
   const int method_;
-  const bool raw_;
   const absl::Time start_;
   bool recorded_ = false;  // hooks of one call do not run concurrently
 };
@@ -65,20 +52,19 @@ class Factory final : public grpc::experimental::ServerInterceptorFactoryInterfa
 
 RpcMetrics::RpcMetrics()
     : methods_({
-          {"ps.v1.ParameterServer", "Register", "unary", false},
-          {"ps.v1.ParameterServer", "InitParams", "unary", false},
-          {"ps.v1.ParameterServer", "Push", "unary", true},
-          {"ps.v1.ParameterServer", "Pull", "unary", true},
-          {"ps.v1.ParameterServer", "PushPull", "unary", true},
-          {"ps.v1.ParameterServer", "Stream", "bidi_stream", true},
-          {"ps.v1.ParameterServer", "Heartbeat", "unary", false},
-          {"ps.v1.ParameterServer", "GetStatus", "unary", false},
-          {"ps.v1.ParameterServer", "Checkpoint", "unary", false},
-          {"grpc.health.v1.Health", "Check", "unary", false},
-          {"grpc.health.v1.Health", "Watch", "server_stream", false},
-          {"grpc.reflection.v1alpha.ServerReflection", "ServerReflectionInfo", "bidi_stream",
-           false},
-          {"unknown", "other", "unknown", false},
+          {"ps.v1.ParameterServer", "Register", "unary"},
+          {"ps.v1.ParameterServer", "InitParams", "unary"},
+          {"ps.v1.ParameterServer", "Push", "unary"},
+          {"ps.v1.ParameterServer", "Pull", "unary"},
+          {"ps.v1.ParameterServer", "PushPull", "unary"},
+          {"ps.v1.ParameterServer", "Stream", "bidi_stream"},
+          {"ps.v1.ParameterServer", "Heartbeat", "unary"},
+          {"ps.v1.ParameterServer", "GetStatus", "unary"},
+          {"ps.v1.ParameterServer", "Checkpoint", "unary"},
+          {"grpc.health.v1.Health", "Check", "unary"},
+          {"grpc.health.v1.Health", "Watch", "server_stream"},
+          {"grpc.reflection.v1alpha.ServerReflection", "ServerReflectionInfo", "bidi_stream"},
+          {"unknown", "other", "unknown"},
       }),
       per_method_(new PerMethod[methods_.size()]) {}
 
@@ -103,21 +89,12 @@ void RpcMetrics::RecordCall(int method, int code, absl::Duration took) {
   per_method_[method].handling.Record(took);
 }
 
-void RpcMetrics::RecordBytes(int method, int64_t received, int64_t sent) {
-  if (received > 0) per_method_[method].bytes_received.Add(received);
-  if (sent > 0) per_method_[method].bytes_sent.Add(sent);
-}
-
 int64_t RpcMetrics::handled(int method, int code) const {
   return per_method_[method].handled[code].Get();
 }
 Histogram::Snapshot RpcMetrics::handling(int method) const {
   return per_method_[method].handling.Read();
 }
-int64_t RpcMetrics::bytes_received(int method) const {
-  return per_method_[method].bytes_received.Get();
-}
-int64_t RpcMetrics::bytes_sent(int method) const { return per_method_[method].bytes_sent.Get(); }
 
 const char* GrpcCodeName(int code) {
   static constexpr const char* kNames[RpcMetrics::kNumCodes] = {

@@ -1,14 +1,12 @@
 // RpcMetrics: what a server's RPCs did, by method and status code, in the
 // gRPC ecosystem's names (grpc_server_handled_total{grpc_service,
-// grpc_method,grpc_type,grpc_code}, grpc_server_handling_seconds), and the
-// bytes the tensor calls moved. A gRPC server interceptor
+// grpc_method,grpc_type,grpc_code}, grpc_server_handling_seconds). A gRPC
+// server interceptor
 // (RpcMetricsInterceptors) records each call when its status is sent, or
 // as CANCELLED if it ends without one.
 //
 // Methods are a fixed table (proto/ps.proto's ParameterServer, the health
 // service, reflection); any other is counted as "other", so labels stay few.
-// Bytes are counted for the raw tensor calls (Push, Pull, PushPull, Stream
-// messages) as the messages travel, after TLS.
 //
 // Thread-safe; relaxed atomics (server/stats.h), no lock on the call path.
 #ifndef PS_SERVER_RPC_METRICS_H_
@@ -31,7 +29,6 @@ class RpcMetrics {
     const char* service;  // "ps.v1.ParameterServer"
     const char* name;     // "Push"
     const char* type;     // "unary", "bidi_stream", "server_stream"
-    bool raw;             // carries tensors as raw ByteBuffers
   };
   static constexpr int kNumCodes = 17;  // grpc::StatusCode 0..16
 
@@ -44,20 +41,15 @@ class RpcMetrics {
 
   // One finished call.
   void RecordCall(int method, int code, absl::Duration took);
-  void RecordBytes(int method, int64_t received, int64_t sent);
 
   // Readers (any thread).
   int64_t handled(int method, int code) const;
   Histogram::Snapshot handling(int method) const;
-  int64_t bytes_received(int method) const;
-  int64_t bytes_sent(int method) const;
 
  private:
   struct PerMethod {
     std::array<Counter, kNumCodes> handled;
     Histogram handling;
-    Counter bytes_received;
-    Counter bytes_sent;
   };
   std::vector<Method> methods_;
   std::unique_ptr<PerMethod[]> per_method_;

@@ -104,11 +104,10 @@ TEST(ServerMetrics, AScrapeShowsWhatASyncJobDid) {
   EXPECT_EQ(m.at("grpc_server_handling_seconds_count{grpc_service=\"ps.v1.ParameterServer\","
                  "grpc_method=\"PushPull\",grpc_type=\"unary\"}"),
             2 * kSteps);
-  // Every PushPull carried the gradient in and the weights out.
-  EXPECT_GE(m.at("ps_server_received_bytes_total{grpc_method=\"PushPull\"}"),
-            2.0 * kSteps * kElements * 4);
-  EXPECT_GE(m.at("ps_server_sent_bytes_total{grpc_method=\"PushPull\"}"),
-            2.0 * kSteps * kElements * 4);
+  // Every PushPull carried the gradient in and the weights out, and each
+  // Init pulled the weights once.
+  EXPECT_EQ(m.at("ps_server_received_bytes_total"), 2.0 * kSteps * kElements * 4);
+  EXPECT_EQ(m.at("ps_server_sent_bytes_total"), m.at("ps_server_pulls_total") * kElements * 4);
   EXPECT_NE(text.find("ps_build_info{version=\""), std::string::npos);
   EXPECT_NE(text.find("mode=\"sync\""), std::string::npos);
   // No checkpoint directory: no checkpoint families.
