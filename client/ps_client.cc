@@ -32,6 +32,9 @@ struct PsClient::Rep {
   // shard already answered the failed try (it then answers "duplicate").
   std::vector<int64_t> op_versions;
   int64_t op_seq = 0;
+  // PsClient::retries() and recoveries().
+  int64_t retries = 0;
+  int64_t recoveries = 0;
   void StartOp() {
     op_versions = state.shard_version;
     op_seq = state.seq;
@@ -147,6 +150,9 @@ std::vector<PushOutcome> PsClient::LastPushOutcomes() const {
   return out;
 }
 
+int64_t PsClient::retries() const { return rep_->retries; }
+int64_t PsClient::recoveries() const { return rep_->recoveries; }
+
 void PsClient::Log(const std::string& line) const {
   if (rep_->state.options.log) rep_->state.options.log(line);
 }
@@ -178,8 +184,10 @@ absl::Status PsClient::Retry(const char* what, absl::Status status,
     if (!RetryAfterRecovery(status.code(), restarted)) return status;
     rep_->state.shard_version = rep_->op_versions;
     rep_->state.seq = rep_->op_seq;
+    ++rep_->retries;
     status = attempt();
     if (status.ok()) {
+      ++rep_->recoveries;
       Log(absl::StrFormat("worker %d: %s went through after %.1fs (%d retries)", o.worker_id,
                           what, absl::ToDoubleSeconds(absl::Now() - start), tries));
       return status;

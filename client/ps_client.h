@@ -124,6 +124,12 @@ class PsClient {
   // By shard: what became of this client's last push (Push or a push-pull).
   std::vector<PushOutcome> LastPushOutcomes() const;
 
+  // Since Connect: calls retried after a fault (each try after the first),
+  // and failed calls that went through on a retry (ClientOptions::
+  // retry_timeout). From the training thread, like the calls.
+  int64_t retries() const;
+  int64_t recoveries() const;
+
  private:
   struct Rep;  // the state, the control calls, the transport, heartbeats
   explicit PsClient(std::unique_ptr<Rep> rep);

@@ -16,7 +16,10 @@
 #                                 ps-server-<s>.ps-server.default.svc[.cluster.local]
 #                                 (Kubernetes), ps-server (the Service) and
 #                                 each --names entry ("{s}" becomes the shard)
-#   worker-<w>.pem worker-<w>.key CN worker-<w>, SAN URI ps://worker/<w>
+#   worker-<w>.pem worker-<w>.key CN worker-<w>, SAN URI ps://worker/<w>;
+#                                 also a server certificate (ps_worker
+#                                 --metrics_listen): SANs localhost,
+#                                 127.0.0.1, ps-worker-<w>
 #   admin.pem admin.key           CN admin   (ps_ctl)
 #   reader.pem reader.key         CN reader  (evaluation, dashboards)
 #   tokens.txt                    the servers' --auth_token_file: one
@@ -97,8 +100,10 @@ for ((s = 0; s < servers; s++)); do
 subjectAltName=$san"
 done
 for ((w = 0; w < workers; w++)); do
-  sign "worker-$w" "worker-$w" "extendedKeyUsage=clientAuth
-subjectAltName=URI:ps://worker/$w"
+  # serverAuth and the DNS/IP names too: ps_worker --metrics_listen serves
+  # HTTPS with this certificate. The URI stays first (the identity).
+  sign "worker-$w" "worker-$w" "extendedKeyUsage=clientAuth,serverAuth
+subjectAltName=URI:ps://worker/$w,DNS:localhost,IP:127.0.0.1,DNS:ps-worker-$w"
 done
 for who in admin reader; do
   sign "$who" "$who" "extendedKeyUsage=clientAuth

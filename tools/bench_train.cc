@@ -9,6 +9,7 @@
 #include "client/ps_client.h"
 #include "common/status_macros.h"
 #include "tools/local_servers.h"
+#include "tools/metrics_scraper.h"
 #include "worker/trainer.h"
 
 namespace ps {
@@ -39,8 +40,11 @@ absl::StatusOr<TrainRun> Standalone(const TrainBenchOptions& b, const FashionMni
 
 // `fault_tolerant`: as ps_server and ps_worker run by default, with
 // checkpoints every b.checkpoint_every versions into a temporary folder.
+// `scraped`: /metrics on the servers and workers, scraped every
+// b.scrape_every.
 absl::StatusOr<TrainRun> Distributed(const TrainBenchOptions& b, const FashionMnist& data,
-                                     Mode mode, bool fault_tolerant, bool tls) {
+                                     Mode mode, bool fault_tolerant, bool tls,
+                                     bool scraped = false) {
   constexpr int kWorkers = 2;
   ServerOptions so;
   so.security = BenchSecurity(b.tls, tls);
@@ -56,8 +60,14 @@ absl::StatusOr<TrainRun> Distributed(const TrainBenchOptions& b, const FashionMn
     so.checkpoints.dir = dir;
     so.checkpoints.every_versions = b.checkpoint_every;
   }
+  if (scraped) so.metrics_listen = "127.0.0.1:0";
   absl::StatusOr<LocalServers> server = LocalServers::Start(so, 1);
   if (!server.ok()) return server.status();
+  std::unique_ptr<BenchScrape> scrape;
+  if (scraped) {
+    ASSIGN_OR_RETURN(scrape, BenchScrape::Start({server->servers[0]->metrics_address()}, kWorkers,
+                                                b.scrape_every));
+  }
   std::vector<absl::StatusOr<TrainResult>> results(kWorkers, absl::UnknownError("not run"));
   std::vector<std::thread> threads;
   for (int w = 0; w < kWorkers; ++w) {
@@ -68,11 +78,18 @@ absl::StatusOr<TrainRun> Distributed(const TrainBenchOptions& b, const FashionMn
       co.num_workers = kWorkers;
       co.security = BenchSecurity(b.tls, tls, w);
       if (fault_tolerant) co.retry_timeout = absl::Seconds(60);
-      results[w] = RunWorker(TrainOptions(b, w, kWorkers, 64), &data, {"cpu", 1}, &co,
-                             OptimizerOptions{});
+      TrainerOptions to = TrainOptions(b, w, kWorkers, 64);
+      if (scrape != nullptr) to.metrics = scrape->worker(w);
+      results[w] = RunWorker(to, &data, {"cpu", 1}, &co, OptimizerOptions{});
     });
   }
   for (auto& t : threads) t.join();
+  if (scrape != nullptr && b.print_workers) {
+    std::printf("  /metrics scraped %lld times (%lld failed)\n",
+                static_cast<long long>(scrape->scraper().scrapes()),
+                static_cast<long long>(scrape->scraper().failures()));
+  }
+  scrape.reset();
   server->servers.clear();  // writes the final checkpoint
   if (!dir.empty()) std::filesystem::remove_all(dir);
   TrainRun run;
@@ -106,17 +123,31 @@ absl::StatusOr<std::vector<Row>> RunTrainBench(const TrainBenchOptions& b) {
     Mode mode;
     bool fault_tolerant;
     bool tls;
+    bool scraped = false;
   };
   std::vector<Config> configs = {{Mode::kSync, false, false}, {Mode::kAsync, false, false}};
   if (b.checkpoint_every > 0) configs.push_back({Mode::kSync, true, false});
+  // Right after the plain sync row, its baseline.
+  if (b.scrape_every > absl::ZeroDuration()) {
+    configs.insert(configs.begin() + 1, {Mode::kSync, false, false, true});
+  }
   if (b.tls.enabled) {
     configs.push_back({Mode::kSync, false, true});
     configs.push_back({Mode::kAsync, false, true});
   }
   for (const Config& c : configs) {
-    auto run = Distributed(b, *data, c.mode, c.fault_tolerant, c.tls);
+    auto run = Distributed(b, *data, c.mode, c.fault_tolerant, c.tls, c.scraped);
     if (!run.ok()) return run.status();
     Row r;
+    if (c.scraped) {
+      r.name = absl::StrCat("sync, /metrics scraped every ", absl::FormatDuration(b.scrape_every),
+                            " (vs the sync row)");
+      r.value = run->samples_per_sec;
+      r.baseline = rows.back().value;
+      r.accuracy = run->accuracy;
+      rows.push_back(r);
+      continue;
+    }
     r.name = c.fault_tolerant
                  ? absl::StrCat("sync, fault tolerant (ckpt every ", b.checkpoint_every, ")")
                  : absl::StrCat(ModeName(c.mode), c.tls ? ", mutual TLS" : "",

@@ -1,6 +1,7 @@
 // ps_bench train: Fashion-MNIST MLP training throughput and accuracy:
 // standalone (one process, the baseline), then 1 in-process server and 2
-// worker threads in sync and async mode, a fault-tolerant sync run
+// worker threads in sync and async mode (with scrape_every, also sync with
+// /metrics scraped), a fault-tolerant sync run
 // (checkpoints, leases, retries) and, with TLS, sync and async over mutual
 // TLS. Not thread-safe.
 #ifndef PS_TOOLS_BENCH_TRAIN_H_
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "tools/bench_common.h"
 #include "worker/dataset.h"
 
@@ -24,6 +26,9 @@ struct TrainBenchOptions {
   int64_t checkpoint_every = 100;
   std::string dataset_dir = kDefaultDatasetDir;
   BenchTls tls;
+  // > 0: a sync row with /metrics on the server and the workers, each
+  // scraped this often, right after the plain sync row, its baseline.
+  absl::Duration scrape_every = absl::ZeroDuration();
   // Print each distributed worker's compute and wait time to stdout.
   bool print_workers = true;
 };

@@ -25,7 +25,8 @@ declare -A allowed=(
   [rpc]="common proto gRPC"
   [client]="rpc common proto gRPC"
   [server]="rpc common proto gRPC"
-  [worker]="client common"
+  # rpc: ps_worker's /metrics port (rpc/metrics_endpoint.h).
+  [worker]="client rpc common"
   [python]="client common"
   [tools]="worker client server rpc common proto gRPC"
   [tests]="*"

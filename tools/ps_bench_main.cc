@@ -59,6 +59,10 @@ ABSL_FLAG(int64_t, checkpoint_every, 100,
           "train: the \"sync, fault tolerant\" row's checkpoint interval, in versions (its "
           "server also holds 10 s worker leases, its workers keep a copy for restores and "
           "send heartbeats). 0 = leave that row out.");
+ABSL_FLAG(double, scrape_every, 0,
+          "train: seconds; > 0 adds a sync row with /metrics on the server and the workers, "
+          "each scraped this often, against the plain sync row of the same run (what "
+          "scraping costs). 0 = no such row.");
 ABSL_FLAG(std::string, dataset_dir, ps::kDefaultDatasetDir,
           "train, consistency: Fashion-MNIST folder.");
 ABSL_FLAG(bool, json, false,
@@ -305,6 +309,10 @@ absl::StatusOr<std::vector<ps::Row>> Train() {
   o.max_steps = absl::GetFlag(FLAGS_max_steps);
   o.lr = static_cast<float>(absl::GetFlag(FLAGS_lr));
   o.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
+  ASSIGN_OR_RETURN(o.scrape_every, ps::SecondsFromFlag("scrape_every", absl::GetFlag(FLAGS_scrape_every)));
+  if (o.scrape_every < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--scrape_every must be >= 0");
+  }
   o.dataset_dir = absl::GetFlag(FLAGS_dataset_dir);
   o.tls = TlsFromFlags();
   o.print_workers = !absl::GetFlag(FLAGS_json);

@@ -49,6 +49,9 @@ class ParamStore {
   // without it), of num_shards().
   virtual int DroppedShards() const { return 0; }
   virtual int num_shards() const { return 1; }
+  // The client's retries and recoveries so far (PsClient::retries()).
+  virtual int64_t retries() const { return 0; }
+  virtual int64_t recoveries() const { return 0; }
   // The servers' consistency mode; nullopt for a store without servers
   // (LocalParamStore).
   virtual std::optional<Mode> mode() const = 0;
@@ -71,6 +74,8 @@ class RemoteParamStore final : public ParamStore {
   int64_t version() const override { return client_->version(); }
   int DroppedShards() const override;
   int num_shards() const override { return client_->num_shards(); }
+  int64_t retries() const override { return client_->retries(); }
+  int64_t recoveries() const override { return client_->recoveries(); }
   std::optional<Mode> mode() const override { return client_->mode(); }
 
  private:

@@ -8,13 +8,17 @@
 #include <unistd.h>
 
 #include <iostream>
+#include <memory>
 
 #include "common/allocator.h"
+#include "absl/time/clock.h"
 #include "common/command_line.h"
+#include "rpc/metrics_endpoint.h"
 #include "worker/dataset.h"
 #include "worker/progress.h"
 #include "worker/trainer.h"
 #include "worker/worker_flags.h"
+#include "worker/worker_metrics.h"
 
 namespace {
 
@@ -46,6 +50,21 @@ int main(int argc, char** argv) {
     std::cout << erase << line << std::endl;
   };
 
+  // /metrics: up from before connecting until training ends (and
+  // --metrics_linger after).
+  auto metrics = std::make_shared<ps::WorkerMetrics>(config->trainer.worker_id);
+  std::unique_ptr<ps::MetricsEndpoint> endpoint;
+  if (!config->metrics.listen.empty()) {
+    absl::StatusOr<std::unique_ptr<ps::MetricsEndpoint>> e =
+        ps::MetricsEndpoint::Start(config->metrics, {metrics->registry()});
+    if (!e.ok()) return Fail(e.status(), absl::IsInvalidArgument(e.status()) ? 2 : 1);
+    endpoint = *std::move(e);
+    config->trainer.metrics = metrics.get();
+    std::cout << "ps_worker: worker " << config->trainer.worker_id << " metrics on "
+              << (endpoint->tls() ? "https://" : "http://") << endpoint->address() << "/metrics"
+              << std::endl;
+  }
+
   absl::StatusOr<ps::FashionMnist> data = ps::LoadFashionMnist(config->dataset_dir);
   if (!data.ok()) return Fail(data.status());
   if (absl::Status s = ps::ValidateTrainerOptions(config->trainer, data->train); !s.ok()) {
@@ -55,5 +74,10 @@ int main(int argc, char** argv) {
       ps::RunWorker(config->trainer, &*data, config->backend,
                     config->standalone ? nullptr : &config->client, config->standalone_optimizer);
   if (!result.ok()) return Fail(result.status());
+  if (endpoint != nullptr && config->metrics_linger > absl::ZeroDuration()) {
+    std::cout << "ps_worker: serving /metrics for " << config->metrics_linger << " more"
+              << std::endl;
+    absl::SleepFor(config->metrics_linger);
+  }
   return 0;
 }

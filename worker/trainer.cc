@@ -99,6 +99,10 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   TensorList weights, grads;
   RETURN_IF_ERROR(store_->Init(model->spec(), model->InitialValues(o.seed), o.worker_id == 0,
                                &weights));
+  if (o.metrics != nullptr) {
+    o.metrics->SetMode(store_->mode_name());
+    o.metrics->SetModelVersion(store_->version());
+  }
   const int64_t per_epoch = StepsPerEpoch(train.size, o.num_workers, o.batch_size);
   int64_t total_steps = per_epoch * o.epochs;
   if (o.max_steps > 0) total_steps = std::min(total_steps, o.max_steps);
@@ -151,6 +155,7 @@ absl::StatusOr<TrainResult> Trainer::Run() {
       result.evaluated = true;
       result.test_accuracy = ev.accuracy;
       result.test_loss = ev.loss;
+      if (o.metrics != nullptr) o.metrics->RecordEvaluation(ev.accuracy, ev.loss);
       if (o.log != nullptr) {
         *o.log << progress.Clear()
                << absl::StrFormat(
@@ -216,14 +221,16 @@ absl::StatusOr<TrainResult> Trainer::Run() {
     absl::Status pushed = store_->FinishPushPull();
     RETURN_IF_ERROR(s.status());
     RETURN_IF_ERROR(pushed);
-    compute_time += comm_start - compute_start;
-    comm_time += absl::Now() - comm_start;
+    absl::Duration step_compute = comm_start - compute_start;
+    const absl::Duration step_comm = absl::Now() - comm_start;
     if (const absl::Duration extra = straggler.SleepAfter(step, comm_start - compute_start,
                                                           absl::Now() - compute_start);
         extra > absl::ZeroDuration()) {
       absl::SleepFor(extra);
-      compute_time += extra;
+      step_compute += extra;
     }
+    compute_time += step_compute;
+    comm_time += step_comm;
     const int64_t pushed_step = step++;
     ++trained;
     const bool dropped = sync && store_->DroppedShards() > 0;
@@ -257,6 +264,12 @@ absl::StatusOr<TrainResult> Trainer::Run() {
     }
     samples_since_log += o.batch_size;
     loss_since_log += s->loss_sum / s->rows;
+    if (o.metrics != nullptr) {
+      o.metrics->RecordStep(step_compute, step_comm, o.batch_size, s->loss_sum / s->rows);
+      o.metrics->SetModelVersion(store_->version());
+      o.metrics->SetRetries(store_->retries());
+      o.metrics->SetRecoveries(store_->recoveries());
+    }
     ++batches_since_log;
     if (o.progress_line && o.log != nullptr) {
       progress.Step(step, o.batch_size, s->loss_sum / s->rows);
@@ -289,6 +302,7 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   result.compute_s = absl::ToDoubleSeconds(compute_time);
   result.comm_s = absl::ToDoubleSeconds(comm_time);
   result.final_version = store_->version();
+  if (o.metrics != nullptr) o.metrics->SetModelVersion(result.final_version);
   result.wall_s = absl::ToDoubleSeconds(end - start);
   result.samples_per_sec =
       trained * o.batch_size /

@@ -24,6 +24,7 @@
 #include "worker/backend.h"
 #include "worker/dataset.h"
 #include "worker/param_store.h"
+#include "worker/worker_metrics.h"
 
 namespace ps {
 
@@ -53,6 +54,10 @@ struct TrainerOptions {
   // (>= 1; 1 = every step): with slowdown_every = num_workers, one worker in
   // turn is the straggler of each step.
   int64_t slowdown_every = 1;
+  // Where each step, evaluation and the version held are recorded for
+  // /metrics (worker/worker_metrics.h); nullptr = nowhere. Borrowed for
+  // the duration of Run().
+  WorkerMetrics* metrics = nullptr;
 };
 
 struct TrainResult {

@@ -85,6 +85,14 @@ ABSL_FLAG(int64_t, slowdown_every, 1,
           "With --slowdown: sleep only on the steps t with (t + worker_id) % N == 0 "
           "(1 = every step). With N = --num_workers on every worker, one worker in turn is "
           "the straggler of each step: a transient straggler.");
+ABSL_FLAG(std::string, metrics_listen, "",
+          "HOST:PORT of a Prometheus /metrics port (port 0 picks one; the log says which). "
+          "Same rules as the servers': plaintext only on loopback unless --insecure; with "
+          "--tls_* it serves HTTPS with this worker's certificate and only the reader and "
+          "admin identities' certificates may scrape. Empty: none. See docs/metrics.md.");
+ABSL_FLAG(double, metrics_linger, 0,
+          "With --metrics_listen: seconds to keep serving /metrics after training ends, so "
+          "that a scraper sees the final values of a short run.");
 
 namespace ps {
 namespace {
@@ -148,10 +156,21 @@ absl::StatusOr<WorkerConfig> WorkerConfigFromFlags() {
     return absl::InvalidArgumentError(absl::StrCat("--gpu must be >= 0, got ", c.backend.gpu));
   }
   c.backend.tf32 = absl::GetFlag(FLAGS_tf32);
-  if (c.standalone) return c;
-
   ClientOptions& client = c.client;
   client = ClientOptionsFromFlags();
+  c.metrics.listen = absl::GetFlag(FLAGS_metrics_listen);
+  c.metrics.security = client.security;
+  // The worker's --auth_token_file holds its own token, not a table of
+  // scrapers': /metrics takes reader and admin certificates only.
+  c.metrics.security.auth_token_file.clear();
+  ASSIGN_OR_RETURN(c.metrics_linger, SecondsFromFlag("metrics_linger", absl::GetFlag(FLAGS_metrics_linger)));
+  if (c.metrics_linger < absl::ZeroDuration() || c.metrics_linger == absl::InfiniteDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--metrics_linger must be a finite number of seconds >= 0, got ",
+        absl::GetFlag(FLAGS_metrics_linger)));
+  }
+  if (c.standalone) return c;
+
   if (client.servers.empty()) {
     return absl::InvalidArgumentError(
         "--servers is empty: list the parameter servers (HOST:PORT,...) or pass --standalone");
