@@ -5,6 +5,9 @@
 # certificate), a short job, the servers kept running after it
 # (--keep_servers). Checks, through Prometheus's HTTP API:
 #   - its targets: both servers up, both workers configured;
+#   - each worker's ps_worker_steps_total, scraped while the workers keep
+#     serving /metrics after the job (ps_worker --metrics_linger), is the
+#     job's step count;
 #   - its rules: the five alerts of deploy/prometheus/alerts.yml loaded and
 #     evaluated without error;
 #   - after the job, per shard, ps_server_model_version,
@@ -19,6 +22,7 @@ set -euo pipefail
 LAUNCHER="$1" SERVER="$2" WORKER="$3" CTL="$4" MAKE_CERTS="$5"
 T="${TEST_TMPDIR:-$(mktemp -d)}"
 STEPS=30
+LINGER=20  # seconds the workers serve /metrics after the job
 PROMETHEUS=/usr/bin/prometheus
 source "$(dirname "$0")/wait_lib.sh"
 
@@ -51,6 +55,7 @@ CTL_FLAGS=(--tls_ca="$C/ca.pem" --tls_cert="$C/admin.pem" --tls_key="$C/admin.ke
 TMPDIR="$T" "$LAUNCHER" --server_bin="$SERVER" --worker_bin="$WORKER" --certs_dir="$C" \
   --metrics --keep_servers --servers=2 --workers=2 --mode=sync --worker_timeout=600 -- \
   --max_steps=$STEPS --batch_size=32 --hidden=64 --log_every=0 --threads=1 \
+  --metrics_linger=$LINGER \
   >"$T/cluster.log" 2>&1 &
 pids+=($!)
 launcher=$!
@@ -105,6 +110,11 @@ if cmd == "targets_up":  # the servers up, the workers configured
         sys.exit(f"server targets not both up: {jobs}")
     if len(jobs.get("ps_worker", [])) != 2:
         sys.exit(f"not 2 worker targets: {jobs}")
+elif cmd == "worker_steps":  # both workers scraped at the end of the job
+    got = {r["metric"]["instance"]: float(r["value"][1])
+           for r in get("/query", query="ps_worker_steps_total")["result"]}
+    if len(got) != 2 or set(got.values()) != {float(args[0])}:
+        sys.exit(f"ps_worker_steps_total {got}, want {args[0]} for 2 workers")
 elif cmd == "rules":  # the five alerts, loaded and evaluated
     want = {"PsSyncStepStalled", "PsWorkerDropped", "PsServerRestarted",
             "PsNoRecentCheckpoint", "PsHighStaleness"}
@@ -144,6 +154,16 @@ wait_until 60 api targets_up 2>"$T/targets.err" ||
 echo "Prometheus scrapes both servers"
 wait_until 60 api rules 2>"$T/rules.err" || fail "Prometheus's rules: $(cat "$T/rules.err")"
 echo "Prometheus loaded the five alerts"
+
+# Until Prometheus has both workers' last steps, or the workers are gone.
+workers_scraped_or_gone() {
+  api worker_steps $STEPS 2>"$T/workers.err" ||
+    grep -q '^local_cluster: all 2 workers finished' "$T/cluster.log"
+}
+wait_until 300 workers_scraped_or_gone || fail "the workers did not finish"
+api worker_steps $STEPS 2>"$T/workers.err" ||
+  fail "Prometheus's worker steps: $(cat "$T/workers.err")"
+echo "Prometheus scraped both workers' $STEPS steps"
 
 WAIT_POLL=0.5 wait_for_line 300 "$T/cluster.log" '^local_cluster: servers still running at ' ||
   fail "the job did not finish"
