@@ -50,6 +50,7 @@ options:
   --checkpoint_every=N servers checkpoint every N versions (default: the
                        server's, 100)
   --restart            restart a server or worker that dies, in place
+  --max_restarts=N     restarts per process with --restart (default 3)
   --keep_servers       keep the servers running after the workers finished,
                        until Ctrl-C / SIGTERM (exit 130 then)
   --metrics            each server (and each ps_worker, not --worker_cmd)
@@ -60,7 +61,6 @@ options:
                        launcher's temporary folder and prints the command
                        that runs prometheus with it. With --tcp the scrapes
                        use the reader certificate of the certificates' folder
-  --max_restarts=N     restarts per process with --restart (default 3)
   --server_flag=FLAG   pass FLAG to every server (repeatable), e.g.
                        --server_flag=--sync_quorum=2
   --bin_dir=DIR        folder holding both ps_server and ps_worker
@@ -218,9 +218,9 @@ tls() {
   printf '%s\n' "--tls_ca=$CERTS_DIR/ca.pem" "--tls_cert=$CERTS_DIR/$1.pem" "--tls_key=$CERTS_DIR/$1.key"
 }
 
-# free_port: prints a TCP port of 127.0.0.1 that nothing listens on and that
-# this launcher has not handed out yet, from 20000-32767 (below Linux's
-# ephemeral range, where the kernel picks the ports of port-0 binds).
+# free_port: sets FREE_PORT to a TCP port of 127.0.0.1 that nothing listens
+# on and that this launcher has not handed out yet, from 20000-32767 (below
+# Linux's ephemeral range, where the kernel picks the ports of port-0 binds).
 declare -A PORTS_TAKEN=()
 free_port() {
   local p
@@ -229,7 +229,7 @@ free_port() {
     [ -z "${PORTS_TAKEN[$p]:-}" ] || continue
     if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
       PORTS_TAKEN[$p]=1
-      echo "$p"
+      FREE_PORT=$p
       return 0
     fi
   done
@@ -241,13 +241,13 @@ WORKER_METRICS=()  # worker index -> 127.0.0.1:PORT (ps_worker only)
 PROM_CONFIG=
 if [ $METRICS -eq 1 ]; then
   for ((s = 0; s < NUM_SERVERS; s++)); do
-    p=$(free_port) || { rm -rf "$WORKDIR"; die "no free port for the metrics of server $s"; }
-    SERVER_METRICS[$s]="127.0.0.1:$p"
+    free_port || { rm -rf "$WORKDIR"; die "no free port for the metrics of server $s"; }
+    SERVER_METRICS[$s]="127.0.0.1:$FREE_PORT"
   done
   if [ -z "$WORKER_CMD" ]; then
     for ((w = 0; w < NUM_WORKERS; w++)); do
-      p=$(free_port) || { rm -rf "$WORKDIR"; die "no free port for the metrics of worker $w"; }
-      WORKER_METRICS[$w]="127.0.0.1:$p"
+      free_port || { rm -rf "$WORKDIR"; die "no free port for the metrics of worker $w"; }
+      WORKER_METRICS[$w]="127.0.0.1:$FREE_PORT"
     done
   fi
   PROM_CONFIG="$WORKDIR/prometheus.yml"
