@@ -20,6 +20,14 @@
 # throwaway CA and certificates made by make_certs.sh (next to this script)
 # in the launcher's temporary folder (or taken from --certs_dir); --insecure
 # runs plaintext over loopback TCP.
+#
+# With --metrics every server and ps_worker also serves Prometheus /metrics
+# on a free port of 127.0.0.1 (HTTPS with client certificates under TLS),
+# and the launcher writes a Prometheus config for them (prometheus.yml in its
+# temporary directory, with the alert rules of prometheus/alerts.yml next to
+# this script) and prints the command that starts prometheus with it.
+# --keep_servers leaves the servers running after the workers finish (for
+# ps_ctl status or a last scrape) until Ctrl-C / SIGTERM.
 set -uo pipefail
 
 usage() {
@@ -43,6 +51,16 @@ options:
                        server's, 100)
   --restart            restart a server or worker that dies, in place
   --max_restarts=N     restarts per process with --restart (default 3)
+  --keep_servers       keep the servers running after the workers finished,
+                       until Ctrl-C / SIGTERM (exit 130 then)
+  --metrics            each server (and each ps_worker, not --worker_cmd)
+                       serves /metrics on a free port of 127.0.0.1 (HTTPS
+                       with --tcp); writes prometheus.yml (1 s scrapes, jobs
+                       ps_server and ps_worker, the rules of
+                       prometheus/alerts.yml beside this script) into the
+                       launcher's temporary folder and prints the command
+                       that runs prometheus with it. With --tcp the scrapes
+                       use the reader certificate of the certificates' folder
   --server_flag=FLAG   pass FLAG to every server (repeatable), e.g.
                        --server_flag=--sync_quorum=2
   --bin_dir=DIR        folder holding both ps_server and ps_worker
@@ -88,6 +106,8 @@ WORKER_TIMEOUT=
 CHECKPOINT_DIR=
 CHECKPOINT_EVERY=
 RESTART=0
+KEEP_SERVERS=0
+METRICS=0
 MAX_RESTARTS=3
 SERVER_FLAGS=()
 STARTUP_TIMEOUT=30
@@ -113,6 +133,8 @@ while [ $# -gt 0 ]; do
     --checkpoint_dir=*) CHECKPOINT_DIR="${1#*=}" ;;
     --checkpoint_every=*) CHECKPOINT_EVERY="${1#*=}" ;;
     --restart) RESTART=1 ;;
+    --keep_servers) KEEP_SERVERS=1 ;;
+    --metrics) METRICS=1 ;;
     --max_restarts=*) MAX_RESTARTS="${1#*=}" ;;
     --server_flag=*) SERVER_FLAGS+=("${1#*=}") ;;
     --startup_timeout=*) STARTUP_TIMEOUT="${1#*=}" ;;
@@ -184,7 +206,9 @@ elif [ -z "$CERTS_DIR" ]; then
     --workers="$NUM_WORKERS" >/dev/null || { rm -rf "$WORKDIR"; die "cannot make certificates (is openssl installed?)"; }
 fi
 if [ -n "$CERTS_DIR" ]; then
-  for f in ca.pem $(seq -f 'server-%g.pem' 0 $((NUM_SERVERS - 1))) $(seq -f 'worker-%g.pem' 0 $((NUM_WORKERS - 1))); do
+  reader=()
+  [ $METRICS -eq 0 ] || reader=(reader.pem reader.key)
+  for f in ca.pem "${reader[@]+"${reader[@]}"}" $(seq -f 'server-%g.pem' 0 $((NUM_SERVERS - 1))) $(seq -f 'worker-%g.pem' 0 $((NUM_WORKERS - 1))); do
     [ -r "$CERTS_DIR/$f" ] || { rm -rf "$WORKDIR"; die "$CERTS_DIR/$f is missing: make it with deploy/make_certs.sh $CERTS_DIR --servers=$NUM_SERVERS --workers=$NUM_WORKERS"; }
   done
 fi
@@ -193,6 +217,78 @@ tls() {
   [ -n "$CERTS_DIR" ] || return 0
   printf '%s\n' "--tls_ca=$CERTS_DIR/ca.pem" "--tls_cert=$CERTS_DIR/$1.pem" "--tls_key=$CERTS_DIR/$1.key"
 }
+
+# free_port: sets FREE_PORT to a TCP port of 127.0.0.1 that nothing listens
+# on and that this launcher has not handed out yet, from 20000-32767 (below
+# Linux's ephemeral range, where the kernel picks the ports of port-0 binds).
+declare -A PORTS_TAKEN=()
+free_port() {
+  local p
+  for _ in $(seq 200); do
+    p=$(( 20000 + RANDOM % 12768 ))
+    [ -z "${PORTS_TAKEN[$p]:-}" ] || continue
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+      PORTS_TAKEN[$p]=1
+      FREE_PORT=$p
+      return 0
+    fi
+  done
+  return 1
+}
+
+SERVER_METRICS=()  # server index -> 127.0.0.1:PORT of its /metrics
+WORKER_METRICS=()  # worker index -> 127.0.0.1:PORT (ps_worker only)
+PROM_CONFIG=
+if [ $METRICS -eq 1 ]; then
+  for ((s = 0; s < NUM_SERVERS; s++)); do
+    free_port || { rm -rf "$WORKDIR"; die "no free port for the metrics of server $s"; }
+    SERVER_METRICS[$s]="127.0.0.1:$FREE_PORT"
+  done
+  if [ -z "$WORKER_CMD" ]; then
+    for ((w = 0; w < NUM_WORKERS; w++)); do
+      free_port || { rm -rf "$WORKDIR"; die "no free port for the metrics of worker $w"; }
+      WORKER_METRICS[$w]="127.0.0.1:$FREE_PORT"
+    done
+  fi
+  PROM_CONFIG="$WORKDIR/prometheus.yml"
+  RULES="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/prometheus/alerts.yml"
+  # prom_job NAME TARGETS...: one scrape job of the config.
+  prom_job() {
+    local name=$1 t sep=""
+    shift
+    echo "  - job_name: $name"
+    if [ -n "$CERTS_DIR" ]; then
+      # Only the reader and admin identities may scrape; the servers' (and
+      # workers') certificates all name localhost.
+      cat <<TLS
+    scheme: https
+    tls_config:
+      ca_file: $CERTS_DIR/ca.pem
+      cert_file: $CERTS_DIR/reader.pem
+      key_file: $CERTS_DIR/reader.key
+      server_name: localhost
+TLS
+    fi
+    printf '    static_configs:\n      - targets: ['
+    for t in "$@"; do printf "%s'%s'" "$sep" "$t"; sep=", "; done
+    printf ']\n'
+  }
+  {
+    echo "# Written by local_cluster.sh --metrics for the cluster of $WORKDIR."
+    echo "global:"
+    echo "  scrape_interval: 1s"
+    echo "  scrape_timeout: 1s"
+    echo "  evaluation_interval: 1s"
+    if [ -r "$RULES" ]; then
+      echo "rule_files:"
+      echo "  - $RULES"
+    fi
+    echo "scrape_configs:"
+    prom_job ps_server "${SERVER_METRICS[@]}"
+    [ ${#WORKER_METRICS[@]} -eq 0 ] || prom_job ps_worker "${WORKER_METRICS[@]}"
+  } > "$PROM_CONFIG" || { rm -rf "$WORKDIR"; die "cannot write $PROM_CONFIG"; }
+  [ -r "$RULES" ] || echo "local_cluster: $RULES not found: the Prometheus config has no alert rules" >&2
+fi
 
 declare -A ROLE=()   # pid -> "server i" / "worker i"
 declare -A RESTARTS=()  # "server i" / "worker i" -> times restarted
@@ -229,21 +325,22 @@ start() {
 
 # start_server INDEX LISTEN: (re)starts server INDEX listening on LISTEN.
 start_server() {
-  local s=$1 listen=$2 ckpt=()
+  local s=$1 listen=$2 extra=()
   if [ -n "$CHECKPOINT_DIR" ]; then
     mkdir -p "$CHECKPOINT_DIR/shard-$s" || die "cannot create $CHECKPOINT_DIR/shard-$s"
-    ckpt=("--checkpoint_dir=$CHECKPOINT_DIR/shard-$s")
+    extra=("--checkpoint_dir=$CHECKPOINT_DIR/shard-$s")
   fi
+  [ -z "${SERVER_METRICS[$s]:-}" ] || extra+=("--metrics_listen=${SERVER_METRICS[$s]}")
   start "server $s" "$SERVER_BIN" --listen="$listen" --port_file="$WORKDIR/port.$s" \
     --shard_id=$s --num_shards=$NUM_SERVERS --num_workers=$NUM_WORKERS --mode=$MODE \
-    --lr=$LR --pull_timeout=$PULL_TIMEOUT "${ckpt[@]+"${ckpt[@]}"}" $(tls "server-$s") \
+    --lr=$LR --pull_timeout=$PULL_TIMEOUT "${extra[@]+"${extra[@]}"}" $(tls "server-$s") \
     "${SERVER_FLAGS[@]+"${SERVER_FLAGS[@]}"}"
   SERVER_PIDS[$s]=$LAST_PID
 }
 
 # start_worker INDEX: (re)starts worker INDEX.
 start_worker() {
-  local w=$1 gpu=()
+  local w=$1 gpu=() metrics=()
   if [ -n "$WORKER_CMD" ]; then
     # The command line, then the flags after "--", each quoted for bash -c.
     local cmd="$WORKER_CMD" a
@@ -255,8 +352,10 @@ start_worker() {
     return
   fi
   [ $GPUS_PER_HOST -gt 0 ] && gpu=("--gpu=$((w % GPUS_PER_HOST))")
+  [ -z "${WORKER_METRICS[$w]:-}" ] || metrics=("--metrics_listen=${WORKER_METRICS[$w]}")
   start "worker $w" "$WORKER_BIN" --servers="$SERVERS_FLAG" --worker_id=$w \
-    --num_workers=$NUM_WORKERS $(tls "worker-$w") "${WORKER_ARGS[@]}" "${gpu[@]+"${gpu[@]}"}"
+    --num_workers=$NUM_WORKERS $(tls "worker-$w") "${WORKER_ARGS[@]}" "${gpu[@]+"${gpu[@]}"}" \
+    "${metrics[@]+"${metrics[@]}"}"
   WORKER_PIDS[$w]=$LAST_PID
 }
 
@@ -295,6 +394,11 @@ else
   security="plaintext TCP"
 fi
 echo "local_cluster: $NUM_SERVERS servers ($MODE mode, $security) at $SERVERS_FLAG; starting $NUM_WORKERS workers"
+if [ -n "$PROM_CONFIG" ]; then
+  all_metrics=("${SERVER_METRICS[@]}" "${WORKER_METRICS[@]+"${WORKER_METRICS[@]}"}")
+  echo "local_cluster: metrics at $(IFS=,; echo "${all_metrics[*]}"); Prometheus config $PROM_CONFIG"
+  echo "local_cluster: run: prometheus --config.file=$PROM_CONFIG --storage.tsdb.path=$WORKDIR/prometheus --web.listen-address=127.0.0.1:9090"
+fi
 
 for ((w = 0; w < NUM_WORKERS; w++)); do
   start_worker $w
@@ -331,4 +435,20 @@ while [ $remaining -gt 0 ]; do
   esac
 done
 echo "local_cluster: all $NUM_WORKERS workers finished"
-exit 0
+[ $KEEP_SERVERS -eq 1 ] || exit 0
+echo "local_cluster: servers still running at $SERVERS_FLAG (--keep_servers): stop them with Ctrl-C or SIGTERM"
+while true; do
+  wait -n -p done_pid "${!ROLE[@]}"
+  rc=$?
+  role="${ROLE[$done_pid]:-}"
+  [ -n "$role" ] || continue
+  unset "ROLE[$done_pid]"
+  index=${role#* }
+  if [ "${role% *}" = server ] && may_restart "$role"; then
+    echo "local_cluster: $role exited (status $rc); restarting it on ${ADDRS[$index]} (restart ${RESTARTS[$role]} of $MAX_RESTARTS)" >&2
+    start_server "$index" "${ADDRS[$index]}"
+    continue
+  fi
+  echo "local_cluster: $role exited (status $rc)" >&2
+  exit 1
+done
