@@ -436,4 +436,13 @@ MUTATIONS = [
     ("no NetworkPolicy rule for Prometheus", "deploy/k8s/base/network-policy.yaml",
      "app.kubernetes.io/name: prometheus", "app.kubernetes.io/name: grafana",
      "no NetworkPolicy lets Prometheus"),
+    # Workers (ps_worker --metrics_listen).
+    ("Prometheus not scraping a worker", COMPOSE_CONFIG,
+     ", ps-worker-2:9100]", "]", "scrape targets"),
+    ("worker pods announcing another metrics port", "deploy/k8s/base/worker-job.yaml",
+     'prometheus.io/port: "9100"', 'prometheus.io/port: "9101"',
+     "worker pods: annotation prometheus.io/port"),
+    ("the workers' metrics port closed by their NetworkPolicy", "deploy/k8s/base/network-policy.yaml",
+     "          port: metrics\n", "          port: grpc\n",
+     "worker pods: no NetworkPolicy lets Prometheus"),
 ]
