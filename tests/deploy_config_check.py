@@ -52,6 +52,8 @@ What it checks:
     root one-shot service chmods 0700 and chowns to the image's user
     (ps_server's rule for a socket's folder) before they start
     (service_completed_successfully); the hardening is kept.
+  - Monitoring: the compose file's `monitoring` profile (Prometheus) and the
+    pods' metrics ports and scrape annotations: tests/deploy_monitoring_check.py.
   - Security. Every server and worker (compose services, GPU override
     included; every Kubernetes pod as rendered) runs mutual TLS: --tls_cert,
     --tls_key and --tls_ca, no --insecure, its certificate and key being
@@ -99,6 +101,11 @@ try:
     import yaml
 except ImportError:
     sys.exit("deploy_config_check: python3-yaml is missing: run deploy/setup_debian.sh")
+
+# The monitoring checks live in tests/deploy_monitoring_check.py, which uses
+# this module's helpers (at call time) under its own name.
+sys.modules.setdefault("deploy_config_check", sys.modules[__name__])
+import deploy_monitoring_check as monitoring  # noqa: E402
 
 # Values the binaries accept for enumerated flags. Each value must also appear
 # in the flag's --help text (checked), so a value the binary drops breaks
@@ -528,6 +535,8 @@ def check_compose(doc, env, files, root, bins, docker_uid, errors):
     services = doc.get("services") or {}
     servers, workers = {}, {}
     for name, svc in services.items():
+        if svc.get("profiles"):  # optional services: deploy_monitoring_check
+            continue
         argv = compose_argv(svc, f"{where}: {name}", errors)
         if not argv:
             errors.append(f"{where}: {name} has no entrypoint/command")
@@ -751,7 +760,9 @@ def check_unix_flags(w, flags, base_svc, name, own, errors):
         if k in TLS_FLAGS and k in flags:
             errors.append(f"{w}: carries --{k}; on a unix socket the folder is the access "
                           f"control, no TLS")
-        elif k not in TLS_FLAGS and k != own and flags.get(k) != base_flags.get(k):
+        # --metrics_listen: without TLS on loopback only (deploy_monitoring_check).
+        elif (k not in TLS_FLAGS and k not in (own, "metrics_listen")
+              and flags.get(k) != base_flags.get(k)):
             errors.append(f"{w}: --{k}={flags.get(k)}, the base file has {base_flags.get(k)}")
 
 
@@ -1111,6 +1122,11 @@ def check_network_policy(by_kind, server_labels, worker_labels, port, named_port
     for p in policies:
         pw = f"{where}: NetworkPolicy {p['metadata']['name']}"
         for rule in p["spec"].get("ingress") or []:
+            # Prometheus's rule, for the metrics port alone: deploy_monitoring_check.
+            if rule.get("ports") and all(
+                    named_ports.get(pp.get("port"), pp.get("port")) == named_ports.get("metrics")
+                    for pp in rule["ports"]):
+                continue
             rule_ports = set()
             if not rule.get("ports"):
                 errors.append(f"{pw}: an ingress rule without ports opens every port of the servers")
@@ -1589,6 +1605,7 @@ def check_all(root, bins, locations, kubectl):
     notes.append(check_compose_files(root, bins, uid, errors))
     notes.append(check_k8s(root, bins, uid, kubectl, errors))
     notes.append(check_make_certs(root, errors))
+    notes.append(monitoring.check_all(root, bins, uid, kubectl, errors))
     return errors, notes
 
 
@@ -1774,7 +1791,7 @@ MUTATIONS = [
      "dataset-fashion-mnist openssl", "dataset-fashion-mnist", "does not install openssl"),
     ("an image without make_certs.sh", "deploy/Dockerfile",
      "COPY deploy/make_certs.sh /usr/local/bin/make_certs.sh\n", "", "does not COPY deploy/make_certs.sh"),
-]
+] + monitoring.MUTATIONS
 
 
 def self_check(root, bins, locations, kubectl):
