@@ -236,7 +236,7 @@ absl::Status Serve(int fd, size_t req, size_t rep, bool duplex) {
 struct ClientRun {
   absl::Status status;
   std::vector<absl::Duration> latencies;
-  absl::Time end = absl::InfinitePast();
+  absl::Time start, end;  // of the timed ops
 };
 
 // Runs `warmup` ops, waits at `ready`, then ops until `duration` has passed
@@ -283,7 +283,7 @@ void RunClient(const sockaddr_in& addr, size_t req, size_t rep, bool duplex, int
   };
   for (int i = 0; st.ok() && i < warmup; ++i) st = op();
   arrive();
-  absl::Time t = absl::Now();
+  absl::Time t = run->start = absl::Now();
   const absl::Time stop = t + duration;
   while (st.ok() && (t < stop || run->latencies.empty())) {
     st = op();
@@ -335,25 +335,25 @@ absl::StatusOr<OpTimings> RunRawTcp(RawPattern pattern, int64_t payload_bytes, i
     });
   }
   std::vector<ClientRun> runs(clients);
-  auto* ready = new absl::Barrier(clients + 1);  // deleted by the last to arrive
+  auto* ready = new absl::Barrier(clients);  // deleted by the last to arrive
   std::vector<std::thread> threads;
   for (int c = 0; c < clients; ++c) {
     threads.emplace_back(RunClient, std::cref(addr), req, rep, duplex, warmup, duration, ready,
                          &runs[c]);
   }
-  if (ready->Block()) delete ready;
-  const absl::Time start = absl::Now();
   for (auto& t : threads) t.join();
   shutdown(listener.fd(), SHUT_RDWR);  // wakes an accept whose client never came
   for (auto& t : servers) t.join();
 
   OpTimings result;
-  absl::Time end = start;
   for (const ClientRun& r : runs) RETURN_IF_ERROR(r.status);
   for (const absl::Status& s : served) RETURN_IF_ERROR(s);
+  // From the first client's first timed op to the last one's last.
+  absl::Time start = absl::InfiniteFuture(), end = absl::InfinitePast();
   for (ClientRun& r : runs) {
     result.ops += static_cast<int64_t>(r.latencies.size());
     result.latencies.insert(result.latencies.end(), r.latencies.begin(), r.latencies.end());
+    start = std::min(start, r.start);
     end = std::max(end, r.end);
   }
   result.wall = end - start;
