@@ -10,16 +10,17 @@
 //   kExchange: client writes P bytes, server answers P bytes  (like PushPull)
 //
 // Made to be hard to beat, so that no gRPC figure can exceed it by an
-// artifact of the baseline: 4 MB socket buffers each way, TCP_NODELAY, one
-// send/recv call per message (the kernel may split it; the loops finish
-// it), message buffers on pages of their own (transparent huge pages where
-// the kernel gives them), touched before the timed ops. Above kDuplexFrom bytes, an exchange is full duplex, as gRPC's HTTP/2
-// streams are: the client sends on its own thread while a reader thread per
-// connection takes the reply in, and the server answers as soon as the first
-// MB of the request has arrived, writing its reply on a second thread while
-// it still reads the request. (Smaller exchanges are a write then a read on
-// one thread: there a hand-off between threads costs more than the overlap
-// saves.)
+// artifact of the baseline: 4 MB socket buffers each way (where the kernel
+// allows that much), TCP_NODELAY, one send/recv call per message (the
+// kernel may split it; the loops finish it), message buffers on pages of
+// their own (transparent huge pages where the kernel gives them), touched
+// before the timed ops. From kDuplexFrom bytes on, an exchange is full
+// duplex, as gRPC's HTTP/2 streams are: the client sends on its own thread
+// while a reader thread per connection takes the reply in, and the server
+// answers as soon as the first MB of the request has arrived, writing its
+// reply on a second thread while it still reads the request. (Smaller
+// exchanges are a write then a read on one thread, which spares them two
+// hand-offs between threads per op, where there is little to overlap.)
 //
 // Every blocking socket call gives up after kIoTimeout without progress;
 // any failure (a short connection, a timeout, an errno) is the run's Status.
