@@ -7,7 +7,9 @@
 //   ps_bench apply       the optimizer's apply rate, against a plain axpy loop
 //                        (tools/bench_apply.h)
 //   ps_bench train       Fashion-MNIST MLP: standalone, then 1 server and 2
-//                        workers in sync and in async mode (tools/bench_train.h)
+//                        workers in sync and in async mode (tools/bench_train.h);
+//                        --processes: again as real ps_server and ps_worker
+//                        processes (tools/train_processes.h)
 //   ps_bench consistency time to accuracy of each consistency mode and
 //                        optimizer with a straggler, real ps_server and
 //                        ps_worker processes (tools/bench_consistency.h)
