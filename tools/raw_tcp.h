@@ -18,9 +18,11 @@
 // duplex, as gRPC's HTTP/2 streams are: the client sends on its own thread
 // while a reader thread per connection takes the reply in, and the server
 // answers as soon as the first MB of the request has arrived, writing its
-// reply on a second thread while it still reads the request. (Smaller
-// exchanges are a write then a read on one thread, which spares them two
-// hand-offs between threads per op, where there is little to overlap.)
+// reply on a second thread while it still reads the request. Smaller
+// exchanges are a write then a read on one thread: on the 2-core machine
+// this was measured on (docs/benchmarks.md), the two directions there only
+// compete for the same cores, and the hand-offs between threads made
+// 4 KB-256 KB exchanges slower; duplex won from 16 MB, and tied at 1-4 MB.
 //
 // Every blocking socket call gives up after kIoTimeout without progress;
 // any failure (a short connection, a timeout, an errno) is the run's Status.
@@ -45,7 +47,7 @@ struct OpTimings {
 };
 
 // Exchanges of at least this many bytes each way are full duplex.
-inline constexpr int64_t kDuplexFrom = 256 << 10;
+inline constexpr int64_t kDuplexFrom = 4 << 20;
 // The longest any socket call or hand-off may wait without progress.
 inline constexpr absl::Duration kIoTimeout = absl::Seconds(30);
 

@@ -45,11 +45,11 @@ TEST(RunRawTcp, ExchangeCompletesAt4KBAnd4MB) {
   }
 }
 
-TEST(RunRawTcp, ExchangeOfOddSizeAroundTheFirstChunk) {
-  // A duplex request whose first chunk (1 MB) is not all of it, and one
-  // that is smaller than a chunk: both read to the last byte.
-  ExpectCompletes(RawPattern::kExchange, (1 << 20) + 3, 1);
-  ExpectCompletes(RawPattern::kExchange, kDuplexFrom + 1, 1);
+TEST(RunRawTcp, ExchangeOfOddSizesAroundTheDuplexThreshold) {
+  // Just below it (one thread) and just above (duplex, the request read as
+  // a first chunk of 1 MB and the rest): every byte read each way.
+  ExpectCompletes(RawPattern::kExchange, kDuplexFrom - 3, 1);
+  ExpectCompletes(RawPattern::kExchange, kDuplexFrom + 3, 2);
 }
 
 TEST(RunRawTcp, NoWarmupStillTimesAnOp) {
