@@ -74,4 +74,40 @@ assert names[4].startswith("sync, mutual TLS") and names[5].startswith("async, m
 for r in d["rows"]:
     assert r["value"] > 0 and 0 < r["test_accuracy"] <= 1, r
 ' "$json"
+# --processes: sync and async again as real ps_server and ps_worker
+# processes, on a unix socket and on loopback TCP, against the same
+# standalone row.
+json=$("$BENCH" train --max_steps=20 --checkpoint_every=0 --processes --json)
+echo "$json"
+/usr/bin/python3 -c '
+import json, sys
+d = json.loads(sys.argv[1])
+names = [r["name"] for r in d["rows"]]
+assert names == [names[0], names[1], names[2],
+                 "sync, separate processes, unix socket", "async, separate processes, unix socket",
+                 "sync, separate processes, loopback TCP",
+                 "async, separate processes, loopback TCP"], names
+base = d["rows"][0]["value"]
+for r in d["rows"]:
+    assert r["value"] > 0 and r["baseline"] == base and 0 < r["test_accuracy"] <= 1, r
+' "$json"
+out=$("$BENCH" train --max_steps=20 --checkpoint_every=0 --processes --process_sockets=unix)
+echo "$out"
+[ "$(grep -c "separate processes, unix socket" <<<"$out")" -eq 2 ] &&
+  ! grep -q "loopback TCP" <<<"$out" || fail "--process_sockets=unix should give the two unix rows"
+set +e
+"$BENCH" train --processes --process_sockets=pipe >/dev/null 2>&1
+rc=$?
+set -e
+[ "$rc" -eq 2 ] || fail "--process_sockets=pipe: exit status $rc, expected 2"
+if "$BENCH" train --max_steps=5 --checkpoint_every=0 --processes --process_sockets=unix \
+    --server_binary=/bin/false >"$TEST_TMPDIR/false.txt" 2>&1; then
+  fail "a ps_server that cannot start should fail ps_bench train --processes"
+fi
+cat "$TEST_TMPDIR/false.txt"
+grep -q "ps_server did not start" "$TEST_TMPDIR/false.txt" || fail "no message naming ps_server"
+# The failed row's logs are kept, and named: remove them.
+kept=$(sed -n 's/^(logs kept in \(.*\))$/\1/p' "$TEST_TMPDIR/false.txt")
+[ -n "$kept" ] && [ -f "$kept/server.log" ] || fail "the failed row's logs were not kept"
+rm -rf "$kept"
 echo PASS

@@ -10,6 +10,7 @@
 #include "common/status_macros.h"
 #include "tools/local_servers.h"
 #include "tools/metrics_scraper.h"
+#include "tools/train_processes.h"
 #include "worker/trainer.h"
 
 namespace ps {
@@ -156,6 +157,32 @@ absl::StatusOr<std::vector<Row>> RunTrainBench(const TrainBenchOptions& b) {
     r.baseline = standalone->samples_per_sec;
     r.accuracy = run->accuracy;
     rows.push_back(r);
+  }
+  if (!b.processes) return rows;
+  std::vector<bool> sockets;  // unix_socket of each pair of process rows
+  if (b.process_unix) sockets.push_back(true);
+  if (b.process_tcp) sockets.push_back(false);
+  for (bool unix_socket : sockets) {
+    for (Mode mode : {Mode::kSync, Mode::kAsync}) {
+      TrainProcessesOptions o;
+      o.server_binary = b.server_binary;
+      o.worker_binary = b.worker_binary;
+      o.mode = mode;
+      o.unix_socket = unix_socket;
+      o.epochs = b.epochs;
+      o.max_steps = b.max_steps;
+      o.lr = b.lr;
+      o.dataset_dir = b.dataset_dir;
+      o.timeout = b.process_timeout;
+      ASSIGN_OR_RETURN(const TrainProcessesResult run, RunTrainProcesses(o));
+      Row r;
+      r.name = absl::StrCat(ModeName(mode), ", separate processes, ",
+                            unix_socket ? "unix socket" : "loopback TCP");
+      r.value = run.samples_per_sec;
+      r.baseline = standalone->samples_per_sec;
+      r.accuracy = run.accuracy;
+      rows.push_back(r);
+    }
   }
   return rows;
 }

@@ -3,7 +3,9 @@
 // worker threads in sync and async mode (with scrape_every, also sync with
 // /metrics scraped), a fault-tolerant sync run
 // (checkpoints, leases, retries) and, with TLS, sync and async over mutual
-// TLS. Not thread-safe.
+// TLS; with `processes`, sync and async again as separate ps_server and
+// ps_worker processes (tools/train_processes.h), on a unix socket and/or
+// loopback TCP. Not thread-safe.
 #ifndef PS_TOOLS_BENCH_TRAIN_H_
 #define PS_TOOLS_BENCH_TRAIN_H_
 
@@ -31,6 +33,16 @@ struct TrainBenchOptions {
   absl::Duration scrape_every = absl::ZeroDuration();
   // Print each distributed worker's compute and wait time to stdout.
   bool print_workers = true;
+  // Also run the real binaries: 1 ps_server and 2 ps_worker processes, sync
+  // and async, with the in-process rows' batch, threads, epochs, steps and
+  // learning rate; over a unix socket (`process_unix`) and/or 127.0.0.1
+  // TCP, plaintext (`process_tcp`).
+  bool processes = false;
+  bool process_unix = true;
+  bool process_tcp = true;
+  std::string server_binary;  // ps_server, with `processes`
+  std::string worker_binary;  // ps_worker, with `processes`
+  absl::Duration process_timeout = absl::Minutes(15);  // per process row
 };
 
 // The standalone row first (its own baseline), then a row per

@@ -32,8 +32,9 @@ absl::StatusOr<OpTimings> RunPsOps(Op op, const std::vector<std::unique_ptr<PsCl
   absl::Mutex mu;
   OpTimings result;
   absl::Status error;
-  absl::Time end = absl::InfinitePast();
-  auto* ready = new absl::Barrier(W + 1);
+  // From the first client's first timed op to the last one's last.
+  absl::Time start = absl::InfiniteFuture(), end = absl::InfinitePast();
+  auto* ready = new absl::Barrier(W);
   std::vector<std::thread> threads;
   for (int w = 0; w < W; ++w) {
     threads.emplace_back([&, w] {
@@ -53,7 +54,7 @@ absl::StatusOr<OpTimings> RunPsOps(Op op, const std::vector<std::unique_ptr<PsCl
       if (ready->Block()) delete ready;
       std::vector<absl::Duration> lat;
       absl::Time t = absl::Now();
-      const absl::Time stop = t + duration;
+      const absl::Time first = t, stop = t + duration;
       while (s.ok() && (t < stop || lat.empty())) {
         s = run();
         const absl::Time now = absl::Now();
@@ -64,11 +65,10 @@ absl::StatusOr<OpTimings> RunPsOps(Op op, const std::vector<std::unique_ptr<PsCl
       if (!s.ok() && error.ok()) error = s;
       result.ops += static_cast<int64_t>(lat.size());
       result.latencies.insert(result.latencies.end(), lat.begin(), lat.end());
+      start = std::min(start, first);
       end = std::max(end, t);
     });
   }
-  if (ready->Block()) delete ready;
-  const absl::Time start = absl::Now();
   for (auto& t : threads) t.join();
   if (!error.ok()) return error;
   result.wall = end - start;

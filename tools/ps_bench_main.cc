@@ -7,7 +7,9 @@
 //   ps_bench apply       the optimizer's apply rate, against a plain axpy loop
 //                        (tools/bench_apply.h)
 //   ps_bench train       Fashion-MNIST MLP: standalone, then 1 server and 2
-//                        workers in sync and in async mode (tools/bench_train.h)
+//                        workers in sync and in async mode (tools/bench_train.h);
+//                        --processes: again as real ps_server and ps_worker
+//                        processes (tools/train_processes.h)
 //   ps_bench consistency time to accuracy of each consistency mode and
 //                        optimizer with a straggler, real ps_server and
 //                        ps_worker processes (tools/bench_consistency.h)
@@ -26,6 +28,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "common/allocator.h"
 #include "common/command_line.h"
 #include "common/flag_lists.h"
@@ -63,6 +66,13 @@ ABSL_FLAG(double, scrape_every, 0,
           "train: seconds; > 0 adds a sync row with /metrics on the server and the workers, "
           "each scraped this often, against the plain sync row of the same run (what "
           "scraping costs). 0 = no such row.");
+ABSL_FLAG(bool, processes, false,
+          "train: also run sync and async as the real binaries, one ps_server and 2 ps_worker "
+          "processes (the in-process rows' batch, threads, epochs, --max_steps and --lr), on "
+          "each of --process_sockets; figures from the workers' --metrics_file.");
+ABSL_FLAG(std::string, process_sockets, "unix,tcp",
+          "train --processes: unix (a socket in a 0700 folder under /tmp, as "
+          "deploy/local_cluster.sh) and/or tcp (127.0.0.1, plaintext).");
 ABSL_FLAG(std::string, dataset_dir, ps::kDefaultDatasetDir,
           "train, consistency: Fashion-MNIST folder.");
 ABSL_FLAG(bool, json, false,
@@ -105,7 +115,8 @@ ABSL_FLAG(std::string, straggler, "fixed",
           "consistency: fixed (the last worker is slow at every step) or rotating (every "
           "worker is slow, by --straggler_slowdown, on every 4th of its steps, in turn: "
           "one straggler per step, a different one each time).");
-ABSL_FLAG(double, row_timeout, 900, "consistency: seconds before a row is cut off.");
+ABSL_FLAG(double, row_timeout, 900,
+          "consistency, train --processes: seconds before a row is cut off.");
 ABSL_FLAG(int, repeats, 1,
           "consistency: runs of every row (all rows' first run, then all rows' second, ...); "
           "the table shows medians and each run's time.");
@@ -121,9 +132,11 @@ ABSL_FLAG(
     std::string, log_dir, "",
     "consistency: folder for the processes' logs; default: a new /tmp/ps_bench_consistency.*");
 ABSL_FLAG(std::string, server_binary, "",
-          "consistency: ps_server to run; default: the one built beside ps_bench.");
+          "consistency, train --processes: ps_server to run; default: the one built beside "
+          "ps_bench.");
 ABSL_FLAG(std::string, worker_binary, "",
-          "consistency: ps_worker to run; default: the one built beside ps_bench.");
+          "consistency, train --processes: ps_worker to run; default: the one built beside "
+          "ps_bench.");
 
 namespace {
 
@@ -303,6 +316,29 @@ absl::StatusOr<std::vector<ps::Row>> Apply() {
   return ps::RunApplyBench(o);
 }
 
+// --process_sockets into `o`; false (after a message) for a bad value.
+bool ProcessSocketsFromFlag(ps::TrainBenchOptions* o) {
+  o->process_unix = o->process_tcp = false;
+  for (absl::string_view s : absl::StrSplit(absl::GetFlag(FLAGS_process_sockets), ',',
+                                            absl::SkipWhitespace())) {
+    if (s == "unix") {
+      o->process_unix = true;
+    } else if (s == "tcp") {
+      o->process_tcp = true;
+    } else {
+      std::cerr << "ps_bench: unknown --process_sockets entry '" << s
+                << "': expected unix and/or tcp" << std::endl;
+      return false;
+    }
+  }
+  if (!o->process_unix && !o->process_tcp) {
+    std::cerr << "ps_bench: --process_sockets names no socket (expected unix and/or tcp)"
+              << std::endl;
+    return false;
+  }
+  return true;
+}
+
 absl::StatusOr<std::vector<ps::Row>> Train() {
   ps::TrainBenchOptions o;
   o.epochs = absl::GetFlag(FLAGS_epochs);
@@ -316,6 +352,16 @@ absl::StatusOr<std::vector<ps::Row>> Train() {
   o.dataset_dir = absl::GetFlag(FLAGS_dataset_dir);
   o.tls = TlsFromFlags();
   o.print_workers = !absl::GetFlag(FLAGS_json);
+  o.processes = absl::GetFlag(FLAGS_processes);
+  if (o.processes) {
+    ProcessSocketsFromFlag(&o);  // checked in main()
+    ASSIGN_OR_RETURN(o.process_timeout,
+                     ps::SecondsFromFlag("row_timeout", absl::GetFlag(FLAGS_row_timeout)));
+    o.server_binary = absl::GetFlag(FLAGS_server_binary);
+    if (o.server_binary.empty()) o.server_binary = FindRunfile("server/ps_server");
+    o.worker_binary = absl::GetFlag(FLAGS_worker_binary);
+    if (o.worker_binary.empty()) o.worker_binary = FindRunfile("worker/ps_worker");
+  }
   return ps::RunTrainBench(o);
 }
 
@@ -327,7 +373,7 @@ int main(int argc, char** argv) {
       argc, argv,
       "Parameter-server benchmarks; every figure is a ratio of a baseline measured in the same "
       "run.\n  ps_bench transport [--sizes=...] [--shards=S] [--clients=W] [--seconds=T]\n"
-      "  ps_bench apply [--apply_elements=...]\n  ps_bench train [--epochs=3]\n"
+      "  ps_bench apply [--apply_elements=...]\n  ps_bench train [--epochs=3] [--processes]\n"
       "  ps_bench consistency [--modes=...] [--optimizers=sgd:0.1,adam:0.001] [--png=PATH] "
       "[--quick]\n"
       "TLS cost: deploy/make_certs.sh DIR --servers=1 --workers=W, then add --tls "
@@ -342,6 +388,8 @@ int main(int argc, char** argv) {
   } else if (mode == "apply") {
     rows = Apply();
   } else if (mode == "train") {
+    ps::TrainBenchOptions check;
+    if (!ProcessSocketsFromFlag(&check)) return 2;
     rows = Train();
   } else {
     std::cerr << "usage: ps_bench transport|apply|train|consistency [flags] (see --help)"
