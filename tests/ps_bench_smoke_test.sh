@@ -57,6 +57,31 @@ assert tls["baseline"] == plain["value"] and tls["value"] > 0, d
 ' "$json"
 if "$BENCH" transport --tls 2>/dev/null; then fail "--tls without --tls_dir should be an error"; fi
 
+# --server_process: TLS per side, the shard a real ps_server process pinned
+# apart from the clients (on one CPU where the machine has only one).
+cpus=$(nproc)
+client_cpu=$(( cpus > 1 ? 1 : 0 ))
+json=$("$BENCH" transport --server_process --tls --tls_dir="$certs" --server_cpus=0 \
+  --client_cpus=$client_cpu --sizes=4096 --seconds=0.05 --warmup=1 --clients=2 \
+  --ops=push_pull --transports=stream,unary --json)
+echo "$json"
+/usr/bin/python3 -c '
+import json, sys
+d = json.loads(sys.argv[1])
+names = [r["name"] for r in d["rows"]]
+assert names == ["push_pull/stream+tls", "push_pull/unary+tls"], names
+for r in d["rows"]:
+    assert r["value"] > 0 and r["baseline"] > 0 and r["cpu_us_per_mb"] > 0, r
+    # The server side is read in clock ticks: a tiny run may see none.
+    assert r["server_cpu_us_per_mb"] >= 0 and r["baseline_server_cpu_us_per_mb"] >= 0, r
+' "$json"
+if "$BENCH" transport --server_process --sizes=4096 2>/dev/null; then
+  fail "--server_process without --tls should be an error"
+fi
+if "$BENCH" transport --server_process --tls --tls_dir="$certs" --server_cpus=x 2>/dev/null; then
+  fail "--server_cpus=x should be an error"
+fi
+
 out=$("$BENCH" apply --apply_elements=100000 --seconds=0.05)
 echo "$out"
 grep -q "^sgd_apply" <<<"$out" && grep -q "^sgd_shard" <<<"$out" || fail "apply table lacks sgd_apply and sgd_shard rows"

@@ -77,6 +77,12 @@ std::string Json(const std::string& section, const std::vector<Row>& rows) {
       absl::StrAppendFormat(&o, ", \"cpu_us_per_mb\": %.1f, \"baseline_cpu_us_per_mb\": %.1f",
                             r.cpu_us_per_mb, r.baseline_cpu_us_per_mb);
     }
+    if (r.server_cpu_us_per_mb >= 0) {
+      absl::StrAppendFormat(&o,
+                            ", \"server_cpu_us_per_mb\": %.1f, "
+                            "\"baseline_server_cpu_us_per_mb\": %.1f",
+                            r.server_cpu_us_per_mb, r.baseline_server_cpu_us_per_mb);
+    }
     if (r.accuracy >= 0) absl::StrAppendFormat(&o, ", \"test_accuracy\": %.4f", r.accuracy);
     objs.push_back(o + "}");
   }
@@ -93,6 +99,23 @@ void PrintTable(const std::string& section, const std::vector<Row>& rows) {
         if (absl::EndsWith(r.name, "+tls") == tls) part.push_back(r);
       }
       if (part.empty()) continue;
+      if (tls && part[0].server_cpu_us_per_mb >= 0) {
+        // --server_process: each side's CPU per MB, TLS and plaintext.
+        std::printf("\nmutual TLS against plaintext gRPC, per side (ps_server processes):\n");
+        std::printf("%-20s %8s %9s %9s %7s %10s %10s %7s %10s %10s %7s\n", "op/transport",
+                    "payload", "TLS GB/s", "plain", "ratio", "client TLS", "plain", "ratio",
+                    "server TLS", "plain", "ratio");
+        std::printf("%-48s %28s %28s\n", "", "(cpu us/MB)", "(cpu us/MB)");
+        for (const Row& r : part) {
+          std::printf("%-20s %8s %9.3f %9.3f %7.2f %10.0f %10.0f %7.2f %10.0f %10.0f %7.2f\n",
+                      r.name.c_str(), HumanBytes(r.bytes).c_str(), r.value, r.baseline,
+                      r.value / r.baseline, r.cpu_us_per_mb, r.baseline_cpu_us_per_mb,
+                      r.baseline_cpu_us_per_mb / r.cpu_us_per_mb, r.server_cpu_us_per_mb,
+                      r.baseline_server_cpu_us_per_mb,
+                      r.baseline_server_cpu_us_per_mb / r.server_cpu_us_per_mb);
+        }
+        continue;
+      }
       const char* base = tls ? "plain" : "tcp";
       if (tls) std::printf("\nmutual TLS against plaintext gRPC (same run):\n");
       std::printf("%-20s %8s %10s %7s %7s %10s %10s %7s %9s %9s %9s\n", "op/transport", "payload",

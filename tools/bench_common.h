@@ -29,6 +29,9 @@ struct Row {
   // When both ends share the cores, value/baseline cannot beat
   // baseline_cpu_us_per_mb / cpu_us_per_mb for long.
   double cpu_us_per_mb = -1, baseline_cpu_us_per_mb = -1;
+  // Transport --server_process: the server processes' CPU time per MB moved
+  // (the fields above are then the client process's alone).
+  double server_cpu_us_per_mb = -1, baseline_server_cpu_us_per_mb = -1;
   double accuracy = -1;       // train only
 };
 

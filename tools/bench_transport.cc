@@ -3,7 +3,10 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <sched.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -17,6 +20,8 @@
 #include "client/ps_client.h"
 #include "common/status_macros.h"
 #include "common/wire_dtype.h"
+#include "tools/bench_server_process.h"
+#include "tools/cpu_affinity.h"
 #include "tools/local_servers.h"
 #include "tools/raw_tcp.h"
 
@@ -79,15 +84,26 @@ double GBps(int64_t bytes_per_op, const OpTimings& t) {
   return double(bytes_per_op) * t.ops / absl::ToDoubleSeconds(t.wall) / 1e9;
 }
 
-// One transport row: `clients` run `op` on `floats`-element tensors.
+// One transport row: `clients` run `op` on `floats`-element tensors; with
+// `servers` (server processes), their CPU per MB too.
 absl::StatusOr<Row> MeasureOp(const std::string& name, Op op, int64_t size, int64_t op_bytes,
                               const std::vector<std::unique_ptr<PsClient>>& clients,
-                              int warmup, absl::Duration duration) {
+                              int warmup, absl::Duration duration,
+                              const BenchServerProcesses* servers = nullptr) {
   const int W = static_cast<int>(clients.size());
+  double server_start = 0;
+  if (servers != nullptr) {
+    ASSIGN_OR_RETURN(server_start, servers->CpuSeconds());
+  }
   auto [ps, cpu] = WithCpu(op_bytes, int64_t{W} * warmup,
                            [&] { return RunPsOps(op, clients, size / 4, warmup, duration); });
   if (!ps.ok()) return ps.status();
   Row r;
+  if (servers != nullptr) {
+    ASSIGN_OR_RETURN(const double server_end, servers->CpuSeconds());
+    const double mb = double(op_bytes) * (ps->ops + int64_t{W} * warmup) / 1e6;
+    r.server_cpu_us_per_mb = (server_end - server_start) * 1e6 / mb;
+  }
   r.name = name;
   r.bytes = size;
   r.value = GBps(op_bytes, *ps);
@@ -95,6 +111,31 @@ absl::StatusOr<Row> MeasureOp(const std::string& name, Op op, int64_t size, int6
   r.p99_us = Percentile(ps->latencies, 0.99);
   r.cpu_us_per_mb = cpu;
   return r;
+}
+
+// An operation of --ops and the raw TCP pattern that moves the same bytes.
+struct OpCase {
+  const char* name;
+  Op op;
+  RawPattern raw;
+  int payloads;  // payloads moved per op
+};
+constexpr OpCase kOpCases[] = {{"push", Op::kPush, RawPattern::kSend, 1},
+                               {"pull", Op::kPull, RawPattern::kFetch, 1},
+                               {"push_pull", Op::kPushPull, RawPattern::kExchange, 2}};
+
+absl::StatusOr<std::vector<const OpCase*>> ParseOps(const std::string& ops) {
+  std::vector<const OpCase*> chosen;
+  for (absl::string_view op : absl::StrSplit(ops, ',', absl::SkipWhitespace())) {
+    auto it = std::find_if(std::begin(kOpCases), std::end(kOpCases),
+                           [&](const OpCase& c) { return op == c.name; });
+    if (it == std::end(kOpCases)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--ops: unknown operation '", op, "' (known: push, pull, push_pull)"));
+    }
+    chosen.push_back(it);
+  }
+  return chosen;
 }
 
 // A private folder (mode 0700, as servers on unix sockets require) for the
@@ -119,6 +160,96 @@ class SocketFolder {
   std::string path_;
 };
 
+
+// W clients of `servers` on `transport`, the model initialized: one tensor
+// of `floats` elements.
+absl::StatusOr<std::vector<std::unique_ptr<PsClient>>> ConnectAll(
+    const TransportBenchOptions& o, const std::vector<std::string>& servers, bool tls,
+    ClientOptions::Transport transport, int64_t floats) {
+  std::vector<std::unique_ptr<PsClient>> clients;
+  for (int w = 0; w < o.clients; ++w) {
+    ClientOptions co;
+    co.servers = servers;
+    co.worker_id = w;
+    co.num_workers = o.clients;
+    co.transport = transport;
+    co.security = BenchSecurity(o.tls, tls, w);
+    ASSIGN_OR_RETURN(std::unique_ptr<PsClient> c, PsClient::Connect(co));
+    clients.push_back(std::move(c));
+  }
+  const ModelSpec spec = {{"payload", {floats}}};
+  TensorList init = {std::vector<float>(floats, 0.5f)};
+  for (int w = 0; w < o.clients; ++w) {
+    RETURN_IF_ERROR(clients[w]->Init(spec, w == 0 ? &init : nullptr));
+  }
+  return clients;
+}
+
+// --server_process: for each size, plaintext and TLS ps_server processes
+// pinned to --server_cpus, this process pinned to --client_cpus; a "+tls"
+// row per operation and transport, its baseline plaintext, both measured
+// against servers started alike.
+absl::StatusOr<std::vector<Row>> RunPerSide(const TransportBenchOptions& o,
+                                            const std::vector<int64_t>& sizes,
+                                            const std::vector<const OpCase*>& chosen) {
+  if (!o.tls.enabled) {
+    return absl::InvalidArgumentError(
+        "--server_process measures TLS per side: give --tls and --tls_dir");
+  }
+  if (o.unix_socket) return absl::InvalidArgumentError("--server_process does not take --unix");
+  if (o.wire_dtypes != "f32") {
+    return absl::InvalidArgumentError("--server_process measures --wire_dtype=f32 only");
+  }
+  std::optional<cpu_set_t> server_cpus, client_cpus;
+  if (!o.server_cpus.empty()) {
+    ASSIGN_OR_RETURN(server_cpus, ParseCpuList(o.server_cpus, "server_cpus"));
+  }
+  if (!o.client_cpus.empty()) {
+    ASSIGN_OR_RETURN(client_cpus, ParseCpuList(o.client_cpus, "client_cpus"));
+  }
+  // Before any gRPC object: every thread gRPC starts inherits the mask.
+  if (client_cpus) RETURN_IF_ERROR(PinCallingThread(*client_cpus, "client_cpus"));
+  std::vector<Row> rows;
+  for (int64_t size : sizes) {
+    BenchServerProcessOptions so;
+    so.binary = o.server_binary;
+    so.shards = o.shards;
+    so.num_workers = o.clients;
+    so.cpus = server_cpus;
+    ASSIGN_OR_RETURN(std::unique_ptr<BenchServerProcesses> plain, BenchServerProcesses::Start(so));
+    so.security = BenchSecurity(o.tls, true);
+    ASSIGN_OR_RETURN(std::unique_ptr<BenchServerProcesses> tls, BenchServerProcesses::Start(so));
+    if (rows.empty()) {
+      cpu_set_t mine;
+      sched_getaffinity(0, sizeof(mine), &mine);
+      std::fprintf(stderr, "ps_bench: ps_server processes on CPUs %s, clients on CPUs %s\n",
+                   tls->AllowedCpus().c_str(), CpuListString(mine).c_str());
+    }
+    for (absl::string_view transport_name :
+         absl::StrSplit(o.transports, ',', absl::SkipWhitespace())) {
+      ASSIGN_OR_RETURN(const ClientOptions::Transport transport, ParseTransport(transport_name));
+      ASSIGN_OR_RETURN(auto plain_clients,
+                       ConnectAll(o, plain->addresses(), false, transport, size / 4));
+      ASSIGN_OR_RETURN(auto tls_clients,
+                       ConnectAll(o, tls->addresses(), true, transport, size / 4));
+      for (const OpCase* c : chosen) {
+        const int64_t op_bytes = size * c->payloads;
+        const std::string name = absl::StrCat(c->name, "/", transport_name);
+        ASSIGN_OR_RETURN(Row p, MeasureOp(name, c->op, size, op_bytes, plain_clients, o.warmup,
+                                          o.duration, plain.get()));
+        ASSIGN_OR_RETURN(Row t, MeasureOp(absl::StrCat(name, "+tls"), c->op, size, op_bytes,
+                                          tls_clients, o.warmup, o.duration, tls.get()));
+        t.baseline = p.value;
+        t.baseline_p50_us = p.p50_us;
+        t.baseline_cpu_us_per_mb = p.cpu_us_per_mb;
+        t.baseline_server_cpu_us_per_mb = p.server_cpu_us_per_mb;
+        rows.push_back(t);
+      }
+    }
+  }
+  return rows;
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<Row>> RunTransportBench(const TransportBenchOptions& o) {
@@ -133,9 +264,13 @@ absl::StatusOr<std::vector<Row>> RunTransportBench(const TransportBenchOptions& 
   if (o.unix_socket) {
     ASSIGN_OR_RETURN(sockets, SocketFolder::Make());
   }
-  std::vector<Row> rows;
+  ASSIGN_OR_RETURN(const std::vector<const OpCase*> chosen, ParseOps(o.ops));
   for (int64_t size : *sizes) {
     if (size % 4 != 0) return absl::InvalidArgumentError("--sizes must be multiples of 4");
+  }
+  if (o.server_process) return RunPerSide(o, *sizes, chosen);
+  std::vector<Row> rows;
+  for (int64_t size : *sizes) {
     const int64_t floats = size / 4;
     // Async shards: a push is applied at once and a pull never waits.
     ServerOptions so;
@@ -156,29 +291,10 @@ absl::StatusOr<std::vector<Row>> RunTransportBench(const TransportBenchOptions& 
       clusters.push_back(*std::move(cluster));
     }
     const ModelSpec spec = {{"payload", {floats}}};
-    struct Case {
-      const char* name;
-      Op op;
-      RawPattern raw;
-      int64_t bytes;  // payload bytes moved per op
-    };
-    const Case cases[] = {{"push", Op::kPush, RawPattern::kSend, size},
-                          {"pull", Op::kPull, RawPattern::kFetch, size},
-                          {"push_pull", Op::kPushPull, RawPattern::kExchange, 2 * size}};
-    std::vector<const Case*> chosen;
-    for (absl::string_view op : absl::StrSplit(o.ops, ',', absl::SkipWhitespace())) {
-      auto it = std::find_if(std::begin(cases), std::end(cases),
-                             [&](const Case& c) { return op == c.name; });
-      if (it == std::end(cases)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--ops: unknown operation '", op, "' (known: push, pull, push_pull)"));
-      }
-      chosen.push_back(it);
-    }
     std::vector<OpTimings> raw;
     std::vector<double> raw_cpu;
-    for (const Case* c : chosen) {
-      auto [r, cpu] = WithCpu(c->bytes, int64_t{W} * warmup,
+    for (const OpCase* c : chosen) {
+      auto [r, cpu] = WithCpu(size * c->payloads, int64_t{W} * warmup,
                               [&] { return RunRawTcp(c->raw, size, W, warmup, duration); });
       if (!r.ok()) return r.status();
       raw.push_back(*std::move(r));
@@ -219,17 +335,18 @@ absl::StatusOr<std::vector<Row>> RunTransportBench(const TransportBenchOptions& 
           }
         }
         for (size_t i = 0; i < chosen.size(); ++i) {
-          const Case& c = *chosen[i];
+          const OpCase& c = *chosen[i];
+          const int64_t op_bytes = size * c.payloads;
           const std::string name = absl::StrCat(c.name, "/", transport_name, suffix);
           ASSIGN_OR_RETURN(Row r,
-                           MeasureOp(name, c.op, size, c.bytes, clients[0], warmup, duration));
+                           MeasureOp(name, c.op, size, op_bytes, clients[0], warmup, duration));
           if (*dtype != WireDtype::kF32 && f32_rows[i].has_value()) {
             // Baseline: the same operation on the f32 wire, just measured.
             r.baseline = f32_rows[i]->value;
             r.baseline_p50_us = f32_rows[i]->p50_us;
             r.baseline_cpu_us_per_mb = f32_rows[i]->cpu_us_per_mb;
           } else {
-            r.baseline = GBps(c.bytes, raw[i]);
+            r.baseline = GBps(op_bytes, raw[i]);
             r.baseline_p50_us = Percentile(raw[i].latencies, 0.5);
             r.baseline_cpu_us_per_mb = raw_cpu[i];
           }
@@ -238,7 +355,7 @@ absl::StatusOr<std::vector<Row>> RunTransportBench(const TransportBenchOptions& 
           for (size_t k = 1; k < clients.size(); ++k) {
             // Baseline: the same operation in plaintext on TCP, just measured.
             const char* kind = kinds[k] == Kind::kTls ? "+tls" : "+unix";
-            ASSIGN_OR_RETURN(Row t, MeasureOp(absl::StrCat(name, kind), c.op, size, c.bytes,
+            ASSIGN_OR_RETURN(Row t, MeasureOp(absl::StrCat(name, kind), c.op, size, op_bytes,
                                               clients[k], warmup, duration));
             t.baseline = r.value;
             t.baseline_p50_us = r.p50_us;

@@ -5,6 +5,13 @@
 // each operation again over unix sockets (in a 0700 folder of its own under
 // /tmp) against plaintext gRPC on loopback TCP. Not thread-safe (it owns
 // the process while it measures).
+//
+// With server_process (and TLS), TLS as each side pays it: the shards run as
+// real ps_server processes (tools/bench_server_process.h) pinned to
+// server_cpus, the clients in this process pinned to client_cpus, each
+// operation in plaintext then over mutual TLS against servers started alike;
+// a "+tls" row per operation carries both sides' CPU per MB, TLS and
+// plaintext, and the throughput ratio TLS / plaintext.
 #ifndef PS_TOOLS_BENCH_TRANSPORT_H_
 #define PS_TOOLS_BENCH_TRANSPORT_H_
 
@@ -33,6 +40,13 @@ struct TransportBenchOptions {
   // Also measure each operation over unix sockets: "+unix" rows whose
   // baseline is the same operation on loopback TCP, plaintext, just measured.
   bool unix_socket = false;
+  // Per side: shards as ps_server processes (needs tls; no unix_socket, f32
+  // only). Both sides see the same payloads, only their own CPU time.
+  bool server_process = false;
+  std::string server_binary;  // path of ps_server
+  // CPUs as taskset -c takes them ("1", "0-3"); empty: not pinned. The
+  // clients' apply to this whole process, from the start of the run.
+  std::string server_cpus, client_cpus;
 };
 
 // A row per size, operation, transport and wire dtype ("+bf16" rows; "+tls"

@@ -84,6 +84,16 @@ ABSL_FLAG(bool, tls, false,
 ABSL_FLAG(bool, unix, false,
           "transport: also measure each operation over unix sockets (a 0700 folder under "
           "/tmp), against plaintext loopback TCP in the same run (\"+unix\" rows).");
+ABSL_FLAG(bool, server_process, false,
+          "transport (with --tls): TLS per side: the shards as real ps_server processes "
+          "(--server_binary) pinned to --server_cpus, the clients pinned to --client_cpus; each "
+          "side's CPU us/MB, TLS against plaintext.");
+ABSL_FLAG(std::string, server_cpus, "",
+          "transport --server_process: CPUs of the ps_server processes, as taskset -c takes "
+          "them (e.g. 0 or 0-3); empty: not pinned.");
+ABSL_FLAG(std::string, client_cpus, "",
+          "transport --server_process: CPUs of this process (the clients), pinned before any "
+          "gRPC object exists; empty: not pinned.");
 ABSL_FLAG(std::string, tls_dir, "",
           "With --tls: certificates from deploy/make_certs.sh DIR --servers=1 --workers=W (the "
           "shards share server-0's certificate; client w uses worker-w's).");
@@ -132,7 +142,8 @@ ABSL_FLAG(
     std::string, log_dir, "",
     "consistency: folder for the processes' logs; default: a new /tmp/ps_bench_consistency.*");
 ABSL_FLAG(std::string, server_binary, "",
-          "consistency, train --processes: ps_server to run; default: the one built beside "
+          "consistency, train --processes, transport --server_process: ps_server to run; "
+          "default: the one built beside "
           "ps_bench.");
 ABSL_FLAG(std::string, worker_binary, "",
           "consistency, train --processes: ps_worker to run; default: the one built beside "
@@ -306,6 +317,13 @@ absl::StatusOr<std::vector<ps::Row>> Transport() {
   o.warmup = absl::GetFlag(FLAGS_warmup);
   ASSIGN_OR_RETURN(o.duration, ps::SecondsFromFlag("seconds", absl::GetFlag(FLAGS_seconds)));
   o.tls = TlsFromFlags();
+  o.server_process = absl::GetFlag(FLAGS_server_process);
+  o.server_cpus = absl::GetFlag(FLAGS_server_cpus);
+  o.client_cpus = absl::GetFlag(FLAGS_client_cpus);
+  if (o.server_process) {
+    o.server_binary = absl::GetFlag(FLAGS_server_binary);
+    if (o.server_binary.empty()) o.server_binary = FindRunfile("server/ps_server");
+  }
   return ps::RunTransportBench(o);
 }
 
@@ -379,6 +397,7 @@ int main(int argc, char** argv) {
       "TLS cost: deploy/make_certs.sh DIR --servers=1 --workers=W, then add --tls "
       "--tls_dir=DIR to transport or train.\n"
       "Unix sockets against loopback TCP: add --unix to transport.\n"
+      "TLS per side: add --server_process --server_cpus=0 --client_cpus=1 to transport --tls.\n"
       "Add --json for machine-readable output.");
   const std::string mode = args.size() == 2 ? args[1] : "";
   if (mode == "consistency") return Consistency();
