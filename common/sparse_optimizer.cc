@@ -124,7 +124,7 @@ void ApplySparseRow(const SparseOptimizerOptions& o, int dim, const float* grad,
         const float g = grad[i];
         const float n_new = n[i] + g * g;
         const float sigma = (std::sqrt(n_new) - std::sqrt(n[i])) / alpha;
-        z[i] += g - sigma * w[i];
+        z[i] = z[i] + g - sigma * w[i];  // (z + g) - sigma*w, as the paper writes it
         n[i] = n_new;
         if (std::fabs(z[i]) <= o.ftrl_l1) {
           w[i] = 0.0f;

@@ -15,7 +15,7 @@
 //   ftrl:    FTRL-Proximal (McMahan et al. 2013, "Ad Click Prediction",
 //            algorithm 1) with lr_power fixed at -0.5 and alpha = lr, per
 //            element z and n starting at 0:
-//            sigma = (sqrt(n + g*g) - sqrt(n)) / alpha;  z += g - sigma*w;
+//            sigma = (sqrt(n + g*g) - sqrt(n)) / alpha;  z = z + g - sigma*w;
 //            n += g*g;  w = 0 if |z| <= l1, else
 //            w = -(z - sign(z)*l1) / ((beta + sqrt(n)) / alpha + l2)
 // The state of a row is StateFloatsPerElement() * dim floats, laid out as
