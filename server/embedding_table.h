@@ -19,7 +19,10 @@
 // adam's step count (4, adam only), and an open-addressing index (linear
 // probing, backward-shift deletion) of uint32 slot numbers, kept at load
 // factor in (0.375, 0.75], so at most 10.7 bytes per row: at most 31 bytes
-// of overhead per row beyond its floats. MemoryBytes counts all of it.
+// of overhead per row beyond its floats once the table is past its first
+// chunk and 16 buckets (the last chunk's unused slots add less than one
+// chunk in all). MemoryBytes counts all of it; server/embedding_table_test.cc
+// and tools/embedding_memory_bench.cc measure it.
 //
 // Export and Import move every row with its optimizer state and the LRU
 // order, for checkpoints: Import then Pull gives the same rows bit for bit,

@@ -56,7 +56,7 @@ std::vector<float> PullAll(EmbeddingTable* t, const std::vector<uint64_t>& ids) 
 
 std::vector<uint32_t> Bits(const std::vector<float>& v) {
   std::vector<uint32_t> b(v.size());
-  std::memcpy(b.data(), v.data(), v.size() * sizeof(float));
+  if (!v.empty()) std::memcpy(b.data(), v.data(), v.size() * sizeof(float));
   return b;
 }
 
