@@ -157,7 +157,9 @@ double CtrGenerator::CategoricalWeight(int feature, uint64_t raw) const {
   // one; roughly normal, bounded by +-2 sqrt(3).
   const uint64_t h = Hash4(options_.seed, kIdWeightStream, feature, raw);
   double sum = 0;
-  for (int k = 0; k < 4; ++k) sum += (static_cast<double>((h >> (16 * k)) & 0xffff) + 0.5) / 65536.0;
+  for (int k = 0; k < 4; ++k) {
+    sum += (static_cast<double>((h >> (16 * k)) & 0xffff) + 0.5) / 65536.0;
+  }
   return options_.categorical_weight_scale * (sum - 2.0) * 1.7320508075688772;
 }
 

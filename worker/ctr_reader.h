@@ -26,9 +26,11 @@
 //     files write 1. A pair with value 0 is absent.
 //   - features that get no pair hold the missing id.
 //
-// Errors: a malformed line is INVALID_ARGUMENT "<path>:<line>: <what>"; an
-// unreadable file is NOT_FOUND or the errno's status. Empty lines are
-// skipped (in libsvm files also those holding only spaces or a comment). Stateless functions: thread-safe.
+// Errors: a malformed line is INVALID_ARGUMENT "<path>:<line>: <what>"; a
+// missing file NOT_FOUND, one that cannot be opened UNAVAILABLE with the
+// errno's message, a read error DATA_LOSS. Empty lines are
+// skipped (in libsvm files also those holding only spaces or a comment).
+// Stateless functions: thread-safe.
 #ifndef PS_WORKER_CTR_READER_H_
 #define PS_WORKER_CTR_READER_H_
 
@@ -69,7 +71,8 @@ absl::Status ParseLibsvmLine(absl::string_view line, int64_t dense_base,
 absl::Status ForEachCtrExample(const std::string& path, const CtrReaderOptions& options,
                                const std::function<absl::Status(const CtrExample&)>& fn);
 
-// The whole file (or its first max_examples) in memory: 264 bytes an example.
+// The whole file (or its first max_examples) in memory, 264 bytes an
+// example (sizeof(CtrExample)).
 absl::StatusOr<std::vector<CtrExample>> ReadCtrFile(const std::string& path,
                                                     const CtrReaderOptions& options);
 
