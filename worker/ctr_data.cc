@@ -155,6 +155,7 @@ void CtrGenerator::Features(int64_t i, CtrExample* e) const {
 double CtrGenerator::CategoricalWeight(int feature, uint64_t raw) const {
   // Irwin-Hall: four 16-bit uniforms summed, centred and scaled to variance
   // one; roughly normal, bounded by +-2 sqrt(3).
+  if (options_.signal_vocab_size > 0 && raw >= options_.signal_vocab_size) return 0;
   const uint64_t h = Hash4(options_.seed, kIdWeightStream, feature, raw);
   double sum = 0;
   for (int k = 0; k < 4; ++k) {

@@ -21,8 +21,9 @@
 //   - the label: a hidden logistic model, logit = bias + sum_j a_j dense[j] +
 //     sum_f w(f, raw id), with a_j uniform in [-dense_weight_scale,
 //     dense_weight_scale] and w(f, r) roughly normal with standard deviation
-//     categorical_weight_scale, both derived from a hash of the seed and the
-//     index (never stored); label = 1 iff u < sigmoid(logit). The bias is
+//     categorical_weight_scale (0 for r >= signal_vocab_size when that is
+//     set), both derived from a hash of the seed and the index (never
+//     stored); label = 1 iff u < sigmoid(logit). The bias is
 //     fitted once, at construction (bisection on 20,000 examples), so that
 //     the mean probability is positive_rate.
 // BestProbability(example) = sigmoid(logit) is the Bayes-optimal prediction,
@@ -109,6 +110,13 @@ struct CtrGeneratorOptions {
   // Scales of the hidden model's weights, >= 0.
   double dense_weight_scale = 0.3;
   double categorical_weight_scale = 0.35;
+  // When > 0, only the signal_vocab_size most frequent ids of each feature
+  // (raw id < signal_vocab_size) have a weight in the hidden model; rarer
+  // ids carry none. A model sees a rare id too seldom to learn its weight,
+  // so with every id weighted (0, the default) the best AUC is out of reach
+  // of any model trained on a few million examples; a cap of a few thousand
+  // makes it reachable.
+  uint64_t signal_vocab_size = 0;
   // Training examples are [0, num_examples); held-out ones come after.
   int64_t num_examples = 1000000;
 

@@ -185,6 +185,23 @@ TEST(CtrGenerator, BestAucOnHeldOutExamples) {
   EXPECT_NEAR(*Auc(random_scores, labels), 0.5, 0.01);
 }
 
+TEST(CtrGenerator, SignalVocabSizeLeavesRareIdsWithoutWeight) {
+  CtrGeneratorOptions options;
+  options.signal_vocab_size = 100;
+  auto capped = MakeGenerator(options);
+  auto full = MakeGenerator({});
+  // Same features either way; only the hidden model differs.
+  CtrExample e = capped->Example(42);
+  EXPECT_EQ(std::memcmp(e.ids, full->Example(42).ids, sizeof(e.ids)), 0);
+  for (int f = 0; f < kCtrCategorical; ++f) e.ids[f] = CtrFeatureId(f, 500);
+  const double rare = capped->Logit(e);
+  for (int f = 0; f < kCtrCategorical; ++f) e.ids[f] = CtrFeatureId(f, 123456);
+  EXPECT_EQ(capped->Logit(e), rare);     // no weight on either
+  EXPECT_NE(full->Logit(e) - full->bias(), rare - capped->bias());
+  for (int f = 0; f < kCtrCategorical; ++f) e.ids[f] = CtrFeatureId(f, 7);
+  EXPECT_NE(capped->Logit(e), rare);     // id 7 has one
+}
+
 TEST(CtrGeneratorOptions, RejectsBadValuesNamingTheField) {
   auto bad = [](auto change) {
     CtrGeneratorOptions o;
