@@ -112,11 +112,14 @@ struct CtrGeneratorOptions {
   double categorical_weight_scale = 0.35;
   // When > 0, only the signal_vocab_size most frequent ids of each feature
   // (raw id < signal_vocab_size) have a weight in the hidden model; rarer
-  // ids carry none. A model sees a rare id too seldom to learn its weight,
-  // so with every id weighted (0, the default) the best AUC is out of reach
-  // of any model trained on a few million examples; a cap of a few thousand
-  // makes it reachable.
-  uint64_t signal_vocab_size = 0;
+  // ids carry none. A model sees a rare id too seldom to learn its weight:
+  // with every id weighted (0) and a million ids a feature, ids seen fewer
+  // than 10 times in 1M training examples hold 27% of the slots, and the
+  // best AUC (0.85) is 0.05 beyond a model that knows only the others'
+  // weights. With 1000 (the default) the best AUC is about 0.81, and a model
+  // that knows only the weights of ids seen 100 times in 1M examples comes
+  // within 0.007 of it.
+  uint64_t signal_vocab_size = 1000;
   // Training examples are [0, num_examples); held-out ones come after.
   int64_t num_examples = 1000000;
 
