@@ -34,9 +34,10 @@ declare -A allowed=(
 # Files that must stay free of gRPC, protobuf and rpc/: the server core, and
 # the client library's public headers (what its users include).
 grpc_free='^(server/(shard|shard_state|shard_options|shard_stats|shard_recovery|consistency|embedding_table|membership|stall_reporter|versioned_weights|waiters|stats|gradient|pipeline|weights_snapshot|buffer_pool)(_test)?\.(h|cc)|client/(ps_client|pending_op|client_options)\.h)$'
-# The same for client/push_pull_in_progress.h (public) and the client's pure
-# rules in client/internal/ (recovery, heartbeats, tensor checks).
-grpc_free_client='^client/(push_pull_in_progress\.h|internal/(recovery|heartbeater|tensor_checks)(_test)?\.(h|cc))$'
+# The same for client/push_pull_in_progress.h (public), the sparse ids'
+# grouping (client/sparse_ids.h, pure) and the client's pure rules in
+# client/internal/ (recovery, heartbeats, tensor checks).
+grpc_free_client='^client/(push_pull_in_progress\.h|sparse_ids(_test)?\.(h|cc)|internal/(recovery|heartbeater|tensor_checks)(_test)?\.(h|cc))$'
 
 edges=$(mktemp)
 bad=0

@@ -1,0 +1,107 @@
+#include "client/sparse_ids.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/embedding_shard.h"
+#include "common/status_macros.h"
+
+namespace ps {
+
+absl::StatusOr<int64_t> SparseValueCount(size_t num_ids, int dim) {
+  if (dim <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat("sparse ids: dim must be >= 1, got ", dim));
+  }
+  constexpr uint64_t kMaxFloats = std::numeric_limits<int64_t>::max() / sizeof(float);
+  if (static_cast<uint64_t>(num_ids) > kMaxFloats / static_cast<uint64_t>(dim)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sparse ids: ", num_ids, " ids of dim ", dim,
+                     " take more bytes than an int64 counts (at most ", kMaxFloats, " floats)"));
+  }
+  return static_cast<int64_t>(num_ids) * dim;
+}
+
+absl::StatusOr<SparseRequest> GroupIds(absl::Span<const uint64_t> ids, int num_shards) {
+  if (num_shards <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sparse ids: num_shards must be >= 1, got ", num_shards));
+  }
+  SparseRequest request;
+  request.shard_ids.resize(num_shards);
+  request.slots.resize(ids.size());
+
+  // (id, caller position), sorted: each id's positions form one run, and the
+  // runs come in ascending id order, so appending each run's id to its
+  // shard's list keeps every list ascending.
+  std::vector<std::pair<uint64_t, size_t>> order(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) order[i] = {ids[i], i};
+  std::sort(order.begin(), order.end());
+
+  for (size_t run = 0; run < order.size();) {
+    const uint64_t id = order[run].first;
+    const int shard = ShardOfId(id, num_shards);
+    std::vector<uint64_t>& list = request.shard_ids[shard];
+    const int64_t index = static_cast<int64_t>(list.size());
+    list.push_back(id);
+    for (; run < order.size() && order[run].first == id; ++run) {
+      request.slots[order[run].second] = SparseRequest::Slot{shard, index};
+    }
+  }
+  return request;
+}
+
+absl::Status ScatterRows(const SparseRequest& request,
+                         absl::Span<const absl::Span<const float>> shard_rows, int dim,
+                         float* out) {
+  RETURN_IF_ERROR(SparseValueCount(request.num_ids(), dim).status());
+  if (shard_rows.size() != request.shard_ids.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("sparse ids: rows for ", shard_rows.size(),
+                                                   " shards, the request has ",
+                                                   request.shard_ids.size()));
+  }
+  for (size_t s = 0; s < shard_rows.size(); ++s) {
+    // Fits: a shard's unique ids are no more than the request's ids.
+    const uint64_t want = static_cast<uint64_t>(request.shard_ids[s].size()) * dim;
+    if (shard_rows[s].size() != want) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "sparse ids: shard ", s, " sent ", shard_rows[s].size(), " floats, expected ", want,
+          " (", request.shard_ids[s].size(), " ids of dim ", dim, ")"));
+    }
+  }
+  const size_t row_bytes = static_cast<size_t>(dim) * sizeof(float);
+  for (size_t i = 0; i < request.slots.size(); ++i) {
+    const SparseRequest::Slot& slot = request.slots[i];
+    std::memcpy(out + i * dim, shard_rows[slot.shard].data() + slot.index * dim, row_bytes);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::vector<float>>> SumGradients(const SparseRequest& request,
+                                                             const float* grads, int dim) {
+  RETURN_IF_ERROR(SparseValueCount(request.num_ids(), dim).status());
+  std::vector<std::vector<float>> sums(request.shard_ids.size());
+  // seen[s][k]: unique id k of shard s already has its first row.
+  std::vector<std::vector<bool>> seen(request.shard_ids.size());
+  for (size_t s = 0; s < sums.size(); ++s) {
+    sums[s].resize(request.shard_ids[s].size() * static_cast<size_t>(dim));
+    seen[s].resize(request.shard_ids[s].size());
+  }
+  // Caller order, so each sum adds its rows first occurrence first.
+  for (size_t i = 0; i < request.slots.size(); ++i) {
+    const SparseRequest::Slot& slot = request.slots[i];
+    const float* src = grads + i * dim;
+    float* dst = sums[slot.shard].data() + slot.index * dim;
+    if (!seen[slot.shard][slot.index]) {
+      seen[slot.shard][slot.index] = true;
+      std::memcpy(dst, src, static_cast<size_t>(dim) * sizeof(float));
+    } else {
+      for (int j = 0; j < dim; ++j) dst[j] += src[j];
+    }
+  }
+  return sums;
+}
+
+}  // namespace ps
