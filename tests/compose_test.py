@@ -2,7 +2,7 @@
 """compose_test: builds deploy/'s images and runs its docker-compose cluster
 for real, with deploy/README.md's commands, on this machine's Docker.
 
-    tests/compose_test.py [--data-root=DIR] [--no-cuda] [--no-python]
+    tests/compose_test.py [--data-root=DIR] [--no-cuda] [--no-python] [--sync-only]
 
 What it does, each step a check printed as `compose_test: PASS|FAIL <name>`:
   - installs docker.io and docker-compose with apt when missing;
@@ -27,6 +27,17 @@ What it does, each step a check printed as `compose_test: PASS|FAIL <name>`:
     like the root filesystem; `run --rm ps-certs` keeps the certificates,
     `run --rm ps-certs --force` replaces them and the running servers accept
     the new CA's certificates without a restart;
+  - before those, with the same servers up, the `monitoring` profile:
+    `--profile monitoring build prometheus` (deploy/Dockerfile.prometheus:
+    runs as 10001:10001, no apt lists or caches, size), `--profile monitoring
+    up -d prometheus`; within 120 s http://127.0.0.1:9090/api/v1/targets
+    lists exactly the 2 ps-server and 3 ps-worker targets of
+    deploy/prometheus/prometheus-compose.yml with both ps-server targets up
+    (the workers have exited, so theirs are down: reported, not asserted);
+    ps_server_model_version of each server equals the version `ps_ctl
+    status` reports; /api/v1/rules holds every alert of
+    deploy/prometheus/alerts.yml, none in error; then it is stopped and
+    removed;
   - sync mode with worker 2's container killed mid-run: the servers drop it
     once its lease (PS_WORKER_TIMEOUT=3) expires, and the other workers
     finish with accuracy >= 0.80;
@@ -60,7 +71,8 @@ come up (no kernel support). Otherwise exits 0 when every check passed, else
 --data-root=DIR: with a dockerd of its own, keep its images and build cache
 in DIR between runs (for development; the default is a temporary directory,
 deleted at the end). --no-cuda: leave the CUDA image out. --no-python:
-leave the Python workers out.
+leave the Python workers out. --sync-only (for development): after the cold
+image build, only the sync cluster with its monitoring and security checks.
 """
 import argparse
 import glob
@@ -73,11 +85,17 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
+import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COMPOSE_FILE = "deploy/docker-compose.yml"
 GPU_FILE = "deploy/docker-compose.gpu.yml"
 PYTHON_FILE = "deploy/docker-compose.python.yml"
+ALERTS_FILE = "deploy/prometheus/alerts.yml"
+PROMETHEUS_CONFIG = "deploy/prometheus/prometheus-compose.yml"
+PROMETHEUS_API = "http://127.0.0.1:9090/api/v1/"  # the compose file's loopback port
+PROMETHEUS_WAIT = 120  # s: Prometheus up and both servers scraped (every 15 s)
 PYTHON_MIN_ACCURACY = 0.75  # deploy/python_worker.py, 1 epoch, 2 workers: 0.806 seen
 PROJECT = "pscomposetest"  # -p: never deploy/README.md's `ps` project of a user
 WORKERS = ["ps-worker-0", "ps-worker-1", "ps-worker-2"]
@@ -322,6 +340,8 @@ class Cluster:
     def __init__(self, compose, image, checks):
         self.compose = compose
         self.image = image
+        # The monitoring profile's image (PS_PROMETHEUS_IMAGE), tagged alike.
+        self.prometheus_image = image.replace("ps:", "ps-prometheus:", 1)
         self.checks = checks
 
     def cmd(self, *args, files=(COMPOSE_FILE,)):
@@ -331,7 +351,8 @@ class Cluster:
         return argv + list(args)
 
     def env(self, **settings):
-        env = dict(os.environ, PS_IMAGE=self.image, DOCKER_BUILDKIT="1")
+        env = dict(os.environ, PS_IMAGE=self.image, PS_PROMETHEUS_IMAGE=self.prometheus_image,
+                   DOCKER_BUILDKIT="1")
         env.update({k: str(v) for k, v in settings.items()})
         return env
 
@@ -365,7 +386,9 @@ class Cluster:
         return {s: int(c) for s, c in zip(services, codes)}
 
     def down(self, files=(COMPOSE_FILE,)):
-        p = run(self.cmd("down", "-v", files=files), timeout=180)
+        # With the monitoring profile, so that a `prometheus` container left
+        # by a failed monitoring step goes too (and its volume with it).
+        p = run(self.cmd("--profile", "monitoring", "down", "-v", files=files), timeout=180)
         return p.returncode == 0, p.stdout
 
     def check_model_volume(self, name):
@@ -418,6 +441,7 @@ class Cluster:
                                f"worker 0 test_accuracy {acc}")
             self.check_model_volume(f"{mode} cluster: model volume")
             if mode == "sync":
+                self.check_monitoring(env)
                 self.check_security()
         except RuntimeError as e:
             self.checks.check(f"{mode} cluster", False, str(e))
@@ -561,6 +585,106 @@ class Cluster:
             ok, out = self.down(files=files)
             self.checks.check(f"{name}: down -v", ok, "" if ok else tail(out))
 
+    def check_monitoring(self, env):
+        """With the cluster of a finished sync run still up: the `monitoring`
+        profile's Prometheus built and started with the compose file's own
+        commands, scraping the servers over mutual TLS and loading the alert
+        rules; stopped and removed at the end, whatever happened."""
+        name = "monitoring"
+        monitoring = ("--profile", "monitoring")
+        t0 = time.monotonic()
+        p = run(self.cmd(*monitoring, "build", "prometheus"), env=env, timeout=900)
+        took = time.monotonic() - t0
+        size = image_size(self.prometheus_image)
+        if not self.checks.check(f"{name}: --profile monitoring build prometheus",
+                                 p.returncode == 0 and size is not None,
+                                 f"{took:.0f} s, {size or 0:.0f} MB" if p.returncode == 0
+                                 else tail(p.stdout, 25)):
+            return
+        self.checks.figure(f"prometheus image build: {took:.0f} s, size {size:.0f} MB")
+        check_runtime_image(self.checks, self.prometheus_image, "prometheus image",
+                            entrypoint="sh")
+        try:
+            p = run(self.cmd(*monitoring, "up", "-d", "prometheus"), env=env, timeout=300)
+            if not self.checks.check(f"{name}: --profile monitoring up -d prometheus",
+                                     p.returncode == 0, tail(p.stdout, 3)):
+                return
+            self.check_prometheus(name)
+        except (OSError, ValueError, KeyError, TypeError) as e:  # the API's answers
+            self.checks.check(name, False, f"{type(e).__name__}: {e}")
+        finally:
+            p = run(self.cmd(*monitoring, "rm", "-f", "-s", "prometheus"), env=env, timeout=120)
+            left = self.container("prometheus")
+            self.checks.check(f"{name}: prometheus stopped and removed",
+                              p.returncode == 0 and left is None,
+                              "" if p.returncode == 0 and left is None
+                              else f"container {left}: {tail(p.stdout, 3)}")
+
+    def check_prometheus(self, name):
+        """The targets, ps_server_model_version and the rules, through
+        Prometheus's HTTP API on the host's loopback."""
+        import yaml
+        with open(os.path.join(ROOT, PROMETHEUS_CONFIG)) as f:
+            config = yaml.safe_load(f)
+        configured = {(job["job_name"], t) for job in config["scrape_configs"]
+                      for sc in job["static_configs"] for t in sc["targets"]}
+        servers = sorted(t for job, t in configured if job == "ps-server")
+        t0 = time.monotonic()
+        targets, why = {}, ""
+        while time.monotonic() - t0 < PROMETHEUS_WAIT:
+            try:
+                active = prometheus_api("targets")["activeTargets"]
+                targets = {(t["labels"]["job"], t["labels"]["instance"]):
+                           (t["health"], t.get("lastError", "")) for t in active}
+                if all(targets.get(("ps-server", s), ("",))[0] == "up" for s in servers):
+                    break
+            except (OSError, ValueError) as e:  # not listening yet
+                why = f"{type(e).__name__}: {e}"
+            time.sleep(2)
+        waited = time.monotonic() - t0
+        up = all(targets.get(("ps-server", s), ("",))[0] == "up" for s in servers)
+        self.checks.check(
+            f"{name}: /api/v1/targets lists the {len(configured)} configured targets, both "
+            f"ps-server targets up (the exited workers' are not asserted)",
+            set(targets) == configured and up,
+            f"after {waited:.1f} s: " + ("; ".join(
+                f"{job} {inst} {health}" + (f" ({err[:80]})" if err and health != "up" else "")
+                for (job, inst), (health, err) in sorted(targets.items())) or why or "none")
+            + ("" if set(targets) == configured else f"; configured: {sorted(configured)}"))
+
+        # The servers' versions: Prometheus's last scrape against ps_ctl
+        # status (training has finished, so neither moves).
+        status = self.ctl("ps-server-0", "status", "reader", ",".join(
+            s.replace(":9100", ":50051") for s in servers))
+        versions = {}
+        for line in status.stdout.splitlines():
+            if line.startswith("{"):
+                reply = json.loads(line)
+                versions[reply["server"].split(":")[0]] = int(reply["version"])
+        result = prometheus_api("query?query=ps_server_model_version")["result"]
+        scraped = {r["metric"]["instance"].split(":")[0]: int(float(r["value"][1]))
+                   for r in result if r["metric"].get("job") == "ps-server"}
+        self.checks.check(
+            f"{name}: ps_server_model_version equals each server's version in ps_ctl status",
+            status.returncode == 0 and len(versions) == len(servers) and scraped == versions
+            and all(v > 0 for v in versions.values()),
+            f"Prometheus {scraped}; ps_ctl status {versions}"
+            + ("" if status.returncode == 0 else f"; ps_ctl: {tail(status.stdout, 2)}"))
+
+        with open(os.path.join(ROOT, ALERTS_FILE)) as f:
+            alerts = {r["alert"] for g in yaml.safe_load(f)["groups"] for r in g["rules"]
+                      if "alert" in r}
+        rules = [r for g in prometheus_api("rules")["groups"] for r in g["rules"]]
+        loaded = {r["name"] for r in rules if r.get("type") == "alerting"}
+        errors = {r["name"]: r.get("lastError", "") for r in rules if r.get("health") == "err"}
+        self.checks.check(
+            f"{name}: /api/v1/rules holds every alert of {ALERTS_FILE}, none in error",
+            alerts and loaded == alerts and not errors,
+            f"{len(loaded)} alerting rules loaded, {len(alerts)} in the file"
+            + (f"; missing {sorted(alerts - loaded)}" if alerts - loaded else "")
+            + (f"; extra {sorted(loaded - alerts)}" if loaded - alerts else "")
+            + (f"; in error: {errors}" if errors else ""))
+
     def ctl(self, service, command, identity, servers="localhost:50051"):
         """ps_ctl COMMAND inside SERVICE's container, as IDENTITY (a certificate
         of the `certs` volume: reader, admin) or in plaintext (None)."""
@@ -702,13 +826,27 @@ def build_image(checks, dockerfile, image, name, target=None):
     return took if ok else None
 
 
-def check_runtime_image(checks, image):
-    ids = run(["docker", "run", "--rm", image, "sh", "-c", "id -u; id -g"], timeout=120)
+def prometheus_api(path):
+    """The `data` of a Prometheus HTTP API answer (PROMETHEUS_API + path)."""
+    with urllib.request.urlopen(PROMETHEUS_API + path, timeout=10) as r:
+        answer = json.load(r)
+    if answer.get("status") != "success":
+        raise ValueError(f"{path}: {answer}")
+    return answer["data"]
+
+
+def check_runtime_image(checks, image, name="image", entrypoint=None):
+    """The image's user and apt leftovers; `entrypoint`: a shell to run them
+    with, for an image whose ENTRYPOINT is not one (prometheus)."""
+    first = [f"--entrypoint={entrypoint}"] if entrypoint else []
+    ids = run(["docker", "run", "--rm"] + first + [image] + ([] if entrypoint else ["sh"])
+              + ["-c", "id -u; id -g"], timeout=120)
     # As root, to see into apt's private directories; empty files (apt's
     # lock) are no cache.
-    apt = run(["docker", "run", "--rm", "--user=0", image, "find", "/var/lib/apt/lists",
-               "/var/cache/apt", "-type", "f", "-size", "+0c"], timeout=120)
-    checks.check("image: runs as 10001:10001 with no apt lists or caches",
+    find = "find /var/lib/apt/lists /var/cache/apt -type f -size +0c"
+    apt = run(["docker", "run", "--rm", "--user=0"] + first + [image]
+              + (["-c", find] if entrypoint else find.split()), timeout=120)
+    checks.check(f"{name}: runs as 10001:10001 with no apt lists or caches",
                  ids.stdout.split() == ["10001", "10001"] and apt.returncode == 0
                  and not apt.stdout.split(),
                  f"uid, gid: {ids.stdout.split()}; apt files: {apt.stdout.split() or 'none'}")
@@ -769,7 +907,8 @@ def cuda_image(checks, cluster, image):
                  "each worker: the CUDA image, --device=cuda, one nvidia GPU reserved")
 
 
-OUR_REPOSITORIES = ("debian", "ps", "ps-python", "ps-cuda", "ps-cuda-devel", "ps-cuda-runtime")
+OUR_REPOSITORIES = ("debian", "ps", "ps-python", "ps-prometheus", "ps-cuda", "ps-cuda-devel",
+                    "ps-cuda-runtime")
 
 
 def image_tags():
@@ -823,6 +962,9 @@ def run_checks(checks, args, compose, image, cuda_image_tag):
     cold = build_image(checks, "deploy/Dockerfile", image, "image")
     if cold is None:
         return
+    if args.sync_only:
+        Cluster(compose, image, checks).train("sync", build=True)
+        return
     warm = build_image(checks, "deploy/Dockerfile", image, "image (warm)")
     checks.figure(f"image build: cold {cold:.0f} s, warm {warm or 0:.0f} s, "
                   f"size {image_size(image):.0f} MB")
@@ -846,6 +988,8 @@ def main():
                     "(images, build cache) between runs")
     ap.add_argument("--no-cuda", action="store_true", help="leave the CUDA image out")
     ap.add_argument("--no-python", action="store_true", help="leave the Python workers out")
+    ap.add_argument("--sync-only", action="store_true", help="for development: after the cold "
+                    "build, only the sync cluster with its monitoring and security checks")
     args = ap.parse_args()
 
     def on_term(signum, frame):
