@@ -31,10 +31,10 @@ uint64_t Fingerprint(const CtrGenerator& g, int n) {
     for (float d : e.dense) {
       uint32_t bits;
       std::memcpy(&bits, &d, 4);
-      h = Mix64(h ^ bits);
+      h = SplitMix64(h ^ bits);
     }
-    for (uint64_t id : e.ids) h = Mix64(h ^ id);
-    h = Mix64(h ^ static_cast<uint64_t>(e.label));
+    for (uint64_t id : e.ids) h = SplitMix64(h ^ id);
+    h = SplitMix64(h ^ static_cast<uint64_t>(e.label));
   }
   return h;
 }

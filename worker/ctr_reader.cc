@@ -40,7 +40,7 @@ uint64_t CtrTokenRawId(absl::string_view token) {
     h ^= c;
     h *= 0x100000001b3ULL;
   }
-  return NotMissing(Mix64(h));
+  return NotMissing(SplitMix64(h));
 }
 
 absl::Status ParseCriteoLine(absl::string_view line, CtrExample* e) {

@@ -9,7 +9,7 @@
 //   - dense[j] = log(1 + x) for x >= 0, -log(1 - x) for x < 0 (Criteo's second
 //     column has small negative counts; the sign is kept), 0 when empty;
 //   - ids[f] = CtrFeatureId(f, 52 bits of a 64-bit hash of the token), the
-//     hash fixed by this file (FNV-1a then Mix64), never kMissingRawId; an
+//     hash fixed by this file (FNV-1a then SplitMix64), never kMissingRawId; an
 //     empty field is CtrFeatureId(f, kMissingRawId).
 //
 // libsvm: "label index:value index:value ...", separated by spaces or tabs,

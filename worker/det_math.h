@@ -24,7 +24,7 @@ double DetSigmoid(double x);  // 1 / (1 + e^-x), without overflow
 // SplitMix64's finalizer: a bijection on 64-bit integers whose outputs look
 // independent for nearby inputs. The basis of the generator's counter-based
 // hashing.
-inline uint64_t Mix64(uint64_t x) {
+inline uint64_t SplitMix64(uint64_t x) {
   x ^= x >> 30;
   x *= 0xbf58476d1ce4e5b9ULL;
   x ^= x >> 27;
@@ -33,12 +33,12 @@ inline uint64_t Mix64(uint64_t x) {
   return x;
 }
 
-// A hash of (seed, a, b, c): chained Mix64 over the words.
+// A hash of (seed, a, b, c): chained SplitMix64 over the words.
 inline uint64_t Hash4(uint64_t seed, uint64_t a, uint64_t b, uint64_t c) {
-  uint64_t h = Mix64(seed + 0x9e3779b97f4a7c15ULL);
-  h = Mix64(h ^ a);
-  h = Mix64((h + 0x9e3779b97f4a7c15ULL) ^ b);
-  h = Mix64(h ^ c);
+  uint64_t h = SplitMix64(seed + 0x9e3779b97f4a7c15ULL);
+  h = SplitMix64(h ^ a);
+  h = SplitMix64((h + 0x9e3779b97f4a7c15ULL) ^ b);
+  h = SplitMix64(h ^ c);
   return h;
 }
 
