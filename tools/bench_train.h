@@ -29,7 +29,9 @@ struct TrainBenchOptions {
   std::string dataset_dir = kDefaultDatasetDir;
   BenchTls tls;
   // > 0: a sync row with /metrics on the server and the workers, each
-  // scraped this often, right after the plain sync row, its baseline.
+  // scraped this often, against the plain sync row: run A-B-B-A (the plain
+  // row, two scraped runs, one more plain run), the row the ratio of the
+  // means, so neither the order nor a drift of the machine favours a side.
   absl::Duration scrape_every = absl::ZeroDuration();
   // Print each distributed worker's compute and wait time to stdout.
   bool print_workers = true;

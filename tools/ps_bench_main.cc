@@ -65,7 +65,7 @@ ABSL_FLAG(int64_t, checkpoint_every, 100,
 ABSL_FLAG(double, scrape_every, 0,
           "train: seconds; > 0 adds a sync row with /metrics on the server and the workers, "
           "each scraped this often, against the plain sync row of the same run (what "
-          "scraping costs). 0 = no such row.");
+          "scraping costs), run plain, scraped, scraped, plain. 0 = no such row.");
 ABSL_FLAG(bool, processes, false,
           "train: also run sync and async as the real binaries, one ps_server and 2 ps_worker "
           "processes (the in-process rows' batch, threads, epochs, --max_steps and --lr), on "
