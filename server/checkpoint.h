@@ -18,8 +18,12 @@
 
 namespace ps {
 
+// The widest embedding row a checkpoint may hold (floats per row).
+inline constexpr int kMaxCheckpointEmbeddingDim = 65536;
+
 // `state` as ShardSnapshot bytes. REQUIRES: a state from Shard::ExportState
-// (weights sized for its spec and position).
+// (weights sized for its spec and position), its tables' contents from
+// EmbeddingTable::Export of tables with those options.
 std::string EncodeShardState(const ShardState& state);
 
 // The state in `bytes`, checked on its own: INVALID_ARGUMENT, naming the
@@ -27,6 +31,15 @@ std::string EncodeShardState(const ShardState& state);
 // count, hold an invalid spec, or weights that do not cover the position's
 // slices exactly once; RESOURCE_EXHAUSTED for a spec over `limits`. Whether it fits a given shard is
 // Shard::LoadCheckpoint's check (ShardOptions::CheckState).
+//
+// Embedding tables are checked before any is built: INVALID_ARGUMENT naming
+// the table for a repeated or missing name, options that do not validate
+// (EmbeddingTableOptions::Validate; an unknown optimizer kind), a dim past
+// kMaxCheckpointEmbeddingDim, a row count that overflows, passes max_rows or
+// disagrees with the ids, values, state or adam steps present, or a
+// repeated id; RESOURCE_EXHAUSTED naming the table when the rows' values
+// of all tables pass limits.max_model_elements. A decoded table's contents
+// Import into EmbeddingTable::Create(its options).
 absl::StatusOr<ShardState> DecodeShardState(absl::string_view bytes, const SpecLimits& limits);
 
 // The shard's state as ShardSnapshot bytes. FAILED_PRECONDITION if the shard

@@ -1,6 +1,6 @@
 // ShardState: everything a shard needs to resume where it stopped, as one
-// plain value: its position, its membership, its parameters and the
-// optimizer's state. Shard::ExportState makes one and Shard::LoadCheckpoint
+// plain value: its position, its membership, its parameters, the
+// optimizer's state and its embedding tables. Shard::ExportState makes one and Shard::LoadCheckpoint
 // installs one; server/checkpoint.h turns it into bytes and back.
 //
 // What it leaves out on purpose: gradients of a sync step that is still open
@@ -17,8 +17,17 @@
 
 #include "common/incarnation.h"
 #include "common/model_spec.h"
+#include "server/embedding_table.h"
 
 namespace ps {
+
+// One embedding table of a shard: the options it was created with and every
+// row (EmbeddingTable::Export; EmbeddingTable::Create(options) then Import
+// restores it).
+struct EmbeddingTableState {
+  EmbeddingTableOptions options;
+  EmbeddingTableContents contents;
+};
 
 struct ShardState {
   // Position: a state restores only into the shard with the same id of the
@@ -46,6 +55,8 @@ struct ShardState {
   // Async exactly-once: by worker id, the last push seq accepted (empty in
   // sync mode).
   std::vector<int64_t> last_seq;
+  // Embedding tables, names unique, in no particular order.
+  std::vector<EmbeddingTableState> tables;
 };
 
 }  // namespace ps
