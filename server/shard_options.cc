@@ -78,6 +78,12 @@ absl::Status ShardOptions::CheckState(const ShardState& state) const {
                                                    "\" state, this server runs \"",
                                                    optimizer.name, "\""));
   }
+  // Shards do not hold embedding tables yet: refuse rather than drop them.
+  if (!state.tables.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "state holds ", state.tables.size(), " embedding table(s) (the first \"",
+        state.tables[0].options.name, "\"); this server does not serve embedding tables yet"));
+  }
   return ValidateModelSpec(state.spec, spec_limits);
 }
 

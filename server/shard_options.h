@@ -102,7 +102,8 @@ struct ShardOptions {
 
   // Whether `state` (a checkpoint) fits a shard with these options: the
   // same position, worker count and optimizer, workers seen in range, a
-  // spec within spec_limits. INVALID_ARGUMENT naming the difference.
+  // spec within spec_limits, and no embedding tables (not served yet).
+  // INVALID_ARGUMENT naming the difference.
   // (Whether its weights and optimizer state fit its spec is checked when
   // they are installed.)
   absl::Status CheckState(const ShardState& state) const;

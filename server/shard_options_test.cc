@@ -98,6 +98,13 @@ TEST(ShardOptions, CheckStateRefusesAnotherPositionWorkerCountOrOptimizer) {
   other = state;
   other.spec = {{"w", {-1}}};
   EXPECT_EQ(o.CheckState(other).code(), absl::StatusCode::kInvalidArgument);
+  // Embedding tables in a checkpoint are refused, not dropped, until shards
+  // serve them.
+  other = state;
+  other.tables.emplace_back();
+  other.tables[0].options.name = "user";
+  EXPECT_THAT(std::string(o.CheckState(other).message()),
+              HasSubstr("embedding table(s) (the first \"user\")"));
 }
 
 }  // namespace
