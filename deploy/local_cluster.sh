@@ -366,6 +366,13 @@ may_restart() {
   RESTARTS[$1]=$((n + 1))
 }
 
+# restart_server ROLE STATUS: starts "server I" again on its address.
+restart_server() {
+  local index=${1#* }
+  echo "local_cluster: $1 exited (status $2); restarting it on ${ADDRS[$index]} (restart ${RESTARTS[$1]} of $MAX_RESTARTS)" >&2
+  start_server "$index" "${ADDRS[$index]}"
+}
+
 for ((s = 0; s < NUM_SERVERS; s++)); do
   if [ -n "$SOCKET_DIR" ]; then
     start_server $s "unix:$SOCKET_DIR/shard-$s.sock"
@@ -415,8 +422,7 @@ while [ $remaining -gt 0 ]; do
   case "$role" in
     server*)
       if may_restart "$role"; then
-        echo "local_cluster: $role exited (status $rc); restarting it on ${ADDRS[$index]} (restart ${RESTARTS[$role]} of $MAX_RESTARTS)" >&2
-        start_server "$index" "${ADDRS[$index]}"
+        restart_server "$role" $rc
         continue
       fi
       echo "local_cluster: $role exited (status $rc) while workers were running" >&2
@@ -443,10 +449,8 @@ while true; do
   role="${ROLE[$done_pid]:-}"
   [ -n "$role" ] || continue
   unset "ROLE[$done_pid]"
-  index=${role#* }
   if [ "${role% *}" = server ] && may_restart "$role"; then
-    echo "local_cluster: $role exited (status $rc); restarting it on ${ADDRS[$index]} (restart ${RESTARTS[$role]} of $MAX_RESTARTS)" >&2
-    start_server "$index" "${ADDRS[$index]}"
+    restart_server "$role" $rc
     continue
   fi
   echo "local_cluster: $role exited (status $rc)" >&2
