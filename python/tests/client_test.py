@@ -252,7 +252,7 @@ class ClientTest(unittest.TestCase):
             start = time.monotonic()
             with self.assertRaises(KeyboardInterrupt):
                 cl.push_pull(grads)
-            self.assertLess(time.monotonic() - start, 1.5)
+            self.assertLess(time.monotonic() - start, 2.5)  # its deadline is 3 s
             # The interrupted call ends at its deadline; the next one waits
             # for it, then fails the same way (the step never completes).
             with self.assertRaises(ps.DeadlineExceeded):
