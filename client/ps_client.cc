@@ -8,11 +8,10 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "client/channel.h"
-#include "client/internal/heartbeater.h"
 #include "client/internal/pending_calls.h"
 #include "client/internal/recovery.h"
 #include "client/internal/registration.h"
-#include "client/internal/shard_control.h"
+#include "client/internal/ps_client_rep.h"
 #include "client/internal/shard_transport.h"
 #include "client/internal/stream_transport.h"
 #include "client/internal/tensor_checks.h"
@@ -22,29 +21,6 @@
 
 namespace ps {
 
-struct PsClient::Rep {
-  ClientState state;
-  float learning_rate = 0;
-  // By shard: the incarnation seen at the last Register.
-  std::vector<Incarnation> incarnation;
-  // What the operation in progress started from: a retry pushes the same
-  // gradient for the same versions, with the same async seq, even where a
-  // shard already answered the failed try (it then answers "duplicate").
-  std::vector<int64_t> op_versions;
-  int64_t op_seq = 0;
-  // PsClient::retries() and recoveries().
-  int64_t retries = 0;
-  int64_t recoveries = 0;
-  void StartOp() {
-    op_versions = state.shard_version;
-    op_seq = state.seq;
-  }
-  // These borrow `state`; declared after it so that they go first.
-  std::unique_ptr<ShardControl> control;  // Register, InitParams, Heartbeat
-  std::unique_ptr<ShardTransport> transport;
-  // Null without leases; declared last so that it stops first.
-  std::unique_ptr<Heartbeater> heartbeater;
-};
 
 namespace {
 
@@ -101,6 +77,7 @@ absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Connect(const ClientOptions&
   }
   rep->state.shard_version.assign(S, 0);
   rep->control = std::make_unique<ShardControl>(channels, &rep->state);
+  rep->rows = std::make_unique<ShardRows>(channels, &rep->state);
   rep->transport = NewTransport(options.transport, channels, &rep->state);
 
   rep->state.reply.assign(S, ReplyInfo());
@@ -125,6 +102,7 @@ absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Connect(const ClientOptions&
   rep->incarnation = std::move(registration.incarnations);
   // A restarted async worker numbers its pushes after those accepted.
   rep->state.seq = registration.last_seq;
+  rep->state.row_seq = registration.last_row_seq;
   if (registration.lease > absl::ZeroDuration()) {
     const absl::Duration period = HeartbeatPeriod(registration.lease);
     ShardControl* control = rep->control.get();

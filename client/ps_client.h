@@ -50,12 +50,15 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "client/client_options.h"
 #include "client/pending_op.h"
 #include "client/push_pull_in_progress.h"
 #include "common/incarnation.h"
 #include "common/mode.h"
 #include "common/model_spec.h"
+#include "common/table_spec.h"
 
 namespace ps {
 
@@ -118,6 +121,29 @@ class PsClient {
   std::unique_ptr<PushPullInProgress> StartPushPull(const TensorList* grads, TensorList* weights);
   std::unique_ptr<PushPullInProgress> StartPushPull(const TensorViews& weights);
 
+  // Embedding tables (common/table_spec.h; docs/embeddings.md). Declared
+  // before Init, which sends them with the spec: every worker declares the
+  // same tables (FAILED_PRECONDITION naming the difference otherwise).
+  // INVALID_ARGUMENT for tables ValidateTableSpecs refuses;
+  // FAILED_PRECONDITION after Init.
+  absl::Status DeclareTables(const std::vector<TableSpec>& tables);
+  const std::vector<TableSpec>& tables() const;
+
+  // Writes the rows of `ids` (any order, repeats allowed) of `table` to
+  // out[i * dim, (i + 1) * dim) for caller position i. Each id is sent once,
+  // to the shard that owns it (client/sparse_ids.h). In sync mode call it
+  // after the step's Pull: the rows are those of that step.
+  absl::Status PullRows(absl::string_view table, absl::Span<const uint64_t> ids,
+                        absl::Span<float> out);
+  // Pushes the gradient rows grads[i * dim, (i + 1) * dim) of `ids` (any
+  // order; the rows of a repeated id are summed, in caller order). Sync:
+  // they join this worker's gradient of the current step and are applied
+  // with it, so push the rows of each table at most once per step, before
+  // the step's Push or PushPull. Async: applied on arrival. Retried and
+  // deduplicated as Push.
+  absl::Status PushRows(absl::string_view table, absl::Span<const uint64_t> ids,
+                        absl::Span<const float> grads);
+
   // The smallest version pulled from any shard (in sync mode: the step).
   int64_t version() const;
 
@@ -159,6 +185,8 @@ class PsClient {
   std::unique_ptr<PushPullInProgress> BeginPushPull(const TensorList* grads,
                                                     const TensorViews& weights);
   void Log(const std::string& line) const;
+  // The dim of a declared table; NOT_FOUND naming it otherwise.
+  absl::StatusOr<int> TableDim(absl::string_view table) const;
 
   std::unique_ptr<Rep> rep_;
 };

@@ -38,7 +38,11 @@ std::vector<std::vector<absl::string_view>> Records(absl::string_view text) {
 
 bool IsWorkerCall(absl::string_view call) {
   return call == "Register" || call == "InitParams" || call == "Push" ||
-         call == "PushPull" || call == "Heartbeat" || call == "Stream";
+         call == "PushPull" || call == "Heartbeat" || call == "Stream" || call == "PushRows";
+}
+
+// Calls that only read the parameters.
+bool IsReadCall(absl::string_view call) { return call == "Pull" || call == "PullRows";
 }
 
 absl::Status Denied(const Identity& who, absl::string_view what) {
@@ -104,10 +108,10 @@ absl::Status AuthorizeMethod(const Identity& who, absl::string_view method) {
   if (who.role == Role::kAdmin) return absl::OkStatus();
   absl::string_view call = method;
   if (absl::ConsumePrefix(&call, kMethodPrefix)) {
-    if (who.role == Role::kWorker && (IsWorkerCall(call) || call == "Pull")) {
+    if (who.role == Role::kWorker && (IsWorkerCall(call) || IsReadCall(call))) {
       return absl::OkStatus();
     }
-    if (who.role == Role::kReader && (call == "Pull" || call == "GetStatus")) {
+    if (who.role == Role::kReader && (IsReadCall(call) || call == "GetStatus")) {
       return absl::OkStatus();
     }
   }
@@ -118,7 +122,7 @@ absl::Status AuthorizeWorker(const Identity& who, absl::string_view call, int wo
                              bool creates_parameters) {
   if (who.role == Role::kAdmin) return absl::OkStatus();
   if (who.role == Role::kReader) {
-    if (call == "Pull") return absl::OkStatus();  // reads only; no lease renewed
+    if (IsReadCall(call)) return absl::OkStatus();  // reads only; no lease renewed
     return Denied(who, absl::StrCat("call ", call));
   }
   if (worker_id != who.worker_id) {

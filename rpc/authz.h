@@ -4,10 +4,12 @@
 //
 // Identities (a certificate's Subject CN, or a token's name):
 //   worker-<id>  a worker (0 <= id); may Register, InitParams, Push, Pull,
-//                PushPull, Heartbeat and Stream, each only as its own id;
+//                PushPull, Heartbeat, Stream, PullRows and PushRows, each
+//                only as its own id;
 //                only worker-0 may create the parameters (InitParams with
 //                values);
-//   reader       may Pull and GetStatus (evaluation jobs, dashboards);
+//   reader       may Pull, PullRows and GetStatus (evaluation jobs,
+//                dashboards);
 //   admin        may call everything (ps_ctl: status, checkpoint, ...).
 // Anyone who passed the TLS handshake may ask the health service. Anything
 // else is PERMISSION_DENIED naming the identity and the call; no identity

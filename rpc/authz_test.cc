@@ -42,18 +42,20 @@ TEST(IdentityFromCertificate, CommonNameOrUri) {
 TEST(AuthorizeMethod, FollowsTheRoleTable) {
   const Identity worker = Id("worker-1"), reader = Id("reader"), admin = Id("admin");
   for (absl::string_view call :
-       {"Register", "InitParams", "Push", "Pull", "PushPull", "Heartbeat", "Stream"}) {
+       {"Register", "InitParams", "Push", "Pull", "PushPull", "Heartbeat", "Stream", "PullRows",
+        "PushRows"}) {
     EXPECT_TRUE(AuthorizeMethod(worker, M(call)).ok()) << call;
   }
   for (absl::string_view call : {"GetStatus", "Checkpoint", "Future"}) {
     EXPECT_EQ(AuthorizeMethod(worker, M(call)).code(), absl::StatusCode::kPermissionDenied)
         << call;
   }
-  for (absl::string_view call : {"Pull", "GetStatus"}) {
+  for (absl::string_view call : {"Pull", "PullRows", "GetStatus"}) {
     EXPECT_TRUE(AuthorizeMethod(reader, M(call)).ok()) << call;
   }
   for (absl::string_view call :
-       {"Register", "InitParams", "Push", "PushPull", "Heartbeat", "Stream", "Checkpoint"}) {
+       {"Register", "InitParams", "Push", "PushPull", "Heartbeat", "Stream", "Checkpoint",
+        "PushRows"}) {
     EXPECT_EQ(AuthorizeMethod(reader, M(call)).code(), absl::StatusCode::kPermissionDenied)
         << call;
   }
@@ -86,7 +88,10 @@ TEST(AuthorizeWorker, WorkersActOnlyAsThemselves) {
             absl::StatusCode::kPermissionDenied);
   // Readers pull as any id; admins act as anyone.
   EXPECT_TRUE(AuthorizeWorker(Id("reader"), "Pull", 3).ok());
+  EXPECT_TRUE(AuthorizeWorker(Id("reader"), "PullRows", 3).ok());
   EXPECT_FALSE(AuthorizeWorker(Id("reader"), "Push", 3).ok());
+  EXPECT_FALSE(AuthorizeWorker(Id("reader"), "PushRows", 3).ok());
+  EXPECT_FALSE(AuthorizeWorker(w1, "PushRows", 0).ok());
   EXPECT_TRUE(AuthorizeWorker(Id("admin"), "InitParams", 0, true).ok());
 }
 

@@ -61,6 +61,26 @@ ModelSpec ModelSpecFromProto(const v1::ModelSpec& p) {
   return spec;
 }
 
+void TablesToProto(const std::vector<TableSpec>& tables, v1::ModelSpec* out) {
+  out->clear_tables();
+  for (const TableSpec& t : tables) {
+    v1::TableSpec* p = out->add_tables();
+    p->set_name(t.name);
+    p->set_dim(t.dim);
+    p->set_seed(t.seed);
+    p->set_init_scale(t.init_scale);
+  }
+}
+
+std::vector<TableSpec> TablesFromProto(const v1::ModelSpec& p) {
+  std::vector<TableSpec> tables;
+  tables.reserve(p.tables_size());
+  for (const v1::TableSpec& t : p.tables()) {
+    tables.push_back(TableSpec{t.name(), t.dim(), t.seed(), t.init_scale()});
+  }
+  return tables;
+}
+
 void SliceToProto(const TensorSpec& t, const SliceRange& r, absl::Span<const float> values,
                   v1::TensorSlice* out) {
   out->set_name(t.name);

@@ -18,6 +18,7 @@
 #include "common/mode.h"
 #include "common/model_spec.h"
 #include "common/partition.h"
+#include "common/table_spec.h"
 #include "grpcpp/support/status.h"
 #include "proto/ps.pb.h"
 
@@ -34,6 +35,10 @@ absl::StatusOr<Mode> ModeFromProto(v1::Mode mode);
 // Core <-> proto model specs.
 void ModelSpecToProto(const ModelSpec& spec, v1::ModelSpec* out);
 ModelSpec ModelSpecFromProto(const v1::ModelSpec& p);
+// Core <-> proto embedding tables (ModelSpec.tables). TablesToProto
+// replaces `out`'s tables only; ModelSpecToProto clears them.
+void TablesToProto(const std::vector<TableSpec>& tables, v1::ModelSpec* out);
+std::vector<TableSpec> TablesFromProto(const v1::ModelSpec& p);
 
 // Core <-> proto incarnations.
 void IncarnationToProto(const Incarnation& inc, v1::Incarnation* out);

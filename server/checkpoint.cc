@@ -179,6 +179,7 @@ std::string EncodeShardState(const ShardState& state) {
   snap.mutable_incarnation()->set_run_id(state.incarnation.run_id);
   snap.mutable_incarnation()->set_start(state.incarnation.start);
   snap.mutable_last_seq()->Add(state.last_seq.begin(), state.last_seq.end());
+  snap.mutable_last_row_seq()->Add(state.last_row_seq.begin(), state.last_row_seq.end());
   for (const EmbeddingTableState& t : state.tables) TableToProto(t, snap.add_tables());
   return snap.SerializeAsString();
 }
@@ -215,6 +216,12 @@ absl::StatusOr<ShardState> DecodeShardState(absl::string_view bytes, const SpecL
                                                    " workers"));
   }
   state.last_seq.assign(snap.last_seq().begin(), snap.last_seq().end());
+  if (snap.last_row_seq_size() > state.num_workers) {
+    return absl::InvalidArgumentError(absl::StrCat("checkpoint has ", snap.last_row_seq_size(),
+                                                   " row-push seqs for ", state.num_workers,
+                                                   " workers"));
+  }
+  state.last_row_seq.assign(snap.last_row_seq().begin(), snap.last_row_seq().end());
   SliceAssembler::Options ao;
   ao.what = "checkpoint";
   SliceAssembler assembler(MakeSliceLayout(state.spec, state.num_shards, state.shard_id), ao);

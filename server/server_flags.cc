@@ -10,6 +10,7 @@
 #include "common/optimizer_flags.h"
 #include "common/security_flags.h"
 #include "common/status_macros.h"
+#include "server/table_flags.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
           "HOST:PORT to serve on (0.0.0.0:PORT: every interface). Port 0 picks a free port; "
@@ -153,6 +154,7 @@ absl::StatusOr<ServerOptions> ServerOptionsFromFlags() {
   shard.max_waiting_calls = absl::GetFlag(FLAGS_max_waiting_calls);
   shard.max_pending_pushes = absl::GetFlag(FLAGS_max_pending_pushes);
   shard.reject_nonfinite = absl::GetFlag(FLAGS_reject_nonfinite);
+  ASSIGN_OR_RETURN(shard.tables, SparseTablesOptionsFromFlags());
   ASSIGN_OR_RETURN(shard.worker_timeout, SecondsFromFlag("worker_timeout", absl::GetFlag(FLAGS_worker_timeout)));
   shard.sync_rule.quorum = absl::GetFlag(FLAGS_sync_quorum);
   shard.sync_rule.min_workers = absl::GetFlag(FLAGS_min_workers);

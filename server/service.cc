@@ -182,6 +182,7 @@ grpc::ServerUnaryReactor* ParameterServerService::Register(grpc::CallbackServerC
       resp->set_version(st.version);
       IncarnationToProto(st.incarnation, resp->mutable_incarnation());
       resp->set_last_seq(shard_->LastSeq(req->worker_id()));
+      resp->set_last_row_seq(shard_->LastRowSeq(req->worker_id()));
       resp->set_worker_timeout_ms(absl::ToInt64Milliseconds(shard_->options().worker_timeout));
       if (st.initialized) {
         std::shared_ptr<const ShardLayout> layout = shard_->Layout();
@@ -194,6 +195,7 @@ grpc::ServerUnaryReactor* ParameterServerService::Register(grpc::CallbackServerC
           p->set_length(r.length);
         }
       }
+      TablesToProto(shard_->Tables(), resp->mutable_spec());
     }
     reactor->Finish(ToGrpcStatus(s));
   } catch (...) {
@@ -238,6 +240,11 @@ grpc::ServerUnaryReactor* ParameterServerService::InitParams(grpc::CallbackServe
       }
       return options_.rollback(req->worker_id(), req->version());
     });
+  }
+  if (absl::Status s = shard_->DeclareTables(TablesFromProto(req->spec())); !s.ok()) {
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    reactor->Finish(ToGrpcStatus(s));
+    return reactor;
   }
   if (req->restore()) {
     return answer_now([&] {
@@ -340,6 +347,61 @@ grpc::ServerUnaryReactor* ParameterServerService::Checkpoint(
     });
   } catch (...) {
     FinishWithException(reactor, "Checkpoint");
+  }
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ParameterServerService::PullRows(grpc::CallbackServerContext* ctx,
+                                                           const v1::PullRowsRequest* req,
+                                                           v1::PullRowsResponse* resp) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  try {
+    absl::StatusOr<Caller> caller = CallerOfCall(authenticator(), *ctx);
+    absl::Status s = caller.ok() ? caller->MayActAs("PullRows", req->worker_id()) : caller.status();
+    absl::StatusOr<RowsResult> rows =
+        s.ok() ? shard_->PullRows(req->worker_id(), req->table(), req->ids(),
+                                  caller->renews_lease())
+               : s;
+    if (rows.ok()) {
+      EncodeFloats(rows->values, resp->mutable_values());
+      resp->set_version(rows->version);
+      IncarnationToProto(shard_->incarnation(), resp->mutable_incarnation());
+    }
+    reactor->Finish(ToGrpcStatus(rows.status()));
+  } catch (...) {
+    FinishWithException(reactor, "PullRows");
+  }
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ParameterServerService::PushRows(grpc::CallbackServerContext* ctx,
+                                                           const v1::PushRowsRequest* req,
+                                                           v1::PushRowsResponse* resp) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  try {
+    absl::Status s = MayActAs(authenticator(), *ctx, "PushRows", req->worker_id());
+    if (s.ok() && req->grads().size() % sizeof(float) != 0) {
+      s = absl::InvalidArgumentError(absl::StrCat("embedding table \"", EscapeName(req->table()),
+                                                  "\": gradients of ", req->grads().size(),
+                                                  " bytes, not whole float32s"));
+    }
+    absl::StatusOr<PushResult> r = absl::InternalError("not run");
+    if (s.ok()) {
+      std::vector<float> grads(req->grads().size() / sizeof(float));
+      CopyPieces({absl::string_view(req->grads())}, grads.data());
+      r = shard_->PushRows(req->worker_id(), req->table(), req->version(), req->seq(),
+                           req->ids(), grads);
+    } else {
+      r = s;
+    }
+    if (r.ok()) {
+      resp->set_version(r->version);
+      resp->set_outcome(static_cast<v1::PushOutcome>(r->outcome));
+      IncarnationToProto(shard_->incarnation(), resp->mutable_incarnation());
+    }
+    reactor->Finish(ToGrpcStatus(r.status()));
+  } catch (...) {
+    FinishWithException(reactor, "PushRows");
   }
   return reactor;
 }

@@ -31,7 +31,9 @@ namespace ps {
 
 // Typed callback methods for the small calls, raw ones for those carrying
 // tensors.
-using ParameterServerBase = v1::ParameterServer::WithCallbackMethod_Register<
+using ParameterServerBase = v1::ParameterServer::WithCallbackMethod_PullRows<
+    v1::ParameterServer::WithCallbackMethod_PushRows<
+    v1::ParameterServer::WithCallbackMethod_Register<
     v1::ParameterServer::WithCallbackMethod_InitParams<
         v1::ParameterServer::WithCallbackMethod_GetStatus<
             v1::ParameterServer::WithCallbackMethod_Checkpoint<
@@ -40,7 +42,7 @@ using ParameterServerBase = v1::ParameterServer::WithCallbackMethod_Register<
                         v1::ParameterServer::WithRawCallbackMethod_Pull<
                             v1::ParameterServer::WithRawCallbackMethod_PushPull<
                                 v1::ParameterServer::WithRawCallbackMethod_Stream<
-                                    v1::ParameterServer::Service>>>>>>>>>;
+                                    v1::ParameterServer::Service>>>>>>>>>>>;
 
 struct ServiceOptions {
   // Longest time a stream call may take to arrive in full (see
@@ -94,6 +96,13 @@ class ParameterServerService final : public ParameterServerBase {
   grpc::ServerUnaryReactor* GetStatus(grpc::CallbackServerContext* ctx,
                                       const v1::StatusRequest* req,
                                       v1::StatusResponse* resp) override;
+  // Embedding rows: Shard::PullRows and PushRows, answered at once.
+  grpc::ServerUnaryReactor* PullRows(grpc::CallbackServerContext* ctx,
+                                     const v1::PullRowsRequest* req,
+                                     v1::PullRowsResponse* resp) override;
+  grpc::ServerUnaryReactor* PushRows(grpc::CallbackServerContext* ctx,
+                                     const v1::PushRowsRequest* req,
+                                     v1::PushRowsResponse* resp) override;
 
  private:
   const Authenticator* authenticator() const { return options_.authenticator.get(); }

@@ -31,7 +31,9 @@ Shard::Shard(const ShardOptions& options, std::unique_ptr<ConsistencyPolicy> pol
       membership_(options.shard_id, options.num_workers,
                   options.mode != Mode::kAsync ? options.worker_timeout : absl::ZeroDuration()),
       stalls_(options.shard_id, options.num_workers,
-              options.mode == Mode::kSync ? options.stall_report_after : absl::ZeroDuration()) {
+              options.mode == Mode::kSync ? options.stall_report_after : absl::ZeroDuration()),
+      tables_(options.tables, options.mode, options.shard_id, options.num_shards,
+              options.num_workers, options.reject_nonfinite) {
   incarnation_.run_id = options.run_id;
   while (incarnation_.run_id == 0) {
     std::random_device random;
@@ -308,6 +310,7 @@ absl::StatusOr<PushResult> Shard::Push(AssembledGradient g, int64_t seq) {
     // The policy accepted it: 0 <= computed_version <= version, no overflow.
     staleness = weights_.version() - computed_version;
     if (verdict.outcome == PushOutcome::kApplied) {
+      tables_.NoteDenseAccepted(worker_id);
       if (verdict.apply) {
         ApplyLocked(std::move(to_apply), start, &fx,
                     StalenessLrScale(options_.staleness_lr, options_.mode, staleness));
@@ -340,6 +343,9 @@ void Shard::ApplyLocked(std::vector<std::vector<float>> to_apply, absl::Time now
   if (options_.mode == Mode::kSync) metrics_->barrier_wait.Record(stalls_.OpenFor(now));
   std::optional<std::string> line = stalls_.OnStepClosed(now, weights_.version());
   if (line.has_value()) fx->lines.push_back(*std::move(line));
+  for (std::string& l : tables_.CloseStep(weights_.version(), static_cast<int>(to_apply.size()))) {
+    fx->lines.push_back(std::move(l));
+  }
   weights_.ApplyMean(to_apply, lr_scale);
   for (std::vector<float>& g : to_apply) gradient_pool_->Give(std::move(g));
   untouched_checkpoint_ = false;

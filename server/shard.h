@@ -61,6 +61,7 @@
 #include "server/shard_options.h"
 #include "server/shard_state.h"
 #include "server/shard_stats.h"
+#include "server/sparse_tables.h"
 #include "server/stall_reporter.h"
 #include "server/stats.h"
 #include "server/versioned_weights.h"
@@ -68,6 +69,12 @@
 #include "server/weights_snapshot.h"
 
 namespace ps {
+
+// PullRows: the rows, and the shard's version when they were read.
+struct RowsResult {
+  std::vector<float> values;
+  int64_t version = 0;
+};
 
 // What became of a push that was not an error.
 struct PushResult {
@@ -100,6 +107,8 @@ class Shard {
   // The async push seq last accepted from `worker_id` (0: none, and always
   // in sync mode), so that a restarted worker numbers its pushes after it.
   int64_t LastSeq(int worker_id) const;
+  // The same for row pushes (PushRows' seq).
+  int64_t LastRowSeq(int worker_id) const;
 
   // After this shard restarted behind the run (InitRequest.restore):
   // `values` (every slice this shard owns, exactly once) are worker
@@ -154,6 +163,22 @@ class Shard {
   // the version it waits for).
   uint64_t Pull(int worker_id, int64_t min_version, absl::Duration wait, SnapshotCallback done,
                 bool renews_lease = true);
+
+  // Embedding tables (server/sparse_tables.h has the rules). DeclareTables:
+  // creates the model's tables, or checks them against those declared
+  // (InitParams; any worker, no waiting: rows need no values from worker 0).
+  // PullRows reads rows now; PushRows offers a worker's row gradients for
+  // its step `version` (sync) or applies them (async and SSP, `seq` as
+  // PushRowsRequest.seq). Both renew the worker's lease (a reader's pull
+  // with renews_lease false does not). Errors name the table.
+  absl::Status DeclareTables(const std::vector<TableSpec>& tables);
+  absl::StatusOr<RowsResult> PullRows(int worker_id, absl::string_view table,
+                                      absl::Span<const uint64_t> ids, bool renews_lease = true);
+  absl::StatusOr<PushResult> PushRows(int worker_id, absl::string_view table, int64_t version,
+                                      int64_t seq, absl::Span<const uint64_t> ids,
+                                      absl::Span<const float> grads);
+  // The declared tables (empty: none).
+  std::vector<TableSpec> Tables() const;
 
   // Ends a waiting Init or Pull (e.g. its client went away): its callback
   // runs with CANCELLED. No-op if the call already completed.
@@ -259,6 +284,7 @@ class Shard {
   Membership membership_ ABSL_GUARDED_BY(mu_);
   StallReporter stalls_ ABSL_GUARDED_BY(mu_);
   Incarnation incarnation_ ABSL_GUARDED_BY(mu_);
+  SparseTables tables_ ABSL_GUARDED_BY(mu_);
   // True from a LoadCheckpoint until the parameters change (the guard of
   // RollBackToCheckpoint).
   bool untouched_checkpoint_ ABSL_GUARDED_BY(mu_) = false;

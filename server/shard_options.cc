@@ -45,6 +45,7 @@ absl::Status ShardOptions::Validate() const {
   // checked now. An unknown mode fails here, not as a silent fallback.
   RETURN_IF_ERROR(CreateOptimizer(optimizer, 0).status());
   RETURN_IF_ERROR(CreateConsistencyPolicy(mode, num_workers, sync_rule, staleness).status());
+  RETURN_IF_ERROR(tables.Validate());
   if (worker_timeout < absl::ZeroDuration()) {
     return absl::InvalidArgumentError(absl::StrCat("--worker_timeout must be >= 0, got ",
                                                    absl::FormatDuration(worker_timeout)));
@@ -78,11 +79,13 @@ absl::Status ShardOptions::CheckState(const ShardState& state) const {
                                                    "\" state, this server runs \"",
                                                    optimizer.name, "\""));
   }
-  // Shards do not hold embedding tables yet: refuse rather than drop them.
-  if (!state.tables.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "state holds ", state.tables.size(), " embedding table(s) (the first \"",
-        state.tables[0].options.name, "\"); this server does not serve embedding tables yet"));
+  for (const EmbeddingTableState& t : state.tables) {
+    if (t.options.optimizer.kind != tables.optimizer.kind) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "state holds embedding table \"", t.options.name, "\" with ",
+          SparseOptimizerName(t.options.optimizer.kind), " state, this server runs ",
+          SparseOptimizerName(tables.optimizer.kind), " (--sparse_optimizer)"));
+    }
   }
   return ValidateModelSpec(state.spec, spec_limits);
 }

@@ -20,6 +20,7 @@
 #include "common/optimizer.h"
 #include "server/consistency.h"
 #include "server/shard_state.h"
+#include "server/sparse_tables.h"
 #include "server/staleness_lr.h"
 
 namespace ps {
@@ -44,6 +45,8 @@ struct ShardOptions {
   // Limits on what requests may ask for; see "Limits and hostile input" in
   // docs/operating.md. Past them a request fails with the status named.
   SpecLimits spec_limits;  // the model spec an init may create (INVALID_ARGUMENT)
+  // Embedding tables: row bound, eviction, sparse optimizer, ids per request.
+  SparseTablesOptions tables;
   // Gradients or initial values holding NaN or +-Inf are refused
   // (INVALID_ARGUMENT), so one bad worker cannot poison the model silently.
   bool reject_nonfinite = true;
@@ -102,7 +105,7 @@ struct ShardOptions {
 
   // Whether `state` (a checkpoint) fits a shard with these options: the
   // same position, worker count and optimizer, workers seen in range, a
-  // spec within spec_limits, and no embedding tables (not served yet).
+  // spec within spec_limits, tables of this server's sparse optimizer.
   // INVALID_ARGUMENT naming the difference.
   // (Whether its weights and optimizer state fit its spec is checked when
   // they are installed.)

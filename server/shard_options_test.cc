@@ -98,13 +98,15 @@ TEST(ShardOptions, CheckStateRefusesAnotherPositionWorkerCountOrOptimizer) {
   other = state;
   other.spec = {{"w", {-1}}};
   EXPECT_EQ(o.CheckState(other).code(), absl::StatusCode::kInvalidArgument);
-  // Embedding tables in a checkpoint are refused, not dropped, until shards
-  // serve them.
+  // Embedding tables kept with another sparse optimizer than the server's.
   other = state;
   other.tables.emplace_back();
   other.tables[0].options.name = "user";
+  other.tables[0].options.optimizer.kind = o.tables.optimizer.kind;
+  EXPECT_TRUE(o.CheckState(other).ok());
+  other.tables[0].options.optimizer.kind = SparseOptimizerKind::kFtrl;
   EXPECT_THAT(std::string(o.CheckState(other).message()),
-              HasSubstr("embedding table(s) (the first \"user\")"));
+              HasSubstr("embedding table \"user\" with ftrl state, this server runs adagrad"));
 }
 
 }  // namespace

@@ -23,6 +23,7 @@ absl::Status Shard::ReplaceParametersLocked(std::shared_ptr<const ShardLayout> l
   for (int w : membership_.dropped()) policy->SetLive(w, false, &none);  // no step is open
   policy_ = std::move(policy);
   stalls_.Reset();  // the pending gradients are gone, so is the open step
+  tables_.DropOpenStep();
   gradient_pool_->Clear();
   untouched_checkpoint_ = false;
   return absl::OkStatus();
@@ -99,6 +100,8 @@ absl::StatusOr<ShardState> Shard::ExportStateLocked() const {
   state.workers_seen = membership_.seen();
   state.incarnation = incarnation_;
   state.last_seq = policy_->LastSeqs();
+  state.tables = tables_.Export();
+  if (options_.mode != Mode::kSync) state.last_row_seq = tables_.LastRowSeqs();
   return state;
 }
 
@@ -116,6 +119,10 @@ absl::Status Shard::InstallCheckpoint(const ShardState& state, bool rollback) {
   ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> optimizer,
                    CreateOptimizer(options_.optimizer, layout->num_elements));
   RETURN_IF_ERROR(optimizer->RestoreState(state.optimizer_state));
+  // Rebuilt outside the lock; swapped in with the weights.
+  SparseTables tables(options_.tables, options_.mode, options_.shard_id, options_.num_shards,
+                      options_.num_workers, options_.reject_nonfinite);
+  RETURN_IF_ERROR(tables.Import(state.tables, state.last_row_seq));
   SnapshotCallbacks ready;
   WeightsSnapshot snap;
   {
@@ -127,6 +134,7 @@ absl::Status Shard::InstallCheckpoint(const ShardState& state, bool rollback) {
     }
     RETURN_IF_ERROR(ReplaceParametersLocked(std::move(layout), state.weights,
                                             std::move(optimizer), state.version));
+    tables_ = std::move(tables);
     untouched_checkpoint_ = true;
     membership_.MarkSeen(state.workers_seen);
     policy_->SetLastSeqs(state.last_seq);

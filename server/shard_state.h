@@ -55,8 +55,11 @@ struct ShardState {
   // Async exactly-once: by worker id, the last push seq accepted (empty in
   // sync mode).
   std::vector<int64_t> last_seq;
-  // Embedding tables, names unique, in no particular order.
+  // Embedding tables, names unique, in the order the model declared them.
   std::vector<EmbeddingTableState> tables;
+  // Async exactly-once of row pushes: by worker id, the last row-push seq
+  // accepted (empty in sync mode and in states from before).
+  std::vector<int64_t> last_row_seq;
 };
 
 }  // namespace ps

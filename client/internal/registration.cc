@@ -36,6 +36,7 @@ absl::StatusOr<Registration> ReadRegistration(const std::vector<std::string>& se
   for (const v1::RegisterResponse& r : replies) {
     out.incarnations.push_back(IncarnationFromProto(r.incarnation()));
     out.last_seq = std::max(out.last_seq, r.last_seq());
+    out.last_row_seq = std::max(out.last_row_seq, r.last_row_seq());
     if (r.worker_timeout_ms() > 0) {
       lease_ms = lease_ms == 0 ? r.worker_timeout_ms() : std::min(lease_ms, r.worker_timeout_ms());
     }

@@ -32,6 +32,8 @@ struct Registration {
   // Async: the highest push seq any shard accepted from this worker (a
   // restarted worker numbers its pushes after it); 0: none.
   int64_t last_seq = 0;
+  // The same for row pushes (PushRowsRequest.seq).
+  int64_t last_row_seq = 0;
   // The shortest worker_timeout of the shards that set one (sync leases);
   // zero: none, no heartbeats.
   absl::Duration lease = absl::ZeroDuration();

@@ -32,6 +32,7 @@ TEST(ReadRegistration, GathersWhatTheClientKeeps) {
   std::vector<v1::RegisterResponse> replies = Replies();
   replies[1].set_last_seq(12);
   replies[2].set_last_seq(9);
+  replies[0].set_last_row_seq(4);
   absl::StatusOr<Registration> r = ReadRegistration(kServers, replies);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->mode, Mode::kSync);
@@ -39,6 +40,7 @@ TEST(ReadRegistration, GathersWhatTheClientKeeps) {
   EXPECT_THAT(r->incarnations,
               ElementsAre(Incarnation{7, 1}, Incarnation{7, 2}, Incarnation{7, 3}));
   EXPECT_EQ(r->last_seq, 12);
+  EXPECT_EQ(r->last_row_seq, 4);
   EXPECT_EQ(r->lease, absl::ZeroDuration());
 }
 

@@ -39,6 +39,7 @@ absl::Status ShardControl::InitAll(const ConstTensorViews* initial,
              [&state, initial](int s, v1::InitRequest* req) {
                req->set_worker_id(state.options.worker_id);
                ModelSpecToProto(state.spec, req->mutable_spec());
+               TablesToProto(state.tables, req->mutable_spec());
                if (initial != nullptr) {
                  for (const SliceRange& r : state.layouts[s]->slices) {
                    SliceToProto(
@@ -78,6 +79,7 @@ absl::StatusOr<v1::InitResponse> ShardControl::Restore(int shard) {
   v1::InitRequest req;
   req.set_worker_id(o.worker_id);
   ModelSpecToProto(state.spec, req.mutable_spec());
+  TablesToProto(state.tables, req.mutable_spec());
   for (const SliceRange& range : state.layouts[shard]->slices) {
     SliceToProto(state.spec[range.tensor_index], range,
                  absl::MakeConstSpan(state.held[shard]).subspan(range.flat_offset, range.length),

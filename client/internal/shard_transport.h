@@ -35,6 +35,7 @@
 #include "common/model_spec.h"
 #include "common/partition.h"
 #include "common/slice_assembler.h"
+#include "common/table_spec.h"
 #include "rpc/raw_wire.h"
 
 namespace ps {
@@ -59,6 +60,10 @@ struct ClientState {
   // takes the next; PsClient starts it after the shards' last_seq). SSP
   // shards take it as the worker's step.
   int64_t seq = 0;
+  // Embedding tables declared (PsClient::DeclareTables), sent with Init and
+  // restores; and async, the seq of the last row push (as `seq`).
+  std::vector<TableSpec> tables;
+  int64_t row_seq = 0;
   // With options.retry_timeout: by shard, a copy of the slices last pulled
   // (flat, in layout order) and their version, for restoring a shard that
   // restarted behind it.

@@ -1,0 +1,48 @@
+// PsClient::Rep: a PsClient's state and the parts it owns, shared by the
+// files that implement PsClient (client/ps_client.cc, ps_client_rows.cc).
+// Not thread-safe: the client's one training thread uses it (the
+// heartbeater only reads the options through ShardControl).
+#ifndef PS_CLIENT_INTERNAL_PS_CLIENT_REP_H_
+#define PS_CLIENT_INTERNAL_PS_CLIENT_REP_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "client/internal/heartbeater.h"
+#include "client/internal/shard_control.h"
+#include "client/internal/shard_rows.h"
+#include "client/internal/shard_transport.h"
+#include "client/ps_client.h"
+#include "common/incarnation.h"
+
+namespace ps {
+
+struct PsClient::Rep {
+  ClientState state;
+  float learning_rate = 0;
+  // By shard: the incarnation seen at the last Register.
+  std::vector<Incarnation> incarnation;
+  // What the operation in progress started from: a retry pushes the same
+  // gradient for the same versions, with the same async seq, even where a
+  // shard already answered the failed try (it then answers "duplicate").
+  std::vector<int64_t> op_versions;
+  int64_t op_seq = 0;
+  // PsClient::retries() and recoveries().
+  int64_t retries = 0;
+  int64_t recoveries = 0;
+  void StartOp() {
+    op_versions = state.shard_version;
+    op_seq = state.seq;
+  }
+  // These borrow `state`; declared after it so that they go first.
+  std::unique_ptr<ShardControl> control;  // Register, InitParams, Heartbeat
+  std::unique_ptr<ShardRows> rows;        // PullRows, PushRows
+  std::unique_ptr<ShardTransport> transport;
+  // Null without leases; declared last so that it stops first.
+  std::unique_ptr<Heartbeater> heartbeater;
+};
+
+}  // namespace ps
+
+#endif  // PS_CLIENT_INTERNAL_PS_CLIENT_REP_H_

@@ -1,0 +1,99 @@
+#include "client/internal/shard_rows.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "client/internal/pending_calls.h"
+#include "common/float_bytes.h"
+#include "rpc/wire.h"
+
+namespace ps {
+namespace {
+
+// The servers of the shards that have ids; empty names for the others,
+// which StartRowCalls skips.
+std::vector<bool> Called(const std::vector<std::vector<uint64_t>>& shard_ids) {
+  std::vector<bool> called;
+  for (const auto& ids : shard_ids) called.push_back(!ids.empty());
+  return called;
+}
+
+// StartUnaryCalls for the shards in `called` only: the others are done at once.
+template <typename Req, typename Resp, typename Start>
+absl::Status CallShards(const ClientState& state, const std::vector<bool>& called,
+                        const std::function<void(int, Req*)>& build, Start start,
+                        std::function<absl::Status(int, const Resp&)> on_reply) {
+  std::vector<std::string> servers = state.options.servers;
+  std::vector<int> shard_of;  // position -> shard
+  std::vector<std::string> called_servers;
+  for (int s = 0; s < static_cast<int>(servers.size()); ++s) {
+    if (!called[s]) continue;
+    shard_of.push_back(s);
+    called_servers.push_back(servers[s]);
+  }
+  if (called_servers.empty()) return absl::OkStatus();
+  return StartUnaryCalls<Req, Resp>(
+             called_servers, state.options.rpc_timeout, /*wait_for_ready=*/false,
+             [&](int i, Req* req) { build(shard_of[i], req); },
+             [&](int i, auto... args) { start(shard_of[i], args...); },
+             [&, on_reply](int i, const Resp& r) { return on_reply(shard_of[i], r); })
+      ->Wait();
+}
+
+}  // namespace
+
+ShardRows::ShardRows(const std::vector<std::shared_ptr<grpc::Channel>>& channels,
+                     const ClientState* state)
+    : state_(state) {
+  for (const auto& channel : channels) stubs_.push_back(v1::ParameterServer::NewStub(channel));
+}
+
+absl::Status ShardRows::Pull(absl::string_view table, int dim,
+                             const std::vector<std::vector<uint64_t>>& shard_ids,
+                             std::vector<std::vector<float>>* rows) {
+  rows->assign(shard_ids.size(), {});
+  const int worker = state_->options.worker_id;
+  return CallShards<v1::PullRowsRequest, v1::PullRowsResponse>(
+      *state_, Called(shard_ids),
+      [&](int s, v1::PullRowsRequest* req) {
+        req->set_worker_id(worker);
+        req->set_table(std::string(table));
+        req->mutable_ids()->Add(shard_ids[s].begin(), shard_ids[s].end());
+      },
+      [this](int s, auto... args) { stubs_[s]->async()->PullRows(args...); },
+      [&](int s, const v1::PullRowsResponse& r) -> absl::Status {
+        const size_t want = shard_ids[s].size() * static_cast<size_t>(dim) * sizeof(float);
+        if (r.values().size() != want) {
+          return absl::InternalError(absl::StrCat("answered ", r.values().size(),
+                                                  " bytes of rows, expected ", want));
+        }
+        (*rows)[s].resize(shard_ids[s].size() * static_cast<size_t>(dim));
+        CopyPieces({absl::string_view(r.values())}, (*rows)[s].data());
+        return absl::OkStatus();
+      });
+}
+
+absl::Status ShardRows::Push(absl::string_view table,
+                             const std::vector<std::vector<uint64_t>>& shard_ids,
+                             const std::vector<std::vector<float>>& grads, int64_t seq,
+                             std::vector<PushOutcome>* outcomes) {
+  outcomes->assign(shard_ids.size(), PushOutcome::kApplied);
+  const ClientState& state = *state_;
+  return CallShards<v1::PushRowsRequest, v1::PushRowsResponse>(
+      state, Called(shard_ids),
+      [&](int s, v1::PushRowsRequest* req) {
+        req->set_worker_id(state.options.worker_id);
+        req->set_table(std::string(table));
+        req->mutable_ids()->Add(shard_ids[s].begin(), shard_ids[s].end());
+        EncodeFloats(grads[s], req->mutable_grads());
+        req->set_version(state.shard_version[s]);
+        req->set_seq(state.mode == Mode::kSync ? 0 : seq);
+      },
+      [this](int s, auto... args) { stubs_[s]->async()->PushRows(args...); },
+      [outcomes](int s, const v1::PushRowsResponse& r) {
+        (*outcomes)[s] = static_cast<PushOutcome>(r.outcome());
+        return absl::OkStatus();
+      });
+}
+
+}  // namespace ps

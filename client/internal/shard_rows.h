@@ -1,0 +1,55 @@
+// ShardRows: a PsClient's embedding-row calls, PullRows and PushRows, one
+// unary protobuf call per shard in parallel on the channels the transport
+// uses too (the rows of one call are small next to a model's tensors; both
+// transports' clients send them this way). PsClient (client/ps_client.h)
+// groups the ids (client/sparse_ids.h), retries and keeps the state; this
+// class only makes the calls and checks what came back.
+//
+// Thread safety: as PsClient, one operation at a time. Borrows `state`,
+// which must outlive it; owns its stubs.
+#ifndef PS_CLIENT_INTERNAL_SHARD_ROWS_H_
+#define PS_CLIENT_INTERNAL_SHARD_ROWS_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "client/internal/shard_transport.h"
+#include "common/incarnation.h"
+#include "grpcpp/channel.h"
+#include "proto/ps.grpc.pb.h"
+
+namespace ps {
+
+class ShardRows {
+ public:
+  // Shard i's calls go over channels[i].
+  ShardRows(const std::vector<std::shared_ptr<grpc::Channel>>& channels,
+            const ClientState* state);
+
+  // Rows of `table` (dim floats each): shard s is asked for shard_ids[s]
+  // (none: not called) and its rows go to rows[s], checked to be
+  // shard_ids[s].size() * dim floats (INTERNAL naming the shard otherwise).
+  // The first error names its shard and address.
+  absl::Status Pull(absl::string_view table, int dim,
+                    const std::vector<std::vector<uint64_t>>& shard_ids,
+                    std::vector<std::vector<float>>* rows);
+
+  // Gradients grads[s] of shard_ids[s] to every shard with ids, for the
+  // step state.shard_version[s] (sync) with the async `seq`; outcomes[s]
+  // says what each shard did (kApplied for shards not called).
+  absl::Status Push(absl::string_view table, const std::vector<std::vector<uint64_t>>& shard_ids,
+                    const std::vector<std::vector<float>>& grads, int64_t seq,
+                    std::vector<PushOutcome>* outcomes);
+
+ private:
+  const ClientState* const state_;                                 // not owned
+  std::vector<std::unique_ptr<v1::ParameterServer::Stub>> stubs_;  // by shard
+};
+
+}  // namespace ps
+
+#endif  // PS_CLIENT_INTERNAL_SHARD_ROWS_H_

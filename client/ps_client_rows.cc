@@ -1,0 +1,75 @@
+// PsClient's embedding-table calls (client/ps_client.h): ids grouped by
+// client/sparse_ids.h, calls made by client/internal/shard_rows.h, retried
+// as the tensor calls are.
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "client/internal/ps_client_rep.h"
+#include "client/ps_client.h"
+#include "client/sparse_ids.h"
+#include "common/status_macros.h"
+
+namespace ps {
+
+absl::Status PsClient::DeclareTables(const std::vector<TableSpec>& tables) {
+  if (!rep_->state.spec.empty()) {
+    return absl::FailedPreconditionError("DeclareTables must come before Init");
+  }
+  RETURN_IF_ERROR(ValidateTableSpecs(tables));
+  rep_->state.tables = tables;
+  return absl::OkStatus();
+}
+
+const std::vector<TableSpec>& PsClient::tables() const { return rep_->state.tables; }
+
+absl::StatusOr<int> PsClient::TableDim(absl::string_view table) const {
+  for (const TableSpec& t : rep_->state.tables) {
+    if (t.name == table) return t.dim;
+  }
+  return absl::NotFoundError(absl::StrCat("embedding table \"", EscapeName(table),
+                                          "\" was not declared (PsClient::DeclareTables)"));
+}
+
+absl::Status PsClient::PullRows(absl::string_view table, absl::Span<const uint64_t> ids,
+                                absl::Span<float> out) {
+  ASSIGN_OR_RETURN(const int dim, TableDim(table));
+  ASSIGN_OR_RETURN(const int64_t floats, SparseValueCount(ids.size(), dim));
+  if (static_cast<int64_t>(out.size()) != floats) {
+    return absl::InvalidArgumentError(absl::StrCat("PullRows of \"", EscapeName(table), "\": ",
+                                                   ids.size(), " ids of dim ", dim, " need ",
+                                                   floats, " floats, the output holds ",
+                                                   out.size()));
+  }
+  ASSIGN_OR_RETURN(const SparseRequest request, GroupIds(ids, num_shards()));
+  std::vector<std::vector<float>> rows;
+  const auto attempt = [&] { return rep_->rows->Pull(table, dim, request.shard_ids, &rows); };
+  rep_->StartOp();
+  RETURN_IF_ERROR(Retry("pull of rows", attempt(), attempt));
+  std::vector<absl::Span<const float>> views(rows.begin(), rows.end());
+  return ScatterRows(request, views, dim, out.data());
+}
+
+absl::Status PsClient::PushRows(absl::string_view table, absl::Span<const uint64_t> ids,
+                                absl::Span<const float> grads) {
+  ASSIGN_OR_RETURN(const int dim, TableDim(table));
+  ASSIGN_OR_RETURN(const int64_t floats, SparseValueCount(ids.size(), dim));
+  if (static_cast<int64_t>(grads.size()) != floats) {
+    return absl::InvalidArgumentError(absl::StrCat("PushRows of \"", EscapeName(table), "\": ",
+                                                   ids.size(), " ids of dim ", dim, " need ",
+                                                   floats, " gradient floats, got ",
+                                                   grads.size()));
+  }
+  ASSIGN_OR_RETURN(const SparseRequest request, GroupIds(ids, num_shards()));
+  ASSIGN_OR_RETURN(const std::vector<std::vector<float>> summed,
+                   SumGradients(request, grads.data(), dim));
+  // One seq for every try: the shards deduplicate a retry.
+  const int64_t seq = ++rep_->state.row_seq;
+  std::vector<PushOutcome> outcomes;
+  const auto attempt = [&] {
+    return rep_->rows->Push(table, request.shard_ids, summed, seq, &outcomes);
+  };
+  rep_->StartOp();
+  return Retry("push of rows", attempt(), attempt);
+}
+
+}  // namespace ps

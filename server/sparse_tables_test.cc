@@ -1,0 +1,162 @@
+// SparseTables' rules without threads or RPCs: declaration, sync steps
+// (held rows applied with the step's accepted dense gradients, dropped and
+// duplicate pushes), async seqs, and a checkpoint round trip through a
+// Shard that continues bit for bit.
+#include "server/sparse_tables.h"
+
+#include <vector>
+
+#include "common/embedding_shard.h"
+#include "gtest/gtest.h"
+#include "server/checkpoint.h"
+#include "server/shard.h"
+
+namespace ps {
+namespace {
+
+constexpr int kDim = 2;
+const TableSpec kSpec{"t", kDim, 3, 0.25f};
+
+SparseTablesOptions Sgd() {
+  SparseTablesOptions o;
+  o.optimizer.kind = SparseOptimizerKind::kSgd;
+  o.optimizer.lr = 1.0f;
+  return o;
+}
+
+std::vector<float> Row(SparseTables& t, uint64_t id) {
+  std::vector<float> out;
+  EXPECT_TRUE(t.Pull("t", {&id, 1}, &out).ok());
+  return out;
+}
+
+std::vector<float> Init(uint64_t id) {
+  std::vector<float> r(kDim);
+  InitRow(kSpec.seed, id, kDim, kSpec.init_scale, r.data());
+  return r;
+}
+
+TEST(SparseTables, DeclaresOnceThenChecks) {
+  SparseTables t(Sgd(), Mode::kSync, 0, 1, 2, true);
+  EXPECT_TRUE(t.Declare({}).ok());
+  EXPECT_TRUE(t.specs().empty());
+  ASSERT_TRUE(t.Declare({kSpec}).ok());
+  EXPECT_TRUE(t.Declare({kSpec}).ok());
+  EXPECT_TRUE(t.Declare({}).ok());  // declares nothing, checks nothing
+  TableSpec other = kSpec;
+  other.seed = 4;
+  EXPECT_EQ(t.Declare({other}).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(t.Declare({kSpec, TableSpec{"u", 1, 0, 0}}).code(),
+            absl::StatusCode::kFailedPrecondition);
+  SparseTables bad(Sgd(), Mode::kSync, 0, 1, 2, true);
+  EXPECT_EQ(bad.Declare({kSpec, kSpec}).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.Declare({TableSpec{"z", 0, 0, 0}}).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(SparseTables, SyncAppliesOnlyTheRowsOfWorkersInTheStep) {
+  SparseTables t(Sgd(), Mode::kSync, 0, 1, 3, true);
+  ASSERT_TRUE(t.Declare({kSpec}).ok());
+  const std::vector<uint64_t> ids = {7};
+  const std::vector<float> g0 = {1, 2}, g1 = {3, 5}, g2 = {100, 100};
+  for (int w = 0; w < 3; ++w) {
+    const std::vector<float>& g = w == 0 ? g0 : w == 1 ? g1 : g2;
+    auto r = t.Push(w, "t", 0, 0, 0, ids, g);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(*r, PushOutcome::kApplied);
+  }
+  EXPECT_EQ(*t.Push(0, "t", 0, 0, 0, ids, g0), PushOutcome::kDuplicate);
+  EXPECT_EQ(Row(t, 7), Init(7));  // held until the step closes
+  // The step closes with workers 0 and 1 (a quorum of 2); worker 2's rows
+  // are dropped with its dense gradient.
+  t.NoteDenseAccepted(0);
+  t.NoteDenseAccepted(1);
+  EXPECT_TRUE(t.CloseStep(0, 2).empty());
+  const std::vector<float> init = Init(7);
+  EXPECT_EQ(Row(t, 7), (std::vector<float>{init[0] - (1.0f + 3.0f) / 2.0f,
+                                            init[1] - (2.0f + 5.0f) / 2.0f}));
+  // Late pushes for step 0: applied ones are duplicates, the rest dropped.
+  EXPECT_EQ(*t.Push(1, "t", 0, 0, 1, ids, g1), PushOutcome::kDuplicate);
+  EXPECT_EQ(*t.Push(2, "t", 0, 0, 1, ids, g2), PushOutcome::kDropped);
+  EXPECT_EQ(t.Push(0, "t", 2, 0, 1, ids, g0).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(SparseTables, AsyncAppliesAtOnceAndDeduplicatesBySeq) {
+  SparseTables t(Sgd(), Mode::kAsync, 0, 1, 2, true);
+  ASSERT_TRUE(t.Declare({kSpec}).ok());
+  const std::vector<uint64_t> ids = {11};
+  const std::vector<float> g = {1, 1};
+  EXPECT_EQ(*t.Push(1, "t", 0, 1, 0, ids, g), PushOutcome::kApplied);
+  EXPECT_EQ(*t.Push(1, "t", 0, 1, 0, ids, g), PushOutcome::kDuplicate);
+  EXPECT_EQ(*t.Push(1, "t", 0, 0, 0, ids, g), PushOutcome::kApplied);  // seq 0: not deduplicated
+  const std::vector<float> init = Init(11);
+  EXPECT_EQ(Row(t, 11), (std::vector<float>{init[0] - 2, init[1] - 2}));
+  EXPECT_EQ(t.LastRowSeqs(), (std::vector<int64_t>{0, 1}));
+}
+
+TEST(SparseTables, RefusesWhatIsNotThisShards) {
+  SparseTablesOptions o = Sgd();
+  o.max_ids_per_request = 3;
+  SparseTables t(o, Mode::kAsync, 1, 2, 1, true);
+  ASSERT_TRUE(t.Declare({kSpec}).ok());
+  uint64_t other = 0;
+  while (ShardOfId(other, 2) != 0) ++other;
+  std::vector<float> out;
+  EXPECT_EQ(t.Pull("t", {&other, 1}, &out).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(t.Pull("x", {}, &out).code(), absl::StatusCode::kNotFound);
+  const std::vector<uint64_t> four = {1, 2, 3, 4};
+  EXPECT_EQ(t.Pull("t", four, &out).code(), absl::StatusCode::kInvalidArgument);
+}
+
+// A shard with a table: trains, checkpoints, and a second shard restored
+// from the bytes pulls the same rows and continues bit for bit.
+TEST(SparseTables, ACheckpointRestoresRowsAndContinuesBitForBit) {
+  ShardOptions o;
+  o.mode = Mode::kAsync;
+  o.tables.optimizer = {SparseOptimizerKind::kAdam, 0.01f};
+  o.log = nullptr;
+  auto a = Shard::Create(o);
+  ASSERT_TRUE(a.ok());
+  Shard& first = **a;
+  ASSERT_TRUE(first.DeclareTables({kSpec}).ok());
+  std::vector<RawTensorSlice> none;
+  bool inited = false;
+  std::string w(2 * sizeof(float), '\0');
+  first.Init(0, {{"w", {2}}}, {RawTensorSlice{"w", {2}, 0, 2, {w}}}, absl::Seconds(1),
+             [&](absl::StatusOr<int64_t> v, bool) { inited = v.ok(); });
+  ASSERT_TRUE(inited);
+  const std::vector<uint64_t> ids = {1, 2, 3};
+  const std::vector<float> g = {0.5f, -1, 2, 0.25f, -3, 1};
+  for (int i = 1; i <= 3; ++i) ASSERT_TRUE(first.PushRows(0, "t", 0, i, ids, g).ok());
+  auto state = first.ExportState();
+  ASSERT_TRUE(state.ok()) << state.status();
+  const std::string bytes = EncodeShardState(*state);
+
+  auto b = Shard::Create(o);
+  ASSERT_TRUE(b.ok());
+  Shard& second = **b;
+  auto decoded = DecodeShardState(bytes, SpecLimits());
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  ASSERT_TRUE(second.LoadCheckpoint(*decoded).ok());
+  EXPECT_EQ(second.Tables(), std::vector<TableSpec>{kSpec});
+  EXPECT_EQ(second.LastRowSeq(0), 3);
+  for (int step = 0; step < 2; ++step) {
+    auto ra = first.PullRows(0, "t", ids);
+    auto rb = second.PullRows(0, "t", ids);
+    ASSERT_TRUE(ra.ok() && rb.ok());
+    EXPECT_EQ(ra->values, rb->values) << "after " << step << " more pushes";
+    ASSERT_TRUE(first.PushRows(0, "t", 0, 4 + step, ids, g).ok());
+    ASSERT_TRUE(second.PushRows(0, "t", 0, 4 + step, ids, g).ok());
+  }
+  // A server with another sparse optimizer refuses the state.
+  ShardOptions other = o;
+  other.tables.optimizer.kind = SparseOptimizerKind::kFtrl;
+  auto c = Shard::Create(other);
+  ASSERT_TRUE(c.ok());
+  absl::Status s = (*c)->LoadCheckpoint(*decoded);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("--sparse_optimizer"), std::string::npos) << s;
+}
+
+}  // namespace
+}  // namespace ps
