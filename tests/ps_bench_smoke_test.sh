@@ -82,6 +82,22 @@ if "$BENCH" transport --server_process --tls --tls_dir="$certs" --server_cpus=x 
   fail "--server_cpus=x should be an error"
 fi
 
+# sparse: a row per op, dist and dim, each against the dense path.
+json=$("$BENCH" sparse --sparse_ids=100 --dims=4,8 --seconds=0.05 --warmup=1 --vocab=1000 --json)
+echo "$json"
+/usr/bin/python3 -c '
+import json, sys
+d = json.loads(sys.argv[1])
+assert d["mode"] == "sparse" and len(d["rows"]) == 12, d
+for r in d["rows"]:
+    assert r["value"] > 0 and r["baseline"] > 0 and r["rows_per_s"] > 0, r
+    assert r["ids"] == 100 and 0 < r["unique_fraction"] <= 1, r
+' "$json"
+out=$("$BENCH" sparse --sparse_ids=50 --dims=4 --dists=zipf --ops=pull --seconds=0.05 --warmup=1)
+echo "$out"
+[ "$(grep -c "^pull zipf d4 " <<<"$out")" -eq 1 ] || fail "sparse table lacks its pull zipf d4 row"
+if "$BENCH" sparse --dists=normal 2>/dev/null; then fail "--dists=normal should be an error"; fi
+
 out=$("$BENCH" apply --apply_elements=100000 --seconds=0.05)
 echo "$out"
 grep -q "^sgd_apply" <<<"$out" && grep -q "^sgd_shard" <<<"$out" || fail "apply table lacks sgd_apply and sgd_shard rows"

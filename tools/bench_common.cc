@@ -84,6 +84,10 @@ std::string Json(const std::string& section, const std::vector<Row>& rows) {
                             r.server_cpu_us_per_mb, r.baseline_server_cpu_us_per_mb);
     }
     if (r.accuracy >= 0) absl::StrAppendFormat(&o, ", \"test_accuracy\": %.4f", r.accuracy);
+    if (r.rows_per_s >= 0) {
+      absl::StrAppendFormat(&o, ", \"ids\": %d, \"rows_per_s\": %.6g, \"unique_fraction\": %.4f",
+                            r.ids, r.rows_per_s, r.unique_fraction);
+    }
     objs.push_back(o + "}");
   }
   return absl::StrCat("{\"mode\": \"", section, "\", \"rows\": [", absl::StrJoin(objs, ", "),
@@ -127,6 +131,15 @@ void PrintTable(const std::string& section, const std::vector<Row>& rows) {
                     r.value / r.baseline, r.p50_us, r.p99_us, r.baseline_p50_us, r.cpu_us_per_mb,
                     r.baseline_cpu_us_per_mb, r.baseline_cpu_us_per_mb / r.cpu_us_per_mb);
       }
+    }
+  } else if (section == "sparse") {
+    std::printf("%-22s %7s %8s %6s %11s %9s %9s %7s %9s %9s\n", "op dist dim", "ids",
+                "values", "uniq", "rows/s", "GB/s", "dense", "ratio", "p50 us", "dense p50");
+    for (const Row& r : rows) {
+      std::printf("%-22s %7lld %8s %6.2f %11.0f %9.3f %9.3f %7.2f %9.0f %9.0f\n",
+                  r.name.c_str(), static_cast<long long>(r.ids), HumanBytes(r.bytes).c_str(),
+                  r.unique_fraction, r.rows_per_s, r.value, r.baseline, r.value / r.baseline,
+                  r.p50_us, r.baseline_p50_us);
     }
   } else if (section == "apply") {
     std::printf("%-16s %12s %10s %10s %7s\n", "apply", "elements", "GB/s", "axpy GB/s",

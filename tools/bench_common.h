@@ -33,6 +33,10 @@ struct Row {
   // (the fields above are then the client process's alone).
   double server_cpu_us_per_mb = -1, baseline_server_cpu_us_per_mb = -1;
   double accuracy = -1;       // train only
+  // Sparse only: ids per request, caller ids per second, and the share of a
+  // request's ids that are distinct.
+  int64_t ids = 0;
+  double rows_per_s = -1, unique_fraction = -1;
 };
 
 // Where a benchmark's certificates are, when it measures TLS.

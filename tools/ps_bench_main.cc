@@ -10,6 +10,9 @@
 //                        workers in sync and in async mode (tools/bench_train.h);
 //                        --processes: again as real ps_server and ps_worker
 //                        processes (tools/train_processes.h)
+//   ps_bench sparse      embedding rows by id: pull / push / push-pull rows/s
+//                        and GB/s, against the dense path moving the same
+//                        bytes (tools/bench_sparse.h)
 //   ps_bench consistency time to accuracy of each consistency mode and
 //                        optimizer with a straggler, real ps_server and
 //                        ps_worker processes (tools/bench_consistency.h)
@@ -37,6 +40,7 @@
 #include "tools/bench_common.h"
 #include "tools/bench_consistency.h"
 #include "tools/bench_train.h"
+#include "tools/bench_sparse.h"
 #include "tools/bench_transport.h"
 #include "tools/child_process.h"
 #include "worker/dataset.h"
@@ -44,10 +48,19 @@
 ABSL_FLAG(std::string, sizes, "4096,65536,1048576,4194304,16777216,67108864",
           "transport: payload sizes in bytes (multiples of 4).");
 ABSL_FLAG(int, shards, 1, "transport: number of in-process server shards (S).");
-ABSL_FLAG(std::string, ops, "push,pull,push_pull", "transport: operations to measure.");
+ABSL_FLAG(std::string, ops, "push,pull,push_pull", "transport, sparse: operations to measure.");
+ABSL_FLAG(std::string, sparse_ids, "1000,10000,100000",
+          "sparse: ids per request (each size is a cluster of its own).");
+ABSL_FLAG(std::string, dims, "16,64", "sparse: row dims of the table.");
+ABSL_FLAG(std::string, dists, "uniform,zipf",
+          "sparse: id distributions: uniform over --vocab, zipf (s = 1.1) over --vocab.");
+ABSL_FLAG(int, sparse_shards, 2, "sparse: number of in-process server shards.");
+ABSL_FLAG(int64_t, vocab, 1000000, "sparse: ids are drawn from [0, vocab).");
 ABSL_FLAG(int, clients, 1, "transport: number of client threads (W), one connection each.");
-ABSL_FLAG(double, seconds, 1.0, "transport/apply: seconds to measure each figure.");
-ABSL_FLAG(int, warmup, 3, "transport: untimed operations per client before measuring.");
+ABSL_FLAG(double, seconds, 1.0, "transport, apply, sparse: seconds to measure each figure.");
+ABSL_FLAG(int, warmup, 3,
+          "transport, sparse: untimed operations per client (sparse: per figure) before "
+          "measuring.");
 ABSL_FLAG(std::string, transports, "stream,unary",
           "transport: client transports to measure (stream and/or unary).");
 ABSL_FLAG(std::string, wire_dtype, "f32",
@@ -327,6 +340,19 @@ absl::StatusOr<std::vector<ps::Row>> Transport() {
   return ps::RunTransportBench(o);
 }
 
+absl::StatusOr<std::vector<ps::Row>> Sparse() {
+  ps::SparseBenchOptions o;
+  o.ids = absl::GetFlag(FLAGS_sparse_ids);
+  o.dims = absl::GetFlag(FLAGS_dims);
+  o.dists = absl::GetFlag(FLAGS_dists);
+  o.ops = absl::GetFlag(FLAGS_ops);
+  o.shards = absl::GetFlag(FLAGS_sparse_shards);
+  o.vocab = absl::GetFlag(FLAGS_vocab);
+  o.warmup = absl::GetFlag(FLAGS_warmup);
+  ASSIGN_OR_RETURN(o.duration, ps::SecondsFromFlag("seconds", absl::GetFlag(FLAGS_seconds)));
+  return ps::RunSparseBench(o);
+}
+
 absl::StatusOr<std::vector<ps::Row>> Apply() {
   ps::ApplyBenchOptions o;
   o.elements = absl::GetFlag(FLAGS_apply_elements);
@@ -391,7 +417,8 @@ int main(int argc, char** argv) {
       argc, argv,
       "Parameter-server benchmarks; every figure is a ratio of a baseline measured in the same "
       "run.\n  ps_bench transport [--sizes=...] [--shards=S] [--clients=W] [--seconds=T]\n"
-      "  ps_bench apply [--apply_elements=...]\n  ps_bench train [--epochs=3] [--processes]\n"
+      "  ps_bench apply [--apply_elements=...]\n"
+      "  ps_bench sparse [--sparse_ids=1000,10000,100000] [--dims=16,64] [--dists=uniform,zipf]\n  ps_bench train [--epochs=3] [--processes]\n"
       "  ps_bench consistency [--modes=...] [--optimizers=sgd:0.1,adam:0.001] [--png=PATH] "
       "[--quick]\n"
       "TLS cost: deploy/make_certs.sh DIR --servers=1 --workers=W, then add --tls "
@@ -406,12 +433,14 @@ int main(int argc, char** argv) {
     rows = Transport();
   } else if (mode == "apply") {
     rows = Apply();
+  } else if (mode == "sparse") {
+    rows = Sparse();
   } else if (mode == "train") {
     ps::TrainBenchOptions check;
     if (!ProcessSocketsFromFlag(&check)) return 2;
     rows = Train();
   } else {
-    std::cerr << "usage: ps_bench transport|apply|train|consistency [flags] (see --help)"
+    std::cerr << "usage: ps_bench transport|apply|train|sparse|consistency [flags] (see --help)"
               << std::endl;
     return 2;
   }
