@@ -138,8 +138,9 @@ class PsClient {
   // Pushes the gradient rows grads[i * dim, (i + 1) * dim) of `ids` (any
   // order; the rows of a repeated id are summed, in caller order). Sync:
   // they join this worker's gradient of the current step and are applied
-  // with it, so push the rows of each table at most once per step, before
-  // the step's Push or PushPull. Async: applied on arrival. Retried and
+  // with it, so push the rows of each table once per step, before the
+  // step's Push or PushPull (a second push of a table in one step is
+  // FAILED_PRECONDITION). Async: applied on arrival. Retried and
   // deduplicated as Push.
   absl::Status PushRows(absl::string_view table, absl::Span<const uint64_t> ids,
                         absl::Span<const float> grads);

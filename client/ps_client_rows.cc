@@ -59,6 +59,15 @@ absl::Status PsClient::PushRows(absl::string_view table, absl::Span<const uint64
                                                    floats, " gradient floats, got ",
                                                    grads.size()));
   }
+  const int64_t step = version();
+  if (mode() == Mode::kSync) {
+    auto it = rep_->rows_pushed_step.find(table);
+    if (it != rep_->rows_pushed_step.end() && it->second == step) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "PushRows of \"", EscapeName(table), "\": its rows were already pushed for step ",
+          step, " (sync: once per table per step; sum the gradients first)"));
+    }
+  }
   ASSIGN_OR_RETURN(const SparseRequest request, GroupIds(ids, num_shards()));
   ASSIGN_OR_RETURN(const std::vector<std::vector<float>> summed,
                    SumGradients(request, grads.data(), dim));
@@ -69,7 +78,9 @@ absl::Status PsClient::PushRows(absl::string_view table, absl::Span<const uint64
     return rep_->rows->Push(table, request.shard_ids, summed, seq, &outcomes);
   };
   rep_->StartOp();
-  return Retry("push of rows", attempt(), attempt);
+  RETURN_IF_ERROR(Retry("push of rows", attempt(), attempt));
+  if (mode() == Mode::kSync) rep_->rows_pushed_step[std::string(table)] = step;
+  return absl::OkStatus();
 }
 
 }  // namespace ps

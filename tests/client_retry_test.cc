@@ -2,7 +2,8 @@
 // address) while a call is in flight: PullAsync and PushPullAsync retry
 // inside Wait() as the blocking calls do (client/ps_client.h): the client
 // registers again, restores the shard from its copy and tries again, and the
-// gradient is applied once.
+// gradient is applied once. PullRows and PushRows retry too: the restored
+// shard has the model's embedding table again (its rows afresh).
 #include <atomic>
 #include <memory>
 #include <string>
@@ -14,6 +15,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "client/ps_client.h"
+#include "common/embedding_shard.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/ps_server.h"
@@ -28,6 +30,7 @@ using ::testing::HasSubstr;
 const ModelSpec kSpec = {{"w", {2, 2}}, {"b", {2}}};
 const TensorList kInitial = {{1, 2, 3, 4}, {-1, -2}};
 constexpr float kLearningRate = 0.5f;
+const TableSpec kTable{"emb", 3, /*seed=*/5, /*init_scale=*/0.5f};
 
 ServerOptions OneShard(const std::string& listen) {
   ServerOptions o;
@@ -35,6 +38,7 @@ ServerOptions OneShard(const std::string& listen) {
   o.shard.num_workers = 1;
   o.shard.mode = Mode::kSync;
   o.shard.optimizer.learning_rate = kLearningRate;
+  o.shard.tables.optimizer = {SparseOptimizerKind::kSgd, 1.0f};
   o.shutdown_grace = absl::Milliseconds(100);  // the client's stream stays open
   return o;
 }
@@ -60,6 +64,7 @@ class RestartedShard : public ::testing::TestWithParam<ClientOptions::Transport>
     auto client = PsClient::Connect(o);
     ASSERT_TRUE(client.ok()) << client.status();
     client_ = *std::move(client);
+    ASSERT_TRUE(client_->DeclareTables({kTable}).ok());
     ASSERT_TRUE(client_->Init(kSpec, &kInitial).ok());
     TensorList weights;
     ASSERT_TRUE(client_->Pull(0, &weights).ok());  // the copy to restore from
@@ -130,6 +135,37 @@ TEST_P(RestartedShard, PushPullAsyncRetriesInWaitAndAppliesTheGradientOnce) {
   EXPECT_EQ(weights, (TensorList{{0, 1, 2, 3}, {-3, -4}}));
   EXPECT_EQ(client_->version(), 1);
   EXPECT_THAT(Lines(), Contains(HasSubstr("push-pull went through after")));
+}
+
+std::vector<float> InitialRow(uint64_t id) {
+  std::vector<float> row(kTable.dim);
+  InitRow(kTable.seed, id, kTable.dim, kTable.init_scale, row.data());
+  return row;
+}
+
+TEST_P(RestartedShard, PullRowsRetriesAndTheRestoredShardHasTheTable) {
+  RestartWhenACallFails();
+  const uint64_t id = 77;
+  std::vector<float> row(kTable.dim);
+  const absl::Status status = client_->PullRows("emb", {&id, 1}, absl::MakeSpan(row));
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_EQ(row, InitialRow(id));
+  EXPECT_THAT(Lines(), Contains(HasSubstr("pull of rows went through after")));
+}
+
+TEST_P(RestartedShard, PushRowsRetriesAndTheStepAppliesThemOnce) {
+  RestartWhenACallFails();
+  const std::vector<uint64_t> ids = {4, 4};  // summed: 2 * g
+  const std::vector<float> g = {1, 2, 3, 1, 2, 3};
+  const absl::Status status = client_->PushRows("emb", ids, g);
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_THAT(Lines(), Contains(HasSubstr("push of rows went through after")));
+  TensorList weights;
+  ASSERT_TRUE(client_->PushPull({{0, 0, 0, 0}, {0, 0}}, &weights).ok());  // closes step 0
+  std::vector<float> row(kTable.dim);
+  ASSERT_TRUE(client_->PullRows("emb", {&ids[0], 1}, absl::MakeSpan(row)).ok());
+  const std::vector<float> init = InitialRow(4);
+  EXPECT_EQ(row, (std::vector<float>{init[0] - 2, init[1] - 4, init[2] - 6}));
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, RestartedShard, AllTransports(), TransportName);

@@ -102,6 +102,7 @@ TEST_P(RowsTest, SyncStepsApplyTheMeanOfTheWorkersRowsBitForBit) {
         for (size_t i = 0; i < ids.size(); ++i)
           for (int j = 0; j < kDim; ++j) g[i * kDim + j] = GradOf(w, t, i, j);
         ASSERT_TRUE(c[w]->PushRows("emb", ids, g).ok());
+        EXPECT_EQ(c[w]->PushRows("emb", ids, g).code(), absl::StatusCode::kFailedPrecondition);
         TensorList grads = {std::vector<float>(8, 0.5f)}, weights;
         ASSERT_TRUE(c[w]->PushPull(grads, &weights).ok());
       });

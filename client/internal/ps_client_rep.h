@@ -6,6 +6,8 @@
 #define PS_CLIENT_INTERNAL_PS_CLIENT_REP_H_
 
 #include <cstdint>
+#include <map>
+#include <string>
 #include <memory>
 #include <vector>
 
@@ -28,6 +30,9 @@ struct PsClient::Rep {
   // shard already answered the failed try (it then answers "duplicate").
   std::vector<int64_t> op_versions;
   int64_t op_seq = 0;
+  // Sync: by table, the step its rows were last pushed for (a second push
+  // in one step would be answered "duplicate" and lost: refused instead).
+  std::map<std::string, int64_t, std::less<>> rows_pushed_step;
   // PsClient::retries() and recoveries().
   int64_t retries = 0;
   int64_t recoveries = 0;
