@@ -1,7 +1,8 @@
 // _ps: the pybind11 extension behind the `ps` Python package
 // (python/ps_src/__init__.py, which users import). A thin binding of
-// client/ps_client.h: the package checks names, dtypes and shapes and turns
-// dicts into the ordered lists this module takes; this module hands the
+// client/ps_client.h (tensors and embedding rows): the package checks
+// names, dtypes and shapes, turns dicts into the ordered lists this module
+// takes and ids into uint64 arrays; this module hands the
 // arrays' memory to the client as views (no copy: gradients are read
 // straight into the messages, weights written straight into the arrays),
 // keeps the arrays alive while a call uses them, releases the GIL while the
@@ -21,12 +22,14 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "client/ps_client.h"
 #include "common/mode.h"
+#include "common/table_spec.h"
 #include "common/wire_dtype.h"
 
 namespace py = pybind11;
@@ -79,6 +82,20 @@ TensorViews MutableViews(const std::vector<py::array>& arrays) {
     out.emplace_back(p, static_cast<size_t>(arrays[i].size()));
   }
   return out;
+}
+
+// `ids`' memory as uint64 ids, without a copy: TypeError unless a uint64
+// array, ValueError unless one-dimensional and C-contiguous.
+absl::Span<const uint64_t> IdData(const py::array& ids, const std::string& table) {
+  if (!ids.dtype().is(py::dtype::of<uint64_t>())) {
+    throw py::type_error("ids of table '" + table + "': dtype " +
+                         std::string(py::str(ids.dtype())) + ", expected uint64");
+  }
+  if (ids.ndim() != 1 || (ids.flags() & py::array::c_style) == 0) {
+    throw py::value_error("ids of table '" + table + "': not a C-contiguous 1-D array");
+  }
+  return absl::Span<const uint64_t>(static_cast<const uint64_t*>(ids.data()),
+                                    static_cast<size_t>(ids.size()));
 }
 
 // Keeps Python objects alive while a call may use their memory; made,
@@ -173,6 +190,37 @@ class Client {
     keep.insert(keep.end(), weights.begin(), weights.end());
     ThrowIfError(Run([this, g, w] { return client_->PushPull(*g, *w); }, std::move(keep)));
     return weights;
+  }
+
+  // The model's embedding tables, before Init: (name, dim, seed, init_scale).
+  void DeclareTables(const std::vector<std::tuple<std::string, int, uint64_t, float>>& tables) {
+    std::vector<TableSpec> specs;
+    for (const auto& [name, dim, seed, init_scale] : tables) {
+      specs.push_back(TableSpec{name, dim, seed, init_scale});
+    }
+    ThrowIfError(client_->DeclareTables(specs));
+  }
+
+  // The rows of `ids` (uint64) into `out` (float32, ids.size() * dim
+  // elements), which it returns.
+  py::array PullRows(const std::string& table, const py::array& ids, py::array out) {
+    const absl::Span<const uint64_t> id = IdData(ids, table);
+    float* p = const_cast<float*>(FloatData(out, "rows of table '" + table + "'", /*write=*/true));
+    const absl::Span<float> rows(p, static_cast<size_t>(out.size()));
+    auto name = std::make_shared<const std::string>(table);
+    ThrowIfError(Run([this, name, id, rows] { return client_->PullRows(*name, id, rows); },
+                     KeepAlive{ids, out}));
+    return out;
+  }
+
+  // Pushes the gradient rows `grads` (float32, ids.size() * dim elements).
+  void PushRows(const std::string& table, const py::array& ids, const py::array& grads) {
+    const absl::Span<const uint64_t> id = IdData(ids, table);
+    const float* p = FloatData(grads, "gradient rows of table '" + table + "'", /*write=*/false);
+    const absl::Span<const float> g(p, static_cast<size_t>(grads.size()));
+    auto name = std::make_shared<const std::string>(table);
+    ThrowIfError(Run([this, name, id, g] { return client_->PushRows(*name, id, g); },
+                     KeepAlive{ids, grads}));
   }
 
   // A layer-wise push-pull into `out` (below).
@@ -330,6 +378,9 @@ PYBIND11_MODULE(_ps, m) {
       .def("pull", &ps::Client::Pull, py::arg("min_version"), py::arg("out") = py::none())
       .def("push", &ps::Client::Push)
       .def("push_pull", &ps::Client::PushPull, py::arg("grads"), py::arg("out") = py::none())
+      .def("declare_tables", &ps::Client::DeclareTables)
+      .def("pull_rows", &ps::Client::PullRows, py::arg("table"), py::arg("ids"), py::arg("out"))
+      .def("push_rows", &ps::Client::PushRows, py::arg("table"), py::arg("ids"), py::arg("grads"))
       .def("start_push_pull", &ps::Client::StartPushPull, py::arg("out"), py::keep_alive<0, 1>())
       .def_property_readonly("version", &ps::Client::version)
       .def_property_readonly("mode", &ps::Client::mode)

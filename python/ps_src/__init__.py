@@ -22,11 +22,20 @@ copy: gradients are read from their memory, and ``pull``/``push_pull`` can
 write the weights into arrays of the caller's (``out=``). The GIL is
 released while a call waits.
 
+Embedding tables (docs/embeddings.md) are declared before ``init`` as
+``ps.Table``s; ``pull_rows``/``push_rows`` move the rows of a batch's ids::
+
+    client.declare_tables([ps.Table("user", dim=16, seed=1)])
+    client.init(dense)
+    rows = client.pull_rows("user", ids)        # (len(ids), 16) float32
+    client.push_rows("user", ids, row_grads)    # before the step's dense push
+
 A Client is for one thread at a time, like the C++ client.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections import OrderedDict
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
@@ -35,7 +44,7 @@ import numpy as np
 
 from . import _ps
 
-__all__ = ["Client", "Error", "PushPullInProgress", "connect_from_env"]
+__all__ = ["Client", "Error", "PushPullInProgress", "Table", "connect_from_env"]
 
 
 class Error(Exception):
@@ -85,22 +94,75 @@ def _servers(servers: Union[str, Sequence[str]]) -> List[str]:
     return out
 
 
-def _as_array(name: str, value, shape: Optional[Tuple[int, ...]]) -> np.ndarray:
-    """`value` (a numpy array or a CPU tensor) as a float32 C-contiguous array, unchanged."""
+def _numpy(what: str, value):
+    """A torch tensor's numpy view (refusing one off the CPU); anything else unchanged."""
     if hasattr(value, "detach") and hasattr(value, "numpy"):  # a torch tensor
         if getattr(value, "device", None) is not None and str(value.device) != "cpu":
-            raise ValueError(f"tensor {name!r}: on {value.device}, expected a CPU tensor")
+            raise ValueError(f"{what}: on {value.device}, expected a CPU tensor")
         value = value.detach().numpy()
+    return value
+
+
+def _float_array(what: str, value, shape: Optional[Tuple[int, ...]]) -> np.ndarray:
+    """`value` (a numpy array or a CPU tensor) as a float32 C-contiguous array, unchanged."""
+    value = _numpy(what, value)
     if not isinstance(value, np.ndarray):
-        raise TypeError(f"tensor {name!r}: expected a numpy array or a CPU tensor, "
+        raise TypeError(f"{what}: expected a numpy array or a CPU tensor, "
                         f"got {type(value).__name__}")
     if value.dtype != np.float32:
-        raise TypeError(f"tensor {name!r}: dtype {value.dtype}, expected float32")
+        raise TypeError(f"{what}: dtype {value.dtype}, expected float32")
     if not value.flags["C_CONTIGUOUS"]:
-        raise ValueError(f"tensor {name!r}: not C-contiguous (use np.ascontiguousarray)")
+        raise ValueError(f"{what}: not C-contiguous (use np.ascontiguousarray)")
     if shape is not None and tuple(value.shape) != tuple(shape):
-        raise ValueError(f"tensor {name!r}: shape {tuple(value.shape)}, expected {tuple(shape)}")
+        raise ValueError(f"{what}: shape {tuple(value.shape)}, expected {tuple(shape)}")
     return value
+
+
+def _as_array(name: str, value, shape: Optional[Tuple[int, ...]]) -> np.ndarray:
+    return _float_array(f"tensor {name!r}", value, shape)
+
+
+def _as_ids(table: str, ids) -> np.ndarray:
+    """`ids` (any 1-D integer array-like or CPU tensor) as a C-contiguous uint64
+    array: a view of a C-contiguous int64 or uint64 array, a copy otherwise.
+    ValueError for a negative id."""
+    what = f"ids of table {table!r}"
+    a = np.asarray(_numpy(what, ids))
+    if a.size == 0 and a.dtype.kind == "f":  # np.asarray([]) is float64
+        a = a.astype(np.uint64)
+    if a.dtype.kind not in "iu":
+        raise TypeError(f"{what}: dtype {a.dtype}, expected integers (uint64 or int64)")
+    if a.ndim != 1:
+        raise ValueError(f"{what}: shape {a.shape}, expected one dimension")
+    if a.dtype.kind == "i":
+        if a.size and a.min() < 0:
+            raise ValueError(f"{what}: id {int(a[np.argmax(a < 0)])} is negative")
+        if a.dtype == np.int64:  # the same bits as uint64 for ids >= 0
+            return np.ascontiguousarray(a).view(np.uint64)
+    return np.ascontiguousarray(a, dtype=np.uint64)
+
+
+@dataclasses.dataclass(frozen=True)
+class Table:
+    """An embedding table: `dim` floats a row, keyed by uint64 ids. New rows are
+    uniform in [-init_scale, init_scale), drawn from (seed, id) alone (so any
+    shard and any restart makes the same row). Every worker declares the same
+    tables in the same order (Client.declare_tables)."""
+
+    name: str
+    dim: int
+    seed: int = 0
+    init_scale: float = 0.01
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str):
+            raise TypeError(f"Table name: expected str, got {self.name!r}")
+        for field in ("dim", "seed"):
+            v = getattr(self, field)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                raise TypeError(f"table {self.name!r}: {field} must be an int, got {v!r}")
+        if not 0 <= int(self.seed) < 1 << 64:
+            raise ValueError(f"table {self.name!r}: seed {self.seed} is not a uint64")
 
 
 class Client:
@@ -150,6 +212,8 @@ class Client:
                              float(connect_timeout), float(wait_timeout), float(retry_timeout))
         self._names: List[str] = []
         self._shapes: List[Tuple[int, ...]] = []
+        self._tables: Dict[str, Table] = OrderedDict()
+        self._rows_pushed: Dict[str, int] = {}  # sync: table -> step of its last push
 
     def init(self, tensors: Tensors) -> None:
         """Creates the parameters (worker 0) or checks them (every other worker).
@@ -169,6 +233,75 @@ class Client:
         values = arrays if self._worker_id == 0 else None
         self._c.init(names, [list(s) for s in shapes], values)
         self._names, self._shapes = names, shapes
+
+    def declare_tables(self, tables: Sequence[Table]) -> None:
+        """Declares the model's embedding tables (a list of ps.Table), replacing
+        any declared before; call it before init(), on every worker, with the
+        same tables in the same order. ps.InvalidArgument for tables the
+        servers cannot hold (empty or repeated names, dim outside 1..65536),
+        ps.FailedPrecondition after init() or when another worker declared
+        other tables."""
+        tables = list(tables)
+        for t in tables:
+            if not isinstance(t, Table):
+                raise TypeError(f"declare_tables: expected ps.Table, got {type(t).__name__}")
+        self._c.declare_tables([(t.name, int(t.dim), int(t.seed), float(t.init_scale))
+                                for t in tables])
+        self._tables = OrderedDict((t.name, t) for t in tables)
+
+    @property
+    def tables(self) -> List[Table]:
+        """The declared embedding tables, in order."""
+        return list(self._tables.values())
+
+    def _dim(self, what: str, table: str) -> int:
+        t = self._tables.get(table)
+        if t is None:
+            raise ValueError(f"{what}: table {table!r} was not declared "
+                             f"(Client.declare_tables, before init)")
+        return int(t.dim)
+
+    def pull_rows(self, table: str, ids, *, out: Optional[np.ndarray] = None) -> np.ndarray:
+        """The rows of `ids` (a 1-D integer array-like or tensor: any order,
+        repeats allowed, negative ids refused) of `table`, as a float32 array
+        (len(ids), dim) in the caller's order; into `out` (a writeable float32
+        C-contiguous array of that shape) when given. Each id is fetched once.
+        Sync mode: the rows of the step last pulled."""
+        dim = self._dim("pull_rows", table)
+        i = _as_ids(table, ids)
+        if out is None:
+            out = np.empty((i.size, dim), np.float32)
+        else:
+            out = _float_array(f"rows of table {table!r}", out, (i.size, dim))
+            if not out.flags["WRITEABLE"]:
+                raise ValueError(f"rows of table {table!r}: out array is not writeable")
+        if i.size == 0:
+            return out
+        return self._c.pull_rows(table, i, out)
+
+    def push_rows(self, table: str, ids, grads) -> None:
+        """Pushes the gradient rows `grads` (float32 C-contiguous, (len(ids),
+        dim), an array or CPU tensor) of `ids` (as for pull_rows; the rows of
+        a repeated id are summed) to `table`'s sparse optimizer (ps_server
+        --sparse_optimizer). Sync mode: they join this worker's gradient of
+        the current step, so push each table at most once per step (a second
+        push raises RuntimeError) and before the step's push/push_pull.
+        Async: applied on arrival."""
+        dim = self._dim("push_rows", table)
+        i = _as_ids(table, ids)
+        g = _float_array(f"gradient rows of table {table!r}", grads, (i.size, dim))
+        # The servers take a worker's first push of a table in a sync step and
+        # drop a second as a retry of it: refuse it here instead.
+        step = self.version if self.mode == "sync" else None
+        if step is not None and self._rows_pushed.get(table) == step:
+            raise RuntimeError(
+                f"push_rows: the rows of table {table!r} were already pushed at step {step}; "
+                "sync mode takes one push per table per step (look all of the step's ids "
+                "up in one call)")
+        if i.size:
+            self._c.push_rows(table, i, g)
+        if step is not None:
+            self._rows_pushed[table] = step
 
     def _arrays(self, what: str, tensors: Tensors) -> List[np.ndarray]:
         if not self._names:

@@ -23,6 +23,24 @@ The servers' optimizer (``ps_server --lr``) makes the update, in sync or
 async mode as the servers run. Only parameters are shared: buffers
 (BatchNorm's running statistics) stay local to each worker.
 
+Embedding tables stay on the servers: ``ps.torch.Embedding(table, dim,
+client)`` is a module whose forward pulls the rows of the batch's ids and
+whose backward pushes their gradients (the servers' ``--sparse_optimizer``
+updates them), while DistributedOptimizer handles the dense parameters::
+
+    emb = ps.torch.Embedding("user", 16, client)   # before the optimizer
+    model = torch.nn.Sequential(emb, torch.nn.Flatten(), torch.nn.Linear(16 * F, 1))
+    opt = ps.torch.DistributedOptimizer(model.named_parameters(), client)
+
+The rule that orders them: a step's rows must reach the servers before its
+dense gradient (sync mode: the step closes on the dense gradients and
+drops rows that come later; and the client takes no other call while a
+push-pull is in flight). An Embedding's backward is among the last to run
+(its ids are the model's inputs), after the dense layers' gradients are
+final, so while a client has Embeddings the optimizer's backward hooks
+send nothing: every dense gradient goes out in ``step()``, after backward
+pushed the rows, whatever ``overlap`` says.
+
 Parameters must be float32 tensors on the CPU. Call ``step()`` after every
 ``backward()``: a gradient produced twice before ``step()`` (gradient
 accumulation over several backward passes) raises RuntimeError. With
@@ -34,16 +52,25 @@ scaling) must run with ``overlap=False``.
 from __future__ import annotations
 
 import ctypes
+import weakref
 from collections import OrderedDict
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 import numpy as np
 import torch
 
-from . import Client, PushPullInProgress
+from . import Client, PushPullInProgress, Table
 from . import connect_from_env  # noqa: F401  (re-exported: ps.torch.connect_from_env)
 
-__all__ = ["DistributedOptimizer", "connect_from_env", "keep_freed_memory"]
+__all__ = ["DistributedOptimizer", "Embedding", "connect_from_env", "keep_freed_memory"]
+
+# The Embeddings made on each client: while a client has any, the dense
+# gradients wait for step() (the module docstring's rule).
+_embeddings: "weakref.WeakKeyDictionary[Client, weakref.WeakSet]" = weakref.WeakKeyDictionary()
+
+
+def _has_embeddings(client: Client) -> bool:
+    return len(_embeddings.get(client, ())) > 0
 
 
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's malloc.h
@@ -88,7 +115,8 @@ class DistributedOptimizer(torch.optim.Optimizer):
         servers, so every worker must use the same model.
       client: a connected ps.Client (e.g. ps.torch.connect_from_env()).
       overlap: send each gradient from backward as soon as it is final
-        (default); False sends them all in ``step()``.
+        (default); False sends them all in ``step()``, as does a client with
+        ps.torch.Embeddings (the module docstring's rule).
       keep_freed_memory: tell glibc's malloc to keep freed memory in the
         process (see ``keep_freed_memory()``); default True.
     """
@@ -139,7 +167,8 @@ class DistributedOptimizer(torch.optim.Optimizer):
 
     def _hook(self, name: str, p: torch.nn.Parameter):
         def hook(*_):
-            if p.grad is not None:
+            # With Embeddings on the client, step() sends it after the rows.
+            if p.grad is not None and not _has_embeddings(self._client):
                 self._send(name, p.grad)
         return hook
 
@@ -201,3 +230,86 @@ class DistributedOptimizer(torch.optim.Optimizer):
             self._keep.clear()
         self._load_weights()
         return loss
+
+
+class _Rows(torch.autograd.Function):
+    """Embedding's lookup: forward pulls the rows of `ids`, backward pushes
+    their gradient rows."""
+
+    @staticmethod
+    def forward(ctx, ids: torch.Tensor, anchor: torch.Tensor, emb: "Embedding") -> torch.Tensor:
+        ctx.save_for_backward(ids)
+        ctx.emb = emb
+        rows = emb.client.pull_rows(emb.table, ids.reshape(-1))
+        return torch.from_numpy(rows).reshape(*ids.shape, emb.dim)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        ids, = ctx.saved_tensors
+        emb = ctx.emb
+        g = grad.reshape(-1, emb.dim)
+        if g.dtype != torch.float32:
+            g = g.float()
+        emb.client.push_rows(emb.table, ids.reshape(-1), g.contiguous())
+        return None, None, None
+
+
+class Embedding(torch.nn.Module):
+    """A lookup in embedding table `table` of the parameter servers.
+
+    forward(ids) takes an integer tensor of any shape (ids >= 0; repeats
+    allowed) and returns the float32 rows, shape (*ids.shape, dim), pulled
+    from the servers (each distinct id once); when autograd is on, backward
+    pushes the gradient of every position's row (the rows of a repeated id
+    summed) and the servers' sparse optimizer applies it (sync: at the close
+    of the step, with the dense gradients). The module has no parameters:
+    the rows live on the servers.
+
+    Construct it before DistributedOptimizer (or client.init): it declares
+    the table on `client` (appending it to the tables declared so far, so
+    every worker must build its Embeddings in the same order), unless the
+    client already declared `table`, with the same dim. Sync mode: call each
+    table's Embedding once per step (look all of a step's ids up in one call:
+    a second push of a table in a step raises RuntimeError), and let
+    DistributedOptimizer send the dense gradients (the module docstring's
+    rule); a hand-written loop calls client.push_pull after backward.
+
+    Args:
+      table: the table's name on the servers.
+      dim: floats per row.
+      client: a connected ps.Client, before init unless it declared `table`.
+      seed, init_scale: new rows are uniform in [-init_scale, init_scale),
+        drawn from (seed, id).
+    """
+
+    def __init__(self, table: str, dim: int, client: Client, *, seed: int = 0,
+                 init_scale: float = 0.01) -> None:
+        super().__init__()
+        spec = Table(table, dim, seed, init_scale)
+        declared = {t.name: t for t in client.tables}
+        if table in declared:
+            if declared[table].dim != dim:
+                raise ValueError(f"Embedding {table!r}: dim {dim}, but the client declared the "
+                                 f"table with dim {declared[table].dim}")
+        else:
+            if client._names:
+                raise ValueError(f"Embedding {table!r}: construct it before "
+                                 "DistributedOptimizer (client.init), which declares the "
+                                 "tables to the servers")
+            client.declare_tables(client.tables + [spec])
+        self.table, self.dim, self.client = table, int(dim), client
+        # The autograd Function's input that requires grad, so that backward
+        # reaches it: empty, and not a parameter (nothing for the optimizer).
+        self._anchor = torch.empty(0, requires_grad=True)
+        _embeddings.setdefault(client, weakref.WeakSet()).add(self)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        if not isinstance(ids, torch.Tensor):
+            ids = torch.as_tensor(ids)
+        if ids.dtype.is_floating_point or ids.dtype.is_complex or ids.dtype == torch.bool:
+            raise TypeError(f"Embedding {self.table!r}: ids of dtype {ids.dtype}, expected an "
+                            "integer tensor (torch.long)")
+        return _Rows.apply(ids, self._anchor, self)
+
+    def extra_repr(self) -> str:
+        return f"table={self.table!r}, dim={self.dim}"
