@@ -213,7 +213,6 @@ class Client:
         self._names: List[str] = []
         self._shapes: List[Tuple[int, ...]] = []
         self._tables: Dict[str, Table] = OrderedDict()
-        self._rows_pushed: Dict[str, int] = {}  # sync: table -> step of its last push
 
     def init(self, tensors: Tensors) -> None:
         """Creates the parameters (worker 0) or checks them (every other worker).
@@ -284,24 +283,13 @@ class Client:
         dim), an array or CPU tensor) of `ids` (as for pull_rows; the rows of
         a repeated id are summed) to `table`'s sparse optimizer (ps_server
         --sparse_optimizer). Sync mode: they join this worker's gradient of
-        the current step, so push each table at most once per step (a second
-        push raises RuntimeError) and before the step's push/push_pull.
+        the current step, so push each table once per step (a second push
+        raises ps.FailedPrecondition) and before the step's push/push_pull.
         Async: applied on arrival."""
         dim = self._dim("push_rows", table)
         i = _as_ids(table, ids)
         g = _float_array(f"gradient rows of table {table!r}", grads, (i.size, dim))
-        # The servers take a worker's first push of a table in a sync step and
-        # drop a second as a retry of it: refuse it here instead.
-        step = self.version if self.mode == "sync" else None
-        if step is not None and self._rows_pushed.get(table) == step:
-            raise RuntimeError(
-                f"push_rows: the rows of table {table!r} were already pushed at step {step}; "
-                "sync mode takes one push per table per step (look all of the step's ids "
-                "up in one call)")
-        if i.size:
-            self._c.push_rows(table, i, g)
-        if step is not None:
-            self._rows_pushed[table] = step
+        self._c.push_rows(table, i, g)
 
     def _arrays(self, what: str, tensors: Tensors) -> List[np.ndarray]:
         if not self._names:

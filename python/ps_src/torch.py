@@ -270,7 +270,7 @@ class Embedding(torch.nn.Module):
     every worker must build its Embeddings in the same order), unless the
     client already declared `table`, with the same dim. Sync mode: call each
     table's Embedding once per step (look all of a step's ids up in one call:
-    a second push of a table in a step raises RuntimeError), and let
+    a second push of a table in a step raises ps.FailedPrecondition), and let
     DistributedOptimizer send the dense gradients (the module docstring's
     rule); a hand-written loop calls client.push_pull after backward.
 

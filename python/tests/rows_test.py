@@ -120,7 +120,8 @@ class RowsTest(unittest.TestCase):
                 client._c.pull_rows("emb", np.array([1]), np.empty((1, DIM), np.float32))
             # Sync: one push per table per step (the servers would drop a second).
             client.push_rows("emb", ids, np.ones((2, DIM), np.float32))
-            with self.assertRaisesRegex(RuntimeError, "'emb' were already pushed at step 0"):
+            with self.assertRaisesRegex(ps.FailedPrecondition,
+                                        "\"emb\": its rows were already pushed for step 0"):
                 client.push_rows("emb", ids, np.ones((2, DIM), np.float32))
             client.push_pull(dense())
             client.push_rows("emb", ids, np.ones((2, DIM), np.float32))  # step 1: fine
