@@ -188,6 +188,24 @@ std::vector<MetricFamily> ServerCollector::Collect() const {
   out.push_back(Single("ps_server_workers_dropped_total",
                        "Workers dropped after --worker_timeout without a request.",
                        MetricType::Counter, static_cast<double>(sm.workers_dropped.Get())));
+  // Embedding tables.
+  MetricFamily rows = Family("ps_server_embedding_rows",
+                             "Rows of each embedding table this shard holds.", MetricType::Gauge);
+  MetricFamily memory = Family(
+      "ps_server_embedding_memory_bytes",
+      "Heap bytes of each embedding table's rows (values, optimizer state, id, LRU links) and "
+      "index on this shard.",
+      MetricType::Gauge);
+  for (const TableUsage& t : st.tables) {
+    rows.metric.push_back(Value(MetricType::Gauge, static_cast<double>(t.rows),
+                                {{"table", t.name}}));
+    memory.metric.push_back(Value(MetricType::Gauge, static_cast<double>(t.memory_bytes),
+                                  {{"table", t.name}}));
+  }
+  if (!st.tables.empty()) {  // a model without tables shows no empty families
+    out.push_back(std::move(rows));
+    out.push_back(std::move(memory));
+  }
   out.push_back(Single("ps_server_waiting_calls", "Pulls and inits waiting for a version.",
                        MetricType::Gauge, static_cast<double>(st.waiting_calls)));
   out.push_back(Single("ps_server_pending_pushes", "Pushes being received.", MetricType::Gauge,

@@ -470,6 +470,7 @@ ShardStats Shard::Stats() const {
   s.incarnation = incarnation_;
   s.worker_steps = policy_->Steps();
   if (options_.mode == Mode::kAsync) s.worker_last_seq = policy_->LastSeqs();
+  s.tables = tables_.Usage();
   return s;
 }
 

@@ -61,6 +61,8 @@ struct ShardStats {
   int64_t bytes_sent = 0;
   // Async: by worker id, the last push seq accepted (empty otherwise).
   std::vector<int64_t> worker_last_seq;
+  // Embedding tables: rows and memory of each, in declaration order.
+  std::vector<TableUsage> tables;
 };
 
 // The stats that `options` and `metrics` give: position, mode, learning

@@ -221,16 +221,13 @@ void SparseTables::DropOpenStep() {
   dense_accepted_.assign(num_workers_, false);
 }
 
-int64_t SparseTables::num_rows() const {
-  int64_t n = 0;
-  for (const auto& [name, t] : tables_) n += t.rows->num_rows();
-  return n;
-}
-
-size_t SparseTables::MemoryBytes() const {
-  size_t n = 0;
-  for (const auto& [name, t] : tables_) n += t.rows->MemoryBytes();
-  return n;
+std::vector<TableUsage> SparseTables::Usage() const {
+  std::vector<TableUsage> out;
+  for (const TableSpec& spec : specs_) {
+    const EmbeddingTable& rows = *tables_.at(spec.name).rows;
+    out.push_back(TableUsage{spec.name, rows.num_rows(), rows.MemoryBytes()});
+  }
+  return out;
 }
 
 std::vector<EmbeddingTableState> SparseTables::Export() const {

@@ -66,6 +66,13 @@ struct SparseTablesOptions {
   absl::Status Validate() const;
 };
 
+// One table's size on this shard, for operators.
+struct TableUsage {
+  std::string name;
+  int64_t rows = 0;
+  size_t memory_bytes = 0;  // EmbeddingTable::MemoryBytes
+};
+
 class SparseTables {
  public:
   // The tables of shard `shard_id` of `num_shards`, for `num_workers`
@@ -108,10 +115,8 @@ class SparseTables {
 
   // The table's row width; NOT_FOUND naming it when not declared.
   absl::StatusOr<int> DimOf(absl::string_view table) const;
-  // Rows held, all tables.
-  int64_t num_rows() const;
-  // Heap bytes of all tables' rows and indexes.
-  size_t MemoryBytes() const;
+  // Each table's rows and memory, in declaration order.
+  std::vector<TableUsage> Usage() const;
 
   // Checkpoints: every table with its rows, and the async row-push seqs.
   std::vector<EmbeddingTableState> Export() const;

@@ -110,8 +110,34 @@ TEST(ServerMetrics, AScrapeShowsWhatASyncJobDid) {
   EXPECT_EQ(m.at("ps_server_sent_bytes_total"), m.at("ps_server_pulls_total") * kElements * 4);
   EXPECT_NE(text.find("ps_build_info{version=\""), std::string::npos);
   EXPECT_NE(text.find("mode=\"sync\""), std::string::npos);
-  // No checkpoint directory: no checkpoint families.
+  // No checkpoint directory: no checkpoint families; no tables: no table families.
   EXPECT_EQ(text.find("ps_server_last_checkpoint_timestamp_seconds"), std::string::npos);
+  EXPECT_EQ(text.find("ps_server_embedding_rows"), std::string::npos);
+}
+
+TEST(ServerMetrics, EmbeddingTablesShowTheirRowsAndMemory) {
+  ServerOptions base;
+  base.metrics_listen = "127.0.0.1:0";
+  base.shard.mode = Mode::kAsync;
+  absl::StatusOr<LocalServers> servers = LocalServers::Start(base, 1);
+  ASSERT_TRUE(servers.ok()) << servers.status();
+  ClientOptions o;
+  o.servers = servers->addresses;
+  o.transport = ClientOptions::Transport::kUnary;
+  absl::StatusOr<std::unique_ptr<PsClient>> c = PsClient::Connect(o);
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_TRUE((*c)->DeclareTables({{"user", 8, 1, 0.01f}, {"item", 4, 2, 0.01f}}).ok());
+  TensorList init = {std::vector<float>(3, 0.0f)};
+  ASSERT_TRUE((*c)->Init({{"w", {3}}}, &init).ok());
+  const std::vector<uint64_t> ids = {1, 2, 3, 2, 10, 11, 12, 13, 14, 15, 16};  // 10 distinct
+  std::vector<float> rows(ids.size() * 8);
+  ASSERT_TRUE((*c)->PullRows("user", ids, absl::MakeSpan(rows)).ok());
+  const std::map<std::string, double> m = Parse(Scrape(servers->servers[0]->metrics_address()));
+  EXPECT_EQ(m.at("ps_server_embedding_rows{table=\"user\"}"), 10);
+  EXPECT_EQ(m.at("ps_server_embedding_rows{table=\"item\"}"), 0);
+  // At least the 10 rows' values and adagrad state.
+  EXPECT_GE(m.at("ps_server_embedding_memory_bytes{table=\"user\"}"), 10 * 8 * 2 * 4);
+  EXPECT_EQ(m.at(Rpc("PullRows", "OK")), 1);
 }
 
 TEST(ServerMetrics, NoPortWithoutTheOption) {
