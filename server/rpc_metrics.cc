@@ -61,6 +61,8 @@ RpcMetrics::RpcMetrics()
           {"ps.v1.ParameterServer", "Heartbeat", "unary"},
           {"ps.v1.ParameterServer", "GetStatus", "unary"},
           {"ps.v1.ParameterServer", "Checkpoint", "unary"},
+          {"ps.v1.ParameterServer", "PullRows", "unary"},
+          {"ps.v1.ParameterServer", "PushRows", "unary"},
           {"grpc.health.v1.Health", "Check", "unary"},
           {"grpc.health.v1.Health", "Watch", "server_stream"},
           {"grpc.reflection.v1alpha.ServerReflection", "ServerReflectionInfo", "bidi_stream"},
