@@ -93,6 +93,29 @@ TEST_F(StreamSync, ServerShutdownFailsWaitingCallsPromptly) {
   // checked for both transports in transport_conformance_test.cc.
 }
 
+TEST(StreamRows, ARowsCallDuringAnOperationInFlightFailsAndLeavesItRunning) {
+  TestCluster cluster(1, 2, Mode::kSync, 0.5f);
+  auto c = cluster.Connect(0, 2);
+  ASSERT_TRUE(c.ok()) << c.status();
+  std::unique_ptr<PsClient> client = *std::move(c);
+  ASSERT_TRUE(client->DeclareTables({{"emb", 2, /*seed=*/1, /*init_scale=*/0.1f}}).ok());
+  TensorList init = {{1, 2}};
+  ASSERT_TRUE(client->Init({{"w", {2}}}, &init).ok());
+  const std::vector<uint64_t> ids = {3, 4};
+  std::vector<float> rows(ids.size() * 2);
+  TensorList weights;
+  {
+    std::unique_ptr<PendingOp> op = client->PullAsync(1, &weights);  // waits for worker 1
+    ASSERT_TRUE(AwaitWaitingCalls(cluster, 1));
+    absl::Status s = client->PullRows("emb", ids, absl::MakeSpan(rows));
+    EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+    EXPECT_NE(s.message().find("in flight"), std::string::npos) << s;
+    EXPECT_EQ(WaitingCalls(cluster), 1);  // the pull still waits on its stream
+  }  // abandoning the op cancels it
+  EXPECT_TRUE(AwaitWaitingCalls(cluster, 0));
+  EXPECT_TRUE(client->PullRows("emb", ids, absl::MakeSpan(rows)).ok());
+}
+
 // A raw stream to one shard: rows calls as PsClient would never send them.
 class RawStream {
  public:

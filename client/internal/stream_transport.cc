@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/internal/pending_calls.h"
 #include "common/float_bytes.h"
+#include "common/model_spec.h"
 #include "common/status_macros.h"
 
 namespace ps {
@@ -214,6 +215,16 @@ absl::Status StreamTransport::RowCalls(StreamCall kind, absl::string_view table,
                                        const RowsRequest& request, RowsResponse on_response,
                                        std::function<absl::Status(int)> finish) {
   const ClientOptions& o = state_->options;
+  // A call still in flight (an async operation not waited for) keeps its
+  // stream: refuse before touching any stream, so that it runs on.
+  for (int s = 0; s < state_->num_shards(); ++s) {
+    if (!shard_ids[s].empty() && streams_[s] != nullptr && !streams_[s]->broken() &&
+        streams_[s]->busy()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "rows of \"", EscapeName(table), "\" while another operation is in flight on the "
+          "stream to shard ", s, " (", o.servers[s], "); wait for it first"));
+    }
+  }
   auto op = std::make_unique<PendingCalls>(o.servers, absl::Now() + o.rpc_timeout,
                                            "the RPC timeout");
   std::vector<int> called;
