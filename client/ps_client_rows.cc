@@ -1,6 +1,6 @@
 // PsClient's embedding-table calls (client/ps_client.h): ids grouped by
-// client/sparse_ids.h, calls made by client/internal/shard_rows.h, retried
-// as the tensor calls are.
+// client/sparse_ids.h, calls made by the transport (ShardTransport::PullRows
+// and PushRows: unary calls or the streams), retried as the tensor calls are.
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -42,7 +42,9 @@ absl::Status PsClient::PullRows(absl::string_view table, absl::Span<const uint64
   }
   ASSIGN_OR_RETURN(const SparseRequest request, GroupIds(ids, num_shards()));
   std::vector<std::vector<float>> rows;
-  const auto attempt = [&] { return rep_->rows->Pull(table, dim, request.shard_ids, &rows); };
+  const auto attempt = [&] {
+    return rep_->transport->PullRows(table, dim, request.shard_ids, &rows);
+  };
   rep_->StartOp();
   RETURN_IF_ERROR(Retry("pull of rows", attempt(), attempt));
   std::vector<absl::Span<const float>> views(rows.begin(), rows.end());
@@ -75,7 +77,7 @@ absl::Status PsClient::PushRows(absl::string_view table, absl::Span<const uint64
   const int64_t seq = ++rep_->state.row_seq;
   std::vector<PushOutcome> outcomes;
   const auto attempt = [&] {
-    return rep_->rows->Push(table, request.shard_ids, summed, seq, &outcomes);
+    return rep_->transport->PushRows(table, request.shard_ids, summed, seq, &outcomes);
   };
   rep_->StartOp();
   RETURN_IF_ERROR(Retry("push of rows", attempt(), attempt));

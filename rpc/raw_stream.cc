@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/float_bytes.h"
 #include "proto/ps.pb.h"
 
 namespace ps {
@@ -96,6 +97,58 @@ std::vector<grpc::ByteBuffer> EncodeStreamWeights(uint64_t call_id, int64_t vers
   return out;
 }
 
+grpc::ByteBuffer EncodeStreamRowsRequest(const StreamCallHeader& h,
+                                         absl::Span<const uint64_t> ids,
+                                         absl::Span<const float> grads) {
+  using M = StreamRequestProto;
+  ProtoWriter w;
+  w.VarintField(M::kCallIdFieldNumber, h.call_id);
+  w.VarintField(M::kKindFieldNumber, static_cast<uint64_t>(h.kind));
+  w.VarintField(M::kWorkerIdFieldNumber, static_cast<uint64_t>(int64_t{h.worker_id}));
+  w.VarintField(M::kVersionFieldNumber, static_cast<uint64_t>(h.version));
+  if (h.seq != 0) w.VarintField(M::kSeqFieldNumber, static_cast<uint64_t>(h.seq));
+  w.BytesField(M::kTableFieldNumber, h.table);
+  // Packed fixed64 and float32 are the host's little-endian bytes
+  // (common/float_bytes.h assumes the same).
+  w.BytesField(M::kIdsFieldNumber, absl::string_view(reinterpret_cast<const char*>(ids.data()),
+                                                     ids.size() * sizeof(uint64_t)));
+  if (h.kind == StreamCall::kPushRows) {
+    w.BytesField(M::kRowGradsFieldNumber,
+                 absl::string_view(reinterpret_cast<const char*>(grads.data()),
+                                   grads.size() * sizeof(float)));
+  }
+  w.VarintField(M::kLastFieldNumber, 1);
+  return w.Finish();
+}
+
+std::vector<grpc::ByteBuffer> EncodeStreamRows(uint64_t call_id, int64_t version,
+                                               std::shared_ptr<const std::vector<float>> rows,
+                                               const ReplyInfo& info, size_t chunk_bytes) {
+  using M = StreamResponseProto;
+  const size_t chunk = std::max<size_t>(1, chunk_bytes / sizeof(float));  // floats
+  const size_t total = rows->size();
+  std::vector<grpc::ByteBuffer> out;
+  size_t done = 0;
+  do {
+    const size_t n = std::min(chunk, total - done);
+    ProtoWriter w;
+    w.VarintField(M::kCallIdFieldNumber, call_id);
+    w.VarintField(M::kVersionFieldNumber, static_cast<uint64_t>(version));
+    if (out.empty()) {
+      WriteIncarnation(&w, M::kIncarnationFieldNumber, info.incarnation);
+      WriteOutcome(&w, M::kPushOutcomeFieldNumber, info.outcome);
+    }
+    if (n > 0) {
+      w.LengthPrefix(M::kRowsFieldNumber, n * sizeof(float));
+      w.Data(rows->data() + done, n * sizeof(float), rows);
+    }
+    done += n;
+    if (done == total) w.VarintField(M::kLastFieldNumber, 1);
+    out.push_back(w.Finish());
+  } while (done < total);
+  return out;
+}
+
 grpc::ByteBuffer EncodeStreamDone(uint64_t call_id, int64_t version, const absl::Status& status,
                                   const ReplyInfo& info) {
   using M = StreamResponseProto;
@@ -126,7 +179,7 @@ absl::Status DecodeStreamRequest(const Pieces& bytes, RawStreamRequest* out) {
       switch (field) {
         case M::kCallIdFieldNumber: h.call_id = v; break;
         case M::kKindFieldNumber:
-          if (v > 2) return f.Error(absl::StrCat("unknown call kind ", v));
+          if (v > 4) return f.Error(absl::StrCat("unknown call kind ", v));
           h.kind = static_cast<StreamCall>(v);
           break;
         case M::kWorkerIdFieldNumber: h.worker_id = static_cast<int32_t>(v); break;
@@ -142,6 +195,25 @@ absl::Status DecodeStreamRequest(const Pieces& bytes, RawStreamRequest* out) {
     if (f.Is(M::kWeightsDtypeFieldNumber, kVarint)) {
       return ReadWeightsDtype(f, &out->header.weights_dtype);
     }
+    if (f.Is(M::kTableFieldNumber, kLen)) return f.String("bad table", &out->header.table);
+    if (f.Is(M::kRowGradsFieldNumber, kLen)) return f.Bytes("bad row_grads", &out->row_grads);
+    if (f.Is(M::kIdsFieldNumber, kLen)) {  // packed
+      Pieces p;
+      if (absl::Status s = f.Bytes("bad ids", &p); !s.ok()) return s;
+      const size_t bytes = PiecesSize(p);
+      if (bytes % sizeof(uint64_t) != 0) return f.Error("ids not whole fixed64s");
+      const size_t old = out->ids.size();
+      out->ids.resize(old + bytes / sizeof(uint64_t));
+      CopyPieces(p, out->ids.data() + old);
+      return absl::OkStatus();
+    }
+    if (f.Is(M::kIdsFieldNumber, kFixed64)) {  // unpacked, as parsers must accept
+      Pieces p;
+      if (!f.reader().ReadPieces(sizeof(uint64_t), &p)) return f.Error("bad ids");
+      out->ids.emplace_back();
+      CopyPieces(p, &out->ids.back());
+      return absl::OkStatus();
+    }
     return f.Skip();
   });
 }
@@ -153,6 +225,7 @@ absl::Status DecodeStreamResponse(const Pieces& bytes, RawStreamResponse* out) {
   const absl::Status status = ForEachField(bytes, "StreamResponse", [&](FieldReader& f) {
     const int field = f.number();
     if (f.Is(M::kWeightsFieldNumber, kLen)) return ReadSliceField(f, "weights", &out->weights);
+    if (f.Is(M::kRowsFieldNumber, kLen)) return f.Bytes("bad rows", &out->rows);
     if (f.Is(M::kErrorMessageFieldNumber, kLen)) return f.String("bad error message", &message);
     if (f.Is(M::kIncarnationFieldNumber, kLen)) return ReadIncarnation(f, &out->info.incarnation);
     if (f.Is(M::kPushOutcomeFieldNumber, kVarint)) {

@@ -7,9 +7,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/types/span.h"
 #include "common/model_spec.h"
 #include "common/partition.h"
 #include "common/slice_assembler.h"
@@ -19,7 +21,12 @@
 namespace ps {
 
 // Call kinds, as CallKind in proto/ps.proto.
-enum class StreamCall { kPush = 0, kPull = 1, kPushPull = 2 };
+enum class StreamCall { kPush = 0, kPull = 1, kPushPull = 2, kPullRows = 3, kPushRows = 4 };
+
+// The embedding-row kinds: one request message, no tensor chunks.
+inline bool IsRowsCall(StreamCall kind) {
+  return kind == StreamCall::kPullRows || kind == StreamCall::kPushRows;
+}
 
 // Chunk size of the streaming transport: tensors are cut into sub-ranges of
 // at most this many bytes of data as it travels (f32 or bf16), packed into
@@ -35,6 +42,7 @@ struct StreamCallHeader {
   int64_t wait_timeout_ms = 0;
   int64_t seq = 0;  // async push number; 0 = none
   WireDtype weights_dtype = WireDtype::kF32;  // pull kinds; always a known one
+  std::string table;                          // rows kinds
 };
 
 // Messages of one call carrying the gradient chunks of `slices` (none for
@@ -60,6 +68,22 @@ std::vector<grpc::ByteBuffer> EncodeStreamWeights(uint64_t call_id, int64_t vers
                                                   const ReplyInfo& info = ReplyInfo(),
                                                   WireDtype dtype = WireDtype::kF32);
 
+// A rows call (IsRowsCall(header.kind)) as its one message, `last` set:
+// the header (`version` and `seq` are the row push's), `header.table`,
+// `ids` and, for kPushRows, `grads`, both copied into the message.
+grpc::ByteBuffer EncodeStreamRowsRequest(const StreamCallHeader& header,
+                                         absl::Span<const uint64_t> ids,
+                                         absl::Span<const float> grads);
+
+// A kPullRows call's rows (`rows`, kept alive by it until sent) as
+// responses to `call_id` of at most `chunk_bytes` (rounded down to whole
+// floats) of `rows` each, `info` in the first, `last` on the final one
+// (a single message when there are none).
+std::vector<grpc::ByteBuffer> EncodeStreamRows(uint64_t call_id, int64_t version,
+                                               std::shared_ptr<const std::vector<float>> rows,
+                                               const ReplyInfo& info,
+                                               size_t chunk_bytes = kStreamChunkBytes);
+
 // A call's single last response: its version and `info`, or its error.
 grpc::ByteBuffer EncodeStreamDone(uint64_t call_id, int64_t version, const absl::Status& status,
                                   const ReplyInfo& info = ReplyInfo());
@@ -68,6 +92,9 @@ struct RawStreamRequest {
   StreamCallHeader header;
   std::vector<RawTensorSlice> gradients;
   bool last = false;
+  // Rows kinds: the ids (copied out) and the gradient bytes (a view).
+  std::vector<uint64_t> ids;
+  Pieces row_grads;
 };
 
 struct RawStreamResponse {
@@ -75,6 +102,7 @@ struct RawStreamResponse {
   int64_t version = 0;
   ReplyInfo info;  // from the message that carries it (zero otherwise)
   std::vector<RawTensorSlice> weights;
+  Pieces rows;  // kPullRows: this message's bytes of the rows
   bool last = false;
   absl::Status status;  // from error_code / error_message
 };

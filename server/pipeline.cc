@@ -2,6 +2,9 @@
 
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+#include "common/model_spec.h"
+
 namespace ps {
 
 void CallWait::Started(uint64_t ticket) {
@@ -106,6 +109,18 @@ void ShardCall::Complete(CallWait* wait, Done done) && {
       },
       pull_->renews_lease);
   if (wait != nullptr) wait->Started(ticket);
+}
+
+absl::StatusOr<std::vector<float>> RowGradients(absl::string_view table, const Pieces& bytes) {
+  const size_t size = PiecesSize(bytes);
+  if (size % sizeof(float) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("embedding table \"", EscapeName(table),
+                                                   "\": gradients of ", size,
+                                                   " bytes, not whole float32s"));
+  }
+  std::vector<float> grads(size / sizeof(float));
+  CopyPieces(bytes, grads.data());
+  return grads;
 }
 
 }  // namespace ps

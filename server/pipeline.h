@@ -28,8 +28,10 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/float_bytes.h"
 #include "common/incarnation.h"
 #include "common/slice_assembler.h"
 #include "common/wire_dtype.h"
@@ -66,6 +68,12 @@ struct CallResult {
   PushOutcome outcome = PushOutcome::kApplied;  // calls with a push
   Incarnation incarnation;                      // the shard's
 };
+
+// A row push's gradient bytes (PushRowsRequest.grads, StreamRequest.
+// row_grads: float32 little-endian, possibly in pieces) as floats, for
+// Shard::PushRows; INVALID_ARGUMENT naming `table` unless they are whole
+// float32s. Both transports decode row pushes with it.
+absl::StatusOr<std::vector<float>> RowGradients(absl::string_view table, const Pieces& bytes);
 
 // The wait of a transport's call in the shard, cancellable from any thread
 // before, during or after the wait: the wait is dropped once.

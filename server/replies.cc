@@ -1,5 +1,8 @@
 #include "server/replies.h"
 
+#include <memory>
+#include <utility>
+
 #include "rpc/raw_wire.h"
 
 namespace ps {
@@ -26,6 +29,23 @@ std::vector<grpc::ByteBuffer> EncodeStreamReply(uint64_t call_id,
   return EncodeStreamWeights(call_id, snap.version, snap.layout->spec, snap.layout->slices,
                              FlatValues(snap.weights->data()), snap.weights, kStreamChunkBytes,
                              info, weights_dtype);
+}
+
+std::vector<grpc::ByteBuffer> EncodeStreamRowsReply(uint64_t call_id,
+                                                    absl::StatusOr<RowsResult> rows,
+                                                    const Incarnation& incarnation) {
+  if (!rows.ok()) return {EncodeStreamDone(call_id, 0, rows.status())};
+  auto values = std::make_shared<const std::vector<float>>(std::move(rows->values));
+  return EncodeStreamRows(call_id, rows->version, std::move(values),
+                          ReplyInfo{incarnation, PushOutcome::kApplied});
+}
+
+std::vector<grpc::ByteBuffer> EncodeStreamRowPushReply(uint64_t call_id,
+                                                       const absl::StatusOr<PushResult>& push,
+                                                       const Incarnation& incarnation) {
+  if (!push.ok()) return {EncodeStreamDone(call_id, 0, push.status())};
+  return {EncodeStreamDone(call_id, push->version, absl::OkStatus(),
+                           ReplyInfo{incarnation, push->outcome})};
 }
 
 }  // namespace ps

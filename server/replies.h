@@ -17,6 +17,7 @@
 #include "common/wire_dtype.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "server/pipeline.h"
+#include "server/shard.h"
 
 namespace ps {
 
@@ -30,6 +31,16 @@ grpc::ByteBuffer EncodeUnaryReply(const CallResult& result,
 std::vector<grpc::ByteBuffer> EncodeStreamReply(uint64_t call_id,
                                                 const absl::StatusOr<CallResult>& result,
                                                 WireDtype weights_dtype = WireDtype::kF32);
+
+// Stream rows call `call_id` (server/stream_reactor.h): a PullRows' rows
+// in chunks, a PushRows' outcome in one StreamResponse, or the error; both
+// with `incarnation`.
+std::vector<grpc::ByteBuffer> EncodeStreamRowsReply(uint64_t call_id,
+                                                    absl::StatusOr<RowsResult> rows,
+                                                    const Incarnation& incarnation);
+std::vector<grpc::ByteBuffer> EncodeStreamRowPushReply(uint64_t call_id,
+                                                       const absl::StatusOr<PushResult>& push,
+                                                       const Incarnation& incarnation);
 
 }  // namespace ps
 

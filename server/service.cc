@@ -380,20 +380,13 @@ grpc::ServerUnaryReactor* ParameterServerService::PushRows(grpc::CallbackServerC
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   try {
     absl::Status s = MayActAs(authenticator(), *ctx, "PushRows", req->worker_id());
-    if (s.ok() && req->grads().size() % sizeof(float) != 0) {
-      s = absl::InvalidArgumentError(absl::StrCat("embedding table \"", EscapeName(req->table()),
-                                                  "\": gradients of ", req->grads().size(),
-                                                  " bytes, not whole float32s"));
-    }
-    absl::StatusOr<PushResult> r = absl::InternalError("not run");
-    if (s.ok()) {
-      std::vector<float> grads(req->grads().size() / sizeof(float));
-      CopyPieces({absl::string_view(req->grads())}, grads.data());
-      r = shard_->PushRows(req->worker_id(), req->table(), req->version(), req->seq(),
-                           req->ids(), grads);
-    } else {
-      r = s;
-    }
+    absl::StatusOr<std::vector<float>> grads =
+        s.ok() ? RowGradients(req->table(), {absl::string_view(req->grads())})
+               : absl::StatusOr<std::vector<float>>(s);
+    absl::StatusOr<PushResult> r =
+        grads.ok() ? shard_->PushRows(req->worker_id(), req->table(), req->version(),
+                                      req->seq(), req->ids(), *grads)
+                   : absl::StatusOr<PushResult>(grads.status());
     if (r.ok()) {
       resp->set_version(r->version);
       resp->set_outcome(static_cast<v1::PushOutcome>(r->outcome));

@@ -143,6 +143,8 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   absl::Status Handle();
   absl::Status ClientClosed();
   void Complete();
+  // Runs a rows call (one message) on the shard and answers it at once.
+  void AnswerRows(const RawStreamRequest& req);
   void StartAlarm(uint64_t id);
   void StopAlarm();
 
@@ -294,6 +296,15 @@ absl::Status StreamReactor::Handle() {
       }
       core_->call_open = true;
     }
+    if (IsRowsCall(req.header.kind)) {
+      if (!req.last) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "stream rows call ", req.header.call_id,
+            " must be one message (with `last` set); a rows call is never chunked"));
+      }
+      AnswerRows(req);
+      return absl::OkStatus();
+    }
     call_ = Call();
     call_.open = true;
     call_.header = req.header;
@@ -318,6 +329,22 @@ absl::Status StreamReactor::Handle() {
     Complete();
   }
   return absl::OkStatus();
+}
+
+void StreamReactor::AnswerRows(const RawStreamRequest& req) {
+  const StreamCallHeader& h = req.header;
+  std::vector<grpc::ByteBuffer> reply;
+  if (h.kind == StreamCall::kPullRows) {
+    reply = EncodeStreamRowsReply(h.call_id, shard_->PullRows(h.worker_id, h.table, req.ids),
+                                  shard_->incarnation());
+  } else {
+    absl::StatusOr<std::vector<float>> grads = RowGradients(h.table, req.row_grads);
+    absl::StatusOr<PushResult> pushed =
+        grads.ok() ? shard_->PushRows(h.worker_id, h.table, h.version, h.seq, req.ids, *grads)
+                   : absl::StatusOr<PushResult>(grads.status());
+    reply = EncodeStreamRowPushReply(h.call_id, pushed, shard_->incarnation());
+  }
+  core_->Send(std::move(reply), /*closes_call=*/true);
 }
 
 void StreamReactor::Complete() {

@@ -8,7 +8,12 @@
 // the pipeline pushes the gradient into the Shard and, for pulls, the
 // reactor answers with the weights in chunks that point into the shard's
 // snapshot, or are narrowed from it when the call's header asked for bf16
-// (server/replies.h). Calls on a stream run one at a time: a call that starts before
+// (server/replies.h). Embedding-row calls (CALL_PULL_ROWS, CALL_PUSH_ROWS)
+// are one message each: the reactor runs them on the Shard (PullRows,
+// PushRows, with the unary calls' checks) as soon as they arrive and
+// answers at once, the pulled rows in ~1 MB chunks; one cut into several
+// messages ends the stream (INVALID_ARGUMENT).
+// Calls on a stream run one at a time: a call that starts before
 // the previous one was answered ends the stream (INVALID_ARGUMENT). A failed
 // call is answered with its error and the stream stays open. A waiting pull
 // holds no thread.

@@ -2,17 +2,22 @@
 // clients: PullRows and PushRows with repeated ids in any order, sync steps
 // that apply rows with the dense gradients (bit for bit as a local table
 // fed the step's mean), async dedup of a retried push, and the errors that
-// name the table.
+// name the table. The stream parameter carries the rows on the streams (the
+// servers count no unary rows call), the unary one in PullRows / PushRows.
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "common/embedding_shard.h"
 #include "gtest/gtest.h"
 #include "proto/ps.grpc.pb.h"
 #include "grpcpp/create_channel.h"
+#include "httplib.h"
 #include "server/embedding_table.h"
 #include "tests/test_cluster.h"
 
@@ -149,8 +154,32 @@ TEST_P(RowsTest, SyncStepsApplyTheMeanOfTheWorkersRowsBitForBit) {
   EXPECT_EQ(fresh, init_row);
 }
 
+// The servers' count of unary `method` calls answered OK
+// (grpc_server_handled_total on /metrics, summed over the servers).
+double UnaryCallsOk(const LocalServers& servers, const std::string& method) {
+  const std::string key =
+      "grpc_server_handled_total{grpc_service=\"ps.v1.ParameterServer\",grpc_method=\"" +
+      method + "\",grpc_type=\"unary\",grpc_code=\"OK\"} ";
+  double total = 0;
+  for (const auto& server : servers.servers) {
+    const std::string address = server->metrics_address();
+    const size_t colon = address.rfind(':');
+    httplib::Client client(address.substr(0, colon), std::stoi(address.substr(colon + 1)));
+    httplib::Result res = client.Get("/metrics");
+    EXPECT_TRUE(res && res->status == 200) << method;
+    if (!res) continue;
+    for (absl::string_view line : absl::StrSplit(res->body, '\n')) {
+      double v = 0;
+      if (absl::ConsumePrefix(&line, key) && absl::SimpleAtod(line, &v)) total += v;
+    }
+  }
+  return total;
+}
+
 TEST_P(RowsTest, AsyncAppliesRowsOnArrival) {
-  absl::StatusOr<LocalServers> servers = LocalServers::Start(Base(Mode::kAsync, 1), 3);
+  ServerOptions o = Base(Mode::kAsync, 1);
+  o.metrics_listen = "127.0.0.1:0";
+  absl::StatusOr<LocalServers> servers = LocalServers::Start(o, 3);
   ASSERT_TRUE(servers.ok()) << servers.status();
   std::unique_ptr<PsClient> c = Worker(*servers, 0, 1, GetParam());
   ASSERT_TRUE(c);
@@ -164,6 +193,42 @@ TEST_P(RowsTest, AsyncAppliesRowsOnArrival) {
   ASSERT_TRUE(c->PushRows("emb", ids, g).ok());
   ASSERT_TRUE(c->PullRows("emb", ids, absl::MakeSpan(after)).ok());
   for (size_t i = 0; i < before.size(); ++i) EXPECT_EQ(after[i], before[i] - 0.5f * 1.0f);
+  // Each transport carries the rows itself: the stream's client makes no
+  // unary PullRows or PushRows call; the unary client makes one per shard.
+  if (GetParam() == ClientOptions::Transport::kStream) {
+    EXPECT_EQ(UnaryCallsOk(*servers, "PullRows"), 0);
+    EXPECT_EQ(UnaryCallsOk(*servers, "PushRows"), 0);
+  } else {
+    EXPECT_EQ(UnaryCallsOk(*servers, "PullRows"), 2 * 3);
+    EXPECT_EQ(UnaryCallsOk(*servers, "PushRows"), 3);
+  }
+}
+
+// Rows past one stream message's ~1 MB come back in several, in order.
+TEST_P(RowsTest, LargePullsComeBackWhole) {
+  absl::StatusOr<LocalServers> servers = LocalServers::Start(Base(Mode::kAsync, 1), 2);
+  ASSERT_TRUE(servers.ok()) << servers.status();
+  ClientOptions co;
+  co.servers = servers->addresses;
+  co.worker_id = 0;
+  co.num_workers = 1;
+  co.transport = GetParam();
+  absl::StatusOr<std::unique_ptr<PsClient>> c = PsClient::Connect(co);
+  ASSERT_TRUE(c.ok()) << c.status();
+  const TableSpec wide{"wide", 256, /*seed=*/3, /*init_scale=*/1.0f};
+  ASSERT_TRUE((*c)->DeclareTables({wide}).ok());
+  TensorList init = {std::vector<float>(2, 0.0f)};
+  ASSERT_TRUE((*c)->Init({{"w", {2}}}, &init).ok());
+  std::vector<uint64_t> ids;  // ~2.5 MB of rows per shard
+  for (uint64_t i = 0; i < 5000; ++i) ids.push_back(i * 31 + 7);
+  std::vector<float> got(ids.size() * wide.dim), want(wide.dim);
+  ASSERT_TRUE((*c)->PullRows("wide", ids, absl::MakeSpan(got)).ok());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    InitRow(wide.seed, ids[i], wide.dim, wide.init_scale, want.data());
+    for (int j = 0; j < wide.dim; ++j) {
+      ASSERT_EQ(got[i * wide.dim + j], want[j]) << "id " << ids[i] << " element " << j;
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, RowsTest, AllTransports(), TransportName);

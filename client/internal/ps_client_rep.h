@@ -13,7 +13,6 @@
 
 #include "client/internal/heartbeater.h"
 #include "client/internal/shard_control.h"
-#include "client/internal/shard_rows.h"
 #include "client/internal/shard_transport.h"
 #include "client/ps_client.h"
 #include "common/incarnation.h"
@@ -42,7 +41,6 @@ struct PsClient::Rep {
   }
   // These borrow `state`; declared after it so that they go first.
   std::unique_ptr<ShardControl> control;  // Register, InitParams, Heartbeat
-  std::unique_ptr<ShardRows> rows;        // PullRows, PushRows
   std::unique_ptr<ShardTransport> transport;
   // Null without leases; declared last so that it stops first.
   std::unique_ptr<Heartbeater> heartbeater;

@@ -1,7 +1,8 @@
-// ShardRows: a PsClient's embedding-row calls, PullRows and PushRows, one
-// unary protobuf call per shard in parallel on the channels the transport
-// uses too (the rows of one call are small next to a model's tensors; both
-// transports' clients send them this way). PsClient (client/ps_client.h)
+// ShardRows: the unary transport's embedding-row calls (UnaryTransport::
+// PullRows and PushRows, client/internal/unary_transport.h), one unary
+// protobuf call per shard in parallel on the transport's channels. The
+// stream transport carries rows on its streams instead
+// (client/internal/stream_transport.h). PsClient (client/ps_client.h)
 // groups the ids (client/sparse_ids.h), retries and keeps the state; this
 // class only makes the calls and checks what came back.
 //

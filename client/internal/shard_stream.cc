@@ -48,6 +48,11 @@ bool ShardStream::broken() {
   return broken_;
 }
 
+bool ShardStream::busy() {
+  absl::MutexLock l(&mu_);
+  return call_id_ != 0;
+}
+
 void ShardStream::Cancel() { ctx_.TryCancel(); }
 
 void ShardStream::Call(uint64_t call_id, std::vector<grpc::ByteBuffer> requests,

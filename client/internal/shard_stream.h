@@ -55,6 +55,10 @@ class ShardStream final : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc:
   // True once the stream failed or was cancelled; make a new one.
   bool broken();
 
+  // True while a call is in flight (Call started it, its done handler has
+  // not run).
+  bool busy();
+
   void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;
   void OnDone(const grpc::Status& status) override;

@@ -1,7 +1,7 @@
 // ShardTransport: how a PsClient's tensor traffic (push, pull, push-pull)
-// travels to its shards. PsClient (client/ps_client.h) picks one
-// implementation at Connect from ClientOptions::transport and is otherwise
-// the same for both:
+// and embedding rows (PullRows, PushRows) travel to its shards. PsClient
+// (client/ps_client.h) picks one implementation at Connect from
+// ClientOptions::transport and is otherwise the same for both:
 //   - unary (client/internal/unary_transport.h): one unary call per shard
 //     per operation, on the raw path of rpc/raw_wire.h;
 //   - stream (client/internal/stream_transport.h): one long-lived stream
@@ -29,8 +29,10 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "client/client_options.h"
 #include "client/pending_op.h"
+#include "common/incarnation.h"
 #include "common/mode.h"
 #include "common/model_spec.h"
 #include "common/partition.h"
@@ -115,6 +117,26 @@ class ShardTransport {
   // tensors; `grads` (borrowed) must outlive the handle.
   virtual std::unique_ptr<LayerwisePushPull> StartPushPull(const ConstTensorViews* grads,
                                                            TensorViews weights) = 0;
+
+  // Embedding rows (PsClient groups the ids, client/sparse_ids.h, and
+  // retries). Blocking, with the RPC timeout; the first error names its
+  // shard and address. Both need only Connect, not Init.
+  //
+  // PullRows: rows of `table` (dim floats each): shard s is asked for
+  // shard_ids[s] (none: not called) and its rows go to rows[s], checked to
+  // be shard_ids[s].size() * dim floats (INTERNAL naming the shard
+  // otherwise).
+  virtual absl::Status PullRows(absl::string_view table, int dim,
+                                const std::vector<std::vector<uint64_t>>& shard_ids,
+                                std::vector<std::vector<float>>* rows) = 0;
+
+  // PushRows: gradients grads[s] of shard_ids[s] to every shard with ids,
+  // for the step shard_version[s] (sync) with the async row-push `seq`;
+  // outcomes[s] says what each shard did (kApplied for shards not called).
+  virtual absl::Status PushRows(absl::string_view table,
+                                const std::vector<std::vector<uint64_t>>& shard_ids,
+                                const std::vector<std::vector<float>>& grads, int64_t seq,
+                                std::vector<PushOutcome>* outcomes) = 0;
 };
 
 // ---- Helpers of both transports.

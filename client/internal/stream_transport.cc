@@ -1,6 +1,11 @@
 #include "client/internal/stream_transport.h"
 
+#include <string>
+
+#include "absl/strings/str_cat.h"
 #include "client/internal/pending_calls.h"
+#include "common/float_bytes.h"
+#include "common/model_spec.h"
 #include "common/status_macros.h"
 
 namespace ps {
@@ -152,6 +157,105 @@ std::unique_ptr<PendingOp> StreamTransport::FanOut(StreamCall kind, const ConstT
         state_->options.wire_dtype));
   }
   return StartCalls(kind, headers, std::move(requests), std::move(weights));
+}
+
+absl::Status StreamTransport::PullRows(absl::string_view table, int dim,
+                                       const std::vector<std::vector<uint64_t>>& shard_ids,
+                                       std::vector<std::vector<float>>* rows) {
+  rows->assign(shard_ids.size(), {});
+  std::vector<size_t> received(shard_ids.size(), 0);  // bytes, by shard
+  for (size_t s = 0; s < shard_ids.size(); ++s) {
+    (*rows)[s].resize(shard_ids[s].size() * static_cast<size_t>(dim));
+  }
+  return RowCalls(
+      StreamCall::kPullRows, table, /*seq=*/0, shard_ids,
+      [&](int s, const StreamCallHeader& h) {
+        return EncodeStreamRowsRequest(h, shard_ids[s], {});
+      },
+      [rows, &received](int s, const RawStreamResponse& r) -> absl::Status {
+        const size_t want = (*rows)[s].size() * sizeof(float);
+        const size_t size = PiecesSize(r.rows);
+        if (received[s] + size > want) {
+          return absl::InternalError(absl::StrCat("answered ", received[s] + size,
+                                                  " bytes of rows or more, expected ", want));
+        }
+        CopyPieces(r.rows, reinterpret_cast<char*>((*rows)[s].data()) + received[s]);
+        received[s] += size;
+        return absl::OkStatus();
+      },
+      [rows, &received](int s) -> absl::Status {
+        const size_t want = (*rows)[s].size() * sizeof(float);
+        if (received[s] != want) {
+          return absl::InternalError(
+              absl::StrCat("answered ", received[s], " bytes of rows, expected ", want));
+        }
+        return absl::OkStatus();
+      });
+}
+
+absl::Status StreamTransport::PushRows(absl::string_view table,
+                                       const std::vector<std::vector<uint64_t>>& shard_ids,
+                                       const std::vector<std::vector<float>>& grads, int64_t seq,
+                                       std::vector<PushOutcome>* outcomes) {
+  outcomes->assign(shard_ids.size(), PushOutcome::kApplied);
+  return RowCalls(
+      StreamCall::kPushRows, table, seq, shard_ids,
+      [&](int s, const StreamCallHeader& h) {
+        return EncodeStreamRowsRequest(h, shard_ids[s], grads[s]);
+      },
+      [outcomes](int s, const RawStreamResponse& r) {
+        (*outcomes)[s] = r.info.outcome;
+        return absl::OkStatus();
+      },
+      [](int) { return absl::OkStatus(); });
+}
+
+absl::Status StreamTransport::RowCalls(StreamCall kind, absl::string_view table, int64_t seq,
+                                       const std::vector<std::vector<uint64_t>>& shard_ids,
+                                       const RowsRequest& request, RowsResponse on_response,
+                                       std::function<absl::Status(int)> finish) {
+  const ClientOptions& o = state_->options;
+  // A call still in flight (an async operation not waited for) keeps its
+  // stream: refuse before touching any stream, so that it runs on.
+  for (int s = 0; s < state_->num_shards(); ++s) {
+    if (!shard_ids[s].empty() && streams_[s] != nullptr && !streams_[s]->broken() &&
+        streams_[s]->busy()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "rows of \"", EscapeName(table), "\" while another operation is in flight on the "
+          "stream to shard ", s, " (", o.servers[s], "); wait for it first"));
+    }
+  }
+  auto op = std::make_unique<PendingCalls>(o.servers, absl::Now() + o.rpc_timeout,
+                                           "the RPC timeout");
+  std::vector<int> called;
+  for (int s = 0; s < state_->num_shards(); ++s) {
+    if (shard_ids[s].empty()) continue;
+    ShardStream* stream = StreamTo(s);
+    op->AddCancel([stream] { stream->Cancel(); });
+    called.push_back(s);
+  }
+  for (int s = 0; s < state_->num_shards(); ++s) {
+    if (shard_ids[s].empty()) op->Done(s, absl::OkStatus());
+  }
+  for (int s : called) {
+    StreamCallHeader h;
+    h.call_id = ++last_call_id_[s];
+    h.kind = kind;
+    h.worker_id = o.worker_id;
+    h.version = state_->shard_version[s];  // a sync row push's step
+    h.seq = kind == StreamCall::kPushRows && state_->mode != Mode::kSync ? seq : 0;
+    h.table = std::string(table);
+    std::vector<grpc::ByteBuffer> messages;
+    messages.push_back(request(s, h));
+    streams_[s]->Call(
+        h.call_id, std::move(messages),
+        [s, on_response](const RawStreamResponse& r) { return on_response(s, r); },
+        [op = op.get(), s, finish](absl::Status st) {
+          if (st.ok()) st = finish(s);
+          op->Done(s, st);
+        });
+  }
+  return op->Wait();
 }
 
 }  // namespace ps

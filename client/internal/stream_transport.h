@@ -11,15 +11,22 @@
 // header only, and each Send appends the chunks of the tensors it marks, so
 // that communication overlaps the rest of the backward pass.
 //
+// Embedding rows go over the same streams: a PullRows or PushRows is one
+// call per shard with ids (CALL_PULL_ROWS, CALL_PUSH_ROWS), its request one
+// message (ids and gradients copied into it), the pulled rows answered in
+// ~1 MB pieces copied into place as they arrive.
+//
 // Thread safety as ShardTransport's. Borrows `state`, which must outlive it;
 // owns its stubs and streams. The destructor closes the streams.
 #ifndef PS_CLIENT_INTERNAL_STREAM_TRANSPORT_H_
 #define PS_CLIENT_INTERNAL_STREAM_TRANSPORT_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "client/internal/shard_stream.h"
 #include "client/internal/shard_transport.h"
 #include "grpcpp/channel.h"
@@ -40,6 +47,13 @@ class StreamTransport final : public ShardTransport {
   std::unique_ptr<PendingOp> PushPull(const ConstTensorViews& grads, TensorViews weights) override;
   std::unique_ptr<LayerwisePushPull> StartPushPull(const ConstTensorViews* grads,
                                                    TensorViews weights) override;
+  absl::Status PullRows(absl::string_view table, int dim,
+                        const std::vector<std::vector<uint64_t>>& shard_ids,
+                        std::vector<std::vector<float>>* rows) override;
+  absl::Status PushRows(absl::string_view table,
+                        const std::vector<std::vector<uint64_t>>& shard_ids,
+                        const std::vector<std::vector<float>>& grads, int64_t seq,
+                        std::vector<PushOutcome>* outcomes) override;
 
  private:
   class Layerwise;  // StartPushPull's handle
@@ -65,6 +79,18 @@ class StreamTransport final : public ShardTransport {
 
   // The shard's stream, reopened if it broke.
   ShardStream* StreamTo(int shard);
+
+  // One rows call of `kind` on `table` to every shard with ids (the others
+  // are done at once), each one message that `request` makes from the
+  // shard's header, and waits for them (the RPC timeout): `on_response`
+  // reads each response message of shard s, `finish` checks a call that
+  // succeeded.
+  using RowsRequest = std::function<grpc::ByteBuffer(int s, const StreamCallHeader&)>;
+  using RowsResponse = std::function<absl::Status(int s, const RawStreamResponse&)>;
+  absl::Status RowCalls(StreamCall kind, absl::string_view table, int64_t seq,
+                        const std::vector<std::vector<uint64_t>>& shard_ids,
+                        const RowsRequest& request, RowsResponse on_response,
+                        std::function<absl::Status(int s)> finish);
 
   ClientState* const state_;  // not owned
   std::vector<std::unique_ptr<grpc::GenericStub>> stubs_;  // by shard

@@ -33,7 +33,7 @@ class UnaryTransport::Layerwise final : public LayerwisePushPull {
 
 UnaryTransport::UnaryTransport(const std::vector<std::shared_ptr<grpc::Channel>>& channels,
                                ClientState* state)
-    : state_(state) {
+    : state_(state), rows_(channels, state) {
   for (const auto& channel : channels) {
     stubs_.push_back(std::make_unique<grpc::GenericStub>(channel));
   }
@@ -80,6 +80,19 @@ std::unique_ptr<PendingOp> UnaryTransport::PushPull(const ConstTensorViews& grad
                                      o.wire_dtype);
       },
       ReadPullInto(std::move(weights)));
+}
+
+absl::Status UnaryTransport::PullRows(absl::string_view table, int dim,
+                                      const std::vector<std::vector<uint64_t>>& shard_ids,
+                                      std::vector<std::vector<float>>* rows) {
+  return rows_.Pull(table, dim, shard_ids, rows);
+}
+
+absl::Status UnaryTransport::PushRows(absl::string_view table,
+                                      const std::vector<std::vector<uint64_t>>& shard_ids,
+                                      const std::vector<std::vector<float>>& grads, int64_t seq,
+                                      std::vector<PushOutcome>* outcomes) {
+  return rows_.Push(table, shard_ids, grads, seq, outcomes);
 }
 
 int64_t UnaryTransport::NextSeq() {

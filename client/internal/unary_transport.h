@@ -5,7 +5,8 @@
 // ClientOptions::wire_dtype bf16: gradients narrowed once into the message,
 // weights asked for in bf16 and widened as they are copied). Every call
 // carries its own deadline. A layer-wise push-pull has no call to append to,
-// so it sends everything with its last tensor.
+// so it sends everything with its last tensor. Embedding rows are unary
+// protobuf PullRows and PushRows calls (client/internal/shard_rows.h).
 //
 // Thread safety as ShardTransport's. Borrows `state`, which must outlive it;
 // owns its stubs.
@@ -17,6 +18,7 @@
 #include <memory>
 #include <vector>
 
+#include "client/internal/shard_rows.h"
 #include "client/internal/shard_transport.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/generic/generic_stub.h"
@@ -33,6 +35,13 @@ class UnaryTransport final : public ShardTransport {
   std::unique_ptr<PendingOp> PushPull(const ConstTensorViews& grads, TensorViews weights) override;
   std::unique_ptr<LayerwisePushPull> StartPushPull(const ConstTensorViews* grads,
                                                    TensorViews weights) override;
+  absl::Status PullRows(absl::string_view table, int dim,
+                        const std::vector<std::vector<uint64_t>>& shard_ids,
+                        std::vector<std::vector<float>>* rows) override;
+  absl::Status PushRows(absl::string_view table,
+                        const std::vector<std::vector<uint64_t>>& shard_ids,
+                        const std::vector<std::vector<float>>& grads, int64_t seq,
+                        std::vector<PushOutcome>* outcomes) override;
 
  private:
   // The async seq of the next push (0 in sync mode).
@@ -52,6 +61,7 @@ class UnaryTransport final : public ShardTransport {
 
   ClientState* const state_;  // not owned
   std::vector<std::unique_ptr<grpc::GenericStub>> stubs_;  // by shard
+  ShardRows rows_;  // the rows calls: unary protobuf PullRows and PushRows
 };
 
 }  // namespace ps
