@@ -274,6 +274,70 @@ TEST(RawWire, FaultFieldsRoundTripAsTheProtobufMessages) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST(RawWire, StreamRowsCallsRoundTripAsTheProtobufMessages) {
+  StreamCallHeader h;
+  h.call_id = 5;
+  h.kind = StreamCall::kPushRows;
+  h.worker_id = 2;
+  h.version = 9;
+  h.seq = 4;
+  h.table = "user";
+  const std::vector<uint64_t> ids = {3, 1ull << 63, 7};
+  const std::vector<float> grads = {1, -2, 0.5f, 3, -0.0f, 8};
+  v1::StreamRequest req;
+  const std::string bytes = Flatten(EncodeStreamRowsRequest(h, ids, grads));
+  ASSERT_TRUE(req.ParseFromString(bytes));
+  EXPECT_EQ(req.kind(), v1::CALL_PUSH_ROWS);
+  EXPECT_EQ(req.table(), "user");
+  EXPECT_EQ(std::vector<uint64_t>(req.ids().begin(), req.ids().end()), ids);
+  EXPECT_EQ(req.row_grads().size(), grads.size() * 4);
+  EXPECT_TRUE(req.last());
+  EXPECT_EQ(req.seq(), 4);
+  // The protobuf encoding decodes from any split, and so do unpacked ids.
+  std::mt19937 rng(3);
+  const std::string proto_bytes = req.SerializeAsString();
+  for (int trial = 0; trial < 20; ++trial) {
+    RawStreamRequest raw;
+    ASSERT_TRUE(DecodeStreamRequest(Split(proto_bytes, &rng), &raw).ok());
+    EXPECT_EQ(raw.header.kind, StreamCall::kPushRows);
+    EXPECT_EQ(raw.header.table, "user");
+    EXPECT_EQ(raw.ids, ids);
+    std::vector<float> g(PiecesSize(raw.row_grads) / 4);
+    CopyPieces(raw.row_grads, g.data());
+    EXPECT_EQ(g, grads);
+  }
+  std::string unpacked;
+  for (uint64_t id : ids) {
+    unpacked.push_back(static_cast<char>((12 << 3) | 1));  // field 12, fixed64
+    for (int b = 0; b < 8; ++b) unpacked.push_back(static_cast<char>(id >> (8 * b)));
+  }
+  RawStreamRequest raw;
+  ASSERT_TRUE(DecodeStreamRequest({unpacked}, &raw).ok());
+  EXPECT_EQ(raw.ids, ids);
+  // Ids that are not whole fixed64s, and an unknown kind, are errors.
+  v1::StreamRequest bad;
+  bad.set_kind(static_cast<v1::CallKind>(5));
+  EXPECT_FALSE(DecodeStreamRequest({bad.SerializeAsString()}, &raw).ok());
+  const std::string short_ids = std::string("\x62\x03", 2) + "abc";  // field 12, 3 bytes
+  EXPECT_FALSE(DecodeStreamRequest({short_ids}, &raw).ok());
+  // Pulled rows come back in pieces of the chunk size, in order.
+  auto rows = std::make_shared<const std::vector<float>>(std::vector<float>{1, 2, 3, 4, 5});
+  const std::vector<grpc::ByteBuffer> replies =
+      EncodeStreamRows(5, 11, rows, ReplyInfo(), /*chunk_bytes=*/8);
+  ASSERT_EQ(replies.size(), 3u);
+  std::vector<float> got;
+  for (size_t i = 0; i < replies.size(); ++i) {
+    v1::StreamResponse r;
+    ASSERT_TRUE(r.ParseFromString(Flatten(replies[i])));
+    EXPECT_EQ(r.call_id(), 5u);
+    EXPECT_EQ(r.last(), i + 1 == replies.size());
+    const size_t n = r.rows().size() / 4;
+    got.resize(got.size() + n);
+    memcpy(got.data() + got.size() - n, r.rows().data(), r.rows().size());
+  }
+  EXPECT_EQ(got, *rows);
+}
+
 TEST(RawWire, TruncatedAndRandomBytesAreErrorsNotCrashes) {
   const TensorList v = Values();
   const std::string bytes =
