@@ -162,4 +162,30 @@ grep -q "ps_server did not start" "$TEST_TMPDIR/false.txt" || fail "no message n
 kept=$(sed -n 's/^(logs kept in \(.*\))$/\1/p' "$TEST_TMPDIR/false.txt")
 [ -n "$kept" ] && [ -f "$kept/server.log" ] || fail "the failed row's logs were not kept"
 rm -rf "$kept"
+
+# train --model=ctr: standalone, then 1 and 2 servers x sync and async, as a
+# table and as JSON (tiny sizes: the figures are not checked).
+out=$("$BENCH" train --model=ctr --max_steps=5 --ctr_batch=16 --ctr_eval_examples=100 \
+  --ctr_vocab=100)
+echo "$out"
+[ "$(grep -c "^ctr standalone " <<<"$out")" -eq 1 ] || fail "train --model=ctr: no standalone row"
+for row in "sync (1 server," "async (1 server," "sync (2 servers," "async (2 servers,"; do
+  [ "$(grep -cF "ctr $row 2 workers" <<<"$out")" -eq 1 ] ||
+    fail "train --model=ctr: no '$row' row"
+done
+json=$("$BENCH" train --model=ctr --max_steps=5 --ctr_batch=16 --ctr_eval_examples=100 \
+  --ctr_vocab=100 --json)
+echo "$json"
+/usr/bin/python3 -c '
+import json, sys
+d = json.loads(sys.argv[1])
+assert d["mode"] == "train" and len(d["rows"]) == 5, d
+for r in d["rows"]:
+    assert r["value"] > 0 and r["baseline"] > 0 and 0 <= r["test_accuracy"] <= 1, r
+' "$json"
+set +e
+"$BENCH" train --model=dlrm >/dev/null 2>&1
+rc=$?
+set -e
+[ "$rc" -eq 2 ] || fail "train --model=dlrm: exit status $rc, expected 2"
 echo PASS

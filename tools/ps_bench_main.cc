@@ -6,6 +6,9 @@
 //                        (tools/bench_transport.h)
 //   ps_bench apply       the optimizer's apply rate, against a plain axpy loop
 //                        (tools/bench_apply.h)
+//   ps_bench train --model=ctr  the CTR model: standalone, then 1 and 2
+//                        servers with 2 workers, sync and async
+//                        (tools/bench_ctr_train.h)
 //   ps_bench train       Fashion-MNIST MLP: standalone, then 1 server and 2
 //                        workers in sync and in async mode (tools/bench_train.h);
 //                        --processes: again as real ps_server and ps_worker
@@ -39,6 +42,7 @@
 #include "tools/bench_apply.h"
 #include "tools/bench_common.h"
 #include "tools/bench_consistency.h"
+#include "tools/bench_ctr_train.h"
 #include "tools/bench_train.h"
 #include "tools/bench_sparse.h"
 #include "tools/bench_transport.h"
@@ -69,6 +73,15 @@ ABSL_FLAG(std::string, wire_dtype, "f32",
 ABSL_FLAG(std::string, apply_elements, "1048576,16777216",
           "apply: shard sizes in float32 elements.");
 ABSL_FLAG(int, epochs, 3, "train: epochs for each configuration.");
+ABSL_FLAG(std::string, model, "mlp",
+          "train: mlp (Fashion-MNIST) or ctr (the CTR model on embedding tables, synthetic "
+          "data: standalone, then 1 and 2 servers with 2 workers, sync and async; "
+          "tools/bench_ctr_train.h; --max_steps steps per worker, 0 = 2000).");
+ABSL_FLAG(double, ctr_dense_lr, 1e-3, "train --model=ctr: Adam's learning rate for the MLP.");
+ABSL_FLAG(int, ctr_batch, 128, "train --model=ctr: examples per step per worker.");
+ABSL_FLAG(uint64_t, ctr_vocab, 1000000, "train --model=ctr: generator ids per feature.");
+ABSL_FLAG(int, ctr_eval_examples, 10000,
+          "train --model=ctr: held-out examples of worker 0's AUC.");
 ABSL_FLAG(int64_t, max_steps, 0, "train: stop each configuration after this many steps (0 = all).");
 ABSL_FLAG(double, lr, 0.1, "train: learning rate.");
 ABSL_FLAG(int64_t, checkpoint_every, 100,
@@ -383,7 +396,24 @@ bool ProcessSocketsFromFlag(ps::TrainBenchOptions* o) {
   return true;
 }
 
+absl::StatusOr<std::vector<ps::Row>> CtrTrain() {
+  ps::CtrTrainBenchOptions o;
+  if (absl::GetFlag(FLAGS_max_steps) > 0) o.steps = absl::GetFlag(FLAGS_max_steps);
+  o.batch = absl::GetFlag(FLAGS_ctr_batch);
+  o.vocab = absl::GetFlag(FLAGS_ctr_vocab);
+  o.eval_examples = absl::GetFlag(FLAGS_ctr_eval_examples);
+  o.dense_lr = absl::GetFlag(FLAGS_ctr_dense_lr);
+  o.print_workers = !absl::GetFlag(FLAGS_json);
+  return ps::RunCtrTrainBench(o);
+}
+
 absl::StatusOr<std::vector<ps::Row>> Train() {
+  const std::string model = absl::GetFlag(FLAGS_model);
+  if (model == "ctr") return CtrTrain();
+  if (model != "mlp") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown --model '", model, "' (known: mlp, ctr)"));
+  }
   ps::TrainBenchOptions o;
   o.epochs = absl::GetFlag(FLAGS_epochs);
   o.max_steps = absl::GetFlag(FLAGS_max_steps);
@@ -417,8 +447,13 @@ int main(int argc, char** argv) {
       argc, argv,
       "Parameter-server benchmarks; every figure is a ratio of a baseline measured in the same "
       "run.\n  ps_bench transport [--sizes=...] [--shards=S] [--clients=W] [--seconds=T]\n"
-      "  ps_bench apply [--apply_elements=...]\n"
-      "  ps_bench sparse [--sparse_ids=1000,10000,100000] [--dims=16,64] [--dists=uniform,zipf]\n  ps_bench train [--epochs=3] [--processes]\n"
+      "  ps_bench apply [--apply_elements=...]
+  ps_bench train [--epochs=3] [--processes]
+"
+      "  ps_bench train --model=ctr [--max_steps=2000] [--ctr_batch=128]
+"
+      "  ps_bench sparse [--sparse_ids=1000,10000,100000] [--dims=16,64] [--dists=uniform,zipf]
+"
       "  ps_bench consistency [--modes=...] [--optimizers=sgd:0.1,adam:0.001] [--png=PATH] "
       "[--quick]\n"
       "TLS cost: deploy/make_certs.sh DIR --servers=1 --workers=W, then add --tls "
@@ -436,6 +471,10 @@ int main(int argc, char** argv) {
   } else if (mode == "sparse") {
     rows = Sparse();
   } else if (mode == "train") {
+    if (const std::string m = absl::GetFlag(FLAGS_model); m != "mlp" && m != "ctr") {
+      std::cerr << "ps_bench: unknown --model '" << m << "' (known: mlp, ctr)" << std::endl;
+      return 2;
+    }
     ps::TrainBenchOptions check;
     if (!ProcessSocketsFromFlag(&check)) return 2;
     rows = Train();

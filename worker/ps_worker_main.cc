@@ -1,5 +1,6 @@
 // ps_worker: trains a model on its share of Fashion-MNIST against the
-// parameter servers (or alone, with --standalone).
+// parameter servers (or alone, with --standalone); with --model=ctr, the
+// click-through-rate model on embedding tables (worker/ctr_worker.h).
 //
 //   ps_worker --servers=127.0.0.1:50051,127.0.0.1:50052 --worker_id=0 --num_workers=2
 //
@@ -14,6 +15,8 @@
 #include "absl/time/clock.h"
 #include "common/command_line.h"
 #include "rpc/metrics_endpoint.h"
+#include "worker/ctr_flags.h"
+#include "worker/ctr_worker.h"
 #include "worker/dataset.h"
 #include "worker/progress.h"
 #include "worker/trainer.h"
@@ -63,6 +66,18 @@ int main(int argc, char** argv) {
     std::cout << "ps_worker: worker " << config->trainer.worker_id << " metrics on "
               << (endpoint->tls() ? "https://" : "http://") << endpoint->address() << "/metrics"
               << std::endl;
+  }
+
+  if (config->ctr) {
+    absl::StatusOr<ps::CtrWorkerOptions> ctr = ps::CtrWorkerOptionsFromFlags(*config);
+    if (!ctr.ok()) return Fail(ctr.status(), 2);
+    ctr->log = &std::cout;
+    absl::StatusOr<ps::CtrWorkerResult> result =
+        ps::RunCtrWorker(*ctr, config->standalone ? nullptr : &config->client);
+    if (!result.ok()) {
+      return Fail(result.status(), absl::IsInvalidArgument(result.status()) ? 2 : 1);
+    }
+    return 0;
   }
 
   absl::StatusOr<ps::FashionMnist> data = ps::LoadFashionMnist(config->dataset_dir);

@@ -21,7 +21,9 @@ ABSL_FLAG(bool, standalone, false,
           "ignores --servers.");
 ABSL_FLAG(double, lr, 0.1,
           "Learning rate for --standalone (servers use their own --lr and --optimizer).");
-ABSL_FLAG(std::string, model, "mlp", "mlp (hidden layers from --hidden) or softmax (none).");
+ABSL_FLAG(std::string, model, "mlp",
+          "mlp (hidden layers from --hidden), softmax (none), or ctr: the click-through-rate "
+          "model on embedding tables (its flags are --ctr_*; docs/embeddings.md).");
 ABSL_FLAG(std::string, hidden, "512,256", "Hidden layer widths of the mlp, comma-separated.");
 ABSL_FLAG(std::string, dataset_dir, ps::kDefaultDatasetDir,
           "Folder with the Fashion-MNIST IDX files (gzip or plain), as installed by Debian's "
@@ -98,10 +100,10 @@ namespace ps {
 namespace {
 
 absl::StatusOr<std::vector<int>> ParseHidden(const std::string& model, const std::string& text) {
-  if (model == "softmax") return std::vector<int>{};
+  if (model == "softmax" || model == "ctr") return std::vector<int>{};
   if (model != "mlp") {
     return absl::InvalidArgumentError(
-        absl::StrCat("unknown --model=", model, ": expected mlp or softmax"));
+        absl::StrCat("unknown --model=", model, ": expected mlp, softmax or ctr"));
   }
   ASSIGN_OR_RETURN(std::vector<int> hidden, ParsePositiveIntList("hidden", text));
   if (hidden.empty()) {
@@ -118,6 +120,7 @@ absl::StatusOr<WorkerConfig> WorkerConfigFromFlags() {
   t.worker_id = absl::GetFlag(FLAGS_worker_id);
   t.num_workers = absl::GetFlag(FLAGS_num_workers);
   ASSIGN_OR_RETURN(t.hidden, ParseHidden(absl::GetFlag(FLAGS_model), absl::GetFlag(FLAGS_hidden)));
+  c.ctr = absl::GetFlag(FLAGS_model) == "ctr";
   t.batch_size = absl::GetFlag(FLAGS_batch_size);
   t.epochs = absl::GetFlag(FLAGS_epochs);
   t.max_steps = absl::GetFlag(FLAGS_max_steps);

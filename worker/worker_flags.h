@@ -22,6 +22,9 @@ namespace ps {
 // What one ps_worker run was asked to do.
 struct WorkerConfig {
   TrainerOptions trainer;  // log, progress_line unset: the caller picks where lines go
+  // --model=ctr: train the CTR model (worker/ctr_flags.h reads its flags);
+  // `trainer` then holds the flags both models share.
+  bool ctr = false;
   // --progress: whether to draw the progress line; auto = when stdout is a
   // terminal (ShowProgress, worker/progress.h).
   ProgressMode progress = ProgressMode::kAuto;
