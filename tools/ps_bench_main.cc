@@ -447,13 +447,9 @@ int main(int argc, char** argv) {
       argc, argv,
       "Parameter-server benchmarks; every figure is a ratio of a baseline measured in the same "
       "run.\n  ps_bench transport [--sizes=...] [--shards=S] [--clients=W] [--seconds=T]\n"
-      "  ps_bench apply [--apply_elements=...]
-  ps_bench train [--epochs=3] [--processes]
-"
-      "  ps_bench train --model=ctr [--max_steps=2000] [--ctr_batch=128]
-"
-      "  ps_bench sparse [--sparse_ids=1000,10000,100000] [--dims=16,64] [--dists=uniform,zipf]
-"
+      "  ps_bench apply [--apply_elements=...]\n  ps_bench train [--epochs=3] [--processes]\n"
+      "  ps_bench train --model=ctr [--max_steps=2000] [--ctr_batch=128]\n"
+      "  ps_bench sparse [--sparse_ids=1000,10000,100000] [--dims=16,64] [--dists=uniform,zipf]\n"
       "  ps_bench consistency [--modes=...] [--optimizers=sgd:0.1,adam:0.001] [--png=PATH] "
       "[--quick]\n"
       "TLS cost: deploy/make_certs.sh DIR --servers=1 --workers=W, then add --tls "
