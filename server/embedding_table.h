@@ -102,6 +102,11 @@ class EmbeddingTable {
   // repeats; RESOURCE_EXHAUSTED as Pull; either way nothing changes.
   absl::Status Apply(absl::Span<const uint64_t> ids, const float* grads);
 
+  // The RESOURCE_EXHAUSTED that Pull or Apply of `ids` would return for
+  // want of room, or OK; changes nothing (so a caller can check before it
+  // allocates the call's output).
+  absl::Status CheckCapacity(absl::Span<const uint64_t> ids) const;
+
   int64_t num_rows() const { return num_rows_; }
   const EmbeddingTableOptions& options() const { return options_; }
 
@@ -122,8 +127,6 @@ class EmbeddingTable {
   explicit EmbeddingTable(const EmbeddingTableOptions& options);
 
   int64_t RowLimit() const;
-  // RESOURCE_EXHAUSTED if creating the rows `ids` lacks would pass the limit.
-  absl::Status CheckCapacity(absl::Span<const uint64_t> ids) const;
   // The slot of `id`, creating the row (evicting if needed) when missing,
   // made the most recently used. REQUIRES: CheckCapacity passed.
   uint32_t FindOrCreate(uint64_t id);

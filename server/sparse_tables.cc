@@ -121,7 +121,16 @@ absl::Status SparseTables::Pull(absl::string_view table, absl::Span<const uint64
   absl::StatusOr<Table*> t = Find(table);
   if (!t.ok()) return t.status();
   if (absl::Status s = CheckIds(table, ids); !s.ok()) return s;
-  out->resize(ids.size() * static_cast<size_t>((*t)->rows->options().dim));
+  // Refused before the output is allocated: a hostile pull names many ids
+  // of a wide table (issue 24 point 7).
+  const int64_t dim = (*t)->rows->options().dim;
+  if (static_cast<int64_t>(ids.size()) > SparseTables::kMaxFloatsPerPull / dim) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        Quoted(table), ": ", ids.size(), " ids of dim ", dim, " in one pull; at most ",
+        SparseTables::kMaxFloatsPerPull, " floats (1 GiB) per pull"));
+  }
+  if (absl::Status s = (*t)->rows->CheckCapacity(ids); !s.ok()) return s;
+  out->resize(ids.size() * static_cast<size_t>(dim));
   return (*t)->rows->Pull(ids, out->data());
 }
 

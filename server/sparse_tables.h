@@ -87,10 +87,14 @@ class SparseTables {
   absl::Status Declare(const std::vector<TableSpec>& specs);
   const std::vector<TableSpec>& specs() const { return specs_; }
 
+  // Floats one Pull may return (1 GiB; a protobuf message stays under 2 GiB).
+  static constexpr int64_t kMaxFloatsPerPull = int64_t{1} << 28;
+
   // Writes the rows of `ids` to `out` (ids.size() * dim floats), in order.
   // NOT_FOUND for a table not declared; INVALID_ARGUMENT for too many ids,
-  // an id this shard does not own, or a repeated one; RESOURCE_EXHAUSTED as
-  // EmbeddingTable::Pull. The dim is the table's (DimOf).
+  // an id this shard does not own, or a repeated one; RESOURCE_EXHAUSTED
+  // for more than kMaxFloatsPerPull floats, or as EmbeddingTable::Pull,
+  // either way before `out` grows. The dim is the table's (DimOf).
   absl::Status Pull(absl::string_view table, absl::Span<const uint64_t> ids,
                     std::vector<float>* out);
 

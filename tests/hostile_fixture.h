@@ -1,6 +1,7 @@
 // The fixture of //tests:hostile_requests_test (hostile_requests_test.cc):
 // one in-process shard with its own options, raw gRPC stubs and a real
-// client for it, and the model of issue 9's report. Test-only.
+// client for it, and the model of issue 9's report (with embedding tables
+// if a test asks). Test-only.
 #ifndef PS_TESTS_HOSTILE_FIXTURE_H_
 #define PS_TESTS_HOSTILE_FIXTURE_H_
 
@@ -39,7 +40,8 @@ inline std::string Floats(std::vector<float> v) {
 // One async or sync shard with its own options, and raw clients for it.
 class Hostile : public ::testing::Test {
  protected:
-  void Start(ServerOptions o) {
+  // `tables`: embedding tables worker 0 declares with the model.
+  void Start(ServerOptions o, const std::vector<TableSpec>& tables = {}) {
     o.listen = "127.0.0.1:0";
     auto s = PsServer::Start(o);
     ASSERT_TRUE(s.ok()) << s.status();
@@ -49,6 +51,7 @@ class Hostile : public ::testing::Test {
     // Worker 0 creates the model with a real client.
     client_ = Connect(0);
     ASSERT_NE(client_, nullptr);
+    if (!tables.empty()) ASSERT_TRUE(client_->DeclareTables(tables).ok());
     TensorList init = {std::vector<float>(40, 1.0f), std::vector<float>(10, 1.0f)};
     ASSERT_TRUE(client_->Init(kSpec, &init).ok());
   }

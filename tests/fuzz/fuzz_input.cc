@@ -40,6 +40,9 @@ const char* TargetName(FuzzTarget target) {
     case FuzzTarget::kStreamResponse: return "stream_response";
     case FuzzTarget::kTensorSlice: return "tensor_slice";
     case FuzzTarget::kModelSpec: return "model_spec";
+    case FuzzTarget::kPullRowsRequest: return "pull_rows_request";
+    case FuzzTarget::kPushRowsRequest: return "push_rows_request";
+    case FuzzTarget::kTableSpecs: return "table_specs";
   }
   return "unknown";
 }

@@ -13,6 +13,9 @@
 //   rest     the message: protobuf bytes of proto/ps.proto, or for
 //            kModelSpec the compact spec encoding of EncodeFuzzSpec
 //
+// (Inputs written before the row targets existed, with byte 0 of 8 or more,
+// now reach another target; the seed corpus uses 0..10 only.)
+//
 // An input too short for its header is ignored by the target. Plain
 // functions of their arguments; thread-safe.
 #ifndef PS_TESTS_FUZZ_FUZZ_INPUT_H_
@@ -38,8 +41,13 @@ enum class FuzzTarget : uint8_t {
   kStreamResponse = 5,   // DecodeStreamResponse, then the slices are assembled
   kTensorSlice = 6,      // ReadTensorSlice, then the slice is assembled
   kModelSpec = 7,        // DecodeFuzzSpec, ValidateModelSpec, the partition
+  // Embedding rows (tests/fuzz/rows_fuzz.h): protobuf parsed whole; the
+  // cut count picks the server's settings instead of cutting.
+  kPullRowsRequest = 8,  // PullRowsRequest through SparseTables::Pull
+  kPushRowsRequest = 9,  // PushRowsRequest through SparseTables::Push
+  kTableSpecs = 10,      // ModelSpec: TablesFromProto, ValidateTableSpecs, Declare
 };
-inline constexpr int kNumTargets = 8;
+inline constexpr int kNumTargets = 11;
 
 // Short lower-case name of a target ("push_request", ...), for file names.
 const char* TargetName(FuzzTarget target);

@@ -5,7 +5,8 @@
 //
 // Valid messages come from the project's own encoders (rpc/raw_wire.h)
 // for every shard of FuzzSpec() cut 1, 2 and 3 ways; hostile ones are
-// written field by field with ProtoWriter. Each is saved whole and cut into
+// written field by field with ProtoWriter; embedding-row requests and table
+// specs are protobuf messages. Each is saved whole and cut into
 // pieces (tests/fuzz/fuzz_input.h). File names say what each input is.
 #include <cmath>
 #include <cstdio>
@@ -16,6 +17,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "proto/ps.pb.h"
+#include "common/table_spec.h"
 #include "rpc/raw_wire.h"
 #include "tests/fuzz/fuzz_input.h"
 
@@ -80,6 +83,17 @@ class Corpus {
     const size_t n = message.size();
     if (n >= 4 && target != FuzzTarget::kModelSpec) {
       Write(target, num_shards, shard, what + "-cut3", {1, n / 2, n - 1}, message);
+    }
+  }
+
+  // An embedding-row input (kPullRowsRequest, kPushRowsRequest,
+  // kTableSpecs) under four of the server settings its cut count picks
+  // (tests/fuzz/rows_fuzz.cc's RowsSetting): async; sync with LRU; sync
+  // with FTRL; async with LRU and FTRL.
+  void AddRows(FuzzTarget target, const std::string& what, const std::string& message) {
+    for (size_t setting : {0, 3, 5, 6}) {
+      Write(target, 1, 0, absl::StrCat(what, "-set", setting),
+            std::vector<size_t>(setting, 0), message);
     }
   }
 
@@ -228,6 +242,97 @@ void AddHostileMessages(Corpus* corpus) {
               EncodeFuzzSpec({{"a", {1 << 20, 1 << 10}}, {"b", {1}}}));
 }
 
+v1::PullRowsRequest PullRows(int worker, const std::string& table,
+                             const std::vector<uint64_t>& ids) {
+  v1::PullRowsRequest r;
+  r.set_worker_id(worker);
+  r.set_table(table);
+  r.mutable_ids()->Add(ids.begin(), ids.end());
+  return r;
+}
+
+v1::PushRowsRequest PushRows(int worker, const std::string& table,
+                             const std::vector<uint64_t>& ids, const std::string& grads,
+                             int64_t version, int64_t seq) {
+  v1::PushRowsRequest r;
+  r.set_worker_id(worker);
+  r.set_table(table);
+  r.mutable_ids()->Add(ids.begin(), ids.end());
+  r.set_grads(grads);
+  r.set_version(version);
+  r.set_seq(seq);
+  return r;
+}
+
+std::string Tables(const std::vector<TableSpec>& tables) {
+  v1::ModelSpec spec;
+  v1::TensorSpec* w = spec.add_tensors();
+  w->set_name("w");
+  w->add_shape(2);
+  for (const TableSpec& t : tables) {
+    v1::TableSpec* p = spec.add_tables();
+    p->set_name(t.name);
+    p->set_dim(t.dim);
+    p->set_seed(t.seed);
+    p->set_init_scale(t.init_scale);
+  }
+  return spec.SerializeAsString();
+}
+
+// Row requests against the fuzz server's tables "emb" (dim 3) and "one"
+// (dim 1), --max_rows 8, --max_ids_per_request 16, 3 workers, sync step 2;
+// and tables of model specs against the small limits (3 tables, names of
+// 8 bytes, dim 16).
+void AddRowMessages(Corpus* corpus) {
+  const auto pull = [&](const std::string& what, const v1::PullRowsRequest& r) {
+    corpus->AddRows(FuzzTarget::kPullRowsRequest, what, r.SerializeAsString());
+  };
+  const auto push = [&](const std::string& what, const v1::PushRowsRequest& r) {
+    corpus->AddRows(FuzzTarget::kPushRowsRequest, what, r.SerializeAsString());
+  };
+  std::vector<uint64_t> nine, seventeen;
+  for (uint64_t i = 0; i < 9; ++i) nine.push_back(i * 1000);
+  for (uint64_t i = 0; i < 17; ++i) seventeen.push_back(i);
+  const uint64_t kTop = std::numeric_limits<uint64_t>::max();
+  pull("valid", PullRows(0, "emb", {1, 2, 3}));
+  pull("valid-one", PullRows(2, "one", {kTop, 0}));
+  pull("unknown-table", PullRows(0, "nope", {1}));
+  pull("empty-table", PullRows(0, "", {1}));
+  pull("repeated-id", PullRows(0, "emb", {4, 4}));
+  pull("past-max-rows", PullRows(0, "emb", nine));
+  pull("past-max-ids", PullRows(1, "emb", seventeen));
+  pull("bad-worker", PullRows(99, "emb", {1}));
+  push("valid", PushRows(0, "emb", {1, 2}, Floats({1, 2, 3, 4, 5, 6}), 2, 1));
+  push("valid-one", PushRows(1, "one", {7}, Floats({0.5f}), 2, 0));
+  push("closed-step", PushRows(1, "one", {7}, Floats({0.5f}), 1, 3));
+  push("later-step", PushRows(0, "emb", {1}, Floats({1, 2, 3}), 3, 1));
+  push("wrong-dim", PushRows(0, "emb", {1, 2}, Floats({1, 2, 3}), 2, 1));
+  push("odd-bytes", PushRows(0, "emb", {1}, "1234567890a", 2, 1));
+  push("nan", PushRows(0, "emb", {1}, Floats({1, std::nanf(""), 3}), 2, 1));
+  push("huge", PushRows(0, "emb", {1}, Floats({3e38f, -3e38f, 3e38f}), 2, 1));
+  push("unknown-table", PushRows(0, "nope", {1}, Floats({1, 2, 3}), 2, 1));
+  push("past-max-rows", PushRows(0, "one", nine, Floats(std::vector<float>(9, 1)), 2, 1));
+  push("past-max-ids",
+       PushRows(0, "one", seventeen, Floats(std::vector<float>(17, 1)), 2, 1));
+  push("repeated-id", PushRows(2, "one", {3, 3}, Floats({1, 1}), 2, 1));
+  push("negative-seq", PushRows(0, "one", {3}, Floats({1}), 2, -1));
+  push("max-seq", PushRows(0, "one", {3}, Floats({1}), 2, std::numeric_limits<int64_t>::max()));
+  const auto tables = [&](const std::string& what, const std::vector<TableSpec>& t) {
+    corpus->AddRows(FuzzTarget::kTableSpecs, what, Tables(t));
+  };
+  tables("valid", {{"emb", 3, 11, 0.5f}, {"one", 1, 12, 0.0f}});
+  tables("four", {{"a", 1, 1}, {"b", 1, 1}, {"c", 1, 1}, {"d", 1, 1}});
+  tables("dim-0", {{"a", 0, 1}});
+  tables("dim-max", {{"a", std::numeric_limits<int32_t>::max(), 1}});
+  tables("dim-min", {{"a", std::numeric_limits<int32_t>::min(), 1}});
+  tables("long-name", {{"123456789", 1, 1}});
+  tables("empty-name", {{"", 1, 1}});
+  tables("twice", {{"a", 2, 1}, {"a", 2, 1}});
+  tables("nan-scale", {{"a", 2, 1, std::nanf("")}});
+  tables("negative-scale", {{"a", 2, 1, -1.0f}});
+  tables("huge-scale", {{"a", 2, 1, 3.4e38f}});
+}
+
 }  // namespace
 }  // namespace fuzz
 }  // namespace ps
@@ -240,6 +345,7 @@ int main(int argc, char** argv) {
   ps::fuzz::Corpus corpus(argv[1]);
   ps::fuzz::AddValidMessages(&corpus);
   ps::fuzz::AddHostileMessages(&corpus);
+  ps::fuzz::AddRowMessages(&corpus);
   std::printf("make_corpus: wrote %d inputs to %s\n", corpus.files(), argv[1]);
   return 0;
 }

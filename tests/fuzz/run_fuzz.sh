@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds the wire fuzzer (tests/fuzz/wire_fuzz.cc and the common/ code it
-# covers) with clang-14, libFuzzer, AddressSanitizer and
+# Builds the wire fuzzer (tests/fuzz/wire_fuzz.cc and rows_fuzz.cc, and the
+# common/, rpc/ and server/ code they cover) with clang-14, libFuzzer, AddressSanitizer and
 # UndefinedBehaviorSanitizer, then fuzzes from the seed corpus in
 # tests/fuzz/corpus for a bounded number of runs. Exits 0 if nothing was
 # found; otherwise libFuzzer's report is shown and the input that failed is
@@ -58,7 +58,11 @@ libs=($(pkg-config --libs "${modules[@]}"))
 sources=(rpc/proto_codec.cc rpc/raw_fields.cc rpc/raw_unary.cc rpc/raw_stream.cc
          common/slice_assembler.cc common/float_bytes.cc common/bf16.cc common/wire_dtype.cc
          common/partition.cc common/model_spec.cc common/status_macros.cc
-         tests/fuzz/fuzz_input.cc tests/fuzz/wire_fuzz.cc "$out/gen/proto/ps.pb.cc")
+         common/table_spec.cc common/embedding_shard.cc common/sparse_optimizer.cc
+         common/incarnation.cc common/mode.cc rpc/wire.cc
+         server/embedding_table.cc server/sparse_tables.cc
+         tests/fuzz/fuzz_input.cc tests/fuzz/wire_fuzz.cc tests/fuzz/rows_fuzz.cc
+         "$out/gen/proto/ps.pb.cc")
 
 build() {
   local pids=() objs=() src obj
@@ -78,11 +82,11 @@ build() {
 }
 
 # Rebuilt unless the binary is newer than this script, proto/ps.proto and
-# every source and header of common/, rpc/ and tests/fuzz/ (a fresh checkout,
+# every source and header of common/, rpc/, server/ and tests/fuzz/ (a fresh checkout,
 # as in CI, always rebuilds; after upgrading system packages, delete
 # $FUZZ_OUT).
 start=$SECONDS
-if [ -x "$out/wire_fuzz" ] && [ -z "$(find "$0" common rpc tests/fuzz proto -newer "$out/wire_fuzz" \
+if [ -x "$out/wire_fuzz" ] && [ -z "$(find "$0" common rpc server tests/fuzz proto -newer "$out/wire_fuzz" \
      \( -name '*.h' -o -name '*.cc' -o -name '*.proto' -o -name run_fuzz.sh \) | head -1)" ]; then
   echo "run_fuzz: $out/wire_fuzz is up to date"
 else

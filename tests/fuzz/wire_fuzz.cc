@@ -15,7 +15,9 @@
 //     an OK Finish means every element of the buffer was written;
 //   - ValidateModelSpec returns OK, INVALID_ARGUMENT or RESOURCE_EXHAUSTED,
 //     and a spec it accepts is within its limits and partitions into ranges
-//     that cover each tensor exactly once.
+//     that cover each tensor exactly once;
+//   - the embedding-row requests and table specs keep the properties that
+//     tests/fuzz/rows_fuzz.h lists.
 //
 // Built by tests/fuzz/run_fuzz.sh (clang, libFuzzer) and, without libFuzzer,
 // by //tests/fuzz:wire_fuzz_corpus_test, which replays the seed corpus.
@@ -38,6 +40,7 @@
 #include "common/slice_assembler.h"
 #include "rpc/raw_wire.h"
 #include "tests/fuzz/fuzz_input.h"
+#include "tests/fuzz/rows_fuzz.h"
 
 // A broken property: prints it and aborts, which libFuzzer reports as a
 // crash with the input. (assert() is off in Bazel's opt builds.)
@@ -326,6 +329,15 @@ void FuzzOne(const FuzzInput& in) {
       break;
     case FuzzTarget::kModelSpec:
       FuzzModelSpec(in.message);
+      break;
+    case FuzzTarget::kPullRowsRequest:
+      FuzzPullRows(in);
+      break;
+    case FuzzTarget::kPushRowsRequest:
+      FuzzPushRows(in);
+      break;
+    case FuzzTarget::kTableSpecs:
+      FuzzTableSpecs(in);
       break;
   }
 }

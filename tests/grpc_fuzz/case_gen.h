@@ -7,6 +7,7 @@
 #ifndef PS_TESTS_GRPC_FUZZ_CASE_GEN_H_
 #define PS_TESTS_GRPC_FUZZ_CASE_GEN_H_
 
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <cstring>
@@ -197,6 +198,18 @@ class CaseGen {
     v1::InitRequest m;
     m.set_worker_id(Worker());
     *m.mutable_spec() = h_->spec;
+    if (fz_.Chance(0.3)) {
+      // The declared tables (a match), or one of them changed (refused).
+      for (const FuzzTable& t : kTables) {
+        v1::TableSpec* p = m.mutable_spec()->add_tables();
+        p->set_name(t.name);
+        p->set_dim(t.dim);
+      }
+      if (fz_.Chance(0.5)) {
+        m.mutable_spec()->mutable_tables(fz_.Uniform(2))->set_dim(
+            static_cast<int32_t>(fz_.ExtremeInt64()));
+      }
+    }
     if (fz_.Chance(0.3) && m.spec().tensors_size() > 0) {
       // A spec that differs in one dimension.
       auto* t = m.mutable_spec()->mutable_tensors(fz_.Uniform(m.spec().tensors_size()));
@@ -229,6 +242,89 @@ class CaseGen {
     *m.mutable_push() = PushTemplate(&nonfinite);
     m.set_min_version(MinVersion());
     m.set_wait_timeout_ms(WaitMs());
+    return Encode(m, nonfinite);
+  }
+
+  // ---- Embedding rows: the tables of kTables now and then another name;
+  // id counts around --max_ids_per_request; ids from a small range (so
+  // that tables fill to --max_rows), a wide one, or the extremes, now and
+  // then repeated; gradients of the table's width or not.
+
+  std::string Table() {
+    if (fz_.Chance(0.85)) return kTables[fz_.Uniform(2)].name;
+    static const std::vector<std::string> kOdd = {"", "nope", "emb ", std::string("emb\0", 4),
+                                                  std::string(300, 't')};
+    return fz_.Pick(kOdd);
+  }
+
+  static int DimOf(const std::string& table) {
+    for (const FuzzTable& t : kTables) {
+      if (table == t.name) return t.dim;
+    }
+    return 4;
+  }
+
+  std::vector<uint64_t> RowIds() {
+    static const std::vector<int> kCounts = {0,  1,  2,  3,  5,  8,  16, kMaxIdsPerRequest - 1,
+                                             kMaxIdsPerRequest,  kMaxIdsPerRequest + 1,
+                                             2 * kMaxIdsPerRequest,  kMaxRows + 1, 1000};
+    const int n = fz_.Pick(kCounts);
+    const uint64_t span = fz_.Chance(0.7) ? 2 * kMaxRows : uint64_t{1} << 40;
+    std::vector<uint64_t> ids;
+    for (int i = 0; i < n; ++i) {
+      if (fz_.Chance(0.02)) {
+        static const std::vector<uint64_t> kExtreme = {0, UINT64_MAX, uint64_t{1} << 63,
+                                                       (uint64_t{1} << 63) - 1};
+        ids.push_back(fz_.Pick(kExtreme));
+      } else if (!ids.empty() && fz_.Chance(0.03)) {
+        ids.push_back(fz_.Pick(ids));  // a repeat
+      } else {
+        ids.push_back(fz_.rng()() % span);
+      }
+    }
+    return ids;
+  }
+
+  Request PullRows() {
+    v1::PullRowsRequest m;
+    m.set_worker_id(Worker());
+    m.set_table(Table());
+    for (uint64_t id : RowIds()) m.add_ids(id);
+    return Encode(m, false);
+  }
+
+  Request PushRows() {
+    v1::PushRowsRequest m;
+    m.set_worker_id(Worker());
+    m.set_table(Table());
+    for (uint64_t id : RowIds()) m.add_ids(id);
+    // Small values (|x| <= 1e-4), so that accepted gradients leave the rows
+    // finite; NaN/Inf planted, or a size that is not ids * dim.
+    int64_t n = int64_t{m.ids_size()} * DimOf(m.table());
+    switch (fz_.Uniform(20)) {
+      case 0: n += 1; break;
+      case 1: n = std::max<int64_t>(0, n - 1); break;
+      case 2: n = 0; break;
+      case 3: n += 1 << 18; break;  // 1 MiB more
+      default: break;
+    }
+    std::string grads(4 * n, '\0');
+    for (int64_t i = 0; i < n; ++i) {
+      const float f = 1e-4f * (static_cast<float>(fz_.Uniform(2001)) / 1000.0f - 1.0f);
+      std::memcpy(&grads[4 * i], &f, 4);
+    }
+    const bool nonfinite = n > 0 && fz_.Chance(0.1);
+    if (nonfinite) {
+      static const std::vector<uint32_t> kBits = {0x7fc00000u, 0x7f800000u, 0xff800000u};
+      const uint32_t bits = fz_.Pick(kBits);
+      std::memcpy(&grads[4 * fz_.Uniform(static_cast<int>(std::min<int64_t>(n, INT_MAX)))], &bits,
+                  4);
+    }
+    if (fz_.Chance(0.05)) grads.append(1 + fz_.Uniform(3), '\x7f');  // not whole floats
+    m.set_grads(std::move(grads));
+    m.set_version(Version());
+    static const std::vector<int64_t> kSeqs = {0, 0, 1, 2, 3, 1000, -1, INT64_MAX, INT64_MIN};
+    m.set_seq(fz_.Chance(0.5) ? static_cast<int64_t>(fz_.rng()() % 100000) : fz_.Pick(kSeqs));
     return Encode(m, nonfinite);
   }
 

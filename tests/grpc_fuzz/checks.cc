@@ -61,6 +61,49 @@ absl::Status CompletePendingStep(Harness& h, const std::string& address) {
   return absl::OkStatus();
 }
 
+absl::Status DeclareTables(const Harness& h, const std::string& address) {
+  auto stub = v1::ParameterServer::NewStub(NewChannel(address));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+  v1::InitRequest req;
+  req.set_worker_id(0);
+  *req.mutable_spec() = h.spec;
+  for (const FuzzTable& t : kTables) {
+    v1::TableSpec* p = req.mutable_spec()->add_tables();
+    p->set_name(t.name);
+    p->set_dim(t.dim);
+    p->set_seed(7);
+  }
+  v1::InitResponse resp;
+  grpc::Status s = stub->InitParams(&ctx, req, &resp);
+  if (!s.ok()) return absl::InternalError(absl::StrCat("declaring the tables: ", Describe(s)));
+  return absl::OkStatus();
+}
+
+std::string NonFiniteRows(const std::string& address) {
+  auto stub = v1::ParameterServer::NewStub(NewChannel(address));
+  for (const FuzzTable& t : kTables) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+    v1::PullRowsRequest req;
+    req.set_table(t.name);
+    for (int i = 0; i < kMaxIdsPerRequest; ++i) req.add_ids(i);
+    v1::PullRowsResponse resp;
+    grpc::Status s = stub->PullRows(&ctx, req, &resp);
+    if (s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) continue;  // full
+    if (!s.ok()) return absl::StrCat("pulling rows of ", t.name, ": ", Describe(s));
+    if (resp.values().size() != size_t{4} * kMaxIdsPerRequest * t.dim) {
+      return absl::StrCat(t.name, ": ", resp.values().size(), " bytes of rows");
+    }
+    for (size_t k = 0; k + 4 <= resp.values().size(); k += 4) {
+      float f;
+      std::memcpy(&f, &resp.values()[k], 4);
+      if (!std::isfinite(f)) return absl::StrCat(t.name, ": row ", k / 4 / t.dim, " is ", f);
+    }
+  }
+  return "";
+}
+
 std::string NonFiniteWeights(const std::string& address) {
   auto stub = v1::ParameterServer::NewStub(NewChannel(address));
   grpc::ClientContext ctx;

@@ -17,15 +17,19 @@
 // streams half-closed or left silent mid-call, and cancelled calls.
 //
 // Each mode runs in three phases: cases before any worker initialized the
-// model; real ps_worker processes initialize the 784-512-256-10 MLP; named
+// model; real ps_worker processes initialize the 784-512-256-10 MLP (and
+// worker 0 declares two embedding tables, kTables, that the PullRows and
+// PushRows cases aim at, past --max_rows and --max_ids_per_request); named
 // cases (the known hard ones, one at a time, each reported by name); random
 // cases, kThreads at a time. Then it checks that
 //  1. every call got its status from the server within its deadline (a
 //     client-side DEADLINE_EXCEEDED fails; the server's own says "gave up
 //     after"), and every RPC of the list was called;
 //  2. the server stayed up and SERVING, its peak RSS (VmHWM) stayed under
-//     kRssBoundBytes, no waiting call was left over, no push with NaN/Inf
-//     gradients was accepted and its weights are finite;
+//     kRssBoundBytes, no waiting call was left over, no push (of weights or
+//     rows) with NaN/Inf gradients was accepted, its weights and rows are
+//     finite, and PullRows and PushRows answered only the codes their
+//     contract names;
 //  3. real workers still train against it afterwards (exit status 0);
 //  4. SIGTERM stops it within kShutdownBound with exit status 0.
 // A third test sends InitParams with invalid model specs before any worker
@@ -135,6 +139,9 @@ void FuzzMode(const std::string& mode, int num_workers) {
   ASSERT_TRUE(model.ok()) << model.status();
   h.SetModel(*model);
   if (auto st = GetStatus(address); st.ok()) h.SawVersion(st->version());
+  // The embedding tables the row cases aim at (before: NOT_FOUND).
+  const absl::Status declared = DeclareTables(h, address);
+  ASSERT_TRUE(declared.ok()) << declared;
   phase_done("real init");
 
   // Phase 2: the named cases, one at a time.
@@ -188,6 +195,7 @@ void FuzzMode(const std::string& mode, int num_workers) {
       EXPECT_TRUE(completed.ok()) << completed;
     }
     EXPECT_EQ(NonFiniteWeights(address), "") << "the weights are no longer finite";
+    EXPECT_EQ(NonFiniteRows(address), "") << "the embedding rows are no longer finite";
     EXPECT_EQ(h.nonfinite_accepted.load(), 0) << "pushes with NaN/Inf gradients were accepted";
     // A real worker still trains.
     phase_done("checks");

@@ -30,6 +30,8 @@ std::vector<std::string> ServerFlags() {
       // The server fails a stream call left silent mid-way after 2 s, and
       // the silent-stream cases require it to (see RunStream, End::kSilent).
       "--call_timeout=2",
+      absl::StrCat("--max_rows=", kMaxRows),
+      absl::StrCat("--max_ids_per_request=", kMaxIdsPerRequest),
   };
   // FUZZ_SERVER_FLAGS="--call_timeout=2 ..." adds flags without an edit.
   if (const char* extra = std::getenv("FUZZ_SERVER_FLAGS")) {

@@ -74,6 +74,17 @@ inline constexpr absl::Duration kShutdownBound = absl::Seconds(15);
 inline constexpr rlim_t kServerAddressSpace = rlim_t{8} << 30;
 inline constexpr char kDatasetDir[] = "/usr/share/datasets/fashion-mnist";
 
+// Embedding tables: DeclareTables (checks.h) declares these after the real
+// init, and every ps_server here runs with these row bounds (ServerFlags),
+// small so that the row cases reach them.
+struct FuzzTable {
+  const char* name;
+  int dim;
+};
+inline constexpr FuzzTable kTables[] = {{"emb", 8}, {"wide", 64}};
+inline constexpr int kMaxRows = 64;           // --max_rows
+inline constexpr int kMaxIdsPerRequest = 32;  // --max_ids_per_request
+
 // Flags of every ps_server started here, besides --listen, --port_file,
 // --mode and --num_workers; FUZZ_SERVER_FLAGS adds some.
 std::vector<std::string> ServerFlags();

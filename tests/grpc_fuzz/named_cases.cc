@@ -21,6 +21,8 @@ constexpr char kPull[] = "/ps.v1.ParameterServer/Pull";
 constexpr char kPushPull[] = "/ps.v1.ParameterServer/PushPull";
 constexpr char kInitParams[] = "/ps.v1.ParameterServer/InitParams";
 constexpr char kGetStatus[] = "/ps.v1.ParameterServer/GetStatus";
+constexpr char kPullRows[] = "/ps.v1.ParameterServer/PullRows";
+constexpr char kPushRows[] = "/ps.v1.ParameterServer/PushRows";
 
 std::string ExpectRefused(Harness& h, const std::string& row, const std::string& method,
                           const std::string& bytes) {
@@ -31,6 +33,30 @@ std::string ExpectRefused(Harness& h, const std::string& row, const std::string&
   if (ClientGaveUp(r.status)) return "no status from the server within the deadline";
   if (r.status.ok()) return "accepted";
   return "";
+}
+
+// A call that must get exactly `code` with a message holding each of `says`.
+std::string ExpectCode(Harness& h, const std::string& row, const std::string& method,
+                       const std::string& bytes, StatusCode code,
+                       const std::vector<std::string>& says) {
+  UnaryResult r = CallUnary(h.stub(0), method, bytes);
+  ++h.unary_cases;
+  ++h.messages;
+  Record(h, row, r.status, false, h.phase);
+  if (r.status.error_code() != code) return Describe(r.status);
+  for (const std::string& s : says) {
+    if (r.status.error_message().find(s) == std::string::npos) {
+      return absl::StrCat(Describe(r.status), " (does not say \"", s, "\")");
+    }
+  }
+  return "";
+}
+
+v1::PullRowsRequest RowsPull(const std::string& table, uint64_t first, int n) {
+  v1::PullRowsRequest m;
+  m.set_table(table);
+  for (int i = 0; i < n; ++i) m.add_ids(first + i);
+  return m;
 }
 
 int SliceIndex(const Harness& h, const std::string& name) {
@@ -222,6 +248,55 @@ std::vector<NamedCase> NamedCases() {
          }
          return std::string("waiting_calls still > 0 1 s after the cancels");
        }});
+  // Embedding rows (the tables DeclareTables declared).
+  cases.push_back({"unary PushRows whose ids claim 2^30 ids (8 GiB) in a short message",
+                   [](Harness& h, CaseGen&) {
+                     std::string bytes;
+                     AppendLengthDelimited(2, "emb", &bytes);
+                     AppendTag(3, kWireLen, &bytes);
+                     AppendVarint(uint64_t{8} << 30, &bytes);
+                     bytes += std::string(64, '\0');
+                     return ExpectRefused(h, "unary PushRows", kPushRows, bytes);
+                   }});
+  cases.push_back({"unary PullRows and PushRows past --max_ids_per_request", [](Harness& h,
+                                                                                CaseGen&) {
+                     const int n = kMaxIdsPerRequest + 1;
+                     std::string problem = ExpectCode(
+                         h, "unary PullRows", kPullRows, RowsPull("emb", 0, n).SerializeAsString(),
+                         StatusCode::INVALID_ARGUMENT, {"\"emb\"", "--max_ids_per_request"});
+                     if (!problem.empty()) return problem;
+                     v1::PushRowsRequest p;
+                     p.set_table("wide");
+                     for (int i = 0; i < n; ++i) p.add_ids(i);
+                     p.set_grads(std::string(size_t{4} * n * 64, '\0'));
+                     p.set_version(h.version.load());
+                     return ExpectCode(h, "unary PushRows", kPushRows, p.SerializeAsString(),
+                                       StatusCode::INVALID_ARGUMENT,
+                                       {"\"wide\"", "--max_ids_per_request"});
+                   }});
+  cases.push_back({"unary PullRows past --max_rows: RESOURCE_EXHAUSTED naming the table",
+                   [](Harness& h, CaseGen&) {
+                     // "wide" filled with ids 0..kMaxRows-1, then one more.
+                     for (int first = 0; first < kMaxRows; first += kMaxIdsPerRequest) {
+                       UnaryResult r = CallUnary(
+                           h.stub(0), kPullRows,
+                           RowsPull("wide", first, kMaxIdsPerRequest).SerializeAsString());
+                       ++h.unary_cases;
+                       ++h.messages;
+                       Record(h, "unary PullRows", r.status, false, h.phase);
+                       if (!r.status.ok()) return Describe(r.status);
+                     }
+                     return ExpectCode(h, "unary PullRows", kPullRows,
+                                       RowsPull("wide", kMaxRows, 1).SerializeAsString(),
+                                       StatusCode::RESOURCE_EXHAUSTED,
+                                       {"\"wide\"", absl::StrCat("max_rows ", kMaxRows)});
+                   }});
+  cases.push_back({"unary PullRows of a table that does not exist: NOT_FOUND naming it",
+                   [](Harness& h, CaseGen&) {
+                     return ExpectCode(h, "unary PullRows", kPullRows,
+                                       RowsPull("nope", 0, 1).SerializeAsString(),
+                                       StatusCode::NOT_FOUND, {"\"nope\" does not exist"});
+                   }});
   return cases;
 }
 

@@ -1,0 +1,202 @@
+#include "tests/fuzz/rows_fuzz.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "common/table_spec.h"
+#include "google/protobuf/stubs/logging.h"
+#include "proto/ps.pb.h"
+#include "rpc/wire.h"
+#include "server/sparse_tables.h"
+
+// As in wire_fuzz.cc: a broken property aborts with its line.
+#define ROWS_CHECK(cond)                                                              \
+  do {                                                                                \
+    if (!(cond)) {                                                                    \
+      std::fprintf(stderr, "%s:%d: FUZZ_CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+      std::abort();                                                                   \
+    }                                                                                 \
+  } while (0)
+
+namespace ps {
+namespace fuzz {
+namespace {
+
+constexpr int kWorkers = 3;
+constexpr int64_t kMaxRows = 8;
+constexpr int64_t kMaxIds = 16;
+constexpr int64_t kOpenStep = 2;  // sync: the step the shard is in
+
+// The server the requests meet, chosen by the input's header: shard
+// in.shard of in.num_shards; the number of cut points n gives the mode
+// (n & 1: sync, else async), --evict_lru (n & 2) and the optimizer (n & 4:
+// FTRL, else AdaGrad). Tables "emb" (dim 3) and "one" (dim 1) declared.
+struct RowsSetting {
+  explicit RowsSetting(const FuzzInput& in)
+      : sync((in.cuts.size() & 1) != 0),
+        tables(Options(in), sync ? Mode::kSync : Mode::kAsync, in.shard, in.num_shards,
+               kWorkers, /*reject_nonfinite=*/true) {
+    ROWS_CHECK(tables.Declare({TableSpec{"emb", 3, 11, 0.5f}, TableSpec{"one", 1, 12, 0.0f}}).ok());
+  }
+  static SparseTablesOptions Options(const FuzzInput& in) {
+    SparseTablesOptions o;
+    o.max_rows = kMaxRows;
+    o.max_ids_per_request = kMaxIds;
+    o.evict_lru = (in.cuts.size() & 2) != 0;
+    o.optimizer.kind = (in.cuts.size() & 4) != 0 ? SparseOptimizerKind::kFtrl
+                                                  : SparseOptimizerKind::kAdagrad;
+    o.optimizer.lr = 0.1f;
+    ROWS_CHECK(o.Validate().ok());
+    return o;
+  }
+  bool sync;
+  SparseTables tables;
+};
+
+bool OneOf(const absl::Status& s, std::initializer_list<absl::StatusCode> codes) {
+  if (s.ok()) return true;
+  for (absl::StatusCode c : codes) {
+    if (s.code() == c) return true;
+  }
+  return false;
+}
+
+// No table past its bound; every table's rows counted.
+void CheckBounds(const SparseTables& t) {
+  ROWS_CHECK(t.num_rows() >= 0 && t.num_rows() <= 2 * kMaxRows);
+  for (const EmbeddingTableState& s : t.Export()) {
+    ROWS_CHECK(static_cast<int64_t>(s.contents.ids.size()) <= kMaxRows);
+  }
+}
+
+// A pull as the shard answers it, with the pull's properties checked.
+void PullAndCheck(SparseTables* t, absl::string_view table, absl::Span<const uint64_t> ids) {
+  std::vector<float> out;
+  const absl::Status s = t->Pull(table, ids, &out);
+  ROWS_CHECK(OneOf(s, {absl::StatusCode::kNotFound, absl::StatusCode::kInvalidArgument,
+                       absl::StatusCode::kResourceExhausted}));
+  CheckBounds(*t);
+  if (!s.ok()) {
+    // Refused before growing the answer (SparseTables::Pull's contract).
+    ROWS_CHECK(out.empty());
+    return;
+  }
+  const absl::StatusOr<int> dim = t->DimOf(table);
+  ROWS_CHECK(dim.ok());
+  ROWS_CHECK(out.size() == ids.size() * static_cast<size_t>(*dim));
+  std::vector<float> again;
+  ROWS_CHECK(t->Pull(table, ids, &again).ok());
+  ROWS_CHECK(again.size() == out.size());
+  if (!out.empty()) {
+    ROWS_CHECK(std::memcmp(out.data(), again.data(), out.size() * sizeof(float)) == 0);
+  }
+}
+
+// Parses the whole message; false if protobuf refuses it (as gRPC would,
+// before the service sees it). Quiet: protobuf logs each bad UTF-8 string.
+bool Parse(const FuzzInput& in, google::protobuf::MessageLite* out) {
+  google::protobuf::LogSilencer quiet;
+  return out->ParseFromArray(in.message.data(), static_cast<int>(in.message.size()));
+}
+
+}  // namespace
+
+void FuzzPullRows(const FuzzInput& in) {
+  v1::PullRowsRequest req;
+  if (!Parse(in, &req)) return;
+  // The shard refuses worker ids out of range before the tables see them.
+  if (req.worker_id() < 0 || req.worker_id() >= kWorkers) return;
+  RowsSetting server(in);
+  PullAndCheck(&server.tables, req.table(), req.ids());
+}
+
+void FuzzPushRows(const FuzzInput& in) {
+  v1::PushRowsRequest req;
+  if (!Parse(in, &req)) return;
+  // What the service and the shard refuse first: bytes that are not whole
+  // floats, worker ids out of range, negative versions and seqs.
+  if (req.grads().size() % sizeof(float) != 0) return;
+  if (req.worker_id() < 0 || req.worker_id() >= kWorkers) return;
+  if (req.version() < 0 || req.seq() < 0) return;
+  std::vector<float> grads(req.grads().size() / sizeof(float));
+  if (!grads.empty()) std::memcpy(grads.data(), req.grads().data(), req.grads().size());
+
+  RowsSetting server(in);
+  SparseTables& t = server.tables;
+  const auto push = [&] {
+    return t.Push(req.worker_id(), req.table(), req.version(), req.seq(), kOpenStep, req.ids(),
+                  grads);
+  };
+  const absl::StatusOr<PushOutcome> first = push();
+  ROWS_CHECK(OneOf(first.status(),
+                   {absl::StatusCode::kNotFound, absl::StatusCode::kInvalidArgument,
+                    absl::StatusCode::kResourceExhausted,
+                    absl::StatusCode::kFailedPrecondition}));
+  ROWS_CHECK(server.sync || first.status().code() != absl::StatusCode::kFailedPrecondition);
+  CheckBounds(t);
+  if (!first.ok()) {
+    PullAndCheck(&t, req.table(), req.ids());
+    return;
+  }
+  // Offered again: a duplicate when the first was counted and can be told apart.
+  const absl::StatusOr<PushOutcome> second = push();
+  if (*first == PushOutcome::kApplied && (server.sync || req.seq() > 0)) {
+    ROWS_CHECK(second.ok() && *second == PushOutcome::kDuplicate);
+  }
+  if (server.sync && req.version() == kOpenStep) {
+    t.NoteDenseAccepted(req.worker_id());
+    t.CloseStep(kOpenStep, 1);
+  }
+  CheckBounds(t);
+  PullAndCheck(&t, req.table(), req.ids());
+}
+
+void FuzzTableSpecs(const FuzzInput& in) {
+  v1::ModelSpec proto;
+  if (!Parse(in, &proto)) return;
+  const std::vector<TableSpec> specs = TablesFromProto(proto);
+  TableLimits small;  // small enough for the fuzzer to reach every limit
+  small.max_tables = 3;
+  small.max_name_bytes = 8;
+  small.max_dim = 16;
+  for (const TableLimits& limits : {TableLimits(), small}) {
+    const absl::Status s = ValidateTableSpecs(specs, limits);
+    ROWS_CHECK(s.ok() || s.code() == absl::StatusCode::kInvalidArgument);
+    if (!s.ok()) continue;
+    ROWS_CHECK(specs.size() <= static_cast<size_t>(limits.max_tables));
+    for (const TableSpec& t : specs) {
+      ROWS_CHECK(!t.name.empty() && t.name.size() <= static_cast<size_t>(limits.max_name_bytes));
+      ROWS_CHECK(t.dim >= 1 && t.dim <= limits.max_dim);
+      ROWS_CHECK(std::isfinite(t.init_scale) && t.init_scale >= 0);
+    }
+    ROWS_CHECK(CompareTableSpecs(specs, specs).ok());
+  }
+  // Declared on a server with the small limits: refused (INVALID_ARGUMENT)
+  // when not valid, declared once, and every table serves rows within
+  // its init_scale. (EmbeddingTable refuses init_scale past 3e38 too.)
+  SparseTablesOptions o;
+  o.max_rows = kMaxRows;
+  o.limits = small;
+  SparseTables t(o, Mode::kAsync, 0, 1, kWorkers, true);
+  const absl::Status declared = t.Declare(specs);
+  ROWS_CHECK(declared.ok() || declared.code() == absl::StatusCode::kInvalidArgument);
+  if (!ValidateTableSpecs(specs, small).ok()) ROWS_CHECK(!declared.ok());
+  if (!declared.ok() || specs.empty()) return;
+  ROWS_CHECK(t.specs() == specs);
+  ROWS_CHECK(t.Declare(specs).ok());
+  for (const TableSpec& spec : specs) {
+    const uint64_t ids[] = {0, 1, 2};
+    std::vector<float> out;
+    ROWS_CHECK(t.Pull(spec.name, ids, &out).ok());
+    ROWS_CHECK(out.size() == 3 * static_cast<size_t>(spec.dim));
+    for (float f : out) ROWS_CHECK(std::isfinite(f) && std::fabs(f) <= spec.init_scale);
+  }
+}
+
+}  // namespace fuzz
+}  // namespace ps
