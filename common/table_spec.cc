@@ -34,8 +34,8 @@ absl::Status ValidateTableSpecs(const std::vector<TableSpec>& tables, const Tabl
     if (t.dim < 1 || t.dim > limits.max_dim) {
       return bad(absl::StrCat("dim ", t.dim, " not in [1, ", limits.max_dim, "]"));
     }
-    if (!std::isfinite(t.init_scale) || t.init_scale < 0) {
-      return bad(absl::StrCat("init_scale ", t.init_scale, " is not finite and >= 0"));
+    if (!(t.init_scale >= 0) || t.init_scale > 3.0e38f) {  // as EmbeddingTableOptions
+      return bad(absl::StrCat("init_scale ", t.init_scale, " is not in [0, 3e38]"));
     }
   }
   return absl::OkStatus();

@@ -43,7 +43,7 @@ struct TableLimits {
 };
 
 // Names non-empty, unique and within max_name_bytes, 1 <= dim <= max_dim,
-// init_scale finite and >= 0, at most max_tables tables. INVALID_ARGUMENT
+// 0 <= init_scale <= 3e38, at most max_tables tables. INVALID_ARGUMENT
 // naming the table and the rule otherwise.
 absl::Status ValidateTableSpecs(const std::vector<TableSpec>& tables,
                                 const TableLimits& limits = TableLimits());

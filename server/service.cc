@@ -241,7 +241,13 @@ grpc::ServerUnaryReactor* ParameterServerService::InitParams(grpc::CallbackServe
       return options_.rollback(req->worker_id(), req->version());
     });
   }
-  if (absl::Status s = shard_->DeclareTables(TablesFromProto(req->spec())); !s.ok()) {
+  // The tables are declared only with a dense spec the shard would take.
+  absl::Status s;
+  if (req->spec().tables_size() > 0) {
+    s = ValidateModelSpec(ModelSpecFromProto(req->spec()), shard_->options().spec_limits);
+    if (s.ok()) s = shard_->DeclareTables(TablesFromProto(req->spec()));
+  }
+  if (!s.ok()) {
     grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
     reactor->Finish(ToGrpcStatus(s));
     return reactor;

@@ -68,7 +68,7 @@ bool OneOf(const absl::Status& s, std::initializer_list<absl::StatusCode> codes)
 
 // No table past its bound; every table's rows counted.
 void CheckBounds(const SparseTables& t) {
-  ROWS_CHECK(t.num_rows() >= 0 && t.num_rows() <= 2 * kMaxRows);
+  for (const TableUsage& u : t.Usage()) ROWS_CHECK(u.rows >= 0 && u.rows <= kMaxRows);
   for (const EmbeddingTableState& s : t.Export()) {
     ROWS_CHECK(static_cast<int64_t>(s.contents.ids.size()) <= kMaxRows);
   }
@@ -172,20 +172,20 @@ void FuzzTableSpecs(const FuzzInput& in) {
     for (const TableSpec& t : specs) {
       ROWS_CHECK(!t.name.empty() && t.name.size() <= static_cast<size_t>(limits.max_name_bytes));
       ROWS_CHECK(t.dim >= 1 && t.dim <= limits.max_dim);
-      ROWS_CHECK(std::isfinite(t.init_scale) && t.init_scale >= 0);
+      ROWS_CHECK(t.init_scale >= 0 && t.init_scale <= 3.0e38f);
     }
     ROWS_CHECK(CompareTableSpecs(specs, specs).ok());
   }
   // Declared on a server with the small limits: refused (INVALID_ARGUMENT)
   // when not valid, declared once, and every table serves rows within
-  // its init_scale. (EmbeddingTable refuses init_scale past 3e38 too.)
+  // its init_scale.
   SparseTablesOptions o;
   o.max_rows = kMaxRows;
   o.limits = small;
   SparseTables t(o, Mode::kAsync, 0, 1, kWorkers, true);
   const absl::Status declared = t.Declare(specs);
   ROWS_CHECK(declared.ok() || declared.code() == absl::StatusCode::kInvalidArgument);
-  if (!ValidateTableSpecs(specs, small).ok()) ROWS_CHECK(!declared.ok());
+  ROWS_CHECK(declared.ok() == ValidateTableSpecs(specs, small).ok());
   if (!declared.ok() || specs.empty()) return;
   ROWS_CHECK(t.specs() == specs);
   ROWS_CHECK(t.Declare(specs).ok());
