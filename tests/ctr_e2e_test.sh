@@ -51,4 +51,25 @@ for mode in sync async; do
     fail "$mode: the metrics file's AUC $m_auc is not the printed $auc"
   echo "$mode: AUC $auc (best $best)"
 done
+
+# Sync resume: servers with checkpoints stop after 200 steps; restarted,
+# they restore step 200 with the table's rows, and new workers go on from
+# there to step 300 instead of starting over.
+ckpt="$TEST_TMPDIR/ckpt"
+for steps in 200 300; do
+  log="$TEST_TMPDIR/resume_$steps.log"
+  "${LAUNCH[@]}" --mode=sync --servers=2 --workers=2 --lr=0.001 \
+    --server_flag=--optimizer=adam --server_flag=--checkpoint_dir="$ckpt" \
+    --server_flag=--checkpoint_every=100 -- \
+    --model=ctr --max_steps=$steps --batch_size=128 --threads=1 --ctr_eval_examples=2000 \
+    --log_every=0 2>&1 | tee "$log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || fail "resume: the run to step $steps failed"
+done
+log="$TEST_TMPDIR/resume_300.log"
+for w in 0 1; do
+  grep -q "^\[worker $w\] worker $w: the servers are at step 200; resuming there" "$log" ||
+    fail "resume: worker $w did not resume at the restored step 200"
+  grep -q "^\[worker $w\] worker $w done: mode sync, steps 300, version 300," "$log" ||
+    fail "resume: worker $w did not train on to step 300"
+done
 echo PASS

@@ -230,12 +230,22 @@ absl::StatusOr<CtrWorkerResult> RunCtrWorker(const CtrWorkerOptions& o,
 
   std::vector<CtrExample> batch(o.batch_size);
   const int64_t n = source.train_size();
-  int64_t step = 0;
+  // Sync: the step is the servers' version, so that a worker that
+  // (re)starts against servers restored from a checkpoint resumes where
+  // they are, and one whose gradient a step dropped (leases, backup
+  // workers) goes on from the current step, as the MLP trainer does.
+  const bool sync = client != nullptr && client->mode() == Mode::kSync;
+  int64_t step = sync ? client->version() : 0;
+  const int64_t first_step = step;
+  if (step > 0 && o.log != nullptr) {
+    *o.log << "worker " << o.worker_id << ": the servers are at step " << step
+           << "; resuming there\n";
+  }
   while (step < total_steps) {
     const int64_t first = (step * o.num_workers + o.worker_id) * int64_t{o.batch_size};
     for (int i = 0; i < o.batch_size; ++i) batch[i] = source.Example((first + i) % n);
     ASSIGN_OR_RETURN(const double loss, t.step(batch));
-    ++step;
+    step = sync ? client->version() : step + 1;
     samples_since_log += o.batch_size;
     loss_since_log += loss;
     ++batches_since_log;
@@ -255,10 +265,10 @@ absl::StatusOr<CtrWorkerResult> RunCtrWorker(const CtrWorkerOptions& o,
              << s << "\n";
     }
   }
-  result.steps = step;
+  result.steps = step - first_step;
   result.final_version = client != nullptr ? client->version() : step;
   result.wall_s = absl::ToDoubleSeconds(end - start);
-  result.samples_per_sec = static_cast<double>(step) * o.batch_size /
+  result.samples_per_sec = static_cast<double>(step - first_step) * o.batch_size /
                            std::max(1e-9, absl::ToDoubleSeconds(end - start - eval_time));
   RETURN_IF_ERROR(log_point(step, /*eval=*/o.worker_id == 0));
   if (o.log != nullptr) {

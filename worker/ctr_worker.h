@@ -42,7 +42,9 @@ struct CtrWorkerOptions {
   CtrReaderOptions reader;     // its format
   uint64_t table_seed = 1;     // the rows' initial values
   int batch_size = 256;        // examples per step on this worker, >= 1
-  int64_t steps = 0;           // > 0: this many steps; 0: epochs passes over N
+  // > 0: train to this step; 0: epochs passes over N. Sync starts at the
+  // servers' step (a restart resumes there), async at 0.
+  int64_t steps = 0;
   int epochs = 1;              // >= 1
   int eval_examples = 20000;   // held-out examples, >= 2
   int64_t eval_every = 0;      // steps between evaluations; 0 = only at the end
@@ -60,7 +62,7 @@ struct CtrWorkerOptions {
 };
 
 struct CtrWorkerResult {
-  int64_t steps = 0;
+  int64_t steps = 0;  // trained by this run (sync: from the servers' step at start)
   int64_t final_version = 0;
   double samples_per_sec = 0;  // this worker's, evaluations excluded
   double wall_s = 0;
