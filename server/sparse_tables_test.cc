@@ -81,8 +81,9 @@ TEST(SparseTables, SyncAppliesOnlyTheRowsOfWorkersInTheStep) {
             absl::StatusCode::kFailedPrecondition);
 }
 
-TEST(SparseTables, AsyncAppliesAtOnceAndDeduplicatesBySeq) {
-  SparseTables t(Sgd(), Mode::kAsync, 0, 1, 2, true);
+TEST(SparseTables, AsyncAndSspApplyAtOnceAndDeduplicateBySeq) {
+  for (Mode mode : {Mode::kAsync, Mode::kSsp}) {
+  SparseTables t(Sgd(), mode, 0, 1, 2, true);
   ASSERT_TRUE(t.Declare({kSpec}).ok());
   const std::vector<uint64_t> ids = {11};
   const std::vector<float> g = {1, 1};
@@ -92,6 +93,7 @@ TEST(SparseTables, AsyncAppliesAtOnceAndDeduplicatesBySeq) {
   const std::vector<float> init = Init(11);
   EXPECT_EQ(Row(t, 11), (std::vector<float>{init[0] - 2, init[1] - 2}));
   EXPECT_EQ(t.LastRowSeqs(), (std::vector<int64_t>{0, 1}));
+  }
 }
 
 TEST(SparseTables, RefusesWhatIsNotThisShards) {
