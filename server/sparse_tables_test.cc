@@ -83,16 +83,16 @@ TEST(SparseTables, SyncAppliesOnlyTheRowsOfWorkersInTheStep) {
 
 TEST(SparseTables, AsyncAndSspApplyAtOnceAndDeduplicateBySeq) {
   for (Mode mode : {Mode::kAsync, Mode::kSsp}) {
-  SparseTables t(Sgd(), mode, 0, 1, 2, true);
-  ASSERT_TRUE(t.Declare({kSpec}).ok());
-  const std::vector<uint64_t> ids = {11};
-  const std::vector<float> g = {1, 1};
-  EXPECT_EQ(*t.Push(1, "t", 0, 1, 0, ids, g), PushOutcome::kApplied);
-  EXPECT_EQ(*t.Push(1, "t", 0, 1, 0, ids, g), PushOutcome::kDuplicate);
-  EXPECT_EQ(*t.Push(1, "t", 0, 0, 0, ids, g), PushOutcome::kApplied);  // seq 0: not deduplicated
-  const std::vector<float> init = Init(11);
-  EXPECT_EQ(Row(t, 11), (std::vector<float>{init[0] - 2, init[1] - 2}));
-  EXPECT_EQ(t.LastRowSeqs(), (std::vector<int64_t>{0, 1}));
+    SparseTables t(Sgd(), mode, 0, 1, 2, true);
+    ASSERT_TRUE(t.Declare({kSpec}).ok());
+    const std::vector<uint64_t> ids = {11};
+    const std::vector<float> g = {1, 1};
+    EXPECT_EQ(*t.Push(1, "t", 0, 1, 0, ids, g), PushOutcome::kApplied);
+    EXPECT_EQ(*t.Push(1, "t", 0, 1, 0, ids, g), PushOutcome::kDuplicate);
+    EXPECT_EQ(*t.Push(1, "t", 0, 0, 0, ids, g), PushOutcome::kApplied);  // seq 0: not deduplicated
+    const std::vector<float> init = Init(11);
+    EXPECT_EQ(Row(t, 11), (std::vector<float>{init[0] - 2, init[1] - 2}));
+    EXPECT_EQ(t.LastRowSeqs(), (std::vector<int64_t>{0, 1}));
   }
 }
 
