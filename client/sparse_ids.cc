@@ -24,6 +24,42 @@ absl::StatusOr<int64_t> SparseValueCount(size_t num_ids, int dim) {
   return static_cast<int64_t>(num_ids) * dim;
 }
 
+namespace {
+
+using IdAt = std::pair<uint64_t, size_t>;  // (id, caller position)
+
+// Sorts `order` by id, keeping positions ascending within an id: std::sort
+// for short lists, else a stable LSD radix sort on 11-bit digits that skips
+// the digits no two ids differ in (ids below 2^22 take two passes).
+void SortById(std::vector<IdAt>* order) {
+  constexpr size_t kRadixFrom = 2048;
+  if (order->size() < kRadixFrom) {
+    std::sort(order->begin(), order->end());
+    return;
+  }
+  constexpr int kBits = 11;
+  constexpr size_t kBuckets = size_t{1} << kBits;
+  uint64_t any = 0, all = ~uint64_t{0};
+  for (const IdAt& p : *order) {
+    any |= p.first;
+    all &= p.first;
+  }
+  const uint64_t varying = any ^ all;
+  std::vector<IdAt> scratch(order->size());
+  std::vector<size_t> start(kBuckets);
+  for (int shift = 0; shift < 64; shift += kBits) {
+    if (((varying >> shift) & (kBuckets - 1)) == 0) continue;
+    std::fill(start.begin(), start.end(), 0);
+    for (const IdAt& p : *order) ++start[(p.first >> shift) & (kBuckets - 1)];
+    size_t sum = 0;
+    for (size_t& s : start) sum += std::exchange(s, sum);
+    for (const IdAt& p : *order) scratch[start[(p.first >> shift) & (kBuckets - 1)]++] = p;
+    order->swap(scratch);
+  }
+}
+
+}  // namespace
+
 absl::StatusOr<SparseRequest> GroupIds(absl::Span<const uint64_t> ids, int num_shards) {
   if (num_shards <= 0) {
     return absl::InvalidArgumentError(
@@ -36,9 +72,9 @@ absl::StatusOr<SparseRequest> GroupIds(absl::Span<const uint64_t> ids, int num_s
   // (id, caller position), sorted: each id's positions form one run, and the
   // runs come in ascending id order, so appending each run's id to its
   // shard's list keeps every list ascending.
-  std::vector<std::pair<uint64_t, size_t>> order(ids.size());
+  std::vector<IdAt> order(ids.size());
   for (size_t i = 0; i < ids.size(); ++i) order[i] = {ids[i], i};
-  std::sort(order.begin(), order.end());
+  SortById(&order);
 
   for (size_t run = 0; run < order.size();) {
     const uint64_t id = order[run].first;
