@@ -246,11 +246,26 @@ absl::Status EmbeddingTable::CheckCapacity(absl::Span<const uint64_t> ids) const
       " (it holds ", num_rows_, "); raise max_rows or turn on LRU eviction"));
 }
 
+void EmbeddingTable::PrefetchAhead(absl::Span<const uint64_t> ids, size_t i) const {
+  constexpr size_t kBucketAhead = 16, kRowAhead = 8;
+  if (buckets_.empty()) return;
+  if (i + kBucketAhead < ids.size()) __builtin_prefetch(&buckets_[HomeBucket(ids[i + kBucketAhead])]);
+  if (i + kRowAhead < ids.size()) {
+    const uint32_t slot = buckets_[HomeBucket(ids[i + kRowAhead])];
+    if (slot != kNone) {
+      __builtin_prefetch(&IdOf(slot));
+      __builtin_prefetch(RowOf(slot));
+      __builtin_prefetch(&PrevOf(slot));
+    }
+  }
+}
+
 absl::Status EmbeddingTable::Pull(absl::Span<const uint64_t> ids, float* out) {
   absl::Status s = CheckCapacity(ids);
   if (!s.ok()) return s;
   const size_t dim = options_.dim;
   for (size_t i = 0; i < ids.size(); ++i) {
+    PrefetchAhead(ids, i);
     std::memcpy(out + i * dim, RowOf(FindOrCreate(ids[i])), dim * sizeof(float));
   }
   return absl::OkStatus();
@@ -270,6 +285,7 @@ absl::Status EmbeddingTable::Apply(absl::Span<const uint64_t> ids, const float* 
   if (!s.ok()) return s;
   const size_t dim = options_.dim;
   for (size_t i = 0; i < ids.size(); ++i) {
+    PrefetchAhead(ids, i);
     const uint32_t slot = FindOrCreate(ids[i]);
     float* row = RowOf(slot);
     ApplySparseRow(options_.optimizer, options_.dim, grads + i * dim, row, row + dim,

@@ -148,6 +148,10 @@ class EmbeddingTable {
   // Index.
   size_t HomeBucket(uint64_t id) const;
   uint32_t Find(uint64_t id) const;  // kNone if absent
+  // In a loop over `ids` at i: starts fetching the index bucket of a later
+  // id and the row (id, values, LRU links) of a nearer one, so that their
+  // cache misses overlap instead of following one another.
+  void PrefetchAhead(absl::Span<const uint64_t> ids, size_t i) const;
   void IndexInsert(uint32_t slot);   // REQUIRES: its id absent
   void IndexErase(uint64_t id);      // REQUIRES: present
   void GrowIndexFor(int64_t rows);
