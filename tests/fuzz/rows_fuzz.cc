@@ -13,15 +13,8 @@
 #include "proto/ps.pb.h"
 #include "rpc/wire.h"
 #include "server/sparse_tables.h"
+#include "tests/fuzz/fuzz_check.h"
 
-// As in wire_fuzz.cc: a broken property aborts with its line.
-#define ROWS_CHECK(cond)                                                              \
-  do {                                                                                \
-    if (!(cond)) {                                                                    \
-      std::fprintf(stderr, "%s:%d: FUZZ_CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-      std::abort();                                                                   \
-    }                                                                                 \
-  } while (0)
 
 namespace ps {
 namespace fuzz {
@@ -41,7 +34,7 @@ struct RowsSetting {
       : sync((in.cuts.size() & 1) != 0),
         tables(Options(in), sync ? Mode::kSync : Mode::kAsync, in.shard, in.num_shards,
                kWorkers, /*reject_nonfinite=*/true) {
-    ROWS_CHECK(tables.Declare({TableSpec{"emb", 3, 11, 0.5f}, TableSpec{"one", 1, 12, 0.0f}}).ok());
+    FUZZ_CHECK(tables.Declare({TableSpec{"emb", 3, 11, 0.5f}, TableSpec{"one", 1, 12, 0.0f}}).ok());
   }
   static SparseTablesOptions Options(const FuzzInput& in) {
     SparseTablesOptions o;
@@ -51,7 +44,7 @@ struct RowsSetting {
     o.optimizer.kind = (in.cuts.size() & 4) != 0 ? SparseOptimizerKind::kFtrl
                                                   : SparseOptimizerKind::kAdagrad;
     o.optimizer.lr = 0.1f;
-    ROWS_CHECK(o.Validate().ok());
+    FUZZ_CHECK(o.Validate().ok());
     return o;
   }
   bool sync;
@@ -68,9 +61,9 @@ bool OneOf(const absl::Status& s, std::initializer_list<absl::StatusCode> codes)
 
 // No table past its bound; every table's rows counted.
 void CheckBounds(const SparseTables& t) {
-  for (const TableUsage& u : t.Usage()) ROWS_CHECK(u.rows >= 0 && u.rows <= kMaxRows);
+  for (const TableUsage& u : t.Usage()) FUZZ_CHECK(u.rows >= 0 && u.rows <= kMaxRows);
   for (const EmbeddingTableState& s : t.Export()) {
-    ROWS_CHECK(static_cast<int64_t>(s.contents.ids.size()) <= kMaxRows);
+    FUZZ_CHECK(static_cast<int64_t>(s.contents.ids.size()) <= kMaxRows);
   }
 }
 
@@ -78,22 +71,22 @@ void CheckBounds(const SparseTables& t) {
 void PullAndCheck(SparseTables* t, absl::string_view table, absl::Span<const uint64_t> ids) {
   std::vector<float> out;
   const absl::Status s = t->Pull(table, ids, &out);
-  ROWS_CHECK(OneOf(s, {absl::StatusCode::kNotFound, absl::StatusCode::kInvalidArgument,
+  FUZZ_CHECK(OneOf(s, {absl::StatusCode::kNotFound, absl::StatusCode::kInvalidArgument,
                        absl::StatusCode::kResourceExhausted}));
   CheckBounds(*t);
   if (!s.ok()) {
     // Refused before growing the answer (SparseTables::Pull's contract).
-    ROWS_CHECK(out.empty());
+    FUZZ_CHECK(out.empty());
     return;
   }
   const absl::StatusOr<int> dim = t->DimOf(table);
-  ROWS_CHECK(dim.ok());
-  ROWS_CHECK(out.size() == ids.size() * static_cast<size_t>(*dim));
+  FUZZ_CHECK(dim.ok());
+  FUZZ_CHECK(out.size() == ids.size() * static_cast<size_t>(*dim));
   std::vector<float> again;
-  ROWS_CHECK(t->Pull(table, ids, &again).ok());
-  ROWS_CHECK(again.size() == out.size());
+  FUZZ_CHECK(t->Pull(table, ids, &again).ok());
+  FUZZ_CHECK(again.size() == out.size());
   if (!out.empty()) {
-    ROWS_CHECK(std::memcmp(out.data(), again.data(), out.size() * sizeof(float)) == 0);
+    FUZZ_CHECK(std::memcmp(out.data(), again.data(), out.size() * sizeof(float)) == 0);
   }
 }
 
@@ -133,11 +126,11 @@ void FuzzPushRows(const FuzzInput& in) {
                   grads);
   };
   const absl::StatusOr<PushOutcome> first = push();
-  ROWS_CHECK(OneOf(first.status(),
+  FUZZ_CHECK(OneOf(first.status(),
                    {absl::StatusCode::kNotFound, absl::StatusCode::kInvalidArgument,
                     absl::StatusCode::kResourceExhausted,
                     absl::StatusCode::kFailedPrecondition}));
-  ROWS_CHECK(server.sync || first.status().code() != absl::StatusCode::kFailedPrecondition);
+  FUZZ_CHECK(server.sync || first.status().code() != absl::StatusCode::kFailedPrecondition);
   CheckBounds(t);
   if (!first.ok()) {
     PullAndCheck(&t, req.table(), req.ids());
@@ -146,7 +139,7 @@ void FuzzPushRows(const FuzzInput& in) {
   // Offered again: a duplicate when the first was counted and can be told apart.
   const absl::StatusOr<PushOutcome> second = push();
   if (*first == PushOutcome::kApplied && (server.sync || req.seq() > 0)) {
-    ROWS_CHECK(second.ok() && *second == PushOutcome::kDuplicate);
+    FUZZ_CHECK(second.ok() && *second == PushOutcome::kDuplicate);
   }
   if (server.sync && req.version() == kOpenStep) {
     t.NoteDenseAccepted(req.worker_id());
@@ -166,15 +159,15 @@ void FuzzTableSpecs(const FuzzInput& in) {
   small.max_dim = 16;
   for (const TableLimits& limits : {TableLimits(), small}) {
     const absl::Status s = ValidateTableSpecs(specs, limits);
-    ROWS_CHECK(s.ok() || s.code() == absl::StatusCode::kInvalidArgument);
+    FUZZ_CHECK(s.ok() || s.code() == absl::StatusCode::kInvalidArgument);
     if (!s.ok()) continue;
-    ROWS_CHECK(specs.size() <= static_cast<size_t>(limits.max_tables));
+    FUZZ_CHECK(specs.size() <= static_cast<size_t>(limits.max_tables));
     for (const TableSpec& t : specs) {
-      ROWS_CHECK(!t.name.empty() && t.name.size() <= static_cast<size_t>(limits.max_name_bytes));
-      ROWS_CHECK(t.dim >= 1 && t.dim <= limits.max_dim);
-      ROWS_CHECK(t.init_scale >= 0 && t.init_scale <= 3.0e38f);
+      FUZZ_CHECK(!t.name.empty() && t.name.size() <= static_cast<size_t>(limits.max_name_bytes));
+      FUZZ_CHECK(t.dim >= 1 && t.dim <= limits.max_dim);
+      FUZZ_CHECK(t.init_scale >= 0 && t.init_scale <= 3.0e38f);
     }
-    ROWS_CHECK(CompareTableSpecs(specs, specs).ok());
+    FUZZ_CHECK(CompareTableSpecs(specs, specs).ok());
   }
   // Declared on a server with the small limits: refused (INVALID_ARGUMENT)
   // when not valid, declared once, and every table serves rows within
@@ -184,17 +177,17 @@ void FuzzTableSpecs(const FuzzInput& in) {
   o.limits = small;
   SparseTables t(o, Mode::kAsync, 0, 1, kWorkers, true);
   const absl::Status declared = t.Declare(specs);
-  ROWS_CHECK(declared.ok() || declared.code() == absl::StatusCode::kInvalidArgument);
-  ROWS_CHECK(declared.ok() == ValidateTableSpecs(specs, small).ok());
+  FUZZ_CHECK(declared.ok() || declared.code() == absl::StatusCode::kInvalidArgument);
+  FUZZ_CHECK(declared.ok() == ValidateTableSpecs(specs, small).ok());
   if (!declared.ok() || specs.empty()) return;
-  ROWS_CHECK(t.specs() == specs);
-  ROWS_CHECK(t.Declare(specs).ok());
+  FUZZ_CHECK(t.specs() == specs);
+  FUZZ_CHECK(t.Declare(specs).ok());
   for (const TableSpec& spec : specs) {
     const uint64_t ids[] = {0, 1, 2};
     std::vector<float> out;
-    ROWS_CHECK(t.Pull(spec.name, ids, &out).ok());
-    ROWS_CHECK(out.size() == 3 * static_cast<size_t>(spec.dim));
-    for (float f : out) ROWS_CHECK(std::isfinite(f) && std::fabs(f) <= spec.init_scale);
+    FUZZ_CHECK(t.Pull(spec.name, ids, &out).ok());
+    FUZZ_CHECK(out.size() == 3 * static_cast<size_t>(spec.dim));
+    for (float f : out) FUZZ_CHECK(std::isfinite(f) && std::fabs(f) <= spec.init_scale);
   }
 }
 

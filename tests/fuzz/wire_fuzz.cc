@@ -39,18 +39,9 @@
 #include "common/bf16.h"
 #include "common/slice_assembler.h"
 #include "rpc/raw_wire.h"
+#include "tests/fuzz/fuzz_check.h"
 #include "tests/fuzz/fuzz_input.h"
 #include "tests/fuzz/rows_fuzz.h"
-
-// A broken property: prints it and aborts, which libFuzzer reports as a
-// crash with the input. (assert() is off in Bazel's opt builds.)
-#define FUZZ_CHECK(cond)                                                              \
-  do {                                                                                \
-    if (!(cond)) {                                                                    \
-      std::fprintf(stderr, "%s:%d: FUZZ_CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-      std::abort();                                                                   \
-    }                                                                                 \
-  } while (0)
 
 namespace ps {
 namespace fuzz {
