@@ -55,17 +55,26 @@ EmbeddingTableOptions SparseTables::TableOptions(const TableSpec& spec) const {
 absl::Status SparseTables::Declare(const std::vector<TableSpec>& specs) {
   if (specs.empty()) return absl::OkStatus();
   if (!specs_.empty()) return CompareTableSpecs(specs_, specs);
+  return Install(specs, /*contents=*/nullptr);
+}
+
+absl::Status SparseTables::Install(std::vector<TableSpec> specs,
+                                   const std::vector<EmbeddingTableState>* contents) {
   if (absl::Status s = ValidateTableSpecs(specs, options_.limits); !s.ok()) return s;
   absl::flat_hash_map<std::string, Table> made;
-  for (const TableSpec& spec : specs) {
+  for (size_t i = 0; i < specs.size(); ++i) {
+    // The servers' settings now, the table's own spec (and rows).
     absl::StatusOr<std::unique_ptr<EmbeddingTable>> rows =
-        EmbeddingTable::Create(TableOptions(spec));
+        EmbeddingTable::Create(TableOptions(specs[i]));
     if (!rows.ok()) return rows.status();
-    Table& t = made[spec.name];
+    if (contents != nullptr) {
+      if (absl::Status s = (*rows)->Import((*contents)[i].contents); !s.ok()) return s;
+    }
+    Table& t = made[specs[i].name];
     t.rows = *std::move(rows);
     t.applied_step.assign(num_workers_, -1);
   }
-  specs_ = specs;
+  specs_ = std::move(specs);
   tables_ = std::move(made);
   return absl::OkStatus();
 }
@@ -261,20 +270,7 @@ absl::Status SparseTables::Import(const std::vector<EmbeddingTableState>& tables
     specs.push_back(TableSpec{s.options.name, s.options.dim, s.options.seed,
                               s.options.init_scale});
   }
-  if (absl::Status s = ValidateTableSpecs(specs, options_.limits); !s.ok()) return s;
-  absl::flat_hash_map<std::string, Table> made;
-  for (size_t i = 0; i < tables.size(); ++i) {
-    // The servers' settings now, the table's own spec and rows.
-    absl::StatusOr<std::unique_ptr<EmbeddingTable>> rows =
-        EmbeddingTable::Create(TableOptions(specs[i]));
-    if (!rows.ok()) return rows.status();
-    if (absl::Status s = (*rows)->Import(tables[i].contents); !s.ok()) return s;
-    Table& t = made[specs[i].name];
-    t.rows = *std::move(rows);
-    t.applied_step.assign(num_workers_, -1);
-  }
-  specs_ = std::move(specs);
-  tables_ = std::move(made);
+  if (absl::Status s = Install(std::move(specs), &tables); !s.ok()) return s;
   last_row_seq_ = last_row_seq;
   last_row_seq_.resize(num_workers_, 0);
   dense_accepted_.assign(num_workers_, false);

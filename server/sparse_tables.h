@@ -146,6 +146,11 @@ class SparseTables {
     std::vector<int64_t> applied_step;
   };
 
+  // Replaces every table by new ones of `specs` (checked), holding
+  // (*contents)[i]'s rows when `contents` is given. On error nothing
+  // changes.
+  absl::Status Install(std::vector<TableSpec> specs,
+                       const std::vector<EmbeddingTableState>* contents);
   absl::StatusOr<Table*> Find(absl::string_view table);
   // Too many ids, an id not this shard's, a repeat: INVALID_ARGUMENT.
   absl::Status CheckIds(absl::string_view table, absl::Span<const uint64_t> ids) const;
