@@ -1,7 +1,7 @@
 #include "server/checkpoint.h"
+#include "server/test_shard_state.h"
 
 #include <memory>
-#include <numeric>
 
 #include "absl/status/status.h"
 #include "common/partition.h"
@@ -16,24 +16,6 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-const ModelSpec kSpec = {{"w", {4, 3}}, {"b", {5}}};
-
-// Shard 1 of 2 of a 3-worker run, at version 7, with distinct weights.
-ShardState SomeState() {
-  ShardState s;
-  s.shard_id = 1;
-  s.num_shards = 2;
-  s.num_workers = 3;
-  s.workers_seen = {0, 2};
-  s.spec = kSpec;
-  s.version = 7;
-  s.weights.resize(MakeSliceLayout(kSpec, 2, 1)->num_elements);
-  std::iota(s.weights.begin(), s.weights.end(), 0.5f);
-  s.optimizer = "sgd";
-  s.incarnation = Incarnation{0x1234abcd5678ef90u, 3};
-  return s;
-}
 
 std::unique_ptr<Shard> ShardFor(const ShardState& s) {
   ShardOptions o;
@@ -60,7 +42,7 @@ void ExpectSameState(const ShardState& a, const ShardState& b) {
 }
 
 TEST(Checkpoint, StateRoundTripsThroughBytes) {
-  const ShardState s = SomeState();
+  const ShardState s = TestShardState();
   ASSERT_FALSE(s.weights.empty());
   auto decoded = DecodeShardState(EncodeShardState(s), SpecLimits());
   ASSERT_TRUE(decoded.ok()) << decoded.status();
@@ -68,7 +50,7 @@ TEST(Checkpoint, StateRoundTripsThroughBytes) {
 }
 
 TEST(Checkpoint, RestoredShardHoldsTheWholeState) {
-  const ShardState s = SomeState();
+  const ShardState s = TestShardState();
   auto shard = ShardFor(s);
   ASSERT_TRUE(RestoreCheckpoint(EncodeShardState(s), shard.get()).ok());
   const ShardStats stats = shard->Stats();
@@ -88,8 +70,8 @@ TEST(Checkpoint, RestoredShardHoldsTheWholeState) {
 }
 
 TEST(Checkpoint, RollBackOnlyWhileUntouchedSinceTheRestore) {
-  const ShardState newer = SomeState();  // version 7
-  ShardState older = SomeState();
+  const ShardState newer = TestShardState();  // version 7
+  ShardState older = TestShardState();
   older.version = 5;
   older.weights.assign(older.weights.size(), 1.0f);
   auto fresh = ShardFor(newer);
@@ -103,14 +85,14 @@ TEST(Checkpoint, RollBackOnlyWhileUntouchedSinceTheRestore) {
   // Once it changes (here: a restore from a worker's copy), it stays.
   ASSERT_TRUE(fresh->LoadCheckpoint(newer).ok());
   std::vector<RawTensorSlice> values;
-  const auto layout = MakeSliceLayout(kSpec, 2, 1);
+  const auto layout = MakeSliceLayout(kTestSpec, 2, 1);
   for (const SliceRange& r : layout->slices) {
     values.push_back(RawTensorSlice{
-        kSpec[r.tensor_index].name, kSpec[r.tensor_index].shape, r.offset, r.length,
+        kTestSpec[r.tensor_index].name, kTestSpec[r.tensor_index].shape, r.offset, r.length,
         {absl::string_view(reinterpret_cast<const char*>(newer.weights.data() + r.flat_offset),
                            r.length * sizeof(float))}});
   }
-  ASSERT_TRUE(*fresh->AdoptWorkerCopy(0, kSpec, values, 9));
+  ASSERT_TRUE(*fresh->AdoptWorkerCopy(0, kTestSpec, values, 9));
   absl::Status refused = fresh->RollBackToCheckpoint(older);
   EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(refused.message()), HasSubstr("cannot roll back"));
@@ -118,7 +100,7 @@ TEST(Checkpoint, RollBackOnlyWhileUntouchedSinceTheRestore) {
 }
 
 TEST(Checkpoint, AsyncPushSeqsRoundTripAndStillDeduplicate) {
-  ShardState s = SomeState();
+  ShardState s = TestShardState();
   s.last_seq = {4, 0, 9};
   auto decoded = DecodeShardState(EncodeShardState(s), SpecLimits());
   ASSERT_TRUE(decoded.ok()) << decoded.status();
@@ -154,7 +136,7 @@ TEST(Checkpoint, StateOfAnotherRunIsRefusedAndChangesNothing) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.what);
-    ShardState bad = SomeState();
+    ShardState bad = TestShardState();
     auto shard = ShardFor(bad);  // the shard matches the good state
     c.mutate(&bad);
     absl::Status st = shard->LoadCheckpoint(bad);
@@ -173,7 +155,7 @@ TEST(Checkpoint, BadBytesAreInvalidArgument) {
   };
   EXPECT_THAT(message("garbage"), HasSubstr("does not parse"));
 
-  const std::string good = EncodeShardState(SomeState());
+  const std::string good = EncodeShardState(TestShardState());
   v1::ShardSnapshot snap;
   ASSERT_TRUE(snap.ParseFromString(good));
   v1::ShardSnapshot bad = snap;

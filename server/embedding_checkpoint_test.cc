@@ -7,18 +7,17 @@
 #include <cstring>
 #include <functional>
 #include <memory>
-#include <numeric>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "common/embedding_shard.h"
-#include "common/partition.h"
 #include "common/sparse_optimizer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/ps.pb.h"
 #include "server/checkpoint.h"
+#include "server/test_shard_state.h"
 #include "server/embedding_table.h"
 #include "server/shard_state.h"
 
@@ -32,24 +31,6 @@ constexpr SparseOptimizerKind kAllKinds[] = {SparseOptimizerKind::kSgd,
                                              SparseOptimizerKind::kAdagrad,
                                              SparseOptimizerKind::kAdam, SparseOptimizerKind::kFtrl};
 constexpr int kDim = 4;
-
-const ModelSpec kSpec = {{"w", {4, 3}}, {"b", {5}}};
-
-// Shard 1 of 2 of a 3-worker run, without tables.
-ShardState DenseState() {
-  ShardState s;
-  s.shard_id = 1;
-  s.num_shards = 2;
-  s.num_workers = 3;
-  s.workers_seen = {0, 2};
-  s.spec = kSpec;
-  s.version = 7;
-  s.weights.resize(MakeSliceLayout(kSpec, 2, 1)->num_elements);
-  std::iota(s.weights.begin(), s.weights.end(), 0.5f);
-  s.optimizer = "sgd";
-  s.incarnation = Incarnation{0x1234abcd5678ef90u, 3};
-  return s;
-}
 
 // Every option away from its default, so a field lost on the way shows.
 EmbeddingTableOptions Options(SparseOptimizerKind kind) {
@@ -110,7 +91,7 @@ void Train(EmbeddingTable* t, int step) {
 
 // The dense state plus one trained table of each optimizer (`tables`).
 ShardState StateWithTables(std::vector<std::unique_ptr<EmbeddingTable>>* tables) {
-  ShardState s = DenseState();
+  ShardState s = TestShardState();
   for (SparseOptimizerKind kind : kAllKinds) {
     tables->push_back(Make(Options(kind)));
     for (int step = 0; step < 30; ++step) Train(tables->back().get(), step);
@@ -171,7 +152,7 @@ TEST(EmbeddingCheckpoint, EachOptimizerRestoresBitForBitAndTrainsOn) {
 }
 
 TEST(EmbeddingCheckpoint, EmptyTableRoundTrips) {
-  ShardState s = DenseState();
+  ShardState s = TestShardState();
   auto t = Make(Options(SparseOptimizerKind::kAdam));
   s.tables.push_back({t->options(), t->Export()});
   absl::StatusOr<ShardState> decoded = DecodeShardState(EncodeShardState(s), SpecLimits());
@@ -183,20 +164,20 @@ TEST(EmbeddingCheckpoint, EmptyTableRoundTrips) {
 
 TEST(EmbeddingCheckpoint, CheckpointWithoutTablesDecodesWithNone) {
   // A snapshot as written before tables existed: no field 12 at all.
-  const std::string bytes = EncodeShardState(DenseState());
+  const std::string bytes = EncodeShardState(TestShardState());
   v1::ShardSnapshot snap;
   ASSERT_TRUE(snap.ParseFromString(bytes));
   EXPECT_EQ(snap.tables_size(), 0);
   absl::StatusOr<ShardState> decoded = DecodeShardState(bytes, SpecLimits());
   ASSERT_TRUE(decoded.ok()) << decoded.status();
   EXPECT_TRUE(decoded->tables.empty());
-  EXPECT_EQ(decoded->weights, DenseState().weights);
+  EXPECT_EQ(decoded->weights, TestShardState().weights);
 }
 
 // Encoded dense state plus one trained adam table "t_adam" (3 rows), as a
 // proto to break.
 v1::ShardSnapshot GoodSnapshot() {
-  ShardState s = DenseState();
+  ShardState s = TestShardState();
   auto t = Make(Options(SparseOptimizerKind::kAdam));
   PullAll(t.get(), {5, 6, 7});
   s.tables.push_back({t->options(), t->Export()});
