@@ -1,6 +1,7 @@
 #include "server/embedding_table.h"
 
 #include <algorithm>
+#include <functional>
 #include <cstring>
 #include <utility>
 
@@ -272,7 +273,10 @@ absl::Status EmbeddingTable::Pull(absl::Span<const uint64_t> ids, float* out) {
 }
 
 absl::Status EmbeddingTable::Apply(absl::Span<const uint64_t> ids, const float* grads) {
-  if (ids.size() > 1) {
+  // Strictly ascending ids (what PsClient sends) repeat none; others are
+  // sorted to find a repeat.
+  if (ids.size() > 1 &&
+      std::adjacent_find(ids.begin(), ids.end(), std::greater_equal<uint64_t>()) != ids.end()) {
     std::vector<uint64_t> sorted(ids.begin(), ids.end());
     std::sort(sorted.begin(), sorted.end());
     auto dup = std::adjacent_find(sorted.begin(), sorted.end());
