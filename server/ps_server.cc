@@ -170,6 +170,10 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
     s->checkpointer_ = std::make_unique<Checkpointer>(s->store_.get(), std::move(co));
   }
   ServiceOptions service_options = options.service;
+  if (!options.metrics_listen.empty()) {
+    s->rpc_metrics_ = std::make_shared<RpcMetrics>();
+    service_options.rpc_metrics = s->rpc_metrics_;
+  }
   if (s->store_ != nullptr) {
     service_options.rollback = [server = s.get()](int worker_id, int64_t max_version) {
       return server->RollBack(worker_id, max_version);
@@ -243,8 +247,7 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
   // e.g. while a sync step waits for a slow worker.
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 1000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-  if (!options.metrics_listen.empty()) {
-    s->rpc_metrics_ = std::make_shared<RpcMetrics>();
+  if (s->rpc_metrics_ != nullptr) {
     builder.experimental().SetInterceptorCreators(RpcMetricsInterceptors(s->rpc_metrics_));
   }
   s->server_ = builder.BuildAndStart();

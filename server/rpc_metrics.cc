@@ -1,5 +1,6 @@
 #include "server/rpc_metrics.h"
 
+#include "absl/strings/match.h"
 #include "absl/time/clock.h"
 
 namespace ps {
@@ -41,6 +42,9 @@ class Factory final : public grpc::experimental::ServerInterceptorFactoryInterfa
 
   grpc::experimental::Interceptor* CreateServerInterceptor(
       grpc::experimental::ServerRpcInfo* info) override {
+    // nullptr: no interceptor on this call (ParameterServer's calls record
+    // themselves).
+    if (absl::StartsWith(info->method(), "/ps.v1.ParameterServer/")) return nullptr;
     return new MetricsInterceptor(metrics_.get(), metrics_->MethodIndex(info->method()));
   }
 

@@ -1,9 +1,14 @@
 // RpcMetrics: what a server's RPCs did, by method and status code, in the
 // gRPC ecosystem's names (grpc_server_handled_total{grpc_service,
-// grpc_method,grpc_type,grpc_code}, grpc_server_handling_seconds). A gRPC
-// server interceptor
-// (RpcMetricsInterceptors) records each call when its status is sent, or
-// as CANCELLED if it ends without one.
+// grpc_method,grpc_type,grpc_code}, grpc_server_handling_seconds). The
+// ParameterServer service's calls record themselves when they end
+// (server/service.h, server/stream_reactor.h), with the status they were
+// finished with, or CANCELLED if they end without one; a gRPC server
+// interceptor (RpcMetricsInterceptors) records the other services' calls
+// (health, reflection) the same way. Ours are not intercepted because gRPC
+// makes every operation of an intercepted call go round its completion queue
+// twice: intercepted, the stream that carries every step cost sync training
+// about 2% (docs/metrics.md, Cost).
 //
 // Methods are a fixed table (proto/ps.proto's ParameterServer, the health
 // service, reflection); any other is counted as "other", so labels stay few.
@@ -38,6 +43,7 @@ class RpcMetrics {
   // methods(); the last entry ("other") when unknown.
   int MethodIndex(absl::string_view path) const;
   const std::vector<Method>& methods() const { return methods_; }
+
 
   // One finished call.
   void RecordCall(int method, int code, absl::Duration took);

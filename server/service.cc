@@ -30,26 +30,48 @@ std::vector<RawTensorSlice> SlicesFromProto(
   return out;
 }
 
-// Finishes `reactor` with the status of the exception being handled.
-void FinishWithException(grpc::ServerUnaryReactor* reactor, const char* method) {
-  reactor->Finish(ToGrpcStatus(StatusFromCurrentException(method)));
-}
-
 absl::Duration Millis(int64_t ms) { return absl::Milliseconds(ms); }
 
-// Reactor of a call that may wait in the shard: when the client cancels or
-// goes away, the shard drops the wait instead of holding it to its deadline.
-class WaitingReactor final : public grpc::ServerUnaryReactor {
+// The reactor of every unary call. Done finishes the call; when gRPC is
+// done with it, the call is recorded in `metrics` (null: not recorded) with
+// the status Done gave it, or CANCELLED if it never finished. When the client
+// cancels or goes away, the shard drops the call's wait (if it waits)
+// instead of holding it to its deadline.
+class CallReactor final : public grpc::ServerUnaryReactor {
  public:
-  explicit WaitingReactor(Shard* shard) : wait_(shard) {}
+  CallReactor(Shard* shard, RpcMetrics* metrics, absl::string_view method)
+      : wait_(shard), metrics_(metrics), method_(method) {}
 
   CallWait* wait() { return &wait_; }
+  void Done(const grpc::Status& s) {
+    code_ = s.error_code();  // read by OnDone, which gRPC calls after Finish
+    Finish(s);
+  }
   void OnCancel() override { wait_.Cancel(); }
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    if (metrics_ != nullptr) {
+      metrics_->RecordCall(metrics_->MethodIndex(absl::StrCat("/ps.v1.ParameterServer/", method_)),
+                           code_, absl::Now() - start_);
+    }
+    delete this;
+  }
 
  private:
   CallWait wait_;
+  RpcMetrics* const metrics_;
+  const absl::string_view method_;  // a literal: "Push"
+  const absl::Time start_ = absl::Now();
+  grpc::StatusCode code_ = grpc::StatusCode::CANCELLED;
 };
+
+CallReactor* NewCall(Shard* shard, const ServiceOptions& options, absl::string_view method) {
+  return new CallReactor(shard, options.rpc_metrics.get(), method);
+}
+
+// Finishes `reactor` with the status of the exception being handled.
+void FinishWithException(CallReactor* reactor, const char* method) {
+  reactor->Done(ToGrpcStatus(StatusFromCurrentException(method)));
+}
 
 // Who made a call (nullopt: the port authenticates no one), for the checks
 // of what a request says (rpc/authz.h AuthorizeWorker); the method itself
@@ -75,8 +97,8 @@ using Decoder = absl::StatusOr<ShardCall> (*)(Shard* shard, const Pieces& bytes,
 // the pipeline and finishes `reactor` with its reply in `resp`. `wait` (may
 // be null) cancels a waiting pull.
 void Serve(Shard* shard, const absl::StatusOr<Caller>& caller, const grpc::ByteBuffer& req,
-           Decoder decode, grpc::ByteBuffer* resp, grpc::ServerUnaryReactor* reactor,
-           CallWait* wait, const char* method) {
+           Decoder decode, grpc::ByteBuffer* resp, CallReactor* reactor, CallWait* wait,
+           const char* method) {
   try {
     ReceivedBytes bytes;
     absl::Status s = caller.ok() ? Receive(req, &bytes) : caller.status();
@@ -84,14 +106,14 @@ void Serve(Shard* shard, const absl::StatusOr<Caller>& caller, const grpc::ByteB
     absl::StatusOr<ShardCall> call =
         s.ok() ? decode(shard, bytes.pieces, *caller, &weights_dtype) : s;
     if (!call.ok()) {
-      reactor->Finish(ToGrpcStatus(call.status()));
+      reactor->Done(ToGrpcStatus(call.status()));
       return;
     }
     std::move(*call).Complete(wait, [resp, reactor, method,
                                      weights_dtype](absl::StatusOr<CallResult> r) {
       try {
         if (r.ok()) *resp = EncodeUnaryReply(*r, weights_dtype);
-        reactor->Finish(ToGrpcStatus(r.status()));
+        reactor->Done(ToGrpcStatus(r.status()));
       } catch (...) {
         FinishWithException(reactor, method);
       }
@@ -167,7 +189,7 @@ absl::Status MayActAs(const Authenticator* authenticator, const grpc::ServerCont
 grpc::ServerUnaryReactor* ParameterServerService::Register(grpc::CallbackServerContext* ctx,
                                                            const v1::RegisterRequest* req,
                                                            v1::RegisterResponse* resp) {
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  CallReactor* reactor = NewCall(shard_, options_, "Register");
   try {
     absl::Status s = MayActAs(authenticator(), *ctx, "Register", req->worker_id());
     if (s.ok()) s = shard_->Register(req->worker_id(), req->num_workers());
@@ -197,7 +219,7 @@ grpc::ServerUnaryReactor* ParameterServerService::Register(grpc::CallbackServerC
       }
       TablesToProto(shard_->Tables(), resp->mutable_spec());
     }
-    reactor->Finish(ToGrpcStatus(s));
+    reactor->Done(ToGrpcStatus(s));
   } catch (...) {
     FinishWithException(reactor, "Register");
   }
@@ -210,14 +232,14 @@ grpc::ServerUnaryReactor* ParameterServerService::InitParams(grpc::CallbackServe
   if (absl::Status s = MayActAs(authenticator(), *ctx, "InitParams", req->worker_id(),
                                 /*creates_parameters=*/!req->restore() && req->values_size() > 0);
       !s.ok()) {
-    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-    reactor->Finish(ToGrpcStatus(s));
+    CallReactor* reactor = NewCall(shard_, options_, "InitParams");
+    reactor->Done(ToGrpcStatus(s));
     return reactor;
   }
   // Restore and rollback are answered at once: `created` says whether the
   // shard changed.
   const auto answer_now = [&](const std::function<absl::StatusOr<bool>()>& run) {
-    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    CallReactor* reactor = NewCall(shard_, options_, "InitParams");
     try {
       absl::StatusOr<bool> changed = run();
       if (changed.ok()) {
@@ -225,7 +247,7 @@ grpc::ServerUnaryReactor* ParameterServerService::InitParams(grpc::CallbackServe
         resp->set_version(shard_->Stats().version);
         IncarnationToProto(shard_->incarnation(), resp->mutable_incarnation());
       }
-      reactor->Finish(ToGrpcStatus(changed.status()));
+      reactor->Done(ToGrpcStatus(changed.status()));
     } catch (...) {
       FinishWithException(reactor, "InitParams");
     }
@@ -248,8 +270,8 @@ grpc::ServerUnaryReactor* ParameterServerService::InitParams(grpc::CallbackServe
     if (s.ok()) s = shard_->DeclareTables(TablesFromProto(req->spec()));
   }
   if (!s.ok()) {
-    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-    reactor->Finish(ToGrpcStatus(s));
+    CallReactor* reactor = NewCall(shard_, options_, "InitParams");
+    reactor->Done(ToGrpcStatus(s));
     return reactor;
   }
   if (req->restore()) {
@@ -258,7 +280,7 @@ grpc::ServerUnaryReactor* ParameterServerService::InitParams(grpc::CallbackServe
                                      SlicesFromProto(req->values()), req->version());
     });
   }
-  auto* reactor = new WaitingReactor(shard_);
+  CallReactor* reactor = NewCall(shard_, options_, "InitParams");
   try {
     reactor->wait()->Started(shard_->Init(
         req->worker_id(), ModelSpecFromProto(req->spec()), SlicesFromProto(req->values()),
@@ -269,7 +291,7 @@ grpc::ServerUnaryReactor* ParameterServerService::InitParams(grpc::CallbackServe
             resp->set_created(created);
             IncarnationToProto(shard_->incarnation(), resp->mutable_incarnation());
           }
-          reactor->Finish(ToGrpcStatus(version.status()));
+          reactor->Done(ToGrpcStatus(version.status()));
         }));
   } catch (...) {
     FinishWithException(reactor, "InitParams");
@@ -280,7 +302,7 @@ grpc::ServerUnaryReactor* ParameterServerService::InitParams(grpc::CallbackServe
 grpc::ServerUnaryReactor* ParameterServerService::Heartbeat(grpc::CallbackServerContext* ctx,
                                                             const v1::HeartbeatRequest* req,
                                                             v1::HeartbeatResponse* resp) {
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  CallReactor* reactor = NewCall(shard_, options_, "Heartbeat");
   try {
     absl::Status allowed = MayActAs(authenticator(), *ctx, "Heartbeat", req->worker_id());
     absl::StatusOr<int64_t> version =
@@ -289,7 +311,7 @@ grpc::ServerUnaryReactor* ParameterServerService::Heartbeat(grpc::CallbackServer
       resp->set_version(*version);
       IncarnationToProto(shard_->incarnation(), resp->mutable_incarnation());
     }
-    reactor->Finish(ToGrpcStatus(version.status()));
+    reactor->Done(ToGrpcStatus(version.status()));
   } catch (...) {
     FinishWithException(reactor, "Heartbeat");
   }
@@ -299,7 +321,7 @@ grpc::ServerUnaryReactor* ParameterServerService::Heartbeat(grpc::CallbackServer
 grpc::ServerUnaryReactor* ParameterServerService::Push(grpc::CallbackServerContext* ctx,
                                                        const grpc::ByteBuffer* req,
                                                        grpc::ByteBuffer* resp) {
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  CallReactor* reactor = NewCall(shard_, options_, "Push");
   Serve(shard_, CallerOfCall(authenticator(), *ctx), *req, DecodePush, resp, reactor,
         /*wait=*/nullptr, "Push");
   return reactor;
@@ -308,7 +330,7 @@ grpc::ServerUnaryReactor* ParameterServerService::Push(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* ParameterServerService::Pull(grpc::CallbackServerContext* ctx,
                                                        const grpc::ByteBuffer* req,
                                                        grpc::ByteBuffer* resp) {
-  auto* reactor = new WaitingReactor(shard_);
+  CallReactor* reactor = NewCall(shard_, options_, "Pull");
   Serve(shard_, CallerOfCall(authenticator(), *ctx), *req, DecodePull, resp, reactor,
         reactor->wait(), "Pull");
   return reactor;
@@ -317,7 +339,7 @@ grpc::ServerUnaryReactor* ParameterServerService::Pull(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* ParameterServerService::PushPull(grpc::CallbackServerContext* ctx,
                                                            const grpc::ByteBuffer* req,
                                                            grpc::ByteBuffer* resp) {
-  auto* reactor = new WaitingReactor(shard_);
+  CallReactor* reactor = NewCall(shard_, options_, "PushPull");
   Serve(shard_, CallerOfCall(authenticator(), *ctx), *req, DecodePushPull, resp, reactor,
         reactor->wait(), "PushPull");
   return reactor;
@@ -329,15 +351,16 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ParameterServerServ
                           [caller = CallerOfCall(authenticator(), *ctx)](int worker_id) {
                             return caller.ok() ? caller->MayActAs("Stream", worker_id)
                                                : caller.status();
-                          });
+                          },
+                          options_.rpc_metrics.get());
 }
 
 grpc::ServerUnaryReactor* ParameterServerService::Checkpoint(
     grpc::CallbackServerContext* ctx, const v1::CheckpointRequest* /*req*/,
     v1::CheckpointResponse* resp) {
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  CallReactor* reactor = NewCall(shard_, options_, "Checkpoint");
   if (!options_.checkpoint) {
-    reactor->Finish(ToGrpcStatus(absl::FailedPreconditionError(absl::StrCat(
+    reactor->Done(ToGrpcStatus(absl::FailedPreconditionError(absl::StrCat(
         "shard ", shard_->options().shard_id, " runs without --checkpoint_dir"))));
     return reactor;
   }
@@ -349,7 +372,7 @@ grpc::ServerUnaryReactor* ParameterServerService::Checkpoint(
         resp->set_path(r->path);
         resp->set_written(r->written);
       }
-      reactor->Finish(ToGrpcStatus(r.status()));
+      reactor->Done(ToGrpcStatus(r.status()));
     });
   } catch (...) {
     FinishWithException(reactor, "Checkpoint");
@@ -360,7 +383,7 @@ grpc::ServerUnaryReactor* ParameterServerService::Checkpoint(
 grpc::ServerUnaryReactor* ParameterServerService::PullRows(grpc::CallbackServerContext* ctx,
                                                            const v1::PullRowsRequest* req,
                                                            v1::PullRowsResponse* resp) {
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  CallReactor* reactor = NewCall(shard_, options_, "PullRows");
   try {
     absl::StatusOr<Caller> caller = CallerOfCall(authenticator(), *ctx);
     absl::Status s = caller.ok() ? caller->MayActAs("PullRows", req->worker_id()) : caller.status();
@@ -373,7 +396,7 @@ grpc::ServerUnaryReactor* ParameterServerService::PullRows(grpc::CallbackServerC
       resp->set_version(rows->version);
       IncarnationToProto(shard_->incarnation(), resp->mutable_incarnation());
     }
-    reactor->Finish(ToGrpcStatus(rows.status()));
+    reactor->Done(ToGrpcStatus(rows.status()));
   } catch (...) {
     FinishWithException(reactor, "PullRows");
   }
@@ -383,7 +406,7 @@ grpc::ServerUnaryReactor* ParameterServerService::PullRows(grpc::CallbackServerC
 grpc::ServerUnaryReactor* ParameterServerService::PushRows(grpc::CallbackServerContext* ctx,
                                                            const v1::PushRowsRequest* req,
                                                            v1::PushRowsResponse* resp) {
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  CallReactor* reactor = NewCall(shard_, options_, "PushRows");
   try {
     absl::Status s = MayActAs(authenticator(), *ctx, "PushRows", req->worker_id());
     absl::StatusOr<std::vector<float>> grads =
@@ -398,7 +421,7 @@ grpc::ServerUnaryReactor* ParameterServerService::PushRows(grpc::CallbackServerC
       resp->set_outcome(static_cast<v1::PushOutcome>(r->outcome));
       IncarnationToProto(shard_->incarnation(), resp->mutable_incarnation());
     }
-    reactor->Finish(ToGrpcStatus(r.status()));
+    reactor->Done(ToGrpcStatus(r.status()));
   } catch (...) {
     FinishWithException(reactor, "PushRows");
   }
@@ -408,7 +431,7 @@ grpc::ServerUnaryReactor* ParameterServerService::PushRows(grpc::CallbackServerC
 grpc::ServerUnaryReactor* ParameterServerService::GetStatus(grpc::CallbackServerContext* ctx,
                                                             const v1::StatusRequest* /*req*/,
                                                             v1::StatusResponse* resp) {
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  CallReactor* reactor = NewCall(shard_, options_, "GetStatus");
   try {
     const ShardStats st = shard_->Stats();
     resp->set_mode(ModeToProto(st.mode));
@@ -444,7 +467,7 @@ grpc::ServerUnaryReactor* ParameterServerService::GetStatus(grpc::CallbackServer
     resp->set_bytes_sent(st.bytes_sent);
     resp->set_pulls_served(st.pulls_served);
     for (int64_t seq : st.worker_last_seq) resp->add_worker_last_seq(seq);
-    reactor->Finish(grpc::Status::OK);
+    reactor->Done(grpc::Status::OK);
   } catch (...) {
     FinishWithException(reactor, "GetStatus");
   }

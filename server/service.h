@@ -25,6 +25,7 @@
 #include "proto/ps.grpc.pb.h"
 #include "rpc/auth_processor.h"
 #include "server/checkpointer.h"
+#include "server/rpc_metrics.h"
 #include "server/shard.h"
 
 namespace ps {
@@ -60,6 +61,10 @@ struct ServiceOptions {
   // worker acts as, rpc/authz.h AuthorizeWorker): PERMISSION_DENIED.
   // Null: no authentication, every caller may do everything.
   std::shared_ptr<const Authenticator> authenticator;
+  // Where every call records itself when it ends (by method and status;
+  // RpcMetricsInterceptors leaves this service's calls out: see
+  // server/rpc_metrics.h); null: not recorded.
+  std::shared_ptr<RpcMetrics> rpc_metrics;
 };
 
 class ParameterServerService final : public ParameterServerBase {

@@ -36,16 +36,20 @@
 #include "absl/time/time.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/support/server_callback.h"
+#include "server/rpc_metrics.h"
 #include "server/shard.h"
 
 namespace ps {
 
 // `call_timeout` > 0: the longest a call may take to arrive in full.
 // `may_act_as` (null: anyone may) says whether the stream's caller may act
-// as a call's worker id; its error ends the stream.
+// as a call's worker id; its error ends the stream. `metrics` (null: none;
+// must outlive the stream) records the stream as one Stream call when it
+// ends, as RpcMetricsInterceptors records the other methods.
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* NewStreamReactor(
     Shard* shard, absl::Duration call_timeout,
-    std::function<absl::Status(int worker_id)> may_act_as = nullptr);
+    std::function<absl::Status(int worker_id)> may_act_as = nullptr,
+    RpcMetrics* metrics = nullptr);
 
 }  // namespace ps
 

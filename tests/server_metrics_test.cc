@@ -140,6 +140,50 @@ TEST(ServerMetrics, EmbeddingTablesShowTheirRowsAndMemory) {
   EXPECT_EQ(m.at(Rpc("PullRows", "OK")), 1);
 }
 
+// The streams of the stream transport carry every step, so no interceptor
+// runs on them (server/rpc_metrics.h): each records itself when it ends.
+TEST(ServerMetrics, AStreamIsRecordedWhenItEnds) {
+  ServerOptions base;
+  base.metrics_listen = "127.0.0.1:0";
+  base.shard.mode = Mode::kAsync;
+  absl::StatusOr<LocalServers> servers = LocalServers::Start(base, 1);
+  ASSERT_TRUE(servers.ok()) << servers.status();
+  const std::string metrics = servers->servers[0]->metrics_address();
+  const std::string stream_ok =
+      "grpc_server_handled_total{grpc_service=\"ps.v1.ParameterServer\",grpc_method=\"Stream\","
+      "grpc_type=\"bidi_stream\",grpc_code=\"OK\"}";
+  const std::string stream_count =
+      "grpc_server_handling_seconds_count{grpc_service=\"ps.v1.ParameterServer\","
+      "grpc_method=\"Stream\",grpc_type=\"bidi_stream\"}";
+  {
+    ClientOptions o;
+    o.servers = servers->addresses;
+    o.transport = ClientOptions::Transport::kStream;
+    absl::StatusOr<std::unique_ptr<PsClient>> c = PsClient::Connect(o);
+    ASSERT_TRUE(c.ok()) << c.status();
+    TensorList init = {std::vector<float>(kElements, 1.0f)};
+    ASSERT_TRUE((*c)->Init({{"w", {kElements}}}, &init).ok());
+    TensorList grads = {std::vector<float>(kElements, 0.5f)};
+    TensorList weights;
+    for (int i = 0; i < kSteps; ++i) ASSERT_TRUE((*c)->PushPull(grads, &weights).ok());
+    // Open: not recorded yet; the steps went over it, not as unary calls.
+    const std::map<std::string, double> m = Parse(Scrape(metrics));
+    EXPECT_EQ(m.count(stream_ok) ? m.at(stream_ok) : 0, 0);
+    EXPECT_EQ(m.at(Rpc("PushPull", "OK")), 0);
+    EXPECT_EQ(m.at("ps_server_model_version"), kSteps);
+  }
+  // The client closed its stream on the way out (the server finished it
+  // OK); the server's end of it is recorded right after.
+  std::map<std::string, double> m;
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  do {
+    m = Parse(Scrape(metrics));
+  } while (!m.count(stream_ok) && absl::Now() < deadline &&
+           (absl::SleepFor(absl::Milliseconds(20)), true));
+  EXPECT_EQ(m.count(stream_ok) ? m.at(stream_ok) : 0, 1);
+  EXPECT_EQ(m.count(stream_count) ? m.at(stream_count) : 0, 1);
+}
+
 TEST(ServerMetrics, NoPortWithoutTheOption) {
   absl::StatusOr<LocalServers> servers = LocalServers::Start(ServerOptions(), 1);
   ASSERT_TRUE(servers.ok()) << servers.status();

@@ -84,6 +84,7 @@ std::string Json(const std::string& section, const std::vector<Row>& rows) {
                             r.server_cpu_us_per_mb, r.baseline_server_cpu_us_per_mb);
     }
     if (r.accuracy >= 0) absl::StrAppendFormat(&o, ", \"test_accuracy\": %.4f", r.accuracy);
+    if (r.ratio_se >= 0) absl::StrAppendFormat(&o, ", \"ratio_se\": %.4f", r.ratio_se);
     if (r.rows_per_s >= 0) {
       absl::StrAppendFormat(&o, ", \"ids\": %d, \"rows_per_s\": %.6g, \"unique_fraction\": %.4f",
                             r.ids, r.rows_per_s, r.unique_fraction);
@@ -151,8 +152,12 @@ void PrintTable(const std::string& section, const std::vector<Row>& rows) {
   } else {
     std::printf("%-46s %10s %7s %9s\n", "configuration", "samples/s", "ratio", "accuracy");
     for (const Row& r : rows) {
-      std::printf("%-46s %10.0f %7.2f %9.4f\n", r.name.c_str(), r.value, r.value / r.baseline,
-                  r.accuracy);
+      std::printf("%-46s %10.0f %7.2f %9.4f%s\n", r.name.c_str(), r.value, r.value / r.baseline,
+                  r.accuracy,
+                  r.ratio_se >= 0
+                      ? absl::StrFormat("  (rounds' ratios: standard error %.4f)", r.ratio_se)
+                            .c_str()
+                      : "");
     }
   }
 }

@@ -33,6 +33,9 @@ struct Row {
   // (the fields above are then the client process's alone).
   double server_cpu_us_per_mb = -1, baseline_server_cpu_us_per_mb = -1;
   double accuracy = -1;       // train only
+  // Train's --scrape_every row over several rounds: the standard error of
+  // the rounds' ratios.
+  double ratio_se = -1;
   // Sparse only: ids per request, caller ids per second, and the share of a
   // request's ids that are distinct.
   int64_t ids = 0;

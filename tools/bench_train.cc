@@ -1,5 +1,6 @@
 #include "tools/bench_train.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -106,6 +107,50 @@ absl::StatusOr<TrainRun> Distributed(const TrainBenchOptions& b, const FashionMn
   return run;
 }
 
+// The --scrape_every row, given the plain sync run and the scraped one
+// just made: b.scrape_rounds rounds of A-B-B-A (the first A and B those
+// runs, then two scraped runs and one more plain one; then plain, scraped,
+// scraped, plain for each further round), so neither the order nor a drift
+// of the machine favours a side. The row holds the means of each side's
+// samples/s over all its runs, and the standard error of the rounds' ratios
+// (their spread over sqrt(rounds)); each round's ratio is printed as it comes.
+absl::StatusOr<Row> ScrapedRow(const TrainBenchOptions& b, const FashionMnist& data,
+                               const Row& plain_row, TrainRun scraped) {
+  TrainRun plain{plain_row.value, plain_row.accuracy};
+  double plain_sum = 0, scraped_sum = 0;
+  std::vector<double> ratios;
+  for (int round = 0; round < b.scrape_rounds; ++round) {
+    if (round > 0) {
+      ASSIGN_OR_RETURN(plain, Distributed(b, data, Mode::kSync, false, false));
+      ASSIGN_OR_RETURN(scraped, Distributed(b, data, Mode::kSync, false, false, true));
+    }
+    ASSIGN_OR_RETURN(TrainRun scraped2, Distributed(b, data, Mode::kSync, false, false, true));
+    ASSIGN_OR_RETURN(TrainRun plain2, Distributed(b, data, Mode::kSync, false, false));
+    const double s = scraped.samples_per_sec + scraped2.samples_per_sec;
+    const double p = plain.samples_per_sec + plain2.samples_per_sec;
+    ratios.push_back(s / p);
+    scraped_sum += s;
+    plain_sum += p;
+    if (b.print_workers) {
+      std::printf("  round %d of %d (plain, scraped, scraped, plain): scraped/plain %.4f\n",
+                  round + 1, b.scrape_rounds, ratios.back());
+    }
+  }
+  Row r;
+  r.name = absl::StrCat("sync, /metrics scraped every ", absl::FormatDuration(b.scrape_every),
+                        " (vs sync, ABBA)");
+  r.value = scraped_sum / (2 * b.scrape_rounds);
+  r.baseline = plain_sum / (2 * b.scrape_rounds);
+  r.accuracy = scraped.accuracy;
+  if (ratios.size() > 1) {
+    double mean = 0, var = 0;
+    for (double x : ratios) mean += x / ratios.size();
+    for (double x : ratios) var += (x - mean) * (x - mean) / (ratios.size() - 1);
+    r.ratio_se = std::sqrt(var / ratios.size());
+  }
+  return r;
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<Row>> RunTrainBench(const TrainBenchOptions& b) {
@@ -141,15 +186,7 @@ absl::StatusOr<std::vector<Row>> RunTrainBench(const TrainBenchOptions& b) {
     if (!run.ok()) return run.status();
     Row r;
     if (c.scraped) {
-      // A-B-B-A: the plain sync row just run, two scraped runs, one more
-      // plain run; the ratio of the means cancels the order and any drift.
-      ASSIGN_OR_RETURN(TrainRun scraped2, Distributed(b, *data, c.mode, false, false, true));
-      ASSIGN_OR_RETURN(TrainRun plain2, Distributed(b, *data, c.mode, false, false, false));
-      r.name = absl::StrCat("sync, /metrics scraped every ", absl::FormatDuration(b.scrape_every),
-                            " (vs sync, ABBA)");
-      r.value = (run->samples_per_sec + scraped2.samples_per_sec) / 2;
-      r.baseline = (rows.back().value + plain2.samples_per_sec) / 2;
-      r.accuracy = run->accuracy;
+      ASSIGN_OR_RETURN(r, ScrapedRow(b, *data, rows.back(), *run));
       rows.push_back(r);
       continue;
     }

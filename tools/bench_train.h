@@ -33,6 +33,8 @@ struct TrainBenchOptions {
   // row, two scraped runs, one more plain run), the row the ratio of the
   // means, so neither the order nor a drift of the machine favours a side.
   absl::Duration scrape_every = absl::ZeroDuration();
+  // Rounds of A-B-B-A for that row (its figures the means over all runs).
+  int scrape_rounds = 1;
   // Print each distributed worker's compute and wait time to stdout.
   bool print_workers = true;
   // Also run the real binaries: 1 ps_server and 2 ps_worker processes, sync

@@ -155,7 +155,8 @@ ABSL_FLAG(double, row_timeout, 900,
           "consistency, train --processes: seconds before a row is cut off.");
 ABSL_FLAG(int, repeats, 1,
           "consistency: runs of every row (all rows' first run, then all rows' second, ...); "
-          "the table shows medians and each run's time.");
+          "the table shows medians and each run's time. train: rounds of plain, scraped, "
+          "scraped, plain for the --scrape_every row, which shows the means.");
 ABSL_FLAG(bool, quick, false,
           "consistency: a few steps per row (--step_limit=30 --eval_every=10), for smoke tests.");
 ABSL_FLAG(std::string, csv, "",
@@ -425,6 +426,8 @@ absl::StatusOr<std::vector<ps::Row>> Train() {
   }
   o.dataset_dir = absl::GetFlag(FLAGS_dataset_dir);
   o.tls = TlsFromFlags();
+  o.scrape_rounds = absl::GetFlag(FLAGS_repeats);
+  if (o.scrape_rounds < 1) return absl::InvalidArgumentError("--repeats must be >= 1");
   o.print_workers = !absl::GetFlag(FLAGS_json);
   o.processes = absl::GetFlag(FLAGS_processes);
   if (o.processes) {
