@@ -115,9 +115,10 @@ assert names[4].startswith("sync, mutual TLS") and names[5].startswith("async, m
 for r in d["rows"]:
     assert r["value"] > 0 and 0 < r["test_accuracy"] <= 1, r
 ' "$json"
-# --scrape_every: the scraped sync row (plain, scraped, scraped, plain)
-# right after the plain one, its servers and workers scraped.
-json=$("$BENCH" train --max_steps=20 --checkpoint_every=0 --scrape_every=0.1 --json)
+# --scrape_every: the scraped sync row (rounds of plain, scraped, scraped,
+# plain) right after the plain one, its servers and workers scraped; with
+# --repeats=2, two rounds and the standard error of their ratios.
+json=$("$BENCH" train --max_steps=20 --checkpoint_every=0 --scrape_every=0.1 --repeats=2 --json)
 /usr/bin/python3 -c '
 import json, sys
 d = json.loads(sys.argv[1])
@@ -125,7 +126,11 @@ names = [r["name"] for r in d["rows"]]
 assert len(names) == 4 and names[2].startswith("sync, /metrics scraped every"), names
 r = d["rows"][2]
 assert r["value"] > 0 and r["baseline"] > 0 and 0 < r["test_accuracy"] <= 1, r
+assert r["ratio_se"] >= 0, r
+assert all("ratio_se" not in x for i, x in enumerate(d["rows"]) if i != 2), d
 ' "$json" || fail "train --scrape_every rows: $json"
+"$BENCH" train --repeats=0 >/dev/null 2>"$TEST_TMPDIR/err" && fail "train --repeats=0 was accepted"
+grep -q -- "--repeats must be >= 1" "$TEST_TMPDIR/err" || fail "train --repeats=0: $(cat "$TEST_TMPDIR/err")"
 # --processes: sync and async again as real ps_server and ps_worker
 # processes, on a unix socket and on loopback TCP, against the same
 # standalone row.
