@@ -44,7 +44,7 @@ struct ClientOptions {
   //   kUnary:  one unary call per shard per operation.
   enum class Transport { kStream, kUnary };
   Transport transport = Transport::kStream;
-  // The element type of tensor data on the wire (proto/ps.proto WireDtype),
+  // The element type of tensor data on the wire (proto/types.proto WireDtype),
   // either transport: kF32 (default) sends gradients and asks for weights
   // as float32, exactly; kBf16 halves the bytes: the client narrows each
   // gradient to bfloat16 (round to nearest even) before sending and the

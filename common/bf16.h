@@ -1,6 +1,6 @@
 // bfloat16 (bf16): the top 16 bits of an IEEE-754 binary32 float (sign, the
 // same 8 exponent bits, 7 mantissa bits), the wire format of WireDtype BF16
-// (proto/ps.proto). Stateless functions; thread-safe.
+// (proto/types.proto). Stateless functions; thread-safe.
 //
 // float32 -> bf16 rounds to nearest, ties to even, as IEEE-754 does:
 //   - a value whose rounded magnitude passes the largest finite bf16

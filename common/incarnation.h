@@ -1,5 +1,5 @@
 // Incarnation and PushOutcome: the fault-tolerance vocabulary that servers
-// and clients share (proto/ps.proto's messages of the same names; rpc/
+// and clients share (proto/types.proto's messages of the same names; rpc/
 // converts).
 //
 // An Incarnation names one start of one shard's run: a client that sees it

@@ -1,4 +1,4 @@
-// Mode: how shards combine the workers' gradients (see proto/ps.proto and
+// Mode: how shards combine the workers' gradients (see proto/types.proto and
 // server/consistency.h, which maps each mode to its ConsistencyPolicy).
 //
 // The enum is the one list of modes. Every way into it rejects what it does

@@ -37,7 +37,7 @@
 
 namespace ps {
 
-// One TensorSlice (proto/ps.proto) as decoded from the wire: `data` views the
+// One TensorSlice (proto/types.proto) as decoded from the wire: `data` views the
 // received bytes (possibly in several pieces) and is not yet checked.
 struct RawTensorSlice {
   std::string name;

@@ -1,5 +1,5 @@
 // WireDtype: the element type of tensor data on the wire (WireDtype in
-// proto/ps.proto): float32 (4 bytes) or bfloat16 (2 bytes, common/bf16.h).
+// proto/types.proto): float32 (4 bytes) or bfloat16 (2 bytes, common/bf16.h).
 // Whatever travels, tensors in memory are float32 on both sides. Stateless;
 // thread-safe.
 #ifndef PS_COMMON_WIRE_DTYPE_H_
@@ -14,7 +14,7 @@
 
 namespace ps {
 
-// Values as in proto/ps.proto. A decoded value may be any int32; only the
+// Values as in proto/types.proto. A decoded value may be any int32; only the
 // two named ones are known (IsKnownWireDtype).
 enum class WireDtype : int32_t { kF32 = 0, kBf16 = 1 };
 

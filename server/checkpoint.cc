@@ -11,7 +11,7 @@
 #include "common/slice_assembler.h"
 #include "common/sparse_optimizer.h"
 #include "common/status_macros.h"
-#include "proto/ps.pb.h"
+#include "proto/checkpoint.pb.h"
 #include "rpc/wire.h"
 #include "server/embedding_table.h"
 

@@ -1,5 +1,5 @@
 // Checkpoint encoding of a shard: its ShardState (server/shard_state.h) as a
-// serialized ps.v1.ShardSnapshot (proto/ps.proto), so that it can be written
+// serialized ps.v1.ShardSnapshot (proto/checkpoint.proto), so that it can be written
 // to disk or sent over the wire and restored into a shard of the same
 // position, worker count and optimizer.
 //

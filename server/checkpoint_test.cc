@@ -7,7 +7,7 @@
 #include "common/partition.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "proto/ps.pb.h"
+#include "proto/checkpoint.pb.h"
 #include "server/shard.h"
 #include "server/shard_state.h"
 

@@ -15,7 +15,7 @@
 #include "common/sparse_optimizer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "proto/ps.pb.h"
+#include "proto/checkpoint.pb.h"
 #include "server/checkpoint.h"
 #include "server/test_shard_state.h"
 #include "server/embedding_table.h"

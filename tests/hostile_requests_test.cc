@@ -65,7 +65,7 @@ TEST_F(Hostile, EveryBadSliceGetsTheSameCodeOnBothTransports) {
   ExpectStillTrains();
 }
 
-// The bf16 wire (WireDtype in proto/ps.proto): a slice whose bytes are not
+// The bf16 wire (WireDtype in proto/types.proto): a slice whose bytes are not
 // 2 * length, or whose dtype is unknown, is refused naming the tensor.
 TEST_F(Hostile, BadBf16SlicesAreInvalidArgumentNamingTheTensorOnBothTransports) {
   StartDefault();

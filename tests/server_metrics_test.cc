@@ -46,6 +46,14 @@ std::string Rpc(const std::string& method, const std::string& code) {
          method + "\",grpc_type=\"unary\",grpc_code=\"" + code + "\"}";
 }
 
+// One async server with a /metrics port on 127.0.0.1.
+absl::StatusOr<LocalServers> AsyncServerWithMetrics() {
+  ServerOptions o;
+  o.metrics_listen = "127.0.0.1:0";
+  o.shard.mode = Mode::kAsync;
+  return LocalServers::Start(o, 1);
+}
+
 TEST(ServerMetrics, AScrapeShowsWhatASyncJobDid) {
   ServerOptions base;
   base.metrics_listen = "127.0.0.1:0";
@@ -116,10 +124,7 @@ TEST(ServerMetrics, AScrapeShowsWhatASyncJobDid) {
 }
 
 TEST(ServerMetrics, EmbeddingTablesShowTheirRowsAndMemory) {
-  ServerOptions base;
-  base.metrics_listen = "127.0.0.1:0";
-  base.shard.mode = Mode::kAsync;
-  absl::StatusOr<LocalServers> servers = LocalServers::Start(base, 1);
+  absl::StatusOr<LocalServers> servers = AsyncServerWithMetrics();
   ASSERT_TRUE(servers.ok()) << servers.status();
   ClientOptions o;
   o.servers = servers->addresses;
@@ -140,13 +145,10 @@ TEST(ServerMetrics, EmbeddingTablesShowTheirRowsAndMemory) {
   EXPECT_EQ(m.at(Rpc("PullRows", "OK")), 1);
 }
 
-// The streams of the stream transport carry every step, so no interceptor
-// runs on them (server/rpc_metrics.h): each records itself when it ends.
+// The stream transport's streams carry every step, so they are not
+// intercepted (server/rpc_metrics.h): each records itself when it ends.
 TEST(ServerMetrics, AStreamIsRecordedWhenItEnds) {
-  ServerOptions base;
-  base.metrics_listen = "127.0.0.1:0";
-  base.shard.mode = Mode::kAsync;
-  absl::StatusOr<LocalServers> servers = LocalServers::Start(base, 1);
+  absl::StatusOr<LocalServers> servers = AsyncServerWithMetrics();
   ASSERT_TRUE(servers.ok()) << servers.status();
   const std::string metrics = servers->servers[0]->metrics_address();
   const std::string stream_ok =

@@ -62,13 +62,13 @@ sources=(rpc/proto_codec.cc rpc/raw_fields.cc rpc/raw_unary.cc rpc/raw_stream.cc
          common/incarnation.cc common/mode.cc rpc/wire.cc
          server/embedding_table.cc server/sparse_tables.cc
          tests/fuzz/fuzz_input.cc tests/fuzz/wire_fuzz.cc tests/fuzz/rows_fuzz.cc
-         "$out/gen/proto/ps.pb.cc")
+         "$out/gen/proto/types.pb.cc" "$out/gen/proto/ps.pb.cc")
 
 build() {
   local pids=() objs=() src obj
   # rpc/raw_*.cc take their field numbers from the generated code.
   mkdir -p "$out/gen"
-  protoc --cpp_out="$out/gen" -I"$root" "$root/proto/ps.proto"
+  protoc --cpp_out="$out/gen" -I"$root" "$root/proto/types.proto" "$root/proto/ps.proto"
   for src in "${sources[@]}"; do
     obj="$out/obj/$(tr / _ <<<"${src%.cc}").o"
     objs+=("$obj")
@@ -81,7 +81,7 @@ build() {
   "$CXX" "${cflags[@]}" "${objs[@]}" "${libs[@]}" -o "$out/wire_fuzz"
 }
 
-# Rebuilt unless the binary is newer than this script, proto/ps.proto and
+# Rebuilt unless the binary is newer than this script, proto/'s files and
 # every source and header of common/, rpc/, server/ and tests/fuzz/ (a fresh checkout,
 # as in CI, always rebuilds; after upgrading system packages, delete
 # $FUZZ_OUT).
