@@ -45,7 +45,7 @@ namespace ps {
 // `may_act_as` (null: anyone may) says whether the stream's caller may act
 // as a call's worker id; its error ends the stream. `metrics` (null: none;
 // must outlive the stream) records the stream as one Stream call when it
-// ends, as RpcMetricsInterceptors records the other methods.
+// ends (server/rpc_metrics.h).
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* NewStreamReactor(
     Shard* shard, absl::Duration call_timeout,
     std::function<absl::Status(int worker_id)> may_act_as = nullptr,
