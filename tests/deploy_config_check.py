@@ -1437,7 +1437,6 @@ def dockerfile_stages(path):
 
 def check_dockerfiles(root, bins, locations, errors):
     uid = None
-    used = {"ps_server", "ps_worker", "ps_ctl"}  # what compose and k8s run
     for fn, cuda in (("Dockerfile", False), ("Dockerfile.cuda", True)):
         path = os.path.join(root, "deploy", fn)
         where = f"deploy/{fn}"

@@ -37,7 +37,6 @@ What it checks (docs/metrics.md, "Deployments"):
 import os
 import re
 import shutil
-import subprocess
 import tempfile
 
 import yaml

@@ -15,7 +15,7 @@ from collections import OrderedDict
 import numpy as np
 
 import ps
-from cluster import Cluster
+from cluster import Cluster, in_threads
 
 
 def model(seed=0):
@@ -61,11 +61,7 @@ class ClientTest(unittest.TestCase):
             def step(i):
                 out[i] = clients[i].push_pull(grads[i])
 
-            ts = [threading.Thread(target=step, args=(i,)) for i in (0, 1)]
-            for t in ts:
-                t.start()
-            for t in ts:
-                t.join(30)
+            in_threads(step, 30)
             # The mean gradient is 2, the rate 0.5: every weight moves by -1,
             # exactly (small integers and halves are exact in float32).
             for i in (0, 1):

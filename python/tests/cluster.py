@@ -5,6 +5,7 @@ PS_SERVER_BIN (set by run_python_test.sh) is the ps_server binary."""
 import os
 import re
 import subprocess
+import threading
 
 SERVER = os.environ["PS_SERVER_BIN"]
 
@@ -40,3 +41,14 @@ class Cluster:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def in_threads(fn, timeout, workers=(0, 1)):
+    """Runs fn(w) for each worker id w in a thread of its own, all at once,
+    and joins each within `timeout` seconds; one still running then is left
+    behind, and the caller's checks report what it did not do."""
+    ts = [threading.Thread(target=fn, args=(w,)) for w in workers]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(timeout)

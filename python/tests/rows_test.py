@@ -6,7 +6,6 @@ concatenated batch) and async mode.
 
 Run by //python:rows_test (python/tests/run_python_test.sh)."""
 
-import threading
 import unittest
 
 import numpy as np
@@ -14,7 +13,7 @@ import torch
 
 import ps
 import ps.torch
-from cluster import Cluster
+from cluster import Cluster, in_threads
 
 torch.set_num_threads(1)
 LR = 0.1  # dense --lr and --sparse_lr alike
@@ -194,22 +193,13 @@ def two_workers(c, overlap):
         opts[w] = ps.torch.DistributedOptimizer(models[w].named_parameters(), clients[w],
                                                 overlap=overlap)
 
-    ts = [threading.Thread(target=make, args=(w,)) for w in (0, 1)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join(60)
+    in_threads(make, 60)
     return clients, models, opts
 
 
 def run(models, opts, data):
     errors, sent = [], []
-    ts = [threading.Thread(target=train_worker, args=(models[w], opts[w], data, w, errors, sent))
-          for w in (0, 1)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join(120)
+    in_threads(lambda w: train_worker(models[w], opts[w], data, w, errors, sent), 120)
     return errors, sent
 
 

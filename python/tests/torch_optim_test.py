@@ -23,7 +23,6 @@ dampened momentum, an off-by-one step) is off by 1e-3 or more.
 
 Run by //python:torch_optim_test (python/tests/run_python_test.sh)."""
 
-import sys
 import unittest
 from collections import OrderedDict
 

@@ -6,14 +6,13 @@ import copy
 import os
 import subprocess
 import sys
-import threading
 import unittest
 
 import torch
 
 import ps
 import ps.torch
-from cluster import Cluster
+from cluster import Cluster, in_threads
 from nets import Net
 
 torch.set_num_threads(1)
@@ -45,12 +44,7 @@ def run_workers(models, opts, data):
     """Trains models[w] with opts[w] on worker w's half of each batch, in two
     threads; returns the errors and, by step, the tensors sent in backward."""
     errors, sent = [], []
-    ts = [threading.Thread(target=train_worker, args=(models[w], opts[w], data, w, errors, sent))
-          for w in (0, 1)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join(120)
+    in_threads(lambda w: train_worker(models[w], opts[w], data, w, errors, sent), 120)
     return errors, sent
 
 
@@ -78,11 +72,7 @@ class DistributedOptimizerTest(unittest.TestCase):
                 opts[w] = ps.torch.DistributedOptimizer(models[w].named_parameters(), clients[w],
                                                         overlap=overlap)
 
-            ts = [threading.Thread(target=make, args=(w,)) for w in (0, 1)]
-            for t in ts:
-                t.start()
-            for t in ts:
-                t.join(60)
+            in_threads(make, 60)
             for a, b in zip(models[0].parameters(), models[1].parameters()):
                 self.assertTrue(torch.equal(a, b), "worker 1 did not start from worker 0's values")
             errors, sent = run_workers(models, opts, data)
