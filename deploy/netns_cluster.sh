@@ -135,9 +135,10 @@ done
 is_uint() { [[ "$1" =~ ^[0-9]+$ ]]; }
 
 # tls NAME: the TLS flags of certificate NAME (server-<i>, worker-<i>, admin)
-# of the cluster; none with --insecure.
+# of the cluster; with --insecure, --insecure (plaintext to and from the
+# namespaces' addresses, which are not loopback).
 tls() {
-  [ "$INSECURE" -eq 0 ] || return 0
+  if [ "$INSECURE" -eq 1 ]; then echo --insecure; return 0; fi
   printf '%s\n' "--tls_ca=$STATE/certs/ca.pem" "--tls_cert=$STATE/certs/$1.pem" "--tls_key=$STATE/certs/$1.key"
 }
 [[ "$ID" =~ ^[a-z0-9]{1,8}$ ]] || die "--id must be 1-8 characters of [a-z0-9], got '$ID'"

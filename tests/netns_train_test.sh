@@ -42,4 +42,19 @@ for mode in sync async; do
     fail "$mode: metrics file says test_accuracy $m_acc, worker 0 printed $acc"
   echo "$mode: final test accuracy $acc, $steps steps per worker, version $version, $(( $(date +%s) - start )) s"
 done
+
+# --insecure: plaintext between the hosts (whose addresses are not
+# loopback, so every binary gets --insecure): a short sync run completes.
+echo "=== --insecure: 1 server, 2 workers, 20 steps"
+up --insecure --servers=1 --workers=2 -- --max_steps=20
+cluster wait --timeout=120 || fail "--insecure: a worker failed"
+log="$TEST_TMPDIR/insecure.log"
+cluster logs >"$log"
+cluster down
+grep -q 'WARNING: serving in plaintext (--insecure)' "$log" ||
+  fail "--insecure: the server did not serve plaintext"
+for w in 0 1; do
+  grep -q "^\[ps-worker-$w\] worker $w done: mode sync, steps 20," "$log" ||
+    fail "--insecure: worker $w did not finish 20 steps"
+done
 echo PASS
