@@ -55,7 +55,7 @@ class Factory final : public grpc::experimental::ServerInterceptorFactoryInterfa
 }  // namespace
 
 RpcMetrics::RpcMetrics()
-    : methods_({
+    : methods_({  // in ServiceMethod's order, then the other services
           {"ps.v1.ParameterServer", "Register", "unary"},
           {"ps.v1.ParameterServer", "InitParams", "unary"},
           {"ps.v1.ParameterServer", "Push", "unary"},

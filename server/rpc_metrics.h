@@ -23,6 +23,8 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "grpcpp/support/server_interceptor.h"
 #include "server/stats.h"
 
@@ -39,11 +41,17 @@ class RpcMetrics {
 
   RpcMetrics();
 
+  // The indexes in methods() of ps.v1.ParameterServer's methods, for the
+  // calls that record themselves.
+  enum ServiceMethod : int {
+    kRegister, kInitParams, kPush, kPull, kPushPull, kStream,
+    kHeartbeat, kGetStatus, kCheckpoint, kPullRows, kPushRows,
+  };
+
   // The index of `path` (":path", "/ps.v1.ParameterServer/Push") in
   // methods(); the last entry ("other") when unknown.
   int MethodIndex(absl::string_view path) const;
   const std::vector<Method>& methods() const { return methods_; }
-
 
   // One finished call.
   void RecordCall(int method, int code, absl::Duration took);
@@ -59,6 +67,29 @@ class RpcMetrics {
   };
   std::vector<Method> methods_;
   std::unique_ptr<PerMethod[]> per_method_;
+};
+
+// One call of a method that records itself (the service's reactors): it
+// starts when made and is recorded in `metrics` (null: nowhere) when
+// destroyed, with the code given to Finished, or CANCELLED if none was.
+// Not thread-safe: its reactor's callbacks, which gRPC orders, use it.
+class CallRecord {
+ public:
+  CallRecord(RpcMetrics* metrics, RpcMetrics::ServiceMethod method)
+      : metrics_(metrics), method_(method) {}
+  ~CallRecord() {
+    if (metrics_ != nullptr) metrics_->RecordCall(method_, code_, absl::Now() - start_);
+  }
+  CallRecord(const CallRecord&) = delete;
+  CallRecord& operator=(const CallRecord&) = delete;
+
+  void Finished(grpc::StatusCode code) { code_ = code; }
+
+ private:
+  RpcMetrics* const metrics_;
+  const RpcMetrics::ServiceMethod method_;
+  const absl::Time start_ = absl::Now();
+  grpc::StatusCode code_ = grpc::StatusCode::CANCELLED;
 };
 
 // grpc-go's name of status code `code` ("OK", "Canceled", "InvalidArgument",

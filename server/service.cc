@@ -39,32 +39,24 @@ absl::Duration Millis(int64_t ms) { return absl::Milliseconds(ms); }
 // instead of holding it to its deadline.
 class CallReactor final : public grpc::ServerUnaryReactor {
  public:
-  CallReactor(Shard* shard, RpcMetrics* metrics, absl::string_view method)
-      : wait_(shard), metrics_(metrics), method_(method) {}
+  CallReactor(Shard* shard, RpcMetrics* metrics, RpcMetrics::ServiceMethod method)
+      : wait_(shard), record_(metrics, method) {}
 
   CallWait* wait() { return &wait_; }
   void Done(const grpc::Status& s) {
-    code_ = s.error_code();  // read by OnDone, which gRPC calls after Finish
+    record_.Finished(s.error_code());  // recorded in OnDone, after Finish
     Finish(s);
   }
   void OnCancel() override { wait_.Cancel(); }
-  void OnDone() override {
-    if (metrics_ != nullptr) {
-      metrics_->RecordCall(metrics_->MethodIndex(absl::StrCat("/ps.v1.ParameterServer/", method_)),
-                           code_, absl::Now() - start_);
-    }
-    delete this;
-  }
+  void OnDone() override { delete this; }
 
  private:
   CallWait wait_;
-  RpcMetrics* const metrics_;
-  const absl::string_view method_;  // a literal: "Push"
-  const absl::Time start_ = absl::Now();
-  grpc::StatusCode code_ = grpc::StatusCode::CANCELLED;
+  CallRecord record_;
 };
 
-CallReactor* NewCall(Shard* shard, const ServiceOptions& options, absl::string_view method) {
+CallReactor* NewCall(Shard* shard, const ServiceOptions& options,
+                     RpcMetrics::ServiceMethod method) {
   return new CallReactor(shard, options.rpc_metrics.get(), method);
 }
 
@@ -189,7 +181,7 @@ absl::Status MayActAs(const Authenticator* authenticator, const grpc::ServerCont
 grpc::ServerUnaryReactor* ParameterServerService::Register(grpc::CallbackServerContext* ctx,
                                                            const v1::RegisterRequest* req,
                                                            v1::RegisterResponse* resp) {
-  CallReactor* reactor = NewCall(shard_, options_, "Register");
+  CallReactor* reactor = NewCall(shard_, options_, RpcMetrics::kRegister);
   try {
     absl::Status s = MayActAs(authenticator(), *ctx, "Register", req->worker_id());
     if (s.ok()) s = shard_->Register(req->worker_id(), req->num_workers());
@@ -232,14 +224,14 @@ grpc::ServerUnaryReactor* ParameterServerService::InitParams(grpc::CallbackServe
   if (absl::Status s = MayActAs(authenticator(), *ctx, "InitParams", req->worker_id(),
                                 /*creates_parameters=*/!req->restore() && req->values_size() > 0);
       !s.ok()) {
-    CallReactor* reactor = NewCall(shard_, options_, "InitParams");
+    CallReactor* reactor = NewCall(shard_, options_, RpcMetrics::kInitParams);
     reactor->Done(ToGrpcStatus(s));
     return reactor;
   }
   // Restore and rollback are answered at once: `created` says whether the
   // shard changed.
   const auto answer_now = [&](const std::function<absl::StatusOr<bool>()>& run) {
-    CallReactor* reactor = NewCall(shard_, options_, "InitParams");
+    CallReactor* reactor = NewCall(shard_, options_, RpcMetrics::kInitParams);
     try {
       absl::StatusOr<bool> changed = run();
       if (changed.ok()) {
@@ -270,7 +262,7 @@ grpc::ServerUnaryReactor* ParameterServerService::InitParams(grpc::CallbackServe
     if (s.ok()) s = shard_->DeclareTables(TablesFromProto(req->spec()));
   }
   if (!s.ok()) {
-    CallReactor* reactor = NewCall(shard_, options_, "InitParams");
+    CallReactor* reactor = NewCall(shard_, options_, RpcMetrics::kInitParams);
     reactor->Done(ToGrpcStatus(s));
     return reactor;
   }
@@ -280,7 +272,7 @@ grpc::ServerUnaryReactor* ParameterServerService::InitParams(grpc::CallbackServe
                                      SlicesFromProto(req->values()), req->version());
     });
   }
-  CallReactor* reactor = NewCall(shard_, options_, "InitParams");
+  CallReactor* reactor = NewCall(shard_, options_, RpcMetrics::kInitParams);
   try {
     reactor->wait()->Started(shard_->Init(
         req->worker_id(), ModelSpecFromProto(req->spec()), SlicesFromProto(req->values()),
@@ -302,7 +294,7 @@ grpc::ServerUnaryReactor* ParameterServerService::InitParams(grpc::CallbackServe
 grpc::ServerUnaryReactor* ParameterServerService::Heartbeat(grpc::CallbackServerContext* ctx,
                                                             const v1::HeartbeatRequest* req,
                                                             v1::HeartbeatResponse* resp) {
-  CallReactor* reactor = NewCall(shard_, options_, "Heartbeat");
+  CallReactor* reactor = NewCall(shard_, options_, RpcMetrics::kHeartbeat);
   try {
     absl::Status allowed = MayActAs(authenticator(), *ctx, "Heartbeat", req->worker_id());
     absl::StatusOr<int64_t> version =
@@ -321,7 +313,7 @@ grpc::ServerUnaryReactor* ParameterServerService::Heartbeat(grpc::CallbackServer
 grpc::ServerUnaryReactor* ParameterServerService::Push(grpc::CallbackServerContext* ctx,
                                                        const grpc::ByteBuffer* req,
                                                        grpc::ByteBuffer* resp) {
-  CallReactor* reactor = NewCall(shard_, options_, "Push");
+  CallReactor* reactor = NewCall(shard_, options_, RpcMetrics::kPush);
   Serve(shard_, CallerOfCall(authenticator(), *ctx), *req, DecodePush, resp, reactor,
         /*wait=*/nullptr, "Push");
   return reactor;
@@ -330,7 +322,7 @@ grpc::ServerUnaryReactor* ParameterServerService::Push(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* ParameterServerService::Pull(grpc::CallbackServerContext* ctx,
                                                        const grpc::ByteBuffer* req,
                                                        grpc::ByteBuffer* resp) {
-  CallReactor* reactor = NewCall(shard_, options_, "Pull");
+  CallReactor* reactor = NewCall(shard_, options_, RpcMetrics::kPull);
   Serve(shard_, CallerOfCall(authenticator(), *ctx), *req, DecodePull, resp, reactor,
         reactor->wait(), "Pull");
   return reactor;
@@ -339,7 +331,7 @@ grpc::ServerUnaryReactor* ParameterServerService::Pull(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* ParameterServerService::PushPull(grpc::CallbackServerContext* ctx,
                                                            const grpc::ByteBuffer* req,
                                                            grpc::ByteBuffer* resp) {
-  CallReactor* reactor = NewCall(shard_, options_, "PushPull");
+  CallReactor* reactor = NewCall(shard_, options_, RpcMetrics::kPushPull);
   Serve(shard_, CallerOfCall(authenticator(), *ctx), *req, DecodePushPull, resp, reactor,
         reactor->wait(), "PushPull");
   return reactor;
@@ -358,7 +350,7 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ParameterServerServ
 grpc::ServerUnaryReactor* ParameterServerService::Checkpoint(
     grpc::CallbackServerContext* ctx, const v1::CheckpointRequest* /*req*/,
     v1::CheckpointResponse* resp) {
-  CallReactor* reactor = NewCall(shard_, options_, "Checkpoint");
+  CallReactor* reactor = NewCall(shard_, options_, RpcMetrics::kCheckpoint);
   if (!options_.checkpoint) {
     reactor->Done(ToGrpcStatus(absl::FailedPreconditionError(absl::StrCat(
         "shard ", shard_->options().shard_id, " runs without --checkpoint_dir"))));
@@ -383,7 +375,7 @@ grpc::ServerUnaryReactor* ParameterServerService::Checkpoint(
 grpc::ServerUnaryReactor* ParameterServerService::PullRows(grpc::CallbackServerContext* ctx,
                                                            const v1::PullRowsRequest* req,
                                                            v1::PullRowsResponse* resp) {
-  CallReactor* reactor = NewCall(shard_, options_, "PullRows");
+  CallReactor* reactor = NewCall(shard_, options_, RpcMetrics::kPullRows);
   try {
     absl::StatusOr<Caller> caller = CallerOfCall(authenticator(), *ctx);
     absl::Status s = caller.ok() ? caller->MayActAs("PullRows", req->worker_id()) : caller.status();
@@ -406,7 +398,7 @@ grpc::ServerUnaryReactor* ParameterServerService::PullRows(grpc::CallbackServerC
 grpc::ServerUnaryReactor* ParameterServerService::PushRows(grpc::CallbackServerContext* ctx,
                                                            const v1::PushRowsRequest* req,
                                                            v1::PushRowsResponse* resp) {
-  CallReactor* reactor = NewCall(shard_, options_, "PushRows");
+  CallReactor* reactor = NewCall(shard_, options_, RpcMetrics::kPushRows);
   try {
     absl::Status s = MayActAs(authenticator(), *ctx, "PushRows", req->worker_id());
     absl::StatusOr<std::vector<float>> grads =
@@ -431,7 +423,7 @@ grpc::ServerUnaryReactor* ParameterServerService::PushRows(grpc::CallbackServerC
 grpc::ServerUnaryReactor* ParameterServerService::GetStatus(grpc::CallbackServerContext* ctx,
                                                             const v1::StatusRequest* /*req*/,
                                                             v1::StatusResponse* resp) {
-  CallReactor* reactor = NewCall(shard_, options_, "GetStatus");
+  CallReactor* reactor = NewCall(shard_, options_, RpcMetrics::kGetStatus);
   try {
     const ShardStats st = shard_->Stats();
     resp->set_mode(ModeToProto(st.mode));

@@ -76,7 +76,7 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
       : shard_(shard),
         call_timeout_(call_timeout),
         may_act_as_(std::move(may_act_as)),
-        metrics_(metrics),
+        record_(metrics, RpcMetrics::kStream),
         core_(std::make_shared<Core>(shard)) {
     {
       absl::MutexLock l(&core_->mu);
@@ -118,12 +118,6 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   }
 
   void OnDone() override {
-    // A stream that ends without a status (the client cancelled or left)
-    // counts as CANCELLED, as the interceptor counts such calls.
-    if (metrics_ != nullptr) {
-      metrics_->RecordCall(metrics_->MethodIndex("/ps.v1.ParameterServer/Stream"), finish_code_,
-                           absl::Now() - start_);
-    }
     StopAlarm();
     {
       absl::MutexLock l(&core_->mu);
@@ -138,7 +132,7 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   // For Core::Run.
   void Write(const grpc::ByteBuffer* b) { StartWrite(b); }
   void Done(const grpc::Status& s) {
-    finish_code_ = s.error_code();  // Core::Run calls this once, before OnDone
+    record_.Finished(s.error_code());  // Core::Run calls this once, before OnDone
     Finish(s);
   }
 
@@ -161,11 +155,9 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   Shard* const shard_;
   const absl::Duration call_timeout_;
   const std::function<absl::Status(int)> may_act_as_;  // null: anyone may
-  RpcMetrics* const metrics_;                          // null: not recorded
-  const absl::Time start_ = absl::Now();
-  // The status Done finished the stream with; OnDone (which gRPC calls
-  // after Finish has completed) reads it.
-  grpc::StatusCode finish_code_ = grpc::StatusCode::CANCELLED;
+  // Recorded when OnDone deletes the reactor: CANCELLED if the stream ended
+  // without a status (the client cancelled or left).
+  CallRecord record_;
   const std::shared_ptr<Core> core_;
   grpc::ByteBuffer in_;  // the message being read
   Call call_;            // only touched by the read path, which gRPC serializes

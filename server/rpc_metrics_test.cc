@@ -1,0 +1,48 @@
+#include "server/rpc_metrics.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace ps {
+namespace {
+
+// The calls that record themselves name their method by ServiceMethod,
+// which must index the table's entry of that name.
+TEST(RpcMetrics, ServiceMethodsIndexTheirEntries) {
+  const RpcMetrics m;
+  const std::vector<std::pair<RpcMetrics::ServiceMethod, std::string>> names = {
+      {RpcMetrics::kRegister, "Register"},     {RpcMetrics::kInitParams, "InitParams"},
+      {RpcMetrics::kPush, "Push"},             {RpcMetrics::kPull, "Pull"},
+      {RpcMetrics::kPushPull, "PushPull"},     {RpcMetrics::kStream, "Stream"},
+      {RpcMetrics::kHeartbeat, "Heartbeat"},   {RpcMetrics::kGetStatus, "GetStatus"},
+      {RpcMetrics::kCheckpoint, "Checkpoint"}, {RpcMetrics::kPullRows, "PullRows"},
+      {RpcMetrics::kPushRows, "PushRows"}};
+  for (const auto& [method, name] : names) {
+    EXPECT_EQ(m.MethodIndex("/ps.v1.ParameterServer/" + name), method) << name;
+  }
+}
+
+// A CallRecord records one call when destroyed: the code it was finished
+// with, or CANCELLED if it never was; with no metrics, nothing.
+TEST(CallRecord, RecordsItsCallWhenDestroyed) {
+  RpcMetrics m;
+  const int ok = static_cast<int>(grpc::StatusCode::OK);
+  const int cancelled = static_cast<int>(grpc::StatusCode::CANCELLED);
+  {
+    CallRecord r(&m, RpcMetrics::kPush);
+    r.Finished(grpc::StatusCode::OK);
+    EXPECT_EQ(m.handled(RpcMetrics::kPush, ok), 0);
+  }
+  EXPECT_EQ(m.handled(RpcMetrics::kPush, ok), 1);
+  { CallRecord r(&m, RpcMetrics::kStream); }
+  EXPECT_EQ(m.handled(RpcMetrics::kStream, cancelled), 1);
+  EXPECT_EQ(m.handling(RpcMetrics::kStream).count, 1);
+  { CallRecord r(nullptr, RpcMetrics::kPull); }
+  EXPECT_EQ(m.handled(RpcMetrics::kPull, cancelled), 0);
+}
+
+}  // namespace
+}  // namespace ps
