@@ -6,6 +6,7 @@
 #include "absl/flags/usage.h"
 #include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
+#include "common/mutex_checks.h"
 
 namespace ps {
 namespace {
@@ -23,6 +24,7 @@ bool OurFile(absl::string_view file) {
 }  // namespace
 
 std::vector<char*> ParseCommandLine(int argc, char** argv, absl::string_view usage) {
+  SkipMutexDeadlockDetection();
   absl::SetProgramUsageMessage(usage);
   absl::FlagsUsageConfig config;
   config.contains_help_flags = OurFile;

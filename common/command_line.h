@@ -3,7 +3,9 @@
 // Abseil documents), after setting the usage message and making --help and
 // --helpshort list every flag defined in this project's sources, wherever it
 // is defined (the flags libraries of common/, client/, server/, worker/),
-// and not only those of the binary's *_main.cc. Call once, first in main().
+// and not only those of the binary's *_main.cc. It also switches off Abseil's
+// debug-only mutex deadlock detection (common/mutex_checks.h). Call once,
+// first in main().
 #ifndef PS_COMMON_COMMAND_LINE_H_
 #define PS_COMMON_COMMAND_LINE_H_
 

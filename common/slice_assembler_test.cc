@@ -170,6 +170,38 @@ TEST_F(Assembler, DestinationErrorsFailTheChunk) {
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
 }
 
+// A 10,000-element chunk received in pieces cut at odd byte offsets (the
+// copy checks 16 KB blocks as it writes them): every value arrives exactly,
+// and a NaN anywhere, in a block or the tail, fails the chunk.
+TEST(SliceAssembler, ChecksEveryValueOfAChunkInPieces) {
+  const ModelSpec spec = {{"big", {10000}}};
+  auto layout = MakeSliceLayout(spec, 1, 0);
+  std::vector<float> values(10000);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = 0.5f * float(i) - 7.0f;
+  for (size_t bad : {size_t{0}, size_t{4095}, size_t{4096}, size_t{8191}, size_t{8192},
+                     size_t{9999}, values.size()}) {
+    std::vector<float> sent = values;
+    if (bad < sent.size()) sent[bad] = std::nanf("");
+    const std::string bytes(reinterpret_cast<const char*>(sent.data()), sent.size() * 4);
+    const absl::string_view all(bytes);
+    RawTensorSlice c{"big", {10000}, 0, 10000,
+                     {all.substr(0, 1), all.substr(1, 16386), all.substr(16387)}};
+    for (bool reject : {true, false}) {
+      SliceAssembler::Options o;
+      o.reject_nonfinite = reject;
+      SliceAssembler a(layout, o);
+      std::vector<float> out(10000, -1.0f);
+      const absl::Status s =
+          a.Add(c, [&](const SliceRange&) -> absl::StatusOr<float*> { return out.data(); });
+      const bool want_ok = !reject || bad == values.size();
+      EXPECT_EQ(s.ok(), want_ok) << "NaN at " << bad << ", reject " << reject << ": " << s;
+      if (want_ok) {
+        EXPECT_EQ(std::memcmp(out.data(), sent.data(), bytes.size()), 0) << bad;
+      }
+    }
+  }
+}
+
 TEST(AllFinite, FindsABadValueAnywhere) {
   std::vector<float> v(10000, 1.0f);
   EXPECT_TRUE(AllFinite(v.data(), v.size()));

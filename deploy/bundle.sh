@@ -20,9 +20,9 @@ usage: deploy/bundle.sh OUT_DIR [options]
 
 options:
   --binary=PATH     a binary to pack (repeatable); default: the ps_server,
-                    ps_worker, ps_ctl, ps_bench, compute_bench and backend_test
-                    that bazel-bin holds (those present; ps_server and
-                    ps_worker are required)
+                    ps_worker, ps_ctl, ps_bench, compute_bench, backend_test
+                    and backend_training_test that bazel-bin holds (those
+                    present; ps_server and ps_worker are required)
   --no_cuda_libs    leave out libcudart and libcublas*: for targets that have
                     the CUDA toolkit already (libcublasLt alone is ~500 MB)
   --no_dataset      leave out Fashion-MNIST
@@ -58,7 +58,8 @@ if [ ${#BINARIES[@]} -eq 0 ]; then
     [ -x "$ROOT/bazel-bin/$b" ] || die "$ROOT/bazel-bin/$b not found: bazel build //... first"
     BINARIES+=("$ROOT/bazel-bin/$b")
   done
-  for b in tools/ps_ctl tools/ps_bench tools/compute_bench worker/backend_test; do
+  for b in tools/ps_ctl tools/ps_bench tools/compute_bench worker/backend_test \
+           worker/backend_training_test; do
     [ -x "$ROOT/bazel-bin/$b" ] && BINARIES+=("$ROOT/bazel-bin/$b")
   done
 fi

@@ -29,6 +29,7 @@
 #include "absl/status/status.h"
 #include "client/ps_client.h"
 #include "common/mode.h"
+#include "common/mutex_checks.h"
 #include "common/table_spec.h"
 #include "common/wire_dtype.h"
 
@@ -353,6 +354,7 @@ std::unique_ptr<PushPullHandle> Client::StartPushPull(std::vector<py::array> out
 
 PYBIND11_MODULE(_ps, m) {
   m.doc() = "The C++ parameter-server client; use it through the `ps` package.";
+  ps::SkipMutexDeadlockDetection();  // as the binaries do (common/mutex_checks.h)
   m.def(
       "_register_errors", [](py::dict classes) { ps::error_classes = new py::dict(classes); },
       "Sets the exception class for each status code (int -> class).");

@@ -62,20 +62,40 @@ TensorList Mlp::InitialValues(uint64_t seed) const {
   return out;
 }
 
-absl::Status Mlp::SetWeights(const TensorList& weights) {
+absl::Status Mlp::CheckWeights(const TensorList& weights) const {
   if (weights.size() != spec_.size()) {
     return absl::InvalidArgumentError(
         absl::StrCat("got ", weights.size(), " tensors, the model has ", spec_.size()));
   }
   for (size_t l = 0; l < w_.size(); ++l) {
-    const std::vector<float>& w = weights[2 * l];
-    const std::vector<float>& b = weights[2 * l + 1];
-    if (w.size() != w_[l]->size() || b.size() != b_[l]->size()) {
+    if (weights[2 * l].size() != w_[l]->size() || weights[2 * l + 1].size() != b_[l]->size()) {
       return absl::InvalidArgumentError(absl::StrCat("layer ", l + 1, " weights have the wrong size"));
     }
-    RETURN_IF_ERROR(backend_->CopyToDevice(w, w_[l].get()));
-    RETURN_IF_ERROR(backend_->CopyToDevice(b, b_[l].get()));
   }
+  return absl::OkStatus();
+}
+
+absl::Status Mlp::SetWeights(const TensorList& weights) {
+  RETURN_IF_ERROR(CheckWeights(weights));
+  w_view_.clear();
+  b_view_.clear();
+  for (size_t l = 0; l < w_.size(); ++l) {
+    RETURN_IF_ERROR(backend_->CopyToDevice(weights[2 * l], w_[l].get()));
+    RETURN_IF_ERROR(backend_->CopyToDevice(weights[2 * l + 1], b_[l].get()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Mlp::UseWeights(TensorList* weights) {
+  RETURN_IF_ERROR(CheckWeights(*weights));
+  std::vector<std::unique_ptr<DeviceBuffer>> w, b;
+  for (size_t l = 0; l < w_.size(); ++l) {
+    w.push_back(backend_->WrapHost(absl::MakeSpan((*weights)[2 * l])));
+    b.push_back(backend_->WrapHost(absl::MakeSpan((*weights)[2 * l + 1])));
+    if (w.back() == nullptr || b.back() == nullptr) return SetWeights(*weights);
+  }
+  w_view_ = std::move(w);
+  b_view_ = std::move(b);
   return absl::OkStatus();
 }
 
@@ -125,8 +145,8 @@ absl::StatusOr<BatchStats> Mlp::Forward(int rows, bool want_grad) {
   for (size_t l = 0; l < L; ++l) {
     const int in = dims_[l], out = dims_[l + 1];
     RETURN_IF_ERROR(
-        backend_->Gemm(false, false, rows, out, in, 1.0f, *acts_[l], *w_[l], 0.0f, acts_[l + 1].get()));
-    RETURN_IF_ERROR(backend_->AddBias(rows, out, *b_[l], acts_[l + 1].get()));
+        backend_->Gemm(false, false, rows, out, in, 1.0f, *acts_[l], W(l), 0.0f, acts_[l + 1].get()));
+    RETURN_IF_ERROR(backend_->AddBias(rows, out, B(l), acts_[l + 1].get()));
     if (l + 1 < L) RETURN_IF_ERROR(backend_->Relu(rows * out, acts_[l + 1].get()));
   }
   ASSIGN_OR_RETURN(LossSums sums,
@@ -162,7 +182,7 @@ absl::StatusOr<BatchStats> Mlp::ForwardBackward(int rows, TensorList* grads,
     if (s.ok() && l > 0) {
       // While the gradients travel and on_ready sends them, the device goes
       // on with the delta of the layer below = (delta W^T) masked by its ReLU.
-      s = backend_->Gemm(false, true, rows, in, out, 1.0f, *deltas_[l], *w_[l], 0.0f,
+      s = backend_->Gemm(false, true, rows, in, out, 1.0f, *deltas_[l], W(l), 0.0f,
                          deltas_[l - 1].get());
       if (s.ok()) s = backend_->ReluBackward(rows * in, *acts_[l], deltas_[l - 1].get());
     }

@@ -6,7 +6,9 @@
 // shape [in, out] and "fc<i>.bias" of shape [out]; logits = x W + b.
 //
 // Weights, activations and gradients stay in the backend's buffers; a step
-// uploads weights once (SetWeights) and downloads gradients once. The batch is
+// uploads weights once (SetWeights) and downloads gradients once. Where those
+// buffers are host memory (the CPU), UseWeights reads the caller's weights in
+// place and the gradients are computed straight into the caller's. The batch is
 // uploaded with the step, or gathered from a dataset the backend holds
 // (HoldDataset). Not thread-safe. Borrows the backend, which must outlive the
 // model.
@@ -50,8 +52,13 @@ class Mlp {
   // +-sqrt(6 / (in + out)) (Glorot), biases zero.
   TensorList InitialValues(uint64_t seed) const;
 
-  // Uploads the weights used by the next steps.
+  // Uploads the weights used by the next steps (a copy).
   absl::Status SetWeights(const TensorList& weights);
+  // SetWeights without the copy where the backend's buffers are host memory
+  // (the CPU): the next steps read `*weights` in place, so the caller must
+  // leave its floats unchanged, and its vectors unresized, until the next
+  // SetWeights or UseWeights. Elsewhere (CUDA) it is SetWeights.
+  absl::Status UseWeights(TensorList* weights);
 
   using OnReady = std::function<void(const std::vector<int>&)>;
 
@@ -78,6 +85,10 @@ class Mlp {
  private:
   Mlp(ComputeBackend* backend, std::vector<int> dims, int max_batch);
   absl::Status Allocate();
+  absl::Status CheckWeights(const TensorList& weights) const;
+  // Layer l's weights and bias as the next ops read them.
+  const DeviceBuffer& W(size_t l) const { return w_view_.empty() ? *w_[l] : *w_view_[l]; }
+  const DeviceBuffer& B(size_t l) const { return b_view_.empty() ? *b_[l] : *b_view_[l]; }
   absl::Status CheckRows(int64_t rows) const;
   // Put a batch into acts_[0] and labels_.
   absl::Status UploadBatch(const float* x, const float* labels, int rows);
@@ -93,6 +104,9 @@ class Mlp {
   ModelSpec spec_;
   // Per layer l (0-based): weights [dims[l], dims[l+1]], bias, gradients.
   std::vector<std::unique_ptr<DeviceBuffer>> w_, b_, dw_, db_;
+  // UseWeights' views of the caller's weights and biases; empty after
+  // SetWeights (and on backends that cannot wrap host memory).
+  std::vector<std::unique_ptr<DeviceBuffer>> w_view_, b_view_;
   // acts_[0] = input, acts_[l+1] = output of layer l (logits for the last).
   std::vector<std::unique_ptr<DeviceBuffer>> acts_;
   // Gradient w.r.t. acts_[l+1], for l = 0..L-1.

@@ -27,7 +27,8 @@ int RemoteParamStore::DroppedShards() const {
 }
 
 absl::Status RemoteParamStore::BeginPushPull(const TensorList* grads, TensorList* weights) {
-  in_progress_ = client_->StartPushPull(grads, weights);
+  pending_weights_ = weights;
+  in_progress_ = client_->StartPushPull(grads, &incoming_);
   return absl::OkStatus();
 }
 
@@ -38,6 +39,11 @@ void RemoteParamStore::SendGradients(const std::vector<int>& tensors) {
 absl::Status RemoteParamStore::FinishPushPull() {
   absl::Status s = in_progress_->Wait();
   in_progress_.reset();
+  if (s.ok()) {
+    pending_weights_->resize(incoming_.size());
+    for (size_t i = 0; i < incoming_.size(); ++i) (*pending_weights_)[i].swap(incoming_[i]);
+  }
+  pending_weights_ = nullptr;
   return s;
 }
 

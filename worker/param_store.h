@@ -35,7 +35,9 @@ class ParamStore {
   // PushPull with the gradient sent tensor by tensor as backward makes each
   // final: BeginPushPull, then SendGradients for every tensor exactly once
   // (`grads` must not change once a tensor was sent), then FinishPushPull,
-  // which leaves the next weights in `weights`.
+  // which leaves the next weights in `weights`. `weights` is not written
+  // before FinishPushPull, so the step may read it throughout; its vectors
+  // may be exchanged for others of the same sizes (their data moves).
   virtual absl::Status BeginPushPull(const TensorList* grads, TensorList* weights) = 0;
   virtual void SendGradients(const std::vector<int>& tensors) = 0;
   virtual absl::Status FinishPushPull() = 0;
@@ -81,6 +83,10 @@ class RemoteParamStore final : public ParamStore {
  private:
   std::unique_ptr<PsClient> client_;
   std::unique_ptr<PushPullInProgress> in_progress_;
+  // Between Begin and Finish: the caller's weights, and where the pull lands
+  // meanwhile (swapped into them by Finish: two buffers, no copy).
+  TensorList* pending_weights_ = nullptr;
+  TensorList incoming_;
 };
 
 class LocalParamStore final : public ParamStore {

@@ -147,7 +147,7 @@ absl::StatusOr<TrainResult> Trainer::Run() {
     const double train_loss = batches_since_log ? loss_since_log / batches_since_log : 0;
     EvalResult ev;
     if (eval) {
-      RETURN_IF_ERROR(model->SetWeights(weights));
+      RETURN_IF_ERROR(model->UseWeights(&weights));
       ASSIGN_OR_RETURN(ev, EvaluateOn(model.get(), data_->test));
       const absl::Duration eval_took = absl::Now() - now;
       eval_time += eval_took;
@@ -209,9 +209,10 @@ absl::StatusOr<TrainResult> Trainer::Run() {
       y[i] = train.labels[e];
     }
     const absl::Time compute_start = absl::Now();
-    RETURN_IF_ERROR(model->SetWeights(weights));
+    RETURN_IF_ERROR(model->UseWeights(&weights));
     // Each layer's gradient goes out as soon as backward has it; the next
-    // weights land in `weights` (the model already holds this step's).
+    // weights replace this step's in `weights` at FinishPushPull (the model
+    // may read them in place until then).
     RETURN_IF_ERROR(store_->BeginPushPull(&grads, &weights));
     const Mlp::OnReady send = [this](const std::vector<int>& t) { store_->SendGradients(t); };
     absl::StatusOr<BatchStats> s =

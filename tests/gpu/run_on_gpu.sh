@@ -4,8 +4,10 @@
 #
 #   . BUNDLE/env.sh && run_on_gpu.sh --out=/tmp/gpu_results.txt
 #
-# 1. The backend conformance suite (CUDA against the reference and the CPU).
-#    CUDA cases that skip count as a failure here: this script is for GPUs.
+# 1. The backend conformance suite (CUDA against the reference and the CPU):
+#    backend_test (the ops) and backend_training_test (device memory, copies
+#    and the training step). CUDA cases that skip count as a failure here:
+#    this script is for GPUs.
 # 2. Training: 2 servers and 2 GPU workers on Fashion-MNIST, then the same
 #    with CPU workers; samples/s of each and their ratio, final accuracy.
 # 3. compute_bench: the worker's per-step compute time against its GEMMs
@@ -40,7 +42,7 @@ done
 BIN="$BUNDLE/bin"
 DATA="$BUNDLE/data/fashion-mnist"
 export LD_LIBRARY_PATH="$BUNDLE/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-for b in ps_server ps_worker backend_test compute_bench local_cluster.sh; do
+for b in ps_server ps_worker backend_test backend_training_test compute_bench local_cluster.sh; do
   [ -x "$BIN/$b" ] || { echo "run_on_gpu: $BIN/$b missing: is $BUNDLE a bundle of a --config=cuda build?" >&2; exit 2; }
 done
 [ -d "$DATA" ] || { echo "run_on_gpu: no dataset in $DATA (bundle without --no_dataset)" >&2; exit 2; }
@@ -55,14 +57,24 @@ fail() { note "FAIL: $*"; failed=1; }
 section "machine"
 { date -u; uname -a; nvidia-smi -L 2>&1 || echo "nvidia-smi not available"; } >>"$OUT"
 
-section "backend conformance (backend_test)"
-timeout 600 "$BIN/backend_test" >>"$OUT" 2>&1
-rc=$?
-skipped=$(grep -c '^\[  SKIPPED \]' "$OUT" || true)
-if [ $rc -ne 0 ]; then fail "backend_test exited $rc"
-elif grep -qi '^\[  SKIPPED \].*cuda' "$OUT"; then fail "backend_test skipped CUDA cases (no usable GPU?)"
-elif ! grep -q '^\[ RUN      \] .*/cuda' "$OUT"; then fail "backend_test has no CUDA cases: is this a --config=cuda build?"
-else note "conformance: backend_test passed ($skipped skipped)"; fi
+# conformance TEST: runs one binary of the backend conformance suite; its
+# output goes to the results file, and its checks see only its own output.
+conformance() {
+  local t="$1" log rc skipped
+  log=$(mktemp)
+  section "backend conformance ($t)"
+  timeout 600 "$BIN/$t" >"$log" 2>&1
+  rc=$?
+  cat "$log" >>"$OUT"
+  skipped=$(grep -c '^\[  SKIPPED \]' "$log" || true)
+  if [ $rc -ne 0 ]; then fail "$t exited $rc"
+  elif grep -qi '^\[  SKIPPED \].*cuda' "$log"; then fail "$t skipped CUDA cases (no usable GPU?)"
+  elif ! grep -q '^\[ RUN      \] .*/cuda' "$log"; then fail "$t has no CUDA cases: is this a --config=cuda build?"
+  else note "conformance: $t passed ($skipped skipped)"; fi
+  rm -f "$log"
+}
+conformance backend_test
+conformance backend_training_test
 
 # train DEVICE: 2 servers, 2 workers on DEVICE; sets SPS (total samples/s) and ACC.
 train() {
