@@ -64,11 +64,13 @@ grpc::Status AuthProcessor::Process(const InputMetadata& metadata, grpc::AuthCon
   // Probes need no identity, only the handshake.
   if (absl::StartsWith(method, kHealthPrefix)) return grpc::Status::OK;
   absl::StatusOr<Identity> who = authenticator_->Identify(*context, metadata);
-  if (!who.ok()) {
-    return ToGrpcStatus(absl::Status(who.status().code(),
-                               absl::StrCat(method, ": ", who.status().message())));
-  }
-  return ToGrpcStatus(AuthorizeMethod(*who, method));
+  const absl::Status allowed =
+      !who.ok() ? absl::Status(who.status().code(),
+                               absl::StrCat(method, ": ", who.status().message()))
+                : AuthorizeMethod(*who, method);
+  grpc::Status status = ToGrpcStatus(allowed);
+  if (!status.ok() && on_refused_) on_refused_(method, status.error_code());
+  return status;
 }
 
 absl::StatusOr<std::optional<Identity>> CallerOf(const Authenticator* authenticator,

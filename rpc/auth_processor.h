@@ -13,11 +13,13 @@
 #ifndef PS_RPC_AUTH_PROCESSOR_H_
 #define PS_RPC_AUTH_PROCESSOR_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "grpcpp/security/auth_context.h"
 #include "grpcpp/security/auth_metadata_processor.h"
 #include "grpcpp/server_context.h"
@@ -48,8 +50,15 @@ class Authenticator {
 
 class AuthProcessor final : public grpc::AuthMetadataProcessor {
  public:
-  explicit AuthProcessor(std::shared_ptr<const Authenticator> authenticator)
-      : authenticator_(std::move(authenticator)) {}
+  // Told of every call Process refuses, with its method (":path", e.g.
+  // "/ps.v1.ParameterServer/Push") and the code it got (UNAUTHENTICATED or
+  // PERMISSION_DENIED), on gRPC's thread: it must not block. Such calls
+  // never reach a handler, so this is where a server can count them.
+  using OnRefused = std::function<void(absl::string_view method, grpc::StatusCode code)>;
+
+  explicit AuthProcessor(std::shared_ptr<const Authenticator> authenticator,
+                         OnRefused on_refused = nullptr)
+      : authenticator_(std::move(authenticator)), on_refused_(std::move(on_refused)) {}
 
   // Runs on gRPC's thread: it only compares strings.
   bool IsBlocking() const override { return false; }
@@ -58,6 +67,7 @@ class AuthProcessor final : public grpc::AuthMetadataProcessor {
 
  private:
   const std::shared_ptr<const Authenticator> authenticator_;
+  const OnRefused on_refused_;  // may be null
 };
 
 // The identity of the caller of `ctx`, for a handler: nullopt when

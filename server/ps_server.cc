@@ -195,7 +195,14 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
     }
     service_options.authenticator =
         std::make_shared<Authenticator>(!sec.tls_ca.empty(), std::move(tokens));
-    processor = std::make_shared<AuthProcessor>(service_options.authenticator);
+    AuthProcessor::OnRefused on_refused;
+    if (s->rpc_metrics_ != nullptr) {
+      on_refused = [metrics = s->rpc_metrics_](absl::string_view method, grpc::StatusCode code) {
+        metrics->RecordRefused(method, static_cast<int>(code));
+      };
+    }
+    processor = std::make_shared<AuthProcessor>(service_options.authenticator,
+                                                std::move(on_refused));
   }
   ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
                    MakeServerCredentials(sec, processor, options.listen));

@@ -95,6 +95,11 @@ void RpcMetrics::RecordCall(int method, int code, absl::Duration took) {
   per_method_[method].handling.Record(took);
 }
 
+void RpcMetrics::RecordRefused(absl::string_view path, int code) {
+  if (code < 0 || code >= kNumCodes) code = static_cast<int>(grpc::StatusCode::UNKNOWN);
+  per_method_[MethodIndex(path)].handled[code].Add();
+}
+
 int64_t RpcMetrics::handled(int method, int code) const {
   return per_method_[method].handled[code].Get();
 }

@@ -5,7 +5,9 @@
 // (server/service.h, server/stream_reactor.h), with the status they were
 // finished with, or CANCELLED if they end without one; a gRPC server
 // interceptor (RpcMetricsInterceptors) records the other services' calls
-// (health, reflection) the same way. Ours are not intercepted because gRPC
+// (health, reflection) the same way. Calls the port's AuthProcessor refuses
+// (rpc/auth_processor.h) reach neither; ps_server counts them through its
+// OnRefused hook (RecordRefused). Ours are not intercepted because gRPC
 // makes every operation of an intercepted call go round its completion queue
 // twice: intercepted, the stream that carries every step cost sync training
 // about 2% (docs/metrics.md, Cost).
@@ -55,6 +57,10 @@ class RpcMetrics {
 
   // One finished call.
   void RecordCall(int method, int code, absl::Duration took);
+  // One call the port's AuthProcessor refused (`path` as MethodIndex takes
+  // it): counted in grpc_server_handled_total with its code, not timed,
+  // since no handler ran.
+  void RecordRefused(absl::string_view path, int code);
 
   // Readers (any thread).
   int64_t handled(int method, int code) const;
@@ -70,26 +76,31 @@ class RpcMetrics {
 };
 
 // One call of a method that records itself (the service's reactors): it
-// starts when made and is recorded in `metrics` (null: nowhere) when
-// destroyed, with the code given to Finished, or CANCELLED if none was.
+// starts when made and is recorded in `metrics` (null: nowhere) by Finished,
+// which the reactor calls just before it finishes the call, so that a
+// client that has its reply also finds its call counted; or, if Finished
+// was never called, when destroyed, as CANCELLED.
 // Not thread-safe: its reactor's callbacks, which gRPC orders, use it.
 class CallRecord {
  public:
   CallRecord(RpcMetrics* metrics, RpcMetrics::ServiceMethod method)
       : metrics_(metrics), method_(method) {}
-  ~CallRecord() {
-    if (metrics_ != nullptr) metrics_->RecordCall(method_, code_, absl::Now() - start_);
-  }
+  ~CallRecord() { Finished(grpc::StatusCode::CANCELLED); }
   CallRecord(const CallRecord&) = delete;
   CallRecord& operator=(const CallRecord&) = delete;
 
-  void Finished(grpc::StatusCode code) { code_ = code; }
+  // Records the call with `code`; later calls do nothing.
+  void Finished(grpc::StatusCode code) {
+    if (metrics_ == nullptr || recorded_) return;
+    recorded_ = true;
+    metrics_->RecordCall(method_, code, absl::Now() - start_);
+  }
 
  private:
   RpcMetrics* const metrics_;
   const RpcMetrics::ServiceMethod method_;
   const absl::Time start_ = absl::Now();
-  grpc::StatusCode code_ = grpc::StatusCode::CANCELLED;
+  bool recorded_ = false;
 };
 
 // grpc-go's name of status code `code` ("OK", "Canceled", "InvalidArgument",

@@ -25,18 +25,23 @@ TEST(RpcMetrics, ServiceMethodsIndexTheirEntries) {
   }
 }
 
-// A CallRecord records one call when destroyed: the code it was finished
-// with, or CANCELLED if it never was; with no metrics, nothing.
-TEST(CallRecord, RecordsItsCallWhenDestroyed) {
+// A CallRecord records its call once: when Finished, with that code (so a
+// client that has its reply finds it counted), or, if never finished, when
+// destroyed, as CANCELLED; with no metrics, nothing.
+TEST(CallRecord, RecordsItsCallOnceWhenFinishedOrDestroyed) {
   RpcMetrics m;
   const int ok = static_cast<int>(grpc::StatusCode::OK);
   const int cancelled = static_cast<int>(grpc::StatusCode::CANCELLED);
   {
     CallRecord r(&m, RpcMetrics::kPush);
-    r.Finished(grpc::StatusCode::OK);
     EXPECT_EQ(m.handled(RpcMetrics::kPush, ok), 0);
+    r.Finished(grpc::StatusCode::OK);
+    EXPECT_EQ(m.handled(RpcMetrics::kPush, ok), 1);
+    r.Finished(grpc::StatusCode::INTERNAL);
   }
   EXPECT_EQ(m.handled(RpcMetrics::kPush, ok), 1);
+  EXPECT_EQ(m.handled(RpcMetrics::kPush, cancelled), 0);
+  EXPECT_EQ(m.handling(RpcMetrics::kPush).count, 1);
   { CallRecord r(&m, RpcMetrics::kStream); }
   EXPECT_EQ(m.handled(RpcMetrics::kStream, cancelled), 1);
   EXPECT_EQ(m.handling(RpcMetrics::kStream).count, 1);

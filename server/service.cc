@@ -32,9 +32,9 @@ std::vector<RawTensorSlice> SlicesFromProto(
 
 absl::Duration Millis(int64_t ms) { return absl::Milliseconds(ms); }
 
-// The reactor of every unary call. Done finishes the call; when gRPC is
-// done with it, the call is recorded in `metrics` (null: not recorded) with
-// the status Done gave it, or CANCELLED if it never finished. When the client
+// The reactor of every unary call. Done finishes the call and records it in
+// `metrics` (null: not recorded) with its status; a call that never finished
+// is recorded as CANCELLED when gRPC is done with it. When the client
 // cancels or goes away, the shard drops the call's wait (if it waits)
 // instead of holding it to its deadline.
 class CallReactor final : public grpc::ServerUnaryReactor {
@@ -44,7 +44,7 @@ class CallReactor final : public grpc::ServerUnaryReactor {
 
   CallWait* wait() { return &wait_; }
   void Done(const grpc::Status& s) {
-    record_.Finished(s.error_code());  // recorded in OnDone, after Finish
+    record_.Finished(s.error_code());  // before the client can see the status
     Finish(s);
   }
   void OnCancel() override { wait_.Cancel(); }

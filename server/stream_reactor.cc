@@ -132,7 +132,7 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   // For Core::Run.
   void Write(const grpc::ByteBuffer* b) { StartWrite(b); }
   void Done(const grpc::Status& s) {
-    record_.Finished(s.error_code());  // Core::Run calls this once, before OnDone
+    record_.Finished(s.error_code());  // before the client can see the status
     Finish(s);
   }
 

@@ -1,5 +1,6 @@
 // ps_server's /metrics through a real server and real clients: the values a
 // scrape shows after a known sync job match what the job did.
+#include <fstream>
 #include <map>
 #include <string>
 #include <thread>
@@ -10,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "httplib.h"
 #include "tests/test_cluster.h"
+#include "tests/unix_socket_dir.h"
 
 namespace ps {
 namespace {
@@ -184,6 +186,51 @@ TEST(ServerMetrics, AStreamIsRecordedWhenItEnds) {
            (absl::SleepFor(absl::Milliseconds(20)), true));
   EXPECT_EQ(m.count(stream_ok) ? m.at(stream_ok) : 0, 1);
   EXPECT_EQ(m.count(stream_count) ? m.at(stream_count) : 0, 1);
+}
+
+// Calls the port's AuthProcessor refuses never reach a handler; they are
+// counted all the same, under their method and code (bearer tokens over a
+// unix socket: no certificates needed).
+TEST(ServerMetrics, RefusedCallsAreCounted) {
+  UnixSocketDir dir;
+  const std::string tokens = dir.folder() + "/tokens.txt";
+  std::ofstream(tokens) << "worker-0 w0w0w0w0w0w0w0w0w0w0w0w0\nreader rdrdrdrdrdrdrdrdrdrdrdrd\n";
+  ServerOptions o;
+  o.listen = dir.Address("s.sock");
+  o.metrics_listen = "127.0.0.1:0";
+  o.shard.num_workers = 1;
+  o.security.auth_token_file = tokens;
+  absl::StatusOr<std::unique_ptr<PsServer>> server = PsServer::Start(o);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto connect = [&](const std::string& token) {
+    ClientOptions c;
+    c.servers = {(*server)->address()};
+    c.num_workers = 1;
+    c.transport = ClientOptions::Transport::kUnary;
+    c.connect_timeout = absl::Seconds(10);
+    c.security.auth_token_file = dir.folder() + "/client-" + token.substr(0, 4) + ".token";
+    std::ofstream(c.security.auth_token_file) << token << "\n";
+    return PsClient::Connect(c);
+  };
+  absl::StatusOr<std::unique_ptr<PsClient>> worker = connect("w0w0w0w0w0w0w0w0w0w0w0w0");
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  const ModelSpec spec = {{"w", {4}}};
+  const TensorList init = {{1, 2, 3, 4}};
+  ASSERT_TRUE((*worker)->Init(spec, &init).ok());
+  // A reader may pull, but not register as a worker; a wrong token is no one.
+  EXPECT_EQ(connect("rdrdrdrdrdrdrdrdrdrdrdrd").status().code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(connect("xxxxxxxxxxxxxxxxxxxxxxxx").status().code(),
+            absl::StatusCode::kUnauthenticated);
+
+  const std::map<std::string, double> m = Parse(Scrape((*server)->metrics_address()));
+  EXPECT_EQ(m.at(Rpc("Register", "OK")), 1);
+  EXPECT_EQ(m.at(Rpc("Register", "PermissionDenied")), 1);
+  EXPECT_EQ(m.at(Rpc("Register", "Unauthenticated")), 1);
+  // Not timed: only the call that ran is in the histogram.
+  EXPECT_EQ(m.at("grpc_server_handling_seconds_count{grpc_service=\"ps.v1.ParameterServer\","
+                 "grpc_method=\"Register\",grpc_type=\"unary\"}"),
+            1);
 }
 
 TEST(ServerMetrics, NoPortWithoutTheOption) {
