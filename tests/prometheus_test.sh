@@ -8,7 +8,7 @@
 #   - each worker's ps_worker_steps_total, scraped while the workers keep
 #     serving /metrics after the job (ps_worker --metrics_linger), is the
 #     job's step count;
-#   - its rules: the five alerts of deploy/prometheus/alerts.yml loaded and
+#   - its rules: the six alerts of deploy/prometheus/alerts.yml loaded and
 #     evaluated without error;
 #   - after the job, per shard, ps_server_model_version,
 #     ps_server_workers{state="live"} and ps_server_pushes_total{outcome=
@@ -115,9 +115,9 @@ elif cmd == "worker_steps":  # both workers scraped at the end of the job
            for r in get("/query", query="ps_worker_steps_total")["result"]}
     if len(got) != 2 or set(got.values()) != {float(args[0])}:
         sys.exit(f"ps_worker_steps_total {got}, want {args[0]} for 2 workers")
-elif cmd == "rules":  # the five alerts, loaded and evaluated
+elif cmd == "rules":  # the six alerts, loaded and evaluated
     want = {"PsSyncStepStalled", "PsWorkerDropped", "PsServerRestarted",
-            "PsNoRecentCheckpoint", "PsHighStaleness"}
+            "PsNoRecentCheckpoint", "PsHighStaleness", "PsCallsRefused"}
     rules = [r for g in get("/rules")["groups"] for r in g["rules"]]
     names = {r["name"] for r in rules if r["type"] == "alerting"}
     if names != want:
@@ -153,7 +153,7 @@ wait_until 60 api targets_up 2>"$T/targets.err" ||
   fail "Prometheus's targets: $(cat "$T/targets.err")"
 echo "Prometheus scrapes both servers"
 wait_until 60 api rules 2>"$T/rules.err" || fail "Prometheus's rules: $(cat "$T/rules.err")"
-echo "Prometheus loaded the five alerts"
+echo "Prometheus loaded the six alerts"
 
 # Until Prometheus has both workers' last steps, or the workers are gone.
 workers_scraped_or_gone() {
