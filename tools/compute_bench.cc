@@ -53,8 +53,8 @@ absl::StatusOr<ComputeBenchResult> RunComputeBench(const ComputeBenchOptions& o)
   ComputeBenchResult result;
   result.backend = backend->description();
   ASSIGN_OR_RETURN(std::unique_ptr<Mlp> model, Mlp::Create(backend.get(), o.dims, o.batch));
-  const TensorList weights = model->InitialValues(1);
-  RETURN_IF_ERROR(model->SetWeights(weights));
+  TensorList weights = model->InitialValues(1);
+  RETURN_IF_ERROR(model->UseWeights(&weights));
 
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> pixel(-1, 1);
@@ -73,7 +73,7 @@ absl::StatusOr<ComputeBenchResult> RunComputeBench(const ComputeBenchOptions& o)
                    TimeRounds(backend.get(), o.warmup, o.steps, [&]() -> absl::Status {
                      const int first = (round++ % kBatchesInDataset) * o.batch;
                      for (int i = 0; i < o.batch; ++i) batch[i] = first + i;
-                     RETURN_IF_ERROR(model->SetWeights(weights));
+                     RETURN_IF_ERROR(model->UseWeights(&weights));
                      return (result.held ? model->TrainStep(batch, &grads)
                                          : model->TrainStep(&images[size_t(first) * model->inputs()],
                                                             &labels[first], o.batch, &grads))

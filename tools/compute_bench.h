@@ -4,7 +4,8 @@
 // For an MLP of `dims` and a batch of `batch` random examples it times,
 // after `warmup` rounds, over `steps` rounds:
 //   train_step_ms:  a training step as the trainer's compute time counts it:
-//                   SetWeights, then TrainStep with the gradients downloaded
+//                   UseWeights (a copy to the device on CUDA, none on the
+//                   CPU), then TrainStep with the gradients downloaded
 //                   (on_ready does nothing). The batch comes from a dataset
 //                   the backend holds where it says so (as in training), else
 //                   it is uploaded with the step.

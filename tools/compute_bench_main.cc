@@ -85,7 +85,7 @@ int main(int argc, char** argv) {
     // The figures share the last line, which scripts keep.
     std::cout << absl::StrFormat(
         "backend %s\nmlp %s, batch %d (%s), %d steps after %d warm-up\n"
-        "train_step_ms: SetWeights + TrainStep with the gradient download; gemm_floor_ms: the "
+        "train_step_ms: UseWeights + TrainStep with the gradient download; gemm_floor_ms: the "
         "step's matrix products alone\n"
         "train_step_ms %.4f gemm_floor_ms %.4f step_over_gemm %.2f forward_samples_per_s %.0f\n",
         r->backend, absl::StrJoin(o.dims, "-"), o.batch,

@@ -5,12 +5,13 @@ Issue 23, point 1. For each thread count it times, in turns on the same
 machine, one training step of the same MLP (784-512-256-10 by default) at
 the same batch (64) on the CPU:
 
-  ours   compute_bench --device=cpu --threads=T --json: SetWeights, forward,
-         backward and the gradients' download to the host (the update is the
-         servers' job), as the trainer's compute time counts it.
+  ours   compute_bench --device=cpu --threads=T --json: UseWeights (no copy
+         on the CPU), forward, backward and the gradients into the host's
+         buffers (the update is the servers' job), as the trainer's compute
+         time counts it.
   torch  python3-torch: zero_grad (set_to_none), forward, cross-entropy,
          backward and torch.optim.SGD.step() (the update reads and writes
-         each weight once, as SetWeights and the download do for ours). With
+         each weight once; a single-process step needs it). With
          T > 1 it is timed twice, with torch.set_num_threads(T) and with
          torch.set_num_threads(1) (its matrix products still on T OpenBLAS
          threads), and the faster counts: on Debian's build the first runs
