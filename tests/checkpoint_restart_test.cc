@@ -5,6 +5,7 @@
 // fall back to the previous one; the Checkpoint RPC (ps_ctl checkpoint)
 // writes one on demand.
 #include <cstdlib>
+#include <functional>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -69,8 +70,10 @@ std::vector<int64_t> Versions(const std::string& dir, int shard) {
 }
 
 // Runs `steps` sync steps with 2 workers, gradients chosen so that every
-// weight stays exact in float32; returns the weights after them.
-TensorList Train(const Cluster& c, bool init, int steps) {
+// weight stays exact in float32; returns the weights after them. Calls
+// after_step(n), if given, once n steps are done.
+TensorList Train(const Cluster& c, bool init, int steps,
+                 const std::function<void(int)>& after_step = nullptr) {
   auto w0 = Connect(c, 0), w1 = Connect(c, 1);
   if (w0 == nullptr || w1 == nullptr) return {};
   const TensorList initial = {{1, 2, 3, 4, 5, 6}, {-1, -2, -3}};
@@ -84,6 +87,7 @@ TensorList Train(const Cluster& c, bool init, int steps) {
     auto op = w1->PushPullAsync(g, &weights1);
     EXPECT_TRUE(w0->PushPull(g, &weights0).ok());
     EXPECT_TRUE(op->Wait().ok());
+    if (after_step) after_step(i + 1);
   }
   EXPECT_EQ(weights0, weights1);
   return weights0;
@@ -95,7 +99,17 @@ TEST(CheckpointRestart, SyncShardsCheckpointTheSameStepsAndResumeExactly) {
   {
     Cluster c = Start(dir);
     ASSERT_EQ(c.servers.size(), kShards);
-    trained = Train(c, /*init=*/true, 12);
+    // The writer thread takes the newest state offered, skipping one still
+    // waiting: on a busy machine step 10 could overtake step 5's write. Each
+    // checkpoint step waits for both shards' writes, as a slower job would.
+    trained = Train(c, /*init=*/true, 12, [&c](int done) {
+      if (done % 5 != 0) return;
+      for (int s = 0; s < kShards; ++s) {
+        EXPECT_TRUE(c.AwaitLine(absl::StrCat("shard ", s, ": checkpoint v", done, " written"),
+                                absl::Seconds(30)))
+            << "shard " << s << ", step " << done;
+      }
+    });
     for (auto& s : c.servers) ASSERT_TRUE(s->Shutdown().ok());
     // Versions 5 and 10 by --checkpoint_every, 12 at shutdown, on both shards.
     EXPECT_THAT(Versions(dir, 0), ElementsAre(12, 10, 5));

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "client/ps_client.h"
@@ -58,6 +59,18 @@ struct LoggedServers : LocalServers {
   std::vector<std::string> Lines() const {
     absl::MutexLock l(mu.get());
     return *lines;
+  }
+  // Waits until some line contains `text`; false if none did within
+  // `timeout`.
+  bool AwaitLine(absl::string_view text, absl::Duration timeout) const {
+    auto logged = [this, text] {
+      for (const std::string& line : *lines) {
+        if (absl::StrContains(line, text)) return true;
+      }
+      return false;
+    };
+    absl::MutexLock l(mu.get());
+    return mu->AwaitWithTimeout(absl::Condition(&logged), timeout);
   }
 
   std::shared_ptr<absl::Mutex> mu = std::make_shared<absl::Mutex>();
