@@ -93,23 +93,29 @@ TensorList Train(const Cluster& c, bool init, int steps,
   return weights0;
 }
 
+// For Train: after each checkpoint step (every 5), waits for both shards'
+// writes. The writer thread takes the newest state offered, dropping one
+// still waiting (and a shutdown drops it too): on a busy machine a later
+// step could overtake a checkpoint step's write, as it would not in a
+// slower real job.
+std::function<void(int)> AwaitCheckpoints(const Cluster& c) {
+  return [&c](int done) {
+    if (done % 5 != 0) return;
+    for (int s = 0; s < kShards; ++s) {
+      EXPECT_TRUE(c.AwaitLine(absl::StrCat("shard ", s, ": checkpoint v", done, " written"),
+                              absl::Seconds(30)))
+          << "shard " << s << ", step " << done;
+    }
+  };
+}
+
 TEST(CheckpointRestart, SyncShardsCheckpointTheSameStepsAndResumeExactly) {
   const std::string dir = TempDir();
   TensorList trained;
   {
     Cluster c = Start(dir);
     ASSERT_EQ(c.servers.size(), kShards);
-    // The writer thread takes the newest state offered, skipping one still
-    // waiting: on a busy machine step 10 could overtake step 5's write. Each
-    // checkpoint step waits for both shards' writes, as a slower job would.
-    trained = Train(c, /*init=*/true, 12, [&c](int done) {
-      if (done % 5 != 0) return;
-      for (int s = 0; s < kShards; ++s) {
-        EXPECT_TRUE(c.AwaitLine(absl::StrCat("shard ", s, ": checkpoint v", done, " written"),
-                                absl::Seconds(30)))
-            << "shard " << s << ", step " << done;
-      }
-    });
+    trained = Train(c, /*init=*/true, 12, AwaitCheckpoints(c));
     for (auto& s : c.servers) ASSERT_TRUE(s->Shutdown().ok());
     // Versions 5 and 10 by --checkpoint_every, 12 at shutdown, on both shards.
     EXPECT_THAT(Versions(dir, 0), ElementsAre(12, 10, 5));
@@ -143,7 +149,7 @@ TEST(CheckpointRestart, DamagedNewestCheckpointFallsBackToThePreviousOne) {
   {
     Cluster c = Start(dir);
     ASSERT_EQ(c.servers.size(), kShards);
-    Train(c, /*init=*/true, 7);
+    Train(c, /*init=*/true, 7, AwaitCheckpoints(c));
     for (auto& s : c.servers) ASSERT_TRUE(s->Shutdown().ok());
   }
   ASSERT_THAT(Versions(dir, 0), ElementsAre(7, 5));
