@@ -104,25 +104,10 @@ except ImportError:
     sys.exit("deploy_config_check: python3-yaml is missing: run deploy/setup_debian.sh")
 del yaml  # only checked for here; the modules import it
 
-# The monitoring checks live in tests/deploy_monitoring_check.py, which uses
-# this module's helpers (at call time) under its own name: the names in
-# __all__ below.
-sys.modules.setdefault("deploy_config_check", sys.modules[__name__])
-from deploy_check.binaries import (BINARY_NAMES, Binary, check_enum_help,  # noqa: E402
-                                   host_port, parse_flags, run)
+from deploy_check.binaries import BINARY_NAMES, Binary, check_enum_help  # noqa: E402
 from deploy_check.checks import MUTATIONS, check_all, self_check  # noqa: E402
-from deploy_check.compose import (check_compose_certs, check_compose_hardening,  # noqa: E402
-                                  compose_argv, compose_mounts, interpolate, merge_override)
-from deploy_check.dockerfiles import check_runtime_packages, dockerfile_stages  # noqa: E402
-from deploy_check.k8s import KUSTOMIZATIONS, Kubectl  # noqa: E402
-from deploy_check.k8s_security import check_make_secrets, selector_matches  # noqa: E402
-from deploy_check.security import APP_LABEL, LOOPBACK_HOSTS  # noqa: E402
-
-# What tests/deploy_monitoring_check.py uses as dc.NAME.
-__all__ = ["APP_LABEL", "KUSTOMIZATIONS", "LOOPBACK_HOSTS", "check_compose_certs",
-           "check_compose_hardening", "check_make_secrets", "compose_argv", "compose_mounts",
-           "dockerfile_stages", "host_port", "interpolate", "merge_override", "parse_flags",
-           "run", "selector_matches"]
+from deploy_check.dockerfiles import check_runtime_packages  # noqa: E402
+from deploy_check.k8s import Kubectl  # noqa: E402
 
 
 def main():

@@ -1,5 +1,5 @@
-"""The monitoring checks of tests/deploy_config_check.py (which imports this
-module and runs it, with its MUTATIONS, as part of //tests:deploy_config_test):
+"""The monitoring checks of tests/deploy_config_check.py (deploy_check/checks.py
+runs them, with their MUTATIONS, as part of //tests:deploy_config_test):
 Prometheus in docker compose and the scrape settings of the Kubernetes pods.
 
 What it checks (docs/metrics.md, "Deployments"):
@@ -41,7 +41,13 @@ import tempfile
 
 import yaml
 
-import deploy_config_check as dc
+from deploy_check.binaries import host_port, parse_flags, run
+from deploy_check.compose import (check_compose_certs, check_compose_hardening, compose_argv,
+                                  compose_mounts, interpolate, merge_override)
+from deploy_check.dockerfiles import dockerfile_stages
+from deploy_check.k8s import KUSTOMIZATIONS
+from deploy_check.k8s_security import check_make_secrets, selector_matches
+from deploy_check.security import APP_LABEL, LOOPBACK_HOSTS
 
 PROFILE = "monitoring"
 DOCKERFILE = "deploy/Dockerfile.prometheus"
@@ -63,8 +69,8 @@ def metrics_port(flags, where, errors):
     if not value or value is True:
         errors.append(f"{where}: lacks --metrics_listen=HOST:PORT (Prometheus scrapes it)")
         return None
-    host, port = dc.host_port(value, where, errors)
-    if host in dc.LOOPBACK_HOSTS:
+    host, port = host_port(value, where, errors)
+    if host in LOOPBACK_HOSTS:
         errors.append(f"{where}: --metrics_listen={value}: Prometheus, in another container or "
                       f"pod, cannot reach the loopback")
     if port == 0:
@@ -77,7 +83,7 @@ def metrics_port(flags, where, errors):
 
 def base_image(path):
     """The image a Dockerfile's runtime stage (or its only stage) starts FROM."""
-    stages = dc.dockerfile_stages(path)
+    stages = dockerfile_stages(path)
     for line, _ in stages:
         if re.search(r"\sAS\s+runtime$", line, re.I):
             return line.split()[1]
@@ -89,7 +95,7 @@ def check_prometheus_dockerfile(root, docker_uid, errors):
     if not os.path.isfile(path):
         errors.append(f"{DOCKERFILE} does not exist (the monitoring profile builds it)")
         return
-    stages = dc.dockerfile_stages(path)
+    stages = dockerfile_stages(path)
     want = base_image(os.path.join(root, "deploy", "Dockerfile"))
     if len(stages) != 1 or stages[0][0].split()[1:2] != [want]:
         errors.append(f"{DOCKERFILE}: must be one stage FROM {want}, the same Debian base image "
@@ -166,7 +172,7 @@ def check_promtool(root, config_text, mounts, errors):
         path = os.path.join(tmp, "prometheus.yml")
         with open(path, "w") as f:
             f.write(config_text)
-        out = dc.run([promtool, "check", "config", path])
+        out = run([promtool, "check", "config", path])
         if out.returncode != 0:
             errors.append(f"promtool check config {COMPOSE_CONFIG} (alert rules included): "
                           f"{(out.stdout + out.stderr).strip()[-600:]}")
@@ -185,7 +191,7 @@ def check_compose_monitoring(root, doc, bins, docker_uid, where, errors):
     name = mon[0]
     svc = services[name]
     w = f"{where}: {name}"
-    dc.check_compose_hardening(svc, w, errors)
+    check_compose_hardening(svc, w, errors)
     if (svc.get("build") or {}).get("dockerfile") != DOCKERFILE or not svc.get("image"):
         errors.append(f"{w}: must have an image and build {DOCKERFILE} (Debian's prometheus)")
     if (svc.get("build") or {}).get("context") != "..":
@@ -197,18 +203,18 @@ def check_compose_monitoring(root, doc, bins, docker_uid, where, errors):
     targets = set()
     want_workers = worker_has_metrics(bins)
     for n, s in services.items():
-        argv = dc.compose_argv(s, n, [])
+        argv = compose_argv(s, n, [])
         if argv[:1] == ["ps_server"] or (argv[:1] == ["ps_worker"] and want_workers):
-            port = metrics_port(dc.parse_flags(argv), f"{where}: {n}", errors)
+            port = metrics_port(parse_flags(argv), f"{where}: {n}", errors)
             if port:
                 targets.add(f"{n}:{port}")
 
-    argv = dc.compose_argv(svc, w, errors)
-    flags = dc.parse_flags(argv)
+    argv = compose_argv(svc, w, errors)
+    flags = parse_flags(argv)
     if argv[:1] != ["prometheus"]:
         errors.append(f"{w}: must run prometheus, runs {argv[:1]}")
         return
-    mounts = dc.compose_mounts(svc)
+    mounts = compose_mounts(svc)
     deploy_dir = os.path.join(root, "deploy")
 
     def bind_source(target, what):
@@ -231,7 +237,7 @@ def check_compose_monitoring(root, doc, bins, docker_uid, where, errors):
         errors.append(f"{w}: --storage.tsdb.path={flags.get('storage.tsdb.path')} must be a "
                       f"writable named volume (the root filesystem is read-only)")
     listen = flags.get("web.listen-address", "0.0.0.0:9090")
-    _, web_port = dc.host_port(listen, w, errors)
+    _, web_port = host_port(listen, w, errors)
     published = published_ports(svc, w, errors)
     if not published:
         errors.append(f"{w}: publishes no port; publish its web port on 127.0.0.1")
@@ -243,7 +249,7 @@ def check_compose_monitoring(root, doc, bins, docker_uid, where, errors):
             errors.append(f"{w}: publishes container port {port}, but --web.listen-address={listen}")
 
     # The certificates: the same volume as the servers', read-only, after ps-certs.
-    certs = dc.check_compose_certs(services, 1, 0, None, where, [])
+    certs = check_compose_certs(services, 1, 0, None, where, [])
     certs_dir = None
     if certs:
         certs_service, volume, _ = certs
@@ -284,11 +290,11 @@ def check_compose_monitoring(root, doc, bins, docker_uid, where, errors):
 def check_unix_metrics(doc, where, errors):
     """Without TLS, ps_server serves metrics in plaintext on loopback only."""
     for n, s in (doc.get("services") or {}).items():
-        argv = dc.compose_argv(s, n, [])
-        f = dc.parse_flags(argv)
+        argv = compose_argv(s, n, [])
+        f = parse_flags(argv)
         if argv[:1] in (["ps_server"], ["ps_worker"]) and f.get("metrics_listen"):
-            host, _ = dc.host_port(f["metrics_listen"], f"{where}: {n}", errors)
-            if host not in dc.LOOPBACK_HOSTS and not f.get("tls_cert"):
+            host, _ = host_port(f["metrics_listen"], f"{where}: {n}", errors)
+            if host not in LOOPBACK_HOSTS and not f.get("tls_cert"):
                 errors.append(f"{where}: {n}: --metrics_listen={f['metrics_listen']} without "
                               f"TLS: the binary serves plaintext metrics on loopback only")
 
@@ -296,16 +302,16 @@ def check_unix_metrics(doc, where, errors):
 def check_compose(root, bins, docker_uid, errors):
     def load(fn):
         with open(os.path.join(root, "deploy", fn)) as f:
-            return dc.interpolate(yaml.safe_load(f), {}, fn, errors)
+            return interpolate(yaml.safe_load(f), {}, fn, errors)
     base = load("docker-compose.yml")
     check_prometheus_dockerfile(root, docker_uid, errors)
     check_compose_monitoring(root, base, bins, docker_uid, "docker-compose.yml", errors)
-    gpu = dc.merge_override(base, load("docker-compose.gpu.yml"), "docker-compose.gpu.yml", [])
+    gpu = merge_override(base, load("docker-compose.gpu.yml"), "docker-compose.gpu.yml", [])
     check_compose_monitoring(root, gpu, bins, docker_uid,
                              "docker-compose.yml + docker-compose.gpu.yml", errors)
     unix = load("docker-compose.unix.yml")
     new = [n for n in (unix.get("services") or {}) if n not in base["services"]]
-    check_unix_metrics(dc.merge_override(base, unix, "docker-compose.unix.yml", [], new),
+    check_unix_metrics(merge_override(base, unix, "docker-compose.unix.yml", [], new),
                        "docker-compose.yml + docker-compose.unix.yml", errors)
 
 
@@ -316,7 +322,7 @@ def check_pod_scrape(role, template, by_kind, where, errors):
     containers = template["spec"].get("containers") or [{}]
     c = containers[0]
     w = f"{where}: {role} pods"
-    flags = dc.parse_flags([str(a) for a in c.get("command", []) + c.get("args", [])])
+    flags = parse_flags([str(a) for a in c.get("command", []) + c.get("args", [])])
     port = metrics_port(flags, w, errors)
     if port is None:
         return
@@ -334,7 +340,7 @@ def check_pod_scrape(role, template, by_kind, where, errors):
     labels = (template.get("metadata") or {}).get("labels") or {}
     let_in = False
     for p in by_kind.get("NetworkPolicy", []):
-        if not dc.selector_matches((p.get("spec") or {}).get("podSelector"), labels):
+        if not selector_matches((p.get("spec") or {}).get("podSelector"), labels):
             continue
         for rule in p["spec"].get("ingress") or []:
             ports = {named.get(pp.get("port"), pp.get("port")) for pp in rule.get("ports") or []}
@@ -346,23 +352,23 @@ def check_pod_scrape(role, template, by_kind, where, errors):
                 errors.append(f"{pw}: lets every pod and address reach the metrics port {port}")
             for peer in peers:
                 sel = peer.get("podSelector") or {}
-                app = (sel.get("matchLabels") or {}).get(dc.APP_LABEL)
+                app = (sel.get("matchLabels") or {}).get(APP_LABEL)
                 if (set(peer) - {"podSelector", "namespaceSelector"} or sel.get("matchExpressions")
-                        or set(sel.get("matchLabels") or {}) != {dc.APP_LABEL}):
+                        or set(sel.get("matchLabels") or {}) != {APP_LABEL}):
                     errors.append(f"{pw}: lets {peer} reach the metrics port {port}; only pods "
-                                  f"labelled {dc.APP_LABEL}: {PROMETHEUS_APP} may")
+                                  f"labelled {APP_LABEL}: {PROMETHEUS_APP} may")
                 elif app == PROMETHEUS_APP and port in ports:
                     let_in = True
     if not let_in:
-        errors.append(f"{w}: no NetworkPolicy lets Prometheus (pods labelled {dc.APP_LABEL}: "
+        errors.append(f"{w}: no NetworkPolicy lets Prometheus (pods labelled {APP_LABEL}: "
                       f"{PROMETHEUS_APP}) reach the metrics port {port}")
 
 
 def check_k8s(root, bins, kubectl, errors):
     k8s = os.path.join(root, "deploy", "k8s")
-    names = [n for n, e in dc.KUSTOMIZATIONS.items() if not e.get("admin")
+    names = [n for n, e in KUSTOMIZATIONS.items() if not e.get("admin")
              and os.path.isfile(os.path.join(k8s, n, "kustomization.yaml"))]
-    rendered = kubectl.render(k8s, sorted(dc.KUSTOMIZATIONS))  # cached by deploy_config_check
+    rendered = kubectl.render(k8s, sorted(KUSTOMIZATIONS))  # cached by deploy_config_check
     for name in names:
         resources, _ = rendered.get(name, (None, None))
         if resources is None:
@@ -375,7 +381,7 @@ def check_k8s(root, bins, kubectl, errors):
         if worker_has_metrics(bins):
             for job in by_kind.get("Job", []):
                 check_pod_scrape("worker", job["spec"]["template"], by_kind, f"k8s/{name}", errors)
-    dc.check_make_secrets(root, {"ps-tls-reader"}, errors)
+    check_make_secrets(root, {"ps-tls-reader"}, errors)
 
 
 def check_all(root, bins, docker_uid, kubectl, errors):
@@ -388,7 +394,7 @@ def check_all(root, bins, docker_uid, kubectl, errors):
 
 
 # (description, file under the root, old text, new text, expected error part),
-# as deploy_config_check.MUTATIONS.
+# as deploy_check.checks.MUTATIONS.
 MUTATIONS = [
     ("a compose server without --metrics_listen", "deploy/docker-compose.yml",
      "    - --metrics_listen=0.0.0.0:9100\n", "", "lacks --metrics_listen"),
