@@ -90,14 +90,17 @@ int RpcMetrics::MethodIndex(absl::string_view path) const {
 }
 
 void RpcMetrics::RecordCall(int method, int code, absl::Duration took) {
-  if (code < 0 || code >= kNumCodes) code = static_cast<int>(grpc::StatusCode::UNKNOWN);
-  per_method_[method].handled[code].Add();
+  Count(method, code);
   per_method_[method].handling.Record(took);
 }
 
 void RpcMetrics::RecordRefused(absl::string_view path, int code) {
+  Count(MethodIndex(path), code);
+}
+
+void RpcMetrics::Count(int method, int code) {
   if (code < 0 || code >= kNumCodes) code = static_cast<int>(grpc::StatusCode::UNKNOWN);
-  per_method_[MethodIndex(path)].handled[code].Add();
+  per_method_[method].handled[code].Add();
 }
 
 int64_t RpcMetrics::handled(int method, int code) const {

@@ -67,6 +67,10 @@ class RpcMetrics {
   Histogram::Snapshot handling(int method) const;
 
  private:
+  // Counts one call of `method` in handled_total (a code out of range as
+  // UNKNOWN).
+  void Count(int method, int code);
+
   struct PerMethod {
     std::array<Counter, kNumCodes> handled;
     Histogram handling;

@@ -155,8 +155,8 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   Shard* const shard_;
   const absl::Duration call_timeout_;
   const std::function<absl::Status(int)> may_act_as_;  // null: anyone may
-  // Recorded when OnDone deletes the reactor: CANCELLED if the stream ended
-  // without a status (the client cancelled or left).
+  // Recorded by Done; if the stream ends without a status (the client
+  // cancelled or left), as CANCELLED when OnDone deletes the reactor.
   CallRecord record_;
   const std::shared_ptr<Core> core_;
   grpc::ByteBuffer in_;  // the message being read

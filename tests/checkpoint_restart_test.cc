@@ -28,6 +28,7 @@ using ::testing::HasSubstr;
 const ModelSpec kSpec = {{"w", {3, 2}}, {"b", {3}}};
 constexpr int kShards = 2;
 constexpr int kWorkers = 2;
+constexpr int kCheckpointEvery = 5;  // versions
 
 std::string TempDir() {
   const char* base = std::getenv("TEST_TMPDIR");
@@ -45,7 +46,7 @@ Cluster Start(const std::string& dir) {
   o.shard.mode = Mode::kSync;
   o.shard.optimizer.learning_rate = 0.5f;
   o.checkpoints.dir = dir;
-  o.checkpoints.every_versions = 5;
+  o.checkpoints.every_versions = kCheckpointEvery;
   o.checkpoints.keep = 10;
   return StartLoggedServers(o, kShards);
 }
@@ -93,14 +94,14 @@ TensorList Train(const Cluster& c, bool init, int steps,
   return weights0;
 }
 
-// For Train: after each checkpoint step (every 5), waits for both shards'
+// For Train: after each checkpoint step, waits for both shards'
 // writes. The writer thread takes the newest state offered, dropping one
 // still waiting (and a shutdown drops it too): on a busy machine a later
 // step could overtake a checkpoint step's write, as it would not in a
 // slower real job.
 std::function<void(int)> AwaitCheckpoints(const Cluster& c) {
   return [&c](int done) {
-    if (done % 5 != 0) return;
+    if (done % kCheckpointEvery != 0) return;
     for (int s = 0; s < kShards; ++s) {
       EXPECT_TRUE(c.AwaitLine(absl::StrCat("shard ", s, ": checkpoint v", done, " written"),
                               absl::Seconds(30)))
