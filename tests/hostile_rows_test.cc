@@ -15,7 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/sparse_tables.h"
+#include "server/core/sparse_tables.h"
 #include "tests/hostile_fixture.h"
 
 namespace ps {

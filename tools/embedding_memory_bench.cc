@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "common/sparse_optimizer.h"
-#include "server/embedding_table.h"
+#include "server/core/embedding_table.h"
 
 namespace {
 

@@ -14,7 +14,7 @@
 // not answer: UNAVAILABLE, DEADLINE_EXCEEDED), DENIED (it refused the
 // caller: PERMISSION_DENIED, UNAUTHENTICATED) or ERROR (anything else).
 //
-// Latency quantiles come from the servers' fixed buckets (server/stats.h:
+// Latency quantiles come from the servers' fixed buckets (server/core/stats.h:
 // 50us, 100us, 250us, 500us, 1ms, ... 100s, as each reply lists them): a
 // quantile is the upper bound of the bucket it falls in, not interpolated,
 // so "2.5ms" reads "at most 2.5 ms" ("+Inf" for the last, open bucket).
