@@ -21,7 +21,7 @@
 #include "proto/ps.grpc.pb.h"
 #include "rpc/credentials.h"
 #include "server/ps_server.h"
-#include "tests/server_process.h"
+#include "tools/process/server_process.h"
 #include "tests/tensor_slice.h"
 
 namespace ps {

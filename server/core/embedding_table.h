@@ -22,7 +22,7 @@
 // of overhead per row beyond its floats once the table is past its first
 // chunk and 16 buckets (the last chunk's unused slots add less than one
 // chunk in all). MemoryBytes counts all of it; server/core/embedding_table_test.cc
-// and tools/embedding_memory_bench.cc measure it.
+// and tools/bench/embedding_memory_bench.cc measure it.
 //
 // Export and Import move every row with its optimizer state and the LRU
 // order, for checkpoints: Import then Pull gives the same rows bit for bit,
