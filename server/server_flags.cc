@@ -1,7 +1,12 @@
 #include "server/server_flags.h"
 
+#include <unistd.h>
+
 #include <cstdint>
+#include <cstdio>
+#include <fstream>
 #include <optional>
+#include <sstream>
 #include <string>
 
 #include "absl/flags/flag.h"
@@ -10,8 +15,11 @@
 #include "common/optimizer_flags.h"
 #include "common/security_flags.h"
 #include "common/status_macros.h"
+#include "rpc/unix_socket.h"
 #include "server/table_flags.h"
 
+ABSL_FLAG(std::string, port_file, "",
+          "If set, write the bound HOST:PORT (or unix:PATH) to this file once the server is serving.");
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
           "HOST:PORT to serve on (0.0.0.0:PORT: every interface). Port 0 picks a free port; "
           "the first stdout line says which. Without TLS only a loopback address is allowed, "
@@ -166,6 +174,88 @@ absl::StatusOr<ServerOptions> ServerOptionsFromFlags() {
   ASSIGN_OR_RETURN(o.checkpoints.period, SecondsFromFlag("checkpoint_secs", absl::GetFlag(FLAGS_checkpoint_secs)));
   o.checkpoints.keep = absl::GetFlag(FLAGS_checkpoint_keep);
   return o;
+}
+
+std::string PortFileFromFlags() { return absl::GetFlag(FLAGS_port_file); }
+
+absl::Status WritePortFile(const std::string& path, const std::string& address) {
+  const std::string tmp = path + ".tmp";
+  std::ofstream out(tmp, std::ios::trunc);
+  out << address << "\n";
+  out.close();
+  if (!out || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return absl::InternalError(absl::StrCat("cannot write --port_file=", path));
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+std::string Lease(absl::Duration worker_timeout) {
+  return worker_timeout > absl::ZeroDuration() ? absl::FormatDuration(worker_timeout)
+                                               : std::string("off");
+}
+
+}  // namespace
+
+ServerDescription DescribeServer(const ServerOptions& options, const std::string& address,
+                                 const std::string& health_address,
+                                 const std::string& metrics_address) {
+  ServerDescription d;
+  const ShardOptions& shard = options.shard;
+  std::ostringstream config;
+  config << "shard " << shard.shard_id << "/" << shard.num_shards << ", "
+         << ModeName(shard.mode) << " mode, " << shard.num_workers << " workers, lr "
+         << shard.optimizer.learning_rate << ", optimizer " << shard.optimizer.name << ", "
+         << shard.optimizer.schedule.name << " lr schedule";
+  if (shard.mode != Mode::kSync) {
+    config << ", staleness lr " << StalenessLrName(shard.staleness_lr);
+  }
+  if (shard.mode == Mode::kSync) {
+    const SyncRule& rule = shard.sync_rule;
+    config << ", steps close with "
+           << (rule.quorum > 0 ? absl::StrCat("the first ", rule.quorum, " gradients")
+                               : std::string("every live worker's gradient"))
+           << ", worker lease " << Lease(shard.worker_timeout);
+  }
+  if (shard.mode == Mode::kSsp) {
+    config << ", at most " << shard.staleness << " steps ahead of the slowest live worker"
+           << ", worker lease " << Lease(shard.worker_timeout);
+  }
+  d.config = config.str();
+  const SecurityOptions& security = options.security;
+  const bool unix_socket = IsUnixAddress(address);
+  if (!security.tls() && unix_socket && !security.insecure) {
+    d.access = absl::StrCat("unix socket: any process of this user (uid ", geteuid(),
+                             ") and root can connect; no one else");
+  } else if (!security.tls()) {
+    d.warning = absl::StrCat(
+        "ps_server: WARNING: serving in plaintext",
+        security.insecure ? " (--insecure)" : " on loopback",
+        unix_socket ? ", and the socket's folder was not checked (--insecure)" : "",
+        ": no encryption and no authentication; anyone who can reach ", address,
+        " can read and change the model");
+  } else if (security.tls_ca.empty() && security.auth_token_file.empty()) {
+    d.warning =
+        "ps_server: WARNING: TLS without --tls_ca or --auth_token_file: clients are not "
+        "authenticated, so anyone who can reach the port can read and change the model";
+  }
+  d.security = absl::StrCat(
+      "security: ",
+      !security.tls() && unix_socket ? "plaintext on a unix socket"
+      : !security.tls()               ? "plaintext"
+      : !security.tls_ca.empty()      ? "mutual TLS"
+                                      : "TLS",
+      security.auth_token_file.empty() ? "" : " + bearer tokens");
+  if (!health_address.empty()) {
+    absl::StrAppend(&d.security, "; health probes (plaintext) on ", health_address);
+  }
+  if (!metrics_address.empty()) {
+    absl::StrAppend(&d.security, "; metrics on ", security.tls() ? "https://" : "http://",
+                    metrics_address, "/metrics");
+  }
+  return d;
 }
 
 }  // namespace ps

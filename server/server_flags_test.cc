@@ -1,5 +1,7 @@
 #include "server/server_flags.h"
 
+#include <fstream>
+#include <iterator>
 #include <optional>
 #include <string>
 
@@ -24,11 +26,13 @@ ABSL_DECLARE_FLAG(double, weight_decay);
 ABSL_DECLARE_FLAG(std::string, lr_schedule);
 ABSL_DECLARE_FLAG(int64_t, decay_steps);
 ABSL_DECLARE_FLAG(std::string, staleness_lr);
+ABSL_DECLARE_FLAG(std::string, port_file);
 
 namespace ps {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::string Message(const absl::Status& s) { return std::string(s.message()); }
 
@@ -191,6 +195,78 @@ TEST(PsServerStart, RefusesInvalidOptionsBeforeListening) {
   absl::StatusOr<std::unique_ptr<PsServer>> server = PsServer::Start(o);
   ASSERT_FALSE(server.ok());
   EXPECT_THAT(Message(server.status()), HasSubstr("--max_concurrent_streams must be >= 1"));
+}
+
+TEST(PortFile, IsWrittenWholeByRenameAndReadFromItsFlag) {
+  absl::FlagSaver saver;
+  const std::string dir = ::testing::TempDir();
+  const std::string path = dir + "/server.port";
+  absl::SetFlag(&FLAGS_port_file, path);
+  EXPECT_EQ(PortFileFromFlags(), path);
+  ASSERT_TRUE(WritePortFile(path, "127.0.0.1:4321").ok());
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "127.0.0.1:4321\n");
+  EXPECT_FALSE(std::ifstream(path + ".tmp").good()) << "the temporary file was left behind";
+  const absl::Status s = WritePortFile(dir + "/no/such/folder/server.port", "127.0.0.1:1");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(Message(s), HasSubstr("cannot write --port_file="));
+}
+
+TEST(DescribeServer, SaysWhatEachModeRunsWith) {
+  ServerOptions o;
+  o.shard.num_workers = 3;
+  o.shard.worker_timeout = absl::Seconds(10);
+  ServerDescription d = DescribeServer(o, "127.0.0.1:50051", "", "");
+  EXPECT_THAT(d.config, HasSubstr("shard 0/1, sync mode, 3 workers, lr 0.1, optimizer sgd, "));
+  EXPECT_THAT(d.config, HasSubstr("steps close with every live worker's gradient"));
+  EXPECT_THAT(d.config, HasSubstr("worker lease 10s"));
+  EXPECT_THAT(d.config, Not(HasSubstr("staleness lr")));
+  o.shard.sync_rule.quorum = 2;
+  o.shard.worker_timeout = absl::ZeroDuration();
+  d = DescribeServer(o, "127.0.0.1:50051", "", "");
+  EXPECT_THAT(d.config, HasSubstr("steps close with the first 2 gradients, worker lease off"));
+  o.shard.sync_rule.quorum = 0;
+  o.shard.mode = Mode::kSsp;
+  o.shard.staleness = 1;
+  d = DescribeServer(o, "127.0.0.1:50051", "", "");
+  EXPECT_THAT(d.config, HasSubstr("ssp mode"));
+  EXPECT_THAT(d.config, HasSubstr("staleness lr none"));
+  EXPECT_THAT(d.config, HasSubstr("at most 1 steps ahead of the slowest live worker"));
+  EXPECT_THAT(d.config, Not(HasSubstr("steps close with")));
+}
+
+TEST(DescribeServer, WarnsOfSecurityThatIsNotAsItShouldBe) {
+  ServerOptions o;
+  ServerDescription d = DescribeServer(o, "127.0.0.1:50051", "", "");
+  EXPECT_EQ(d.security, "security: plaintext");
+  EXPECT_EQ(d.access, "");
+  EXPECT_THAT(d.warning, HasSubstr("WARNING: serving in plaintext on loopback"));
+  EXPECT_THAT(d.warning, HasSubstr("anyone who can reach 127.0.0.1:50051"));
+
+  d = DescribeServer(o, "unix:/run/ps/shard-0.sock", "", "");
+  EXPECT_EQ(d.security, "security: plaintext on a unix socket");
+  EXPECT_THAT(d.access, HasSubstr("unix socket: any process of this user (uid "));
+  EXPECT_EQ(d.warning, "");
+
+  o.security.insecure = true;
+  d = DescribeServer(o, "unix:/run/ps/shard-0.sock", "", "");
+  EXPECT_EQ(d.access, "");
+  EXPECT_THAT(d.warning, HasSubstr("(--insecure), and the socket's folder was not checked"));
+
+  o.security = SecurityOptions();
+  o.security.tls_cert = "server.pem";
+  o.security.tls_key = "server.key";
+  d = DescribeServer(o, "10.0.0.1:50051", "", "127.0.0.1:9090");
+  EXPECT_EQ(d.security, "security: TLS; metrics on https://127.0.0.1:9090/metrics");
+  EXPECT_THAT(d.warning, HasSubstr("TLS without --tls_ca or --auth_token_file"));
+
+  o.security.tls_ca = "ca.pem";
+  o.security.auth_token_file = "tokens";
+  d = DescribeServer(o, "10.0.0.1:50051", "0.0.0.0:8081", "");
+  EXPECT_EQ(d.security,
+            "security: mutual TLS + bearer tokens; health probes (plaintext) on 0.0.0.0:8081");
+  EXPECT_EQ(d.warning, "");
 }
 
 }  // namespace

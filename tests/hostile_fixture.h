@@ -21,8 +21,8 @@
 #include "proto/ps.grpc.pb.h"
 #include "rpc/credentials.h"
 #include "server/ps_server.h"
-#include "tools/process/server_process.h"
 #include "tests/tensor_slice.h"
+#include "tools/process/proc.h"
 
 namespace ps {
 namespace hostile {
@@ -32,6 +32,14 @@ inline constexpr int64_t kI64Min = std::numeric_limits<int64_t>::min();
 
 // The model of the report: fc1.bias of 10 elements, plus a weight.
 inline const ModelSpec kSpec = {{"fc1.weight", {4, 10}}, {"fc1.bias", {10}}};
+
+// This process's peak RSS (VmHWM) in bytes: the in-process server's
+// allocations show there. A test failure if it cannot be read.
+inline int64_t PeakRssBytes() {
+  const absl::StatusOr<int64_t> bytes = ProcStatusBytes(getpid(), "VmHWM");
+  EXPECT_TRUE(bytes.ok()) << bytes.status();
+  return bytes.ok() ? *bytes : 0;
+}
 
 inline std::string Floats(std::vector<float> v) {
   return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));

@@ -21,7 +21,7 @@
 #include "grpcpp/create_channel.h"
 #include "proto/ps.grpc.pb.h"
 #include "rpc/credentials.h"
-#include "tools/process/server_process.h"
+#include "tools/process/proc.h"
 
 ABSL_FLAG(std::string, server, "", "HOST:PORT of the ps_server (1 shard, 2 workers, sync).");
 ABSL_FLAG(int, pid, 0, "The server's pid, to read its memory from /proc.");
@@ -31,9 +31,15 @@ ABSL_FLAG(int, per_channel, 900, "Calls per connection (below --max_concurrent_s
 
 namespace {
 
+// "VmRSS N kB, VmHWM N kB", or why they cannot be read.
 std::string Memory(int pid) {
-  return absl::StrCat("VmRSS ", ps::ProcStatusBytes(pid, "VmRSS:") >> 10, " kB, VmHWM ",
-                      ps::ProcStatusBytes(pid, "VmHWM:") >> 10, " kB");
+  std::string out;
+  for (const char* field : {"VmRSS", "VmHWM"}) {
+    const absl::StatusOr<int64_t> bytes = ps::ProcStatusBytes(pid, field);
+    absl::StrAppend(&out, out.empty() ? "" : ", ", field, " ",
+                    bytes.ok() ? absl::StrCat(*bytes >> 10, " kB") : bytes.status().ToString());
+  }
+  return out;
 }
 
 const ps::ModelSpec kMlp = {{"fc1.weight", {784, 512}}, {"fc1.bias", {512}},

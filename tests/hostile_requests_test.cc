@@ -203,7 +203,7 @@ TEST_F(Hostile, HugeOrMalformedModelSpecsAreRefusedBeforeAllocating) {
   server_ = *std::move(s);
   stub_ = v1::ParameterServer::NewStub(
       grpc::CreateChannel(server_->address(), ps::MakeChannelCredentials()));
-  const int64_t rss_before = ProcStatusBytes(getpid(), "VmHWM:");
+  const int64_t rss_before = PeakRssBytes();
   struct Case {
     std::vector<std::pair<std::string, std::vector<int64_t>>> tensors;
     grpc::StatusCode code;
@@ -239,7 +239,7 @@ TEST_F(Hostile, HugeOrMalformedModelSpecsAreRefusedBeforeAllocating) {
   // Nothing of the declared sizes was allocated (the server runs in this
   // process; a 1 GiB buffer would show, even zero-filled... and untouched
   // pages would not, so the bound is on what was touched).
-  EXPECT_LT(ProcStatusBytes(getpid(), "VmHWM:") - rss_before, int64_t{64} << 20);
+  EXPECT_LT(PeakRssBytes() - rss_before, int64_t{64} << 20);
   EXPECT_FALSE(server_->shard()->Stats().initialized);
 }
 

@@ -79,7 +79,7 @@ TEST_F(HostileRows, HugePullsAreRefusedBeforeAllocatingTheirAnswer) {
   ServerOptions o;
   o.shard.tables.max_rows = 100;
   Start(o, {TableSpec{"wide", 4096, 1}, TableSpec{"huge", 65536, 2}});
-  const int64_t rss_before = ProcStatusBytes(getpid(), "VmHWM:");
+  const int64_t rss_before = PeakRssBytes();
   v1::PullRowsResponse resp;
   // 2^14 new rows of 16 KB: past --max_rows.
   Expect(PullRows(0, "wide", Ids(0, 1 << 14), &resp), grpc::StatusCode::RESOURCE_EXHAUSTED,
@@ -87,7 +87,7 @@ TEST_F(HostileRows, HugePullsAreRefusedBeforeAllocatingTheirAnswer) {
   // 2^13 rows of 256 KB: a 2 GiB answer, past the per-pull bound.
   Expect(PullRows(0, "huge", Ids(0, 1 << 13), &resp), grpc::StatusCode::RESOURCE_EXHAUSTED,
          {"embedding table \"huge\"", absl::StrCat(SparseTables::kMaxFloatsPerPull, " floats")});
-  EXPECT_LT(ProcStatusBytes(getpid(), "VmHWM:") - rss_before, kRssBound);
+  EXPECT_LT(PeakRssBytes() - rss_before, kRssBound);
   EXPECT_EQ(server_->shard()->Stats().version, 0);
   ExpectRowsStillServe("wide", 4096);
   ExpectStillTrains();
@@ -101,7 +101,7 @@ TEST_F(HostileRows, BadRowRequestsGetCodesNamingTheTable) {
   o.shard.tables.max_ids_per_request = 1000;
   o.shard.spec_limits.max_model_elements = 1024;  // a small receive limit
   Start(o, {TableSpec{"emb", 4, 7}});
-  const int64_t rss_before = ProcStatusBytes(getpid(), "VmHWM:");
+  const int64_t rss_before = PeakRssBytes();
   const std::string four = Floats({1, 2, 3, 4});
   v1::PullRowsResponse resp;
   using C = grpc::StatusCode;
@@ -149,7 +149,7 @@ TEST_F(HostileRows, BadRowRequestsGetCodesNamingTheTable) {
   // Each row of the table pulls as it was pushed: the refused push created none.
   ASSERT_TRUE(PullRows(0, "emb", Ids(0, 100), &resp).ok());
   EXPECT_EQ(resp.values().size(), 400 * sizeof(float));
-  EXPECT_LT(ProcStatusBytes(getpid(), "VmHWM:") - rss_before, kRssBound);
+  EXPECT_LT(PeakRssBytes() - rss_before, kRssBound);
   ExpectRowsStillServe("emb", 4);
   ExpectStillTrains();
 }
@@ -162,7 +162,7 @@ TEST_F(HostileRows, HugeOrMalformedTableSpecsAreRefusedNamingTheTable) {
   server_ = *std::move(s);
   stub_ = v1::ParameterServer::NewStub(
       grpc::CreateChannel(server_->address(), ps::MakeChannelCredentials()));
-  const int64_t rss_before = ProcStatusBytes(getpid(), "VmHWM:");
+  const int64_t rss_before = PeakRssBytes();
   const auto init = [&](const std::vector<TableSpec>& tables) {
     v1::InitRequest req;
     req.set_worker_id(0);
@@ -209,7 +209,7 @@ TEST_F(HostileRows, HugeOrMalformedTableSpecsAreRefusedNamingTheTable) {
   v1::PullRowsResponse resp;
   Expect(PullRows(0, "t1023", Ids(0, (1 << 12) + 1), &resp), C::RESOURCE_EXHAUSTED,
          {"embedding table \"t1023\"", "per pull"});
-  EXPECT_LT(ProcStatusBytes(getpid(), "VmHWM:") - rss_before, kRssBound);
+  EXPECT_LT(PeakRssBytes() - rss_before, kRssBound);
   // A later spec must match: one that differs is refused, naming the table.
   Expect(init(many(1024, 8)), C::FAILED_PRECONDITION, {"t0"});
   ASSERT_TRUE(PullRows(0, "t5", {3}, &resp).ok());

@@ -6,7 +6,6 @@
 //
 // Usage (from Bazel): shutdown_test PATH_TO_ps_server
 #include <signal.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,9 +21,9 @@
 #include "gtest/gtest.h"
 #include "proto/ps.grpc.pb.h"
 #include "rpc/credentials.h"
-#include "tools/process/server_process.h"
 #include "tests/tensor_slice.h"
 #include "tools/process/child_process.h"
+#include "tools/process/server_process.h"
 
 namespace ps {
 namespace {
@@ -41,14 +40,17 @@ std::unique_ptr<grpc::ClientContext> Context(int seconds) {
 
 TEST(Shutdown, SigtermEndsTheServerWithinTheGraceWhateverClientsDo) {
   const char* dir = getenv("TEST_TMPDIR");
-  auto started = StartServerProcess(
-      g_server_binary,
-      {"--num_workers=2", "--mode=sync", "--pull_timeout=600", "--call_timeout=0",
-       absl::StrCat("--shutdown_grace=", kGraceSeconds)},
-      dir != nullptr ? dir : "/tmp", "shutdown", RLIM_INFINITY);
+  ServerProcessOptions so;
+  so.binary = g_server_binary;
+  so.flags = {"--num_workers=2", "--mode=sync", "--pull_timeout=600", "--call_timeout=0",
+              absl::StrCat("--shutdown_grace=", kGraceSeconds)};
+  so.dir = dir != nullptr ? dir : "/tmp";
+  so.name = "shutdown_server";
+  auto started = ServerProcess::Start(so);
   ASSERT_TRUE(started.ok()) << started.status();
-  ChildProcess& server = *started->process;
-  const std::string& address = started->address;
+  std::cout << "started " << (*started)->command_line() << std::endl;
+  ChildProcess& server = (*started)->process();
+  const std::string address = (*started)->address();
 
   // Worker 0 creates a 16 MB model (big enough to block on flow control).
   const ModelSpec spec = {{"big", {4 << 20}}, {"fc1.bias", {10}}};

@@ -2,7 +2,6 @@
 // step that has not completed leave the server's thread count flat, and all
 // of them complete once the step does. Pulls whose clients cancel stop
 // waiting on the server too.
-#include <dirent.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +14,7 @@
 #include "proto/ps.grpc.pb.h"
 #include "rpc/credentials.h"
 #include "tests/test_cluster.h"
+#include "tools/process/proc.h"
 
 namespace ps {
 namespace {
@@ -29,11 +29,9 @@ namespace {
 const int kPulls = std::max<int>(400, 32 * sysconf(_SC_NPROCESSORS_CONF));
 
 int ThreadCount() {
-  int n = 0;
-  DIR* d = opendir("/proc/self/task");
-  while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
-  closedir(d);
-  return n;
+  const absl::StatusOr<int> n = ProcThreadCount(getpid());
+  EXPECT_TRUE(n.ok()) << n.status();
+  return n.ok() ? *n : 0;
 }
 
 TEST(WaitingPulls, DoNotParkServerThreads) {

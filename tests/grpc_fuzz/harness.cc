@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 
 #include <fstream>
+#include <iostream>
 #include <random>
 #include <thread>
 
@@ -90,12 +91,26 @@ std::string OutputDir() {
 
 std::string MiB(int64_t bytes) { return absl::StrFormat("%.1f MiB", bytes / 1048576.0); }
 
-absl::StatusOr<ServerProcess> StartServer(const std::string& tag, absl::string_view mode,
-                                          int num_workers, const std::vector<std::string>& flags) {
-  std::vector<std::string> all = {absl::StrCat("--mode=", mode),
-                                  absl::StrCat("--num_workers=", num_workers)};
-  all.insert(all.end(), flags.begin(), flags.end());
-  return StartServerProcess(g_server_bin, all, OutputDir(), tag, kServerAddressSpace);
+std::string MiB(const absl::StatusOr<int64_t>& bytes) {
+  return bytes.ok() ? MiB(*bytes) : absl::StrCat("unknown (", bytes.status().message(), ")");
+}
+
+absl::StatusOr<std::unique_ptr<ServerProcess>> StartServer(const std::string& tag,
+                                                           absl::string_view mode,
+                                                           int num_workers,
+                                                           const std::vector<std::string>& flags) {
+  ServerProcessOptions o;
+  o.binary = g_server_bin;
+  o.flags = {absl::StrCat("--mode=", mode), absl::StrCat("--num_workers=", num_workers)};
+  o.flags.insert(o.flags.end(), flags.begin(), flags.end());
+  o.dir = OutputDir();
+  o.name = absl::StrCat(tag, "_server");
+  // So that a runaway allocation fails in the server instead of exhausting
+  // a shared machine.
+  o.address_space = kServerAddressSpace;
+  absl::StatusOr<std::unique_ptr<ServerProcess>> server = ServerProcess::Start(o);
+  if (server.ok()) std::cout << "started " << (*server)->command_line() << std::endl;
+  return server;
 }
 
 WorkersResult RunWorkers(const std::string& tag, const std::string& address, int num_workers,

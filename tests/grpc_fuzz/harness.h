@@ -7,8 +7,6 @@
 #ifndef PS_TESTS_GRPC_FUZZ_HARNESS_H_
 #define PS_TESTS_GRPC_FUZZ_HARNESS_H_
 
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -29,8 +27,8 @@
 #include "grpcpp/generic/generic_stub.h"
 #include "proto/ps.pb.h"
 #include "tests/proto_fuzzer.h"
-#include "tools/process/server_process.h"
 #include "tools/process/child_process.h"
+#include "tools/process/server_process.h"
 
 namespace ps {
 namespace grpc_fuzz {
@@ -71,7 +69,7 @@ inline constexpr absl::Duration kShutdownBound = absl::Seconds(15);
 // without bound fails there (bad_alloc) instead of exhausting this shared
 // machine. Far above kRssBoundBytes: gRPC's threads reserve stacks and the
 // allocator reserves arenas without touching them.
-inline constexpr rlim_t kServerAddressSpace = rlim_t{8} << 30;
+inline constexpr uint64_t kServerAddressSpace = uint64_t{8} << 30;
 inline constexpr char kDatasetDir[] = "/usr/share/datasets/fashion-mnist";
 
 // Embedding tables: DeclareTables (checks.h) declares these after the real
@@ -99,9 +97,11 @@ uint64_t CaseSeed(uint64_t seed, absl::string_view mode, int phase, int index);
 // Where logs go: the test's undeclared outputs.
 std::string OutputDir();
 std::string MiB(int64_t bytes);
+// The same, or why the bytes could not be read.
+std::string MiB(const absl::StatusOr<int64_t>& bytes);
 
-// ps_server in `mode` on 127.0.0.1, as a child process.
-absl::StatusOr<ServerProcess> StartServer(const std::string& tag, absl::string_view mode,
+// ps_server in `mode` on 127.0.0.1, as a child process, serving.
+absl::StatusOr<std::unique_ptr<ServerProcess>> StartServer(const std::string& tag, absl::string_view mode,
                                           int num_workers, const std::vector<std::string>& flags);
 
 struct WorkersResult {

@@ -22,6 +22,10 @@ struct ApplyBenchOptions {
 // an element; INVALID_ARGUMENT for a bad list.
 absl::StatusOr<std::vector<Row>> RunApplyBench(const ApplyBenchOptions& options);
 
+// ps_bench's flags (bench_apply_flags.cc, bench_flags.h); INVALID_ARGUMENT
+// naming a flag that cannot be converted.
+absl::StatusOr<ApplyBenchOptions> ApplyBenchOptionsFromFlags();
+
 }  // namespace ps
 
 #endif  // PS_TOOLS_BENCH_BENCH_APPLY_H_

@@ -21,12 +21,14 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "client/admin_client.h"
+#include "common/status_macros.h"
 #include "tools/process/child_process.h"
+#include "tools/process/runfiles.h"
+#include "tools/process/server_process.h"
 
 namespace ps {
 namespace {
 
-constexpr absl::Duration kServerStart = absl::Seconds(30);
 constexpr absl::Duration kStopGrace = absl::Seconds(10);
 
 std::string RowTag(const ConsistencyResult& r) {
@@ -55,65 +57,50 @@ absl::StatusOr<std::set<std::string>> ServerFlagNames(const std::string& binary,
 
 // The processes of one row; stopped (workers first) on destruction.
 struct Cluster {
-  std::vector<std::unique_ptr<ChildProcess>> servers;
+  std::vector<std::unique_ptr<ServerProcess>> servers;
   std::vector<std::string> addresses;
   std::vector<std::unique_ptr<ChildProcess>> workers;  // worker 0 first
 
   ~Cluster() {
     for (auto& w : workers) w->Stop(kStopGrace);
-    for (auto& s : servers) s->Stop(kStopGrace);
   }
 };
 
-// The line of a server's stderr that says why it refused its flags.
-std::string RefusalMessage(const std::string& log) {
-  std::ifstream in(log);
-  std::string last;
-  for (std::string line; std::getline(in, line);) {
-    if (absl::StartsWith(line, "ERROR:") || absl::StartsWith(line, "ps_server:")) return line;
-    if (!line.empty()) last = line;
-  }
-  return last;
-}
+// Where a row's processes log: DIR/PREFIX<process>.log.
+struct RowLogs {
+  std::string dir;
+  std::string prefix;  // "<mode>_<optimizer>_run<N>_"
+};
 
-// Starts shard `shard`; on success appends it to `c`. A server that exits
-// at startup with status 2 (a flag value it refuses) or 1 with an unknown
-// flag makes the row unsupported: `*unsupported` gets its message.
+// Starts shard `shard` and waits until it serves; on success appends it to
+// `c`. A server that refuses its flags (a value it does not take, or a flag
+// this build lacks) makes the row unsupported: `*unsupported` gets its
+// refusal line.
 absl::Status StartServer(const ConsistencyBenchOptions& o, const std::vector<std::string>& flags,
-                         int shard, const std::string& log_prefix, Cluster* c,
-                         std::string* unsupported) {
-  std::vector<std::string> argv = {
-      o.server_binary, "--listen=127.0.0.1:0", absl::StrCat("--shard_id=", shard),
-      absl::StrCat("--num_shards=", o.num_shards), absl::StrCat("--num_workers=", o.num_workers)};
-  argv.insert(argv.end(), flags.begin(), flags.end());
-  auto p = ChildProcess::Spawn(argv, absl::StrCat(log_prefix, "server", shard, ".log"), true);
-  if (!p.ok()) return p.status();
-  const absl::Time deadline = absl::Now() + kServerStart;
-  while (std::optional<std::string> line = (*p)->ReadLine(deadline)) {
-    absl::string_view rest = *line;
-    if (absl::ConsumePrefix(&rest, "listening on ")) {
-      c->addresses.push_back(std::string(rest));
-      c->servers.push_back(*std::move(p));
-      return absl::OkStatus();
-    }
-  }
-  const std::optional<int> st = (*p)->Wait(absl::Now() + kStopGrace);
-  const std::string tail = (*p)->LogTail(5);
-  const bool refused =
-      st && WIFEXITED(*st) &&
-      (WEXITSTATUS(*st) == 2 ||
-       (WEXITSTATUS(*st) == 1 && absl::StrContains(tail, "Unknown command line flag")));
-  if (refused) {
-    *unsupported = RefusalMessage((*p)->log());
+                         int shard, const RowLogs& logs, Cluster* c, std::string* unsupported) {
+  ServerProcessOptions so;
+  so.binary = o.server_binary;
+  so.flags = {absl::StrCat("--shard_id=", shard), absl::StrCat("--num_shards=", o.num_shards),
+              absl::StrCat("--num_workers=", o.num_workers)};
+  so.flags.insert(so.flags.end(), flags.begin(), flags.end());
+  so.dir = logs.dir;
+  so.name = absl::StrCat(logs.prefix, "server", shard);
+  so.stop_grace = kStopGrace;
+  absl::StatusOr<std::unique_ptr<ServerProcess>> server = ServerProcess::Start(so);
+  if (absl::IsInvalidArgument(server.status())) {
+    *unsupported = std::string(server.status().message());
     return absl::OkStatus();
   }
-  return absl::UnavailableError(absl::StrCat("ps_server ", shard, " did not start (",
-                                             DescribeExit(st), "): ", absl::StrJoin(argv, " "),
-                                             "\n", tail));
+  if (!server.ok()) {
+    return absl::Status(server.status().code(),
+                        absl::StrCat("shard ", shard, ": ", server.status().message()));
+  }
+  c->addresses.push_back((*server)->address());
+  c->servers.push_back(*std::move(server));
+  return absl::OkStatus();
 }
 
-absl::Status StartWorkers(const ConsistencyBenchOptions& o, const std::string& log_prefix,
-                          Cluster* c) {
+absl::Status StartWorkers(const ConsistencyBenchOptions& o, const RowLogs& logs, Cluster* c) {
   for (int w = 0; w < o.num_workers; ++w) {
     std::vector<std::string> argv = {o.worker_binary,
                                      absl::StrCat("--servers=", absl::StrJoin(c->addresses, ",")),
@@ -132,7 +119,8 @@ absl::Status StartWorkers(const ConsistencyBenchOptions& o, const std::string& l
       argv.push_back(absl::StrCat("--slowdown_of=", o.slowdown_of_step ? "step" : "compute"));
       if (o.rotating_straggler) argv.push_back(absl::StrCat("--slowdown_every=", o.num_workers));
     }
-    auto p = ChildProcess::Spawn(argv, absl::StrCat(log_prefix, "worker", w, ".log"), w == 0);
+    auto p = ChildProcess::Spawn(argv, absl::StrCat(logs.dir, "/", logs.prefix, "worker", w, ".log"),
+                                 /*pipe_stdout=*/w == 0);
     if (!p.ok()) return p.status();
     c->workers.push_back(*std::move(p));
   }
@@ -154,11 +142,11 @@ std::string FailedWorkers(const Cluster& c) {
 }
 
 void RunRow(const ConsistencyBenchOptions& o, const std::vector<std::string>& flags,
-            const std::string& log_prefix, ConsistencyResult* r) {
+            const RowLogs& logs, ConsistencyResult* r) {
   Cluster c;
   for (int s = 0; s < o.num_shards; ++s) {
     std::string unsupported;
-    absl::Status st = StartServer(o, flags, s, log_prefix, &c, &unsupported);
+    absl::Status st = StartServer(o, flags, s, logs, &c, &unsupported);
     if (!st.ok()) {
       r->message = st.ToString();
       return;
@@ -170,7 +158,7 @@ void RunRow(const ConsistencyBenchOptions& o, const std::vector<std::string>& fl
     }
   }
   absl::Time start = absl::Now();
-  if (absl::Status st = StartWorkers(o, log_prefix, &c); !st.ok()) {
+  if (absl::Status st = StartWorkers(o, logs, &c); !st.ok()) {
     r->message = st.ToString();
     return;
   }
@@ -273,7 +261,7 @@ absl::StatusOr<std::vector<ConsistencyResult>> RunConsistencyBench(
           r.outcome = RowOutcome::kNotSupported;
           r.message = absl::StrCat("flag ", flags.unsupported_flag);
         } else {
-          RunRow(o, flags.flags, absl::StrCat(dir, "/", RowTag(r), "_run", run, "_"), &r);
+          RunRow(o, flags.flags, RowLogs{dir, absl::StrCat(RowTag(r), "_run", run, "_")}, &r);
         }
         if (r.outcome == RowOutcome::kNotSupported) unsupported.insert(RowTag(r));
         if (r.outcome == RowOutcome::kFailed) {
@@ -376,6 +364,68 @@ absl::Status WriteConsistencyCsv(const std::vector<ConsistencyResult>& results,
   }
   out.close();
   if (!out) return absl::InternalError(absl::StrCat("error writing ", path));
+  return absl::OkStatus();
+}
+
+namespace {
+
+// Renders the CSV at `csv` into `png`; the plotter's log goes to `log`.
+absl::Status Plot(const std::string& csv, const std::string& png, double target,
+                  const std::string& title, const std::string& log) {
+  ASSIGN_OR_RETURN(const std::string script, FindRunfile("tools/bench/plot_consistency.py"));
+  ASSIGN_OR_RETURN(std::unique_ptr<ChildProcess> p,
+                   ChildProcess::Spawn({"/usr/bin/python3", script, csv, png,
+                                        absl::StrCat("--target=", target),
+                                        absl::StrCat("--title=", title)},
+                                       log, /*pipe_stdout=*/false));
+  const std::optional<int> st = p->Wait(absl::Now() + absl::Minutes(2));
+  if (!st || !WIFEXITED(*st) || WEXITSTATUS(*st) != 0) {
+    return absl::InternalError(absl::StrCat(script, " ", DescribeExit(st), ":\n", p->LogTail(10)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string ConsistencySetupLine(const ConsistencyBenchOptions& o) {
+  const char* slept = o.slowdown_of_step ? "usual step" : "compute";
+  const std::string straggler =
+      o.rotating_straggler
+          ? absl::StrFormat("each worker sleeps %gx its %s time on every %dth step, in turn",
+                            o.straggler_slowdown, slept, o.num_workers)
+          : absl::StrFormat("worker %d sleeps %gx its %s time", o.num_workers - 1,
+                            o.straggler_slowdown, slept);
+  return absl::StrFormat(
+      "%d shards, %d workers of batch %d (%s), until test accuracy %.2f or %d steps per worker",
+      o.num_shards, o.num_workers, o.batch_size, straggler, o.target, o.max_steps);
+}
+
+absl::Status RunConsistencyCommand(const ConsistencyCommand& c) {
+  const std::string setup = ConsistencySetupLine(c.bench);
+  std::printf("%s\n", setup.c_str());
+  ASSIGN_OR_RETURN(const std::vector<ConsistencyResult> results, RunConsistencyBench(c.bench));
+  std::printf("\n");
+  PrintConsistencyTable(results, c.bench.target);
+  std::fflush(stdout);
+  if (!c.csv.empty()) {
+    RETURN_IF_ERROR(WriteConsistencyCsv(results, c.csv));
+    std::printf("wrote %s\n", c.csv.c_str());
+  }
+  if (!c.png.empty()) {
+    if (absl::Status s = Plot(c.csv, c.png, c.bench.target, "ps_bench consistency: " + setup,
+                              c.png + ".log");
+        !s.ok()) {
+      return absl::InternalError(absl::StrCat("plotting failed: ", s.message()));
+    }
+    std::printf("wrote %s\n", c.png.c_str());
+  }
+  const int64_t failed = std::count_if(results.begin(), results.end(), [](const auto& r) {
+    return r.outcome == RowOutcome::kFailed;
+  });
+  if (failed > 0) {
+    return absl::InternalError(
+        absl::StrCat(failed, " of ", results.size(), " rows failed (see above)"));
+  }
   return absl::OkStatus();
 }
 

@@ -94,6 +94,30 @@ void PrintConsistencyTable(const std::vector<ConsistencyResult>& results, double
 absl::Status WriteConsistencyCsv(const std::vector<ConsistencyResult>& results,
                                  const std::string& path);
 
+// `ps_bench consistency` as its command line asks: the bench, and where its
+// figures go besides the table.
+struct ConsistencyCommand {
+  ConsistencyBenchOptions bench;
+  std::string csv;  // every evaluation (WriteConsistencyCsv); "" = none
+  std::string png;  // accuracy against time, drawn from the CSV; "" = none
+};
+
+// ps_bench's flags (bench_consistency_flags.cc, bench_flags.h):
+// INVALID_ARGUMENT naming a bad value (or --json); NOT_FOUND when there is
+// no ps_server or ps_worker to run.
+absl::StatusOr<ConsistencyCommand> ConsistencyCommandFromFlags();
+
+// "2 shards, 4 workers of batch 64 (worker 3 sleeps 2x its usual step
+// time), until test accuracy 0.85 or 1500 steps per worker".
+std::string ConsistencySetupLine(const ConsistencyBenchOptions& options);
+
+// Prints the setup line, runs the bench, prints the table, then writes the
+// CSV and draws the PNG (tools/bench/plot_consistency.py with
+// /usr/bin/python3, within 2 minutes). An error when the bench cannot run,
+// an output cannot be written, or a row failed (the outputs are written
+// first).
+absl::Status RunConsistencyCommand(const ConsistencyCommand& command);
+
 }  // namespace ps
 
 #endif  // PS_TOOLS_BENCH_BENCH_CONSISTENCY_H_

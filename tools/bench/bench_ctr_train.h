@@ -30,6 +30,9 @@ struct CtrTrainBenchOptions {
 // configuration against it.
 absl::StatusOr<std::vector<Row>> RunCtrTrainBench(const CtrTrainBenchOptions& options);
 
+// ps_bench's flags (bench_ctr_train_flags.cc, bench_flags.h).
+absl::StatusOr<CtrTrainBenchOptions> CtrTrainBenchOptionsFromFlags();
+
 }  // namespace ps
 
 #endif  // PS_TOOLS_BENCH_BENCH_CTR_TRAIN_H_

@@ -2,13 +2,13 @@
 // as real ps_server child processes on 127.0.0.1 (async mode, so a push is
 // applied at once and a pull never waits), optionally pinned to CPUs of
 // their own, so that a client process and its servers each pay only their
-// own side of the transport, as on a real cluster. CpuSeconds reads the
-// children's CPU time from /proc/PID/stat while they run.
+// own side of the transport, as on a real cluster. Each is started and
+// awaited by tools/process/server_process.h; CpuSeconds reads their CPU
+// time from /proc (tools/process/proc.h) while they run.
 //
-// Every wait has a deadline (each server's first line within 30 s); the
-// processes are stopped (SIGTERM, then SIGKILL) and their temporary folder
-// (logs) removed when the object is destroyed. Not thread-safe: one thread
-// owns it.
+// The processes are stopped (SIGTERM, then SIGKILL) and their temporary
+// folder (logs) removed when the object is destroyed. Not thread-safe: one
+// thread owns it.
 #ifndef PS_TOOLS_BENCH_BENCH_SERVER_PROCESS_H_
 #define PS_TOOLS_BENCH_BENCH_SERVER_PROCESS_H_
 
@@ -21,7 +21,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/security_options.h"
-#include "tools/process/child_process.h"
+#include "tools/process/server_process.h"
 
 namespace ps {
 
@@ -35,8 +35,9 @@ struct BenchServerProcessOptions {
 
 class BenchServerProcesses {
  public:
-  // Starts the shards and waits for their addresses. NOT_FOUND for a binary
-  // that is not there; an error with the log's tail for one that fails.
+  // Starts the shards and waits until they serve; ServerProcess::Start's
+  // errors (NOT_FOUND for a binary that is not there, the log's tail for
+  // one that fails).
   static absl::StatusOr<std::unique_ptr<BenchServerProcesses>> Start(
       const BenchServerProcessOptions& options);
   ~BenchServerProcesses();
@@ -52,13 +53,13 @@ class BenchServerProcesses {
   absl::StatusOr<double> CpuSeconds() const;
 
   // "0-1": the CPUs shard 0 may run on, as the kernel reports them.
-  std::string AllowedCpus() const;
+  absl::StatusOr<std::string> AllowedCpus() const;
 
  private:
   explicit BenchServerProcesses(std::string dir) : dir_(std::move(dir)) {}
 
-  const std::string dir_;  // logs; removed on destruction
-  std::vector<std::unique_ptr<ChildProcess>> servers_;
+  const std::string dir_;  // logs; removed on destruction, after the servers
+  std::vector<std::unique_ptr<ServerProcess>> servers_;
   std::vector<std::string> addresses_;
 };
 

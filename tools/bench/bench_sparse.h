@@ -42,6 +42,11 @@ struct SparseBenchOptions {
 // INVALID_ARGUMENT naming the flag of a bad option.
 absl::StatusOr<std::vector<Row>> RunSparseBench(const SparseBenchOptions& options);
 
+// ps_bench's flags (bench_sparse_flags.cc, bench_flags.h); INVALID_ARGUMENT
+// naming a flag that cannot be converted. Values are checked by
+// RunSparseBench.
+absl::StatusOr<SparseBenchOptions> SparseBenchOptionsFromFlags();
+
 }  // namespace ps
 
 #endif  // PS_TOOLS_BENCH_BENCH_SPARSE_H_

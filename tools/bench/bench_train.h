@@ -53,6 +53,17 @@ struct TrainBenchOptions {
 // configuration against it.
 absl::StatusOr<std::vector<Row>> RunTrainBench(const TrainBenchOptions& options);
 
+// What ps_bench train trains (--model): the MLP here, or the CTR model of
+// bench_ctr_train.h. INVALID_ARGUMENT for another name.
+enum class TrainModel { kMlp, kCtr };
+absl::StatusOr<TrainModel> TrainModelFromFlags();
+
+// ps_bench's flags (bench_train_flags.cc, bench_flags.h): INVALID_ARGUMENT
+// naming a bad --process_sockets (checked with or without --processes),
+// --scrape_every or --repeats; NOT_FOUND for --processes without the
+// binaries to run.
+absl::StatusOr<TrainBenchOptions> TrainBenchOptionsFromFlags();
+
 }  // namespace ps
 
 #endif  // PS_TOOLS_BENCH_BENCH_TRAIN_H_

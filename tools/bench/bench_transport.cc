@@ -23,6 +23,7 @@
 #include "tools/bench/bench_server_process.h"
 #include "tools/process/cpu_affinity.h"
 #include "tools/process/local_servers.h"
+#include "tools/process/proc.h"
 #include "tools/bench/raw_tcp.h"
 
 namespace ps {
@@ -220,10 +221,10 @@ absl::StatusOr<std::vector<Row>> RunPerSide(const TransportBenchOptions& o,
     so.security = BenchSecurity(o.tls, true);
     ASSIGN_OR_RETURN(std::unique_ptr<BenchServerProcesses> tls, BenchServerProcesses::Start(so));
     if (rows.empty()) {
-      cpu_set_t mine;
-      sched_getaffinity(0, sizeof(mine), &mine);
+      ASSIGN_OR_RETURN(const std::string server_cpus_now, tls->AllowedCpus());
+      ASSIGN_OR_RETURN(const std::string client_cpus_now, ProcAllowedCpus(getpid()));
       std::fprintf(stderr, "ps_bench: ps_server processes on CPUs %s, clients on CPUs %s\n",
-                   tls->AllowedCpus().c_str(), CpuListString(mine).c_str());
+                   server_cpus_now.c_str(), client_cpus_now.c_str());
     }
     for (absl::string_view transport_name :
          absl::StrSplit(o.transports, ',', absl::SkipWhitespace())) {

@@ -54,6 +54,12 @@ struct TransportBenchOptions {
 // INVALID_ARGUMENT naming the flag of a bad option.
 absl::StatusOr<std::vector<Row>> RunTransportBench(const TransportBenchOptions& options);
 
+// ps_bench's flags (bench_transport_flags.cc and the shared bench_flags.h):
+// INVALID_ARGUMENT naming a flag that cannot be converted, NOT_FOUND for
+// --server_process without a ps_server to run. Values are checked by
+// RunTransportBench.
+absl::StatusOr<TransportBenchOptions> TransportBenchOptionsFromFlags();
+
 }  // namespace ps
 
 #endif  // PS_TOOLS_BENCH_BENCH_TRANSPORT_H_

@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,23 +19,12 @@
 
 #include "common/sparse_optimizer.h"
 #include "server/core/embedding_table.h"
+#include "tools/process/proc.h"
 
 namespace {
 
-// VmRSS from /proc/self/status, in bytes; 0 if unreadable.
-int64_t RssBytes() {
-  std::ifstream in("/proc/self/status");
-  std::string key;
-  while (in >> key) {
-    if (key == "VmRSS:") {
-      int64_t kb = 0;
-      in >> kb;
-      return kb * 1024;
-    }
-    std::getline(in, key);
-  }
-  return 0;
-}
+// This process's resident set (VmRSS), in bytes.
+absl::StatusOr<int64_t> RssBytes() { return ps::ProcStatusBytes(getpid(), "VmRSS"); }
 
 // Fills one table and prints its line; the exit status for main.
 int Measure(ps::SparseOptimizerKind kind) {
@@ -48,7 +36,7 @@ int Measure(ps::SparseOptimizerKind kind) {
   o.optimizer.kind = kind;
   std::vector<uint64_t> ids(4096);
   std::vector<float> out(ids.size() * kDim);
-  const int64_t rss_before = RssBytes();
+  const absl::StatusOr<int64_t> rss_before = RssBytes();
   auto table = ps::EmbeddingTable::Create(o);
   if (!table.ok()) {
     std::fprintf(stderr, "%s\n", table.status().ToString().c_str());
@@ -60,13 +48,19 @@ int Measure(ps::SparseOptimizerKind kind) {
     if (!(*table)->Pull(ids, out.data()).ok()) return 1;
   }
   const int64_t rows = (*table)->num_rows();
-  const int64_t rss_after = RssBytes();
+  const absl::StatusOr<int64_t> rss_after = RssBytes();
+  for (const absl::Status& s : {rss_before.status(), rss_after.status()}) {
+    if (!s.ok()) {
+      std::fprintf(stderr, "%s\n", s.ToString().c_str());
+      return 1;
+    }
+  }
   const int floats = kDim * (1 + o.optimizer.StateFloatsPerElement());
   std::printf("%-8s %lld rows of dim %d: floats %d B/row, MemoryBytes %.2f B/row, "
               "RSS growth %.2f B/row\n",
               std::string(ps::SparseOptimizerName(kind)).c_str(), static_cast<long long>(rows),
               kDim, floats * 4, static_cast<double>((*table)->MemoryBytes()) / rows,
-              static_cast<double>(rss_after - rss_before) / rows);
+              static_cast<double>(*rss_after - *rss_before) / rows);
   std::fflush(stdout);
   return 0;
 }

@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <thread>
 #include <utility>
 
@@ -20,6 +19,7 @@
 #include "absl/synchronization/barrier.h"
 #include "absl/synchronization/mutex.h"
 #include "common/status_macros.h"
+#include "tools/process/proc.h"
 
 namespace ps {
 namespace {
@@ -51,11 +51,11 @@ class Socket {
   const int fd_;
 };
 
-// The kernel's cap on socket buffers (/proc/sys/net/core/NAME), or 0.
+// The kernel's cap on socket buffers (sysctl net.core.NAME); 0 where it
+// cannot be read (the kernel's own buffers are then kept).
 int64_t BufferCap(const char* name) {
-  std::ifstream in(absl::StrCat("/proc/sys/net/core/", name));
-  int64_t v = 0;
-  return (in >> v) ? v : 0;
+  const absl::StatusOr<int64_t> cap = SysctlInt(absl::StrCat("net.core.", name));
+  return cap.ok() ? *cap : 0;
 }
 
 absl::Status SetOption(int fd, int level, int name, const void* value, socklen_t len,

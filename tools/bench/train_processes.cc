@@ -12,25 +12,23 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
 #include "tools/process/child_process.h"
+#include "tools/process/server_process.h"
 
 namespace ps {
 namespace {
 
-constexpr absl::Duration kServerStart = absl::Seconds(30);
 constexpr absl::Duration kStopGrace = absl::Seconds(10);
 
 // The run's processes; stopped (workers first) on destruction.
 struct Processes {
-  std::unique_ptr<ChildProcess> server;
+  std::unique_ptr<ServerProcess> server;
   std::vector<std::unique_ptr<ChildProcess>> workers;
 
   ~Processes() {
     for (auto& w : workers) w->Stop(kStopGrace);
-    if (server) server->Stop(kStopGrace);
   }
 };
 
@@ -44,25 +42,18 @@ std::string LastLine(const std::string& path) {
   return last;
 }
 
-// Starts the server; its address, from its first line "listening on ADDRESS".
-absl::StatusOr<std::string> StartServer(const TrainProcessesOptions& o, const std::string& dir,
-                                        Processes* p) {
-  const std::string listen =
-      o.unix_socket ? absl::StrCat("unix:", dir, "/shard-0.sock") : "127.0.0.1:0";
-  const std::vector<std::string> argv = {o.server_binary, absl::StrCat("--listen=", listen),
-                                         absl::StrCat("--num_workers=", o.workers),
-                                         absl::StrCat("--mode=", ModeName(o.mode)),
-                                         absl::StrCat("--lr=", o.lr)};
-  ASSIGN_OR_RETURN(p->server, ChildProcess::Spawn(argv, dir + "/server.log", true));
-  const absl::Time deadline = absl::Now() + kServerStart;
-  while (std::optional<std::string> line = p->server->ReadLine(deadline)) {
-    absl::string_view rest = *line;
-    if (absl::ConsumePrefix(&rest, "listening on ")) return std::string(rest);
-  }
-  const std::optional<int> st = p->server->Wait(absl::Now() + kStopGrace);
-  return absl::UnavailableError(absl::StrCat(
-      "ps_server did not start (", p->server->timed_out() ? "no address within 30 s, " : "",
-      DescribeExit(st), "): ", absl::StrJoin(argv, " "), "\n", p->server->LogTail(8)));
+// Starts the server (its log DIR/server.log) and waits until it serves.
+absl::StatusOr<std::unique_ptr<ServerProcess>> StartServer(const TrainProcessesOptions& o,
+                                                           const std::string& dir) {
+  ServerProcessOptions so;
+  so.binary = o.server_binary;
+  so.listen = o.unix_socket ? absl::StrCat("unix:", dir, "/shard-0.sock") : "127.0.0.1:0";
+  so.flags = {absl::StrCat("--num_workers=", o.workers), absl::StrCat("--mode=", ModeName(o.mode)),
+              absl::StrCat("--lr=", o.lr)};
+  so.dir = dir;
+  so.name = "server";
+  so.stop_grace = kStopGrace;
+  return ServerProcess::Start(so);
 }
 
 std::string MetricsPath(const std::string& dir, int worker) {
@@ -71,7 +62,8 @@ std::string MetricsPath(const std::string& dir, int worker) {
 
 absl::StatusOr<TrainProcessesResult> Run(const TrainProcessesOptions& o, const std::string& dir) {
   Processes p;
-  ASSIGN_OR_RETURN(const std::string address, StartServer(o, dir, &p));
+  ASSIGN_OR_RETURN(p.server, StartServer(o, dir));
+  const std::string address = p.server->address();
   for (int w = 0; w < o.workers; ++w) {
     const std::vector<std::string> argv = {o.worker_binary,
                                            absl::StrCat("--servers=", address),
@@ -99,7 +91,7 @@ absl::StatusOr<TrainProcessesResult> Run(const TrainProcessesOptions& o, const s
       return absl::InternalError(absl::StrCat(
           "ps_worker ", w, !st ? absl::StrCat(" still ran after ", absl::FormatDuration(o.timeout))
                                : absl::StrCat(" ended with ", DescribeExit(st)),
-          ":\n", worker.LogTail(8), "\nps_server:\n", p.server->LogTail(4)));
+          ":\n", worker.LogTail(8), "\nps_server:\n", p.server->process().LogTail(4)));
     }
     const std::string last = LastLine(MetricsPath(dir, w));
     const std::optional<double> sps = MetricsValue(last, "samples_per_sec");

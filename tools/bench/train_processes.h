@@ -10,7 +10,7 @@
 // the data set is loaded and the shards initialized, as in-process);
 // worker 0's also holds the final test accuracy.
 //
-// Every wait has a deadline (the server's first line within 30 s, the
+// Every wait has a deadline (the server ready within 30 s, the
 // workers within `timeout`); the processes are stopped on every return.
 // The temporary folder (socket, logs, metrics) is removed after a
 // successful run and kept, named in the error, after a failed one.

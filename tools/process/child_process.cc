@@ -22,13 +22,6 @@ extern char** environ;
 namespace ps {
 namespace {
 
-// Milliseconds until `deadline` for poll(2), at least 0, at most a minute
-// (the caller loops).
-int PollMs(absl::Time deadline) {
-  const int64_t ms = absl::ToInt64Milliseconds(deadline - absl::Now()) + 1;
-  return static_cast<int>(std::clamp<int64_t>(ms, 0, 60000));
-}
-
 int OpenPidFd(pid_t pid) {
 #ifdef SYS_pidfd_open
   return static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
@@ -100,7 +93,7 @@ std::optional<std::string> ChildProcess::ReadLine(absl::Time deadline) {
       return std::exchange(pending_, "");
     }
     pollfd p = {out_fd_, POLLIN, 0};
-    const int n = poll(&p, 1, PollMs(deadline));
+    const int n = poll(&p, 1, PollTimeoutMs(deadline));
     if (n < 0 && errno == EINTR) continue;
     if (n == 0) {
       if (absl::Now() < deadline) continue;
@@ -129,7 +122,7 @@ std::optional<int> ChildProcess::Wait(absl::Time deadline) {
     if (pid_fd_ >= 0) {
       // Readable once the child has exited.
       pollfd p = {pid_fd_, POLLIN, 0};
-      poll(&p, 1, PollMs(deadline));
+      poll(&p, 1, PollTimeoutMs(deadline));
     } else {
       // No pidfd (a kernel before 5.3): nothing to block on but time.
       absl::SleepFor(std::min(absl::Milliseconds(20), deadline - absl::Now()));
@@ -158,6 +151,11 @@ std::string ChildProcess::LogTail(int lines) const {
   std::string out;
   for (size_t i = from; i < all.size(); ++i) absl::StrAppend(&out, "    | ", all[i], "\n");
   return out;
+}
+
+int PollTimeoutMs(absl::Time deadline) {
+  const int64_t ms = absl::ToInt64Milliseconds(deadline - absl::Now()) + 1;
+  return static_cast<int>(std::clamp<int64_t>(ms, 0, 60000));
 }
 
 std::string DescribeExit(std::optional<int> status) {

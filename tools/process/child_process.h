@@ -40,6 +40,11 @@ class ChildProcess {
   pid_t pid() const { return pid_; }
   const std::string& log() const { return log_; }
 
+  // A descriptor that poll(2) finds readable once the child has exited (its
+  // pidfd), for a caller that waits on it beside descriptors of its own; -1
+  // where the kernel has none (before 5.3). Owned by this object.
+  int exit_fd() const { return pid_fd_; }
+
   // REQUIRES: started with pipe_stdout. The next stdout line (without its
   // newline); nullopt at end of file (the child closed stdout: it exited)
   // or when `deadline` passes first (then timed_out() is true).
@@ -76,6 +81,10 @@ class ChildProcess {
   bool timed_out_ = false;
   std::optional<int> status_;  // set once reaped
 };
+
+// Milliseconds from now until `deadline` for poll(2)'s timeout: rounded up,
+// at least 0, at most a minute (a caller that waits longer loops).
+int PollTimeoutMs(absl::Time deadline);
 
 // "exit status N", "killed by signal N (Name)" or "still running".
 std::string DescribeExit(std::optional<int> wait_status);

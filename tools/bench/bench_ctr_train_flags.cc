@@ -1,0 +1,26 @@
+// ps_bench train --model=ctr's own flags (bench_ctr_train.h); the shared
+// ones are in bench_flags.h.
+#include "absl/flags/flag.h"
+#include "tools/bench/bench_ctr_train.h"
+#include "tools/bench/bench_flags.h"
+
+ABSL_FLAG(double, ctr_dense_lr, 1e-3, "train --model=ctr: Adam's learning rate for the MLP.");
+ABSL_FLAG(int, ctr_batch, 128, "train --model=ctr: examples per step per worker.");
+ABSL_FLAG(uint64_t, ctr_vocab, 1000000, "train --model=ctr: generator ids per feature.");
+ABSL_FLAG(int, ctr_eval_examples, 10000,
+          "train --model=ctr: held-out examples of worker 0's AUC.");
+
+namespace ps {
+
+absl::StatusOr<CtrTrainBenchOptions> CtrTrainBenchOptionsFromFlags() {
+  CtrTrainBenchOptions o;
+  if (absl::GetFlag(FLAGS_max_steps) > 0) o.steps = absl::GetFlag(FLAGS_max_steps);
+  o.batch = absl::GetFlag(FLAGS_ctr_batch);
+  o.vocab = absl::GetFlag(FLAGS_ctr_vocab);
+  o.eval_examples = absl::GetFlag(FLAGS_ctr_eval_examples);
+  o.dense_lr = absl::GetFlag(FLAGS_ctr_dense_lr);
+  o.print_workers = !absl::GetFlag(FLAGS_json);
+  return o;
+}
+
+}  // namespace ps
