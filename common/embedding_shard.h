@@ -1,6 +1,6 @@
 // Embedding ids: which server owns a row, and the row's first values.
 //
-// Embedding tables (server/embedding_table.h) key their rows by 64-bit ids
+// Embedding tables (server/core/embedding_table.h) key their rows by 64-bit ids
 // that the model picks freely: dense counters, hashed features, ids with
 // only their high bits set. ShardOfId spreads them over the servers by a
 // strong 64-bit mixer (murmur3's fmix64, a bijection) followed by a

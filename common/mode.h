@@ -1,5 +1,5 @@
 // Mode: how shards combine the workers' gradients (see proto/types.proto and
-// server/consistency.h, which maps each mode to its ConsistencyPolicy).
+// server/core/consistency.h, which maps each mode to its ConsistencyPolicy).
 //
 // The enum is the one list of modes. Every way into it rejects what it does
 // not know instead of falling back to a default: ParseMode for text (flags),

@@ -1,7 +1,7 @@
 // Optimizer: turns gradients into a weight update.
 //
 // One instance per flat weight buffer that it updates: a shard's buffer on a
-// parameter server (server/shard.h), one tensor in the worker's
+// parameter server (server/core/shard.h), one tensor in the worker's
 // LocalParamStore (worker/param_store.h). It lives in common/ so that both
 // use the same code without either depending on the other, and it knows
 // nothing of gRPC. CreateOptimizer picks the rule by name: sgd, momentum,

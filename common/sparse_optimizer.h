@@ -1,6 +1,6 @@
 // Sparse optimizers: the per-row update rules of embedding tables.
 //
-// An embedding table (server/embedding_table.h) applies a gradient only to
+// An embedding table (server/core/embedding_table.h) applies a gradient only to
 // the rows a push touches; every other row, and its optimizer state, stays
 // as it was. Each rule below is the dense rule of the same name applied to
 // one row, element by element, in float:

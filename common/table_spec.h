@@ -5,7 +5,7 @@
 // by InitRow (common/embedding_shard.h), so any shard and any restart
 // creates the same row; they live on the shard ShardOfId picks. How many
 // rows a server keeps, whether it evicts, and the sparse optimizer are the
-// servers' settings (server/sparse_tables.h), not the model's.
+// servers' settings (server/core/sparse_tables.h), not the model's.
 //
 // A plain value type; rpc/wire.h translates it to and from
 // ps::v1::TableSpec. Thread-compatible.
@@ -39,7 +39,7 @@ std::string TableSpecToString(const TableSpec& t);
 struct TableLimits {
   int max_tables = 1024;
   int max_name_bytes = 256;
-  int max_dim = 65536;  // server/checkpoint.h's kMaxCheckpointEmbeddingDim
+  int max_dim = 65536;  // server/checkpoint/checkpoint.h's kMaxCheckpointEmbeddingDim
 };
 
 // Names non-empty, unique and within max_name_bytes, 1 <= dim <= max_dim,

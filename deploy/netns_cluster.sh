@@ -55,7 +55,7 @@ options of up:
   --subnet=A.B.C     use A.B.C.0/24 (default: the first 10.213.X.0/24 that no
                      address, route or other cluster of this machine uses)
   --bin_dir=DIR      folder holding ps_server, ps_worker and ps_ctl (default:
-                     bazel-bin/server, bazel-bin/worker and bazel-bin/tools
+                     bazel-bin/server, bazel-bin/worker and bazel-bin/tools/ctl
                      of this repository)
   --server_bin=PATH, --worker_bin=PATH, --ctl_bin=PATH   the binaries themselves
   --startup_timeout=SEC  how long servers may take to become healthy (default 30)
@@ -84,7 +84,7 @@ STARTUP_TIMEOUT=30
 WAIT_TIMEOUT=600
 SERVER_BIN="$ROOT/bazel-bin/server/ps_server"
 WORKER_BIN="$ROOT/bazel-bin/worker/ps_worker"
-CTL_BIN="$ROOT/bazel-bin/tools/ps_ctl"
+CTL_BIN="$ROOT/bazel-bin/tools/ctl/ps_ctl"
 WORKER_ARGS=()
 SERVER_FLAGS=()
 CHECKPOINT_DIR=""

@@ -49,6 +49,8 @@ if [ "$build_only" -eq 0 ]; then
     # links libFuzzer and the sanitizer runtimes, which are in libclang-rt-14-dev
     # (only recommended by clang-14, and recommends are not installed here).
     clang-14 libclang-rt-14-dev
+    # .ci/run's tools/format_check.sh: clang-format-diff.
+    clang-format
   )
   # Tests: //tests:deploy_config_test renders the Kubernetes overlays with
   # `kubectl kustomize`. Debian's kubernetes-client (kubectl 1.20) is added

@@ -1,5 +1,5 @@
 // ServerCollector: ps_server's /metrics, built at each scrape from what the
-// server already counts: the shard's ShardMetrics (server/stats.h) and its
+// server already counts: the shard's ShardMetrics (server/core/stats.h) and its
 // Stats() (which takes the shard's lock briefly), the RPC metrics
 // (server/rpc_metrics.h) and the checkpointer's. Nothing is recorded on the
 // call path for it beyond those atomics.
@@ -32,9 +32,9 @@
 #include "absl/time/time.h"
 #include "prometheus/collectable.h"
 #include "prometheus/metric_family.h"
-#include "server/checkpointer.h"
+#include "server/checkpoint/checkpointer.h"
 #include "server/rpc_metrics.h"
-#include "server/shard.h"
+#include "server/core/shard.h"
 
 namespace ps {
 

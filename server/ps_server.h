@@ -24,12 +24,12 @@
 #include "grpcpp/server.h"
 #include "rpc/credentials.h"
 #include "rpc/metrics_endpoint.h"
-#include "server/checkpoint_store.h"
-#include "server/checkpointer.h"
+#include "server/checkpoint/checkpoint_store.h"
+#include "server/checkpoint/checkpointer.h"
 #include "server/metrics_collector.h"
 #include "server/rpc_metrics.h"
 #include "server/service.h"
-#include "server/shard.h"
+#include "server/core/shard.h"
 
 namespace ps {
 
@@ -62,7 +62,7 @@ struct ServerOptions {
   // How long Shutdown lets calls finish before it cancels them.
   absl::Duration shutdown_grace = absl::Seconds(10);
 
-  // Checkpoints (server/checkpoint_store.h); none when dir is empty.
+  // Checkpoints (server/checkpoint/checkpoint_store.h); none when dir is empty.
   struct Checkpoints {
     std::string dir;
     int64_t every_versions = 0;                       // 0: none by version

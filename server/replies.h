@@ -1,4 +1,4 @@
-// Replies: a completed ShardCall's result (server/pipeline.h) as the bytes
+// Replies: a completed ShardCall's result (server/core/pipeline.h) as the bytes
 // of each transport, the only place the server turns results into bytes.
 //
 // Weights travel as the call asked (`weights_dtype`). As f32 they are never
@@ -16,8 +16,8 @@
 #include "absl/status/statusor.h"
 #include "common/wire_dtype.h"
 #include "grpcpp/support/byte_buffer.h"
-#include "server/pipeline.h"
-#include "server/shard.h"
+#include "server/core/pipeline.h"
+#include "server/core/shard.h"
 
 namespace ps {
 

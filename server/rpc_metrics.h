@@ -15,7 +15,7 @@
 // Methods are a fixed table (proto/ps.proto's ParameterServer, the health
 // service, reflection); any other is counted as "other", so labels stay few.
 //
-// Thread-safe; relaxed atomics (server/stats.h), no lock on the call path.
+// Thread-safe; relaxed atomics (server/core/stats.h), no lock on the call path.
 #ifndef PS_SERVER_RPC_METRICS_H_
 #define PS_SERVER_RPC_METRICS_H_
 
@@ -28,7 +28,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "grpcpp/support/server_interceptor.h"
-#include "server/stats.h"
+#include "server/core/stats.h"
 
 namespace ps {
 

@@ -10,7 +10,7 @@
 #include "rpc/auth_processor.h"
 #include "rpc/raw_wire.h"
 #include "rpc/wire.h"
-#include "server/pipeline.h"
+#include "server/core/pipeline.h"
 #include "server/replies.h"
 #include "server/stream_reactor.h"
 

@@ -8,7 +8,7 @@
 //
 // Push, Pull and PushPull carry tensors and take the raw path of
 // rpc/raw_wire.h: each decodes into a ShardCall and goes through the request
-// pipeline shared with the stream transport (server/pipeline.h), so
+// pipeline shared with the stream transport (server/core/pipeline.h), so
 // gradients are copied once, from the received bytes into the shard's
 // buffer, and pulled weights are sent straight from the shard's immutable
 // snapshot without a copy (server/replies.h).
@@ -24,9 +24,9 @@
 #include "absl/time/time.h"
 #include "proto/ps.grpc.pb.h"
 #include "rpc/auth_processor.h"
-#include "server/checkpointer.h"
+#include "server/checkpoint/checkpointer.h"
 #include "server/rpc_metrics.h"
-#include "server/shard.h"
+#include "server/core/shard.h"
 
 namespace ps {
 

@@ -12,7 +12,7 @@
 #include "grpcpp/alarm.h"
 #include "rpc/raw_wire.h"
 #include "rpc/wire.h"
-#include "server/pipeline.h"
+#include "server/core/pipeline.h"
 #include "server/replies.h"
 
 namespace ps {

@@ -1,7 +1,7 @@
 // The server side of the streaming transport (rpc Stream, see StreamRequest
 // in proto/ps.proto): one reactor per worker stream.
 //
-// It decodes each call's header into a ShardCall (server/pipeline.h, the
+// It decodes each call's header into a ShardCall (server/core/pipeline.h, the
 // same pipeline as the unary calls) and feeds it the call's chunks one
 // message at a time, each copied straight into the call's flat gradient
 // buffer while the next chunk is still on the wire; on the call's last chunk
@@ -37,7 +37,7 @@
 #include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/support/server_callback.h"
 #include "server/rpc_metrics.h"
-#include "server/shard.h"
+#include "server/core/shard.h"
 
 namespace ps {
 

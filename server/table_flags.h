@@ -1,13 +1,13 @@
 // ps_server's embedding-table flags (--max_rows, --evict_lru,
 // --sparse_optimizer and its hyperparameters, --max_ids_per_request),
 // defined here once, and SparseTablesOptionsFromFlags, which turns them
-// into server/sparse_tables.h's SparseTablesOptions. What the values may
+// into server/core/sparse_tables.h's SparseTablesOptions. What the values may
 // be is checked by SparseTablesOptions::Validate (in Shard::Create).
 #ifndef PS_SERVER_TABLE_FLAGS_H_
 #define PS_SERVER_TABLE_FLAGS_H_
 
 #include "absl/status/statusor.h"
-#include "server/sparse_tables.h"
+#include "server/core/sparse_tables.h"
 
 namespace ps {
 

@@ -15,7 +15,7 @@
 #include "client/ps_client.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/checkpoint_store.h"
+#include "server/checkpoint/checkpoint_store.h"
 #include "server/ps_server.h"
 #include "tests/test_cluster.h"
 

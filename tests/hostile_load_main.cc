@@ -21,7 +21,7 @@
 #include "grpcpp/create_channel.h"
 #include "proto/ps.grpc.pb.h"
 #include "rpc/credentials.h"
-#include "tests/server_process.h"
+#include "tools/process/server_process.h"
 
 ABSL_FLAG(std::string, server, "", "HOST:PORT of the ps_server (1 shard, 2 workers, sync).");
 ABSL_FLAG(int, pid, 0, "The server's pid, to read its memory from /proc.");

@@ -18,7 +18,7 @@
 #include "proto/ps.grpc.pb.h"
 #include "grpcpp/create_channel.h"
 #include "httplib.h"
-#include "server/embedding_table.h"
+#include "server/core/embedding_table.h"
 #include "tests/test_cluster.h"
 
 namespace ps {

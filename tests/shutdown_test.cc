@@ -22,9 +22,9 @@
 #include "gtest/gtest.h"
 #include "proto/ps.grpc.pb.h"
 #include "rpc/credentials.h"
-#include "tests/server_process.h"
+#include "tools/process/server_process.h"
 #include "tests/tensor_slice.h"
-#include "tools/child_process.h"
+#include "tools/process/child_process.h"
 
 namespace ps {
 namespace {

@@ -15,7 +15,7 @@
 #include "absl/synchronization/mutex.h"
 #include "client/ps_client.h"
 #include "gtest/gtest.h"
-#include "tools/local_servers.h"
+#include "tools/process/local_servers.h"
 
 namespace ps {
 

@@ -1,73 +1,110 @@
 #!/usr/bin/env bash
-# Prints the dependency graph between the repository's top-level folders, as
-# the #include lines of the C++ sources give it, one edge a line:
-#   server -> rpc (5 files)
+# Prints the dependency graph between the repository's folders, as the
+# #include lines of the C++ sources give it, one edge a line:
+#   server -> server/core (5 files)
 # "gRPC" stands for gRPC's headers, "proto" for the generated code.
 #
 #   tools/dep_graph.sh [--check] [REPO]
 #
 # --check: also fails (exit 1), naming file and include, when an edge breaks
-# the layering of docs/architecture.md: worker -> client -> rpc -> common,
-# python -> client (the pybind11 extension of the Python package),
-# server -> rpc -> common, and nothing in common/, the server core or the
-# client's public headers (grpc_free below) reaching gRPC or protobuf.
-# tools/ may use anything but tests/; tests/ may use anything. Nothing
-# outside client/ includes client/internal/ (the library's private headers).
+# the layering of docs/architecture.md, which the table below writes down
+# folder by folder. A file's folder is the folder it sits in; a folder with
+# no row takes the row of the nearest folder above it that has one
+# (tools/bench takes tools'), and a C++ file in a folder with no row at all
+# is an error, so that a new folder is placed in the layers when it is made.
+# A row lists what the folder may include:
+#   F       the folder F itself (not its subfolders)
+#   F/*     every folder under F, at any depth
+#   *       anything
+#   -F      except F and the folders under it (after *)
+#   gRPC    gRPC's headers; proto: the generated code of proto/.
+# A folder may always include itself. Beyond the table, the client's public
+# headers and its pure rules must stay free of gRPC and protobuf (what a
+# user of the library includes; the rules' tests run with neither).
 set -euo pipefail
+set -f  # the table's * and F/* are patterns, not file names
 check=0
 if [ "${1:-}" = "--check" ]; then check=1; shift; fi
 cd "${1:-$(dirname "${BASH_SOURCE[0]}")/..}"
 
-ours="common|rpc|server|worker|client|python|tools|tests|proto"
-# Folder -> the folders it may include (gRPC and proto included).
 declare -A allowed=(
   [common]=""
   [rpc]="common proto gRPC"
-  [client]="rpc common proto gRPC"
-  [server]="rpc common proto gRPC"
+  # The shard core: no gRPC, no protobuf, no rpc/.
+  [server/core]="common"
+  # The checkpoint format (protobuf), files and writer thread.
+  [server/checkpoint]="server/core common proto rpc"
+  # The gRPC front of a shard: service, stream reactor, metrics, the process.
+  [server]="server/core server/checkpoint rpc common proto gRPC"
+  [client]="client/internal rpc common proto gRPC"
+  [client/internal]="client rpc common proto gRPC"
   # rpc: ps_worker's /metrics port (rpc/metrics_endpoint.h).
-  [worker]="client rpc common"
+  [worker]="worker/* client rpc common"
   [python]="client common"
-  [tools]="worker client server rpc common proto gRPC"
-  [tests]="*"
+  # Tools and tests may use anything but each other's internals: tools never
+  # tests/, nobody client/internal/.
+  [tools]="* -tests -client/internal"
+  [tests]="* -client/internal"
 )
-# Files that must stay free of gRPC, protobuf and rpc/: the server core, and
-# the client library's public headers (what its users include).
-grpc_free='^(server/(shard|shard_state|shard_options|shard_stats|shard_recovery|consistency|embedding_table|membership|stall_reporter|versioned_weights|waiters|stats|gradient|pipeline|weights_snapshot|buffer_pool)(_test)?\.(h|cc)|client/(ps_client|pending_op|client_options)\.h)$'
-# The same for client/push_pull_in_progress.h (public), the sparse ids'
-# grouping (client/sparse_ids.h, pure) and the client's pure rules in
-# client/internal/ (recovery, heartbeats, tensor checks).
-grpc_free_client='^client/(push_pull_in_progress\.h|sparse_ids(_test)?\.(h|cc)|internal/(recovery|heartbeater|tensor_checks)(_test)?\.(h|cc))$'
+# Files that must stay free of gRPC and protobuf beyond the table: the client
+# library's public headers (what its users include), its pure rules in
+# client/internal/ (recovery, heartbeats, tensor checks) and the sparse ids'
+# grouping.
+grpc_free='^client/((ps_client|pending_op|client_options|push_pull_in_progress)\.h|sparse_ids(_test)?\.(h|cc)|internal/(recovery|heartbeater|tensor_checks)(_test)?\.(h|cc))$'
+
+# The row that applies to folder $1: its own or its nearest parent's.
+row_of() {
+  local d=$1
+  while :; do
+    if [ "${allowed[$d]+set}" = set ]; then echo "$d"; return; fi
+    [[ "$d" == */* ]] || return 1
+    d=${d%/*}
+  done
+}
+
+# Whether folder $1 may include folder (or gRPC/proto) $2.
+may_include() {
+  local from=$1 to=$2 row tok ok=0
+  [ "$from" = "$to" ] && return 0
+  row=$(row_of "$from") || return 1
+  for tok in ${allowed[$row]}; do
+    case "$tok" in
+      "*") ok=1 ;;
+      -*) [[ "$to" == "${tok#-}" || "$to" == "${tok#-}"/* ]] && ok=0 ;;
+      */\*) [[ "$to" == "${tok%/\*}"/* ]] && ok=1 ;;
+      *) [ "$to" = "$tok" ] && ok=1 ;;
+    esac
+  done
+  [ "$ok" -eq 1 ]
+}
 
 edges=$(mktemp)
+trap 'rm -f "$edges"' EXIT
 bad=0
 while read -r f; do
-  from=${f%%/*}
-  tos=$( { grep -oE "^#include \"($ours)/" "$f" | sed -E 's/#include "([a-z_]+)\//\1/'
-           grep -qE '^#include ["<](grpcpp|grpc\+\+|grpc)/' "$f" && echo gRPC || true; } | sort -u)
-  if [ "$check" -eq 1 ] && [ "$from" != client ] &&
-     grep -qE '^#include "client/internal/' "$f"; then
-    echo "layering: $f includes a private client header:" \
-      "$(grep -m1 -E '^#include "client/internal/' "$f")" >&2
+  from=$(dirname "$f")
+  if [ "$check" -eq 1 ] && ! row_of "$from" >/dev/null; then
+    echo "layering: $f is in $from/, which has no row in tools/dep_graph.sh" \
+      "(place the folder in docs/architecture.md's layers)" >&2
     bad=1
+    continue
   fi
+  tos=$( { grep -oE '^#include "[a-z_/]+/[a-z_0-9]+\.(h|pb\.h|grpc\.pb\.h)"' "$f" |
+             sed -E 's/#include "(.*)\/[^/]*"/\1/' | grep -E '^(common|rpc|server|worker|client|python|tools|tests|proto)(/|$)' || true
+           grep -qE '^#include ["<](grpcpp|grpc\+\+|grpc)/' "$f" && echo gRPC || true; } | sort -u)
   for to in $tos; do
     [ "$from" = "$to" ] && continue
     echo "$from -> $to" >>"$edges"
     [ "$check" -eq 1 ] || continue
-    ok=0
-    if [ "${allowed[$from]+set}" != set ]; then ok=1   # folders not in the table
-    elif [ "${allowed[$from]}" = "*" ]; then ok=1
-    else for a in ${allowed[$from]}; do [ "$a" = "$to" ] && ok=1; done; fi
-    if [[ "$f" =~ $grpc_free || "$f" =~ $grpc_free_client ]] &&
-       [[ "$to" =~ ^(gRPC|proto|rpc)$ ]]; then ok=0; fi
+    ok=1
+    may_include "$from" "$to" || ok=0
+    if [[ "$f" =~ $grpc_free ]] && [[ "$to" =~ ^(gRPC|proto|rpc)$ ]]; then ok=0; fi
     if [ "$ok" -eq 0 ]; then
-      if [ "$to" = gRPC ]; then pat='^#include ["<]grpc'; else pat="^#include \"$to/"; fi
+      if [ "$to" = gRPC ]; then pat='^#include ["<]grpc'; else pat="^#include \"$to/[^/]*\""; fi
       echo "layering: $f includes $to: $(grep -m1 -E "$pat" "$f" || true)" >&2
       bad=1
     fi
   done
 done < <(git ls-files '*.cc' '*.h' '*.cu')
 sort "$edges" | uniq -c | awk '{printf "%s -> %s (%d files)\n", $2, $4, $1}'
-rm -f "$edges"
 exit "$bad"

@@ -6,7 +6,7 @@
 // carry the feature in their top 12 bits, worker/ctr_data.h). The MLP's
 // tensors are the servers' dense model. The servers apply both updates: the
 // dense one with ps_server's --optimizer and --lr, the rows' with its
-// --sparse_optimizer and --sparse_lr (server/sparse_tables.h).
+// --sparse_optimizer and --sparse_lr (server/core/sparse_tables.h).
 //
 // Step(batch), the sync protocol of client/ps_client.h: PullRows of the
 // batch's unique ids (the weights of this step are those the last PushPull

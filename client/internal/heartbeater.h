@@ -1,5 +1,5 @@
 // Heartbeater: keeps a worker's sync leases alive. Where the shards'
-// RegisterResponses set a worker_timeout (server/shard.h: a worker silent
+// RegisterResponses set a worker_timeout (server/core/shard.h: a worker silent
 // that long is dropped from its step), PsClient (client/ps_client.h) makes
 // one at Connect; it calls `beat` every period on a thread of its own until
 // it is destroyed. `beat` sends one Heartbeat to every shard and returns

@@ -1,5 +1,5 @@
 // Recovery: what a PsClient does about a fault, as decisions on plain data,
-// the way server/consistency.h is the shard's step rule. No gRPC, no I/O,
+// the way server/core/consistency.h is the shard's step rule. No gRPC, no I/O,
 // no clock (times are passed in): PsClient (client/ps_client.cc) makes the
 // calls, hands the replies in, and carries out what comes back.
 //

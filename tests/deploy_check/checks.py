@@ -101,7 +101,7 @@ MUTATIONS = [
      "bazel build //:ps_server //:ps_worker //:ps_ctl", "bazel build //:ps_server //:ps_worker",
      "does not build //:ps_ctl"),
     ("a binary copied from where the build no longer puts it", "deploy/Dockerfile",
-     "bazel-bin/tools/ps_bench", "bazel-bin/tests/ps_bench", "the build puts it at"),
+     "bazel-bin/tools/bench/ps_bench", "bazel-bin/tests/ps_bench", "the build puts it at"),
     ("a '# syntax' line in the CUDA Dockerfile", "deploy/Dockerfile.cuda",
      "ARG CUDA_VERSION=13.0\n", "# syntax=docker/dockerfile:1\nARG CUDA_VERSION=13.0\n",
      "fetch a frontend"),

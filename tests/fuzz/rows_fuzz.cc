@@ -12,7 +12,7 @@
 #include "google/protobuf/stubs/logging.h"
 #include "proto/ps.pb.h"
 #include "rpc/wire.h"
-#include "server/sparse_tables.h"
+#include "server/core/sparse_tables.h"
 #include "tests/fuzz/fuzz_check.h"
 
 

@@ -1,6 +1,6 @@
 // The embedding-row targets of the wire fuzzer (tests/fuzz/wire_fuzz.cc):
 // the requests PullRows and PushRows decode, taken through what the shard
-// does with them (server/sparse_tables.h, with declared tables), and the
+// does with them (server/core/sparse_tables.h, with declared tables), and the
 // tables of a ModelSpec (TablesFromProto, ValidateTableSpecs, then
 // SparseTables::Declare).
 //

@@ -77,8 +77,8 @@
 #include "tests/grpc_fuzz/named_cases.h"
 #include "tests/grpc_fuzz/stream_cases.h"
 #include "tests/grpc_fuzz/unary_cases.h"
-#include "tests/server_process.h"
-#include "tools/child_process.h"
+#include "tools/process/server_process.h"
+#include "tools/process/child_process.h"
 
 namespace ps {
 namespace grpc_fuzz {

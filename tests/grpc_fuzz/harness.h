@@ -29,8 +29,8 @@
 #include "grpcpp/generic/generic_stub.h"
 #include "proto/ps.pb.h"
 #include "tests/proto_fuzzer.h"
-#include "tests/server_process.h"
-#include "tools/child_process.h"
+#include "tools/process/server_process.h"
+#include "tools/process/child_process.h"
 
 namespace ps {
 namespace grpc_fuzz {

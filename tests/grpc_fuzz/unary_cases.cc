@@ -116,7 +116,7 @@ std::vector<UnaryRpc> BuildUnaryRpcs() {
 }
 
 // PullRows and PushRows answer OK, or the codes their contract names
-// (server/sparse_tables.h, the service's checks); RESOURCE_EXHAUSTED also
+// (server/core/sparse_tables.h, the service's checks); RESOURCE_EXHAUSTED also
 // for a message over the receive limit, and INTERNAL or UNIMPLEMENTED (what
 // gRPC answers when it cannot parse a request) only for fuzzed bytes. Anything else (UNKNOWN: an exception) is a finding.
 void CheckRowsCode(Harness& h, const std::string& row, const Request& req, const grpc::Status& s,

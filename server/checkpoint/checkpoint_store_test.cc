@@ -1,0 +1,193 @@
+#include "server/checkpoint/checkpoint_store.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "common/partition.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/checkpoint/checkpointer.h"
+#include "server/core/shard_state.h"
+
+namespace ps {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::SizeIs;
+
+const ModelSpec kSpec = {{"w", {4, 3}}, {"b", {5}}};
+
+std::string TempDir() {
+  std::string dir = std::string(std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp") +
+                    "/ckpt-XXXXXX";
+  EXPECT_NE(mkdtemp(dir.data()), nullptr);
+  return dir;
+}
+
+ShardState StateAt(int64_t version, int shard_id = 0) {
+  ShardState s;
+  s.shard_id = shard_id;
+  s.num_shards = 2;
+  s.num_workers = 2;
+  s.workers_seen = {0, 1};
+  s.spec = kSpec;
+  s.version = version;
+  s.weights.resize(MakeSliceLayout(kSpec, 2, shard_id)->num_elements);
+  std::iota(s.weights.begin(), s.weights.end(), static_cast<float>(version));
+  s.optimizer = "sgd";
+  return s;
+}
+
+struct Store {
+  std::vector<std::string> lines;
+  std::unique_ptr<CheckpointStore> store;
+};
+
+Store Open(const std::string& dir, int shard_id = 0, int keep = 3) {
+  Store s;
+  CheckpointStoreOptions o;
+  o.dir = dir;
+  o.shard_id = shard_id;
+  o.num_shards = 2;
+  o.keep = keep;
+  o.log = [lines = &s.lines](absl::string_view l) { lines->emplace_back(l); };
+  auto store = CheckpointStore::Open(o);
+  EXPECT_TRUE(store.ok()) << store.status();
+  s.store = *std::move(store);
+  return s;
+}
+
+std::string Basename(const std::string& path) { return path.substr(path.rfind('/') + 1); }
+
+TEST(CheckpointStore, WritesAndLoadsTheNewest) {
+  const std::string dir = TempDir();
+  Store s = Open(dir);
+  auto none = s.store->LoadNewest(SpecLimits());
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+  for (int64_t v : {100, 300, 200}) ASSERT_TRUE(s.store->Write(StateAt(v)).ok());
+  auto loaded = s.store->LoadNewest(SpecLimits());
+  ASSERT_TRUE(loaded.ok() && loaded->has_value());
+  EXPECT_EQ((*loaded)->state.version, 300);
+  EXPECT_EQ((*loaded)->state.weights, StateAt(300).weights);
+  EXPECT_EQ(Basename((*loaded)->path), "shard-0-of-2-v00000000000000000300.ckpt");
+  EXPECT_TRUE(s.lines.empty());
+  // No temporary file is left behind.
+  std::vector<std::string> listed = s.store->List();
+  EXPECT_THAT(listed, SizeIs(3));
+}
+
+TEST(CheckpointStore, KeepsTheNewestK) {
+  Store s = Open(TempDir(), 0, /*keep=*/2);
+  for (int64_t v = 1; v <= 5; ++v) ASSERT_TRUE(s.store->Write(StateAt(v)).ok());
+  std::vector<std::string> names;
+  for (const std::string& p : s.store->List()) names.push_back(Basename(p));
+  EXPECT_THAT(names, ElementsAre("shard-0-of-2-v00000000000000000005.ckpt",
+                                 "shard-0-of-2-v00000000000000000004.ckpt"));
+}
+
+TEST(CheckpointStore, DamagedNewestFallsBackToThePreviousOne) {
+  Store s = Open(TempDir(), 0, /*keep=*/5);
+  for (int64_t v : {10, 20, 30, 40}) ASSERT_TRUE(s.store->Write(StateAt(v)).ok());
+  const std::vector<std::string> files = s.store->List();  // 40, 30, 20, 10
+  {  // 40: a flipped byte in the payload.
+    std::fstream f(files[0], std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-3, std::ios::end);
+    f.put('\x7f');
+  }
+  ASSERT_EQ(truncate(files[1].c_str(), 50), 0);  // 30: truncated
+  { std::ofstream(files[2], std::ios::trunc) << "garbage"; }  // 20: not a checkpoint
+  auto loaded = s.store->LoadNewest(SpecLimits());
+  ASSERT_TRUE(loaded.ok() && loaded->has_value());
+  EXPECT_EQ((*loaded)->state.version, 10);
+  ASSERT_THAT(s.lines, SizeIs(3));
+  EXPECT_THAT(s.lines[0], HasSubstr("checksum mismatch"));
+  EXPECT_THAT(s.lines[1], HasSubstr("truncated"));
+  EXPECT_THAT(s.lines[2], HasSubstr("not a checkpoint"));
+}
+
+TEST(CheckpointStore, ShardsShareADirectoryWithoutSeeingEachOther) {
+  const std::string dir = TempDir();
+  Store a = Open(dir, 0), b = Open(dir, 1);
+  ASSERT_TRUE(a.store->Write(StateAt(7, 0)).ok());
+  ASSERT_TRUE(b.store->Write(StateAt(9, 1)).ok());
+  EXPECT_THAT(a.store->List(), SizeIs(1));
+  auto loaded = b.store->LoadNewest(SpecLimits());
+  ASSERT_TRUE(loaded.ok() && loaded->has_value());
+  EXPECT_EQ((*loaded)->state.version, 9);
+  EXPECT_EQ((*loaded)->state.shard_id, 1);
+  EXPECT_EQ(a.store->Write(StateAt(8, 1)).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(CheckpointStore, UnusableDirectoryIsAnError) {
+  CheckpointStoreOptions o;
+  o.dir = "/proc/no-such-dir/ckpt";
+  EXPECT_FALSE(CheckpointStore::Open(o).ok());
+  o.dir = TempDir();
+  o.keep = 0;
+  EXPECT_EQ(CheckpointStore::Open(o).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// The checkpointer writes what the shard offers, writes the current state on
+// demand (once per version), and writes periodically when the version moved.
+TEST(Checkpointer, WritesOfferedAndCurrentStates) {
+  Store s = Open(TempDir(), 0, /*keep=*/10);
+  absl::Mutex mu;
+  int64_t current = 5;
+  std::vector<std::string> log;
+  CheckpointerOptions o;
+  o.export_state = [&]() -> absl::StatusOr<ShardState> {
+    absl::MutexLock l(&mu);
+    return StateAt(current);
+  };
+  o.log = [&](absl::string_view line) {
+    absl::MutexLock l(&mu);
+    log.emplace_back(line);
+  };
+  o.period = absl::Milliseconds(50);
+  {
+    Checkpointer c(s.store.get(), o);
+    c.Offer(StateAt(3));
+    // The periodic export writes v5; the offer, v3.
+    for (int i = 0; i < 1000 && s.store->List().size() < 2; ++i) {
+      absl::SleepFor(absl::Milliseconds(10));  // bounded: 10 s
+    }
+    EXPECT_THAT(s.store->List(), SizeIs(2));
+    {
+      absl::MutexLock l(&mu);
+      current = 6;
+    }
+    auto now = c.WriteNow();
+    ASSERT_TRUE(now.ok());
+    EXPECT_TRUE(now->written);
+    EXPECT_EQ(now->version, 6);
+    EXPECT_THAT(Basename(now->path), HasSubstr("v00000000000000000006"));
+    // Same version: nothing new is written; on the writer thread likewise.
+    absl::Notification requested;
+    absl::StatusOr<CheckpointWritten> again;
+    c.RequestWrite([&](absl::StatusOr<CheckpointWritten> r) {
+      again = std::move(r);
+      requested.Notify();
+    });
+    ASSERT_TRUE(requested.WaitForNotificationWithTimeout(absl::Seconds(30)));
+    ASSERT_TRUE(again.ok());
+    EXPECT_FALSE(again->written);
+    EXPECT_EQ(again->path, now->path);
+    EXPECT_EQ(c.last_written_version(), 6);
+  }
+  absl::MutexLock l(&mu);
+  ASSERT_FALSE(log.empty());
+  EXPECT_THAT(log.back(), HasSubstr("shard 0: checkpoint v6 written to"));
+}
+
+}  // namespace
+}  // namespace ps

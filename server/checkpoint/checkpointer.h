@@ -1,0 +1,118 @@
+// Checkpointer: writes a shard's checkpoints on its own thread, so that the
+// push path only hands over a copy of the state.
+//
+// States arrive three ways:
+//   - Offer: the shard's by-version exports (ShardOptions::on_checkpoint);
+//     if the writer is still busy with an earlier one, the newer replaces
+//     the one waiting (the written set then skips a version);
+//   - every `period` (> 0), the thread exports the shard itself (through
+//     `export_state`) if its version moved since the last write; such
+//     checkpoints are not a consistent cut across sync shards;
+//   - WriteNow: an export written on the caller's thread (at shutdown), or
+//     RequestWrite: the same on the writer thread, for an RPC that must not
+//     block (ps_ctl checkpoint).
+// Each write goes through the CheckpointStore (atomic, durable, pruned), and
+// each result is logged as one line: "shard S: checkpoint vV written to PATH
+// (B bytes, T ms)" or why it failed; a failed write leaves the previous
+// checkpoints in place and training goes on.
+//
+// Thread-safe. Owns its thread; the destructor writes nothing more and joins
+// it. Borrows the store, which must outlive it.
+#ifndef PS_SERVER_CHECKPOINT_CHECKPOINTER_H_
+#define PS_SERVER_CHECKPOINT_CHECKPOINTER_H_
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "server/checkpoint/checkpoint_store.h"
+#include "server/core/shard_state.h"
+#include "server/core/stats.h"
+
+namespace ps {
+
+// The newest checkpoint after a WriteNow.
+struct CheckpointWritten {
+  int64_t version = 0;
+  std::string path;
+  bool written = false;  // false: the newest file already held this version
+};
+
+struct CheckpointerOptions {
+  int shard_id = 0;  // for the log lines
+  // Time-based checkpoints: at most this far apart; zero: none.
+  absl::Duration period = absl::ZeroDuration();
+  // The shard's current state (Shard::ExportState); FAILED_PRECONDITION
+  // before its parameters exist, which is not logged.
+  std::function<absl::StatusOr<ShardState>()> export_state;
+  // Receives each log line, without a newline; null drops them.
+  std::function<void(absl::string_view line)> log;
+  // The checkpoint the shard was restored from, if any: its version counts
+  // as written, so an unchanged shard is not written again.
+  int64_t restored_version = -1;
+  std::string restored_path;
+};
+
+class Checkpointer {
+ public:
+  Checkpointer(CheckpointStore* store, CheckpointerOptions options);
+  ~Checkpointer();
+
+  Checkpointer(const Checkpointer&) = delete;
+  Checkpointer& operator=(const Checkpointer&) = delete;
+
+  // Queues `state` for the writer thread.
+  void Offer(ShardState state);
+
+  // Writes the state still waiting from Offer, if any, then exports the
+  // shard and writes it, unless the newest written version is the shard's
+  // already. FAILED_PRECONDITION (not logged) before the shard has
+  // parameters; a write's error is logged and returned.
+  absl::StatusOr<CheckpointWritten> WriteNow();
+
+  // WriteNow on the writer thread; `done` runs there with its result.
+  using WriteDone = std::function<void(absl::StatusOr<CheckpointWritten>)>;
+  void RequestWrite(WriteDone done);
+
+  // The version of the newest checkpoint written; -1 before the first.
+  int64_t last_written_version() const;
+
+  // Write durations, failures, the last good write's time; any thread.
+  const CheckpointMetrics& metrics() const { return metrics_; }
+
+ private:
+  void Loop();
+  // Writes `state` and records it; logs the outcome.
+  absl::StatusOr<std::string> WriteLocked(const ShardState& state)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  void Log(const std::string& line) const;
+
+  CheckpointStore* const store_;  // not owned
+  const CheckpointerOptions options_;
+
+  // Serializes writes (the thread's and WriteNow's); held while writing.
+  mutable absl::Mutex write_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  int64_t last_written_ ABSL_GUARDED_BY(write_mu_) = -1;
+  std::string last_path_ ABSL_GUARDED_BY(write_mu_);
+
+  mutable absl::Mutex mu_;
+  std::optional<ShardState> pending_ ABSL_GUARDED_BY(mu_);
+  std::vector<WriteDone> requests_ ABSL_GUARDED_BY(mu_);
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+
+  CheckpointMetrics metrics_;
+  std::thread thread_;
+};
+
+}  // namespace ps
+
+#endif  // PS_SERVER_CHECKPOINT_CHECKPOINTER_H_

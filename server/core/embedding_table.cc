@@ -1,0 +1,381 @@
+#include "server/core/embedding_table.h"
+
+#include <algorithm>
+#include <functional>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/embedding_shard.h"
+
+namespace ps {
+
+namespace {
+
+constexpr uint32_t kNone = 0xffffffffu;
+// Bytes of floats a chunk of slots aims at.
+constexpr size_t kChunkTargetBytes = 64 * 1024;
+// Keeps the index's bucket choice independent of ShardOfId's high bits.
+constexpr uint64_t kIndexSalt = 0x2545f4914f6cdd1dULL;
+
+// Bytes per slot outside the index: floats, id, prev, next, adam's step.
+size_t SlotBytes(const EmbeddingTableOptions& o) {
+  const size_t floats = static_cast<size_t>(o.dim) * (1 + o.optimizer.StateFloatsPerElement());
+  return floats * sizeof(float) + sizeof(uint64_t) + 2 * sizeof(uint32_t) +
+         (o.optimizer.HasRowStep() ? sizeof(uint32_t) : 0);
+}
+
+int ChunkShift(const EmbeddingTableOptions& o) {
+  const size_t row_bytes =
+      static_cast<size_t>(o.dim) * (1 + o.optimizer.StateFloatsPerElement()) * sizeof(float);
+  int shift = 0;
+  while (row_bytes << (shift + 1) <= kChunkTargetBytes && shift < 20) ++shift;
+  return shift;
+}
+
+// Sorted distinct copy of `ids`.
+std::vector<uint64_t> Distinct(absl::Span<const uint64_t> ids) {
+  std::vector<uint64_t> v(ids.begin(), ids.end());
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+
+}  // namespace
+
+// One chunk of slots: slot (c << shift) + k lives at index k of chunk c.
+struct EmbeddingTable::Chunk {
+  std::unique_ptr<float[]> floats;  // row_floats per slot
+  std::unique_ptr<uint64_t[]> ids;
+  std::unique_ptr<uint32_t[]> prev;  // toward the most recently used
+  std::unique_ptr<uint32_t[]> next;  // toward the least recently used
+  std::unique_ptr<uint32_t[]> steps;  // adam only
+};
+
+absl::Status EmbeddingTableOptions::Validate() const {
+  if (name.empty()) return absl::InvalidArgumentError("embedding table name must be non-empty");
+  const std::string table = absl::StrCat("embedding table \"", name, "\": ");
+  if (dim < 1) return absl::InvalidArgumentError(absl::StrCat(table, "dim must be >= 1, got ", dim));
+  if (!(init_scale >= 0.0f) || init_scale > 3.0e38f) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(table, "init_scale must be >= 0 and finite, got ", init_scale));
+  }
+  if (max_rows < 0 || max_rows > EmbeddingTable::kMaxRows) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        table, "max_rows must be in [0, ", EmbeddingTable::kMaxRows, "], got ", max_rows));
+  }
+  absl::Status s = optimizer.Validate();
+  if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat(table, s.message()));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<EmbeddingTable>> EmbeddingTable::Create(
+    const EmbeddingTableOptions& options) {
+  absl::Status s = options.Validate();
+  if (!s.ok()) return s;
+  return std::unique_ptr<EmbeddingTable>(new EmbeddingTable(options));
+}
+
+EmbeddingTable::EmbeddingTable(const EmbeddingTableOptions& options)
+    : options_(options),
+      row_floats_(options.dim * (1 + options.optimizer.StateFloatsPerElement())),
+      chunk_shift_(ChunkShift(options)),
+      head_(kNone),
+      tail_(kNone) {}
+
+EmbeddingTable::~EmbeddingTable() = default;
+
+int64_t EmbeddingTable::RowLimit() const {
+  return options_.max_rows > 0 ? options_.max_rows : kMaxRows;
+}
+
+// --- Slots -----------------------------------------------------------------
+
+uint64_t& EmbeddingTable::IdOf(uint32_t slot) const {
+  return chunks_[slot >> chunk_shift_]->ids[slot & ((1u << chunk_shift_) - 1)];
+}
+
+float* EmbeddingTable::RowOf(uint32_t slot) const {
+  return chunks_[slot >> chunk_shift_]->floats.get() +
+         static_cast<size_t>(slot & ((1u << chunk_shift_) - 1)) * row_floats_;
+}
+
+uint32_t& EmbeddingTable::PrevOf(uint32_t slot) const {
+  return chunks_[slot >> chunk_shift_]->prev[slot & ((1u << chunk_shift_) - 1)];
+}
+
+uint32_t& EmbeddingTable::NextOf(uint32_t slot) const {
+  return chunks_[slot >> chunk_shift_]->next[slot & ((1u << chunk_shift_) - 1)];
+}
+
+uint32_t* EmbeddingTable::StepOf(uint32_t slot) const {
+  if (!options_.optimizer.HasRowStep()) return nullptr;
+  return &chunks_[slot >> chunk_shift_]->steps[slot & ((1u << chunk_shift_) - 1)];
+}
+
+uint32_t EmbeddingTable::NewSlot(uint64_t id) {
+  uint32_t slot;
+  if (num_rows_ < RowLimit()) {
+    GrowIndexFor(num_rows_ + 1);
+    slot = static_cast<uint32_t>(num_rows_);
+    if ((slot >> chunk_shift_) == chunks_.size()) {
+      const size_t n = size_t{1} << chunk_shift_;
+      auto chunk = std::make_unique<Chunk>();
+      chunk->floats.reset(new float[n * row_floats_]);
+      chunk->ids.reset(new uint64_t[n]);
+      chunk->prev.reset(new uint32_t[n]);
+      chunk->next.reset(new uint32_t[n]);
+      if (options_.optimizer.HasRowStep()) chunk->steps.reset(new uint32_t[n]);
+      chunks_.push_back(std::move(chunk));
+    }
+    ++num_rows_;
+  } else {
+    // Full, with evict_lru on (CheckCapacity let no other case through):
+    // the least recently used row gives up its slot.
+    slot = tail_;
+    IndexErase(IdOf(slot));
+    Unlink(slot);
+  }
+  IdOf(slot) = id;
+  if (uint32_t* step = StepOf(slot)) *step = 0;
+  return slot;
+}
+
+uint32_t EmbeddingTable::FindOrCreate(uint64_t id) {
+  uint32_t slot = Find(id);
+  if (slot != kNone) {
+    Unlink(slot);
+  } else {
+    slot = NewSlot(id);
+    float* row = RowOf(slot);
+    InitRow(options_.seed, id, options_.dim, options_.init_scale, row);
+    InitSparseState(options_.optimizer, options_.dim, row + options_.dim);
+    IndexInsert(slot);
+  }
+  PushFront(slot);
+  return slot;
+}
+
+// --- LRU list ----------------------------------------------------------------
+
+void EmbeddingTable::Unlink(uint32_t slot) {
+  const uint32_t p = PrevOf(slot), n = NextOf(slot);
+  if (p != kNone) NextOf(p) = n; else head_ = n;
+  if (n != kNone) PrevOf(n) = p; else tail_ = p;
+}
+
+void EmbeddingTable::PushFront(uint32_t slot) {
+  PrevOf(slot) = kNone;
+  NextOf(slot) = head_;
+  if (head_ != kNone) PrevOf(head_) = slot; else tail_ = slot;
+  head_ = slot;
+}
+
+// --- Index -------------------------------------------------------------------
+
+size_t EmbeddingTable::HomeBucket(uint64_t id) const {
+  return static_cast<size_t>(Mix64(id ^ kIndexSalt)) & (buckets_.size() - 1);
+}
+
+uint32_t EmbeddingTable::Find(uint64_t id) const {
+  if (buckets_.empty()) return kNone;
+  const size_t mask = buckets_.size() - 1;
+  for (size_t b = HomeBucket(id);; b = (b + 1) & mask) {
+    const uint32_t slot = buckets_[b];
+    if (slot == kNone || IdOf(slot) == id) return slot;
+  }
+}
+
+void EmbeddingTable::IndexInsert(uint32_t slot) {
+  const size_t mask = buckets_.size() - 1;
+  size_t b = HomeBucket(IdOf(slot));
+  while (buckets_[b] != kNone) b = (b + 1) & mask;
+  buckets_[b] = slot;
+}
+
+void EmbeddingTable::IndexErase(uint64_t id) {
+  const size_t mask = buckets_.size() - 1;
+  size_t hole = HomeBucket(id);
+  while (IdOf(buckets_[hole]) != id) hole = (hole + 1) & mask;
+  // Backward shift: move later entries of the probe run into the hole
+  // unless their home lies cyclically in (hole, j].
+  for (size_t j = (hole + 1) & mask; buckets_[j] != kNone; j = (j + 1) & mask) {
+    const size_t home = HomeBucket(IdOf(buckets_[j]));
+    const bool stays = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
+    if (stays) continue;
+    buckets_[hole] = buckets_[j];
+    hole = j;
+  }
+  buckets_[hole] = kNone;
+}
+
+void EmbeddingTable::GrowIndexFor(int64_t rows) {
+  size_t size = buckets_.size();
+  if (static_cast<size_t>(rows) * 4 <= size * 3) return;
+  if (size == 0) size = 16;
+  while (static_cast<size_t>(rows) * 4 > size * 3) size *= 2;
+  std::vector<uint32_t> old(size, kNone);  // exactly `size` allocated
+  buckets_.swap(old);
+  for (uint32_t slot : old) {
+    if (slot != kNone) IndexInsert(slot);
+  }
+}
+
+// --- Calls -------------------------------------------------------------------
+
+absl::Status EmbeddingTable::CheckCapacity(absl::Span<const uint64_t> ids) const {
+  const int64_t limit = RowLimit();
+  const int64_t n = static_cast<int64_t>(ids.size());
+  if (options_.evict_lru) {
+    if (n <= limit) return absl::OkStatus();
+    const int64_t distinct = static_cast<int64_t>(Distinct(ids).size());
+    if (distinct <= limit) return absl::OkStatus();
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "embedding table \"", options_.name, "\": one call names ", distinct,
+        " distinct ids, more than max_rows ", limit, " even with LRU eviction"));
+  }
+  if (num_rows_ + n <= limit) return absl::OkStatus();
+  std::vector<uint64_t> missing;
+  for (uint64_t id : ids) {
+    if (Find(id) == kNone) missing.push_back(id);
+  }
+  if (num_rows_ + static_cast<int64_t>(missing.size()) <= limit) return absl::OkStatus();
+  const int64_t fresh = static_cast<int64_t>(Distinct(missing).size());
+  if (num_rows_ + fresh <= limit) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "embedding table \"", options_.name, "\": ", fresh, " new rows would pass max_rows ", limit,
+      " (it holds ", num_rows_, "); raise max_rows or turn on LRU eviction"));
+}
+
+void EmbeddingTable::PrefetchAhead(absl::Span<const uint64_t> ids, size_t i) const {
+  constexpr size_t kBucketAhead = 16, kRowAhead = 8;
+  if (buckets_.empty()) return;
+  if (i + kBucketAhead < ids.size()) __builtin_prefetch(&buckets_[HomeBucket(ids[i + kBucketAhead])]);
+  if (i + kRowAhead < ids.size()) {
+    const uint32_t slot = buckets_[HomeBucket(ids[i + kRowAhead])];
+    if (slot != kNone) {
+      __builtin_prefetch(&IdOf(slot));
+      __builtin_prefetch(RowOf(slot));
+      __builtin_prefetch(&PrevOf(slot));
+    }
+  }
+}
+
+absl::Status EmbeddingTable::Pull(absl::Span<const uint64_t> ids, float* out) {
+  absl::Status s = CheckCapacity(ids);
+  if (!s.ok()) return s;
+  const size_t dim = options_.dim;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    PrefetchAhead(ids, i);
+    std::memcpy(out + i * dim, RowOf(FindOrCreate(ids[i])), dim * sizeof(float));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status EmbeddingTable::Apply(absl::Span<const uint64_t> ids, const float* grads) {
+  // Strictly ascending ids (what PsClient sends) repeat none; others are
+  // sorted to find a repeat.
+  if (ids.size() > 1 &&
+      std::adjacent_find(ids.begin(), ids.end(), std::greater_equal<uint64_t>()) != ids.end()) {
+    std::vector<uint64_t> sorted(ids.begin(), ids.end());
+    std::sort(sorted.begin(), sorted.end());
+    auto dup = std::adjacent_find(sorted.begin(), sorted.end());
+    if (dup != sorted.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("embedding table \"", options_.name,
+                                                     "\": id ", *dup, " repeats in one push"));
+    }
+  }
+  absl::Status s = CheckCapacity(ids);
+  if (!s.ok()) return s;
+  const size_t dim = options_.dim;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    PrefetchAhead(ids, i);
+    const uint32_t slot = FindOrCreate(ids[i]);
+    float* row = RowOf(slot);
+    ApplySparseRow(options_.optimizer, options_.dim, grads + i * dim, row, row + dim,
+                   StepOf(slot));
+  }
+  return absl::OkStatus();
+}
+
+size_t EmbeddingTable::MemoryBytes() const {
+  const size_t slots = chunks_.size() << chunk_shift_;
+  return chunks_.capacity() * sizeof(std::unique_ptr<Chunk>) + chunks_.size() * sizeof(Chunk) +
+         slots * SlotBytes(options_) + buckets_.capacity() * sizeof(uint32_t);
+}
+
+// --- Export and Import -------------------------------------------------------
+
+EmbeddingTableContents EmbeddingTable::Export() const {
+  EmbeddingTableContents c;
+  c.dim = options_.dim;
+  c.optimizer = options_.optimizer.kind;
+  const size_t dim = options_.dim;
+  const size_t state = row_floats_ - dim;
+  c.ids.reserve(num_rows_);
+  c.values.reserve(num_rows_ * dim);
+  c.state.reserve(num_rows_ * state);
+  for (uint32_t slot = tail_; slot != kNone; slot = PrevOf(slot)) {
+    const float* row = RowOf(slot);
+    c.ids.push_back(IdOf(slot));
+    c.values.insert(c.values.end(), row, row + dim);
+    c.state.insert(c.state.end(), row + dim, row + row_floats_);
+    if (const uint32_t* step = StepOf(slot)) c.adam_steps.push_back(*step);
+  }
+  return c;
+}
+
+absl::Status EmbeddingTable::Import(const EmbeddingTableContents& c) {
+  const std::string table = absl::StrCat("embedding table \"", options_.name, "\": import: ");
+  if (c.dim != options_.dim) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(table, "rows of dim ", c.dim, ", the table's is ", options_.dim));
+  }
+  if (c.optimizer != options_.optimizer.kind) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        table, "optimizer state of ", SparseOptimizerName(c.optimizer), ", the table uses ",
+        SparseOptimizerName(options_.optimizer.kind)));
+  }
+  const size_t n = c.ids.size();
+  const size_t dim = options_.dim;
+  const size_t state = row_floats_ - dim;
+  const size_t steps = options_.optimizer.HasRowStep() ? n : 0;
+  if (c.values.size() != n * dim || c.state.size() != n * state || c.adam_steps.size() != steps) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        table, n, " ids need ", n * dim, " values, ", n * state, " state floats and ", steps,
+        " step counts; got ", c.values.size(), ", ", c.state.size(), " and ",
+        c.adam_steps.size()));
+  }
+  if (static_cast<int64_t>(n) > RowLimit()) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(table, n, " rows pass max_rows ", RowLimit()));
+  }
+  std::vector<uint64_t> sorted(c.ids.begin(), c.ids.end());
+  std::sort(sorted.begin(), sorted.end());
+  auto dup = std::adjacent_find(sorted.begin(), sorted.end());
+  if (dup != sorted.end()) {
+    return absl::InvalidArgumentError(absl::StrCat(table, "id ", *dup, " repeats"));
+  }
+
+  Clear();
+  GrowIndexFor(static_cast<int64_t>(n));
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t slot = NewSlot(c.ids[i]);
+    float* row = RowOf(slot);
+    std::memcpy(row, c.values.data() + i * dim, dim * sizeof(float));
+    if (state > 0) std::memcpy(row + dim, c.state.data() + i * state, state * sizeof(float));
+    if (uint32_t* step = StepOf(slot)) *step = c.adam_steps[i];
+    IndexInsert(slot);
+    PushFront(slot);
+  }
+  return absl::OkStatus();
+}
+
+void EmbeddingTable::Clear() {
+  std::vector<std::unique_ptr<Chunk>>().swap(chunks_);
+  std::vector<uint32_t>().swap(buckets_);
+  num_rows_ = 0;
+  head_ = tail_ = kNone;
+}
+
+}  // namespace ps

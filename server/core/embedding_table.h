@@ -1,0 +1,173 @@
+// EmbeddingTable: one server's rows of one embedding table.
+//
+// A table has a name, a row dimension and a key space of 64-bit ids; the
+// servers split the ids by ShardOfId (common/embedding_shard.h) and each
+// keeps its rows here. A row is created on first touch (Pull or Apply) with
+// InitRow(seed, id) and its optimizer's initial state, so any shard and any
+// restart creates the same row. Apply updates only the rows it names, by
+// the sparse optimizer of common/sparse_optimizer.h.
+//
+// Memory is bounded by max_rows: a call that would create rows past it gets
+// RESOURCE_EXHAUSTED naming the table, and changes nothing (capacity is
+// checked before any row is made), unless evict_lru is on; then each new
+// row past the bound replaces the least recently used row (touched last by
+// Pull, Apply or Import the longest ago).
+//
+// Layout, per row: its floats (dim values, then the optimizer's state) in
+// fixed-size chunks of slots (about 64 KiB each, so no slack grows with the
+// table), the id (8 bytes), the LRU list's prev/next slot numbers (4 + 4),
+// adam's step count (4, adam only), and an open-addressing index (linear
+// probing, backward-shift deletion) of uint32 slot numbers, kept at load
+// factor in (0.375, 0.75], so at most 10.7 bytes per row: at most 31 bytes
+// of overhead per row beyond its floats once the table is past its first
+// chunk and 16 buckets (the last chunk's unused slots add less than one
+// chunk in all). MemoryBytes counts all of it; server/core/embedding_table_test.cc
+// and tools/bench/embedding_memory_bench.cc measure it.
+//
+// Export and Import move every row with its optimizer state and the LRU
+// order, for checkpoints: Import then Pull gives the same rows bit for bit,
+// and training continues bit for bit as it would have.
+//
+// Thread-compatible: no internal locking; the shard's lock guards it.
+#ifndef PS_SERVER_CORE_EMBEDDING_TABLE_H_
+#define PS_SERVER_CORE_EMBEDDING_TABLE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "common/sparse_optimizer.h"
+
+namespace ps {
+
+struct EmbeddingTableOptions {
+  std::string name;  // names the table in errors; non-empty
+  int dim = 0;       // floats per row, >= 1
+  uint64_t seed = 0;  // InitRow's seed
+  float init_scale = 0.01f;  // new rows are uniform in [-init_scale, init_scale); >= 0
+  // Most rows this server keeps, 0 = no bound but the slot numbers'
+  // (EmbeddingTable::kMaxRows). At most kMaxRows.
+  int64_t max_rows = 0;
+  // At max_rows, replace the least recently used row instead of failing.
+  bool evict_lru = false;
+  SparseOptimizerOptions optimizer;
+
+  // INVALID_ARGUMENT naming the table and the first bad field.
+  absl::Status Validate() const;
+};
+
+// All rows of a table, least recently used first (so Import, inserting in
+// order, rebuilds the LRU order). Row i is ids[i]; its values are
+// values[i*dim, (i+1)*dim), its state state[i*dim*s, (i+1)*dim*s) with s the
+// optimizer's StateFloatsPerElement, and for adam its step count
+// adam_steps[i] (empty for the other rules).
+struct EmbeddingTableContents {
+  int dim = 0;
+  SparseOptimizerKind optimizer = SparseOptimizerKind::kSgd;
+  std::vector<uint64_t> ids;
+  std::vector<float> values;
+  std::vector<float> state;
+  std::vector<uint32_t> adam_steps;
+};
+
+class EmbeddingTable {
+ public:
+  // The most rows one table can hold (slot numbers are uint32, one value
+  // reserved).
+  static constexpr int64_t kMaxRows = 0xfffffffeLL;
+
+  // INVALID_ARGUMENT for options that do not validate.
+  static absl::StatusOr<std::unique_ptr<EmbeddingTable>> Create(
+      const EmbeddingTableOptions& options);
+
+  EmbeddingTable(const EmbeddingTable&) = delete;
+  EmbeddingTable& operator=(const EmbeddingTable&) = delete;
+  ~EmbeddingTable();
+
+  // Writes row ids[i] to out[i*dim, (i+1)*dim) for each i, creating missing
+  // rows and making each the most recently used (in order). Ids may repeat.
+  // RESOURCE_EXHAUSTED naming the table, with nothing created or touched,
+  // when the new rows would pass max_rows and evict_lru is off, or (with
+  // evict_lru) when the call names more distinct ids than max_rows.
+  absl::Status Pull(absl::Span<const uint64_t> ids, float* out);
+
+  // Applies grads[i*dim, (i+1)*dim) to row ids[i] by the sparse optimizer,
+  // creating missing rows first as Pull does and making each the most
+  // recently used. INVALID_ARGUMENT naming the table and the id when an id
+  // repeats; RESOURCE_EXHAUSTED as Pull; either way nothing changes.
+  absl::Status Apply(absl::Span<const uint64_t> ids, const float* grads);
+
+  // The RESOURCE_EXHAUSTED that Pull or Apply of `ids` would return for
+  // want of room, or OK; changes nothing (so a caller can check before it
+  // allocates the call's output).
+  absl::Status CheckCapacity(absl::Span<const uint64_t> ids) const;
+
+  int64_t num_rows() const { return num_rows_; }
+  const EmbeddingTableOptions& options() const { return options_; }
+
+  // Bytes this table has allocated on the heap for its rows and index (not
+  // the object itself, nor a call's temporary scratch).
+  size_t MemoryBytes() const;
+
+  // Every row with its state, least recently used first.
+  EmbeddingTableContents Export() const;
+  // Replaces every row by `contents`. INVALID_ARGUMENT (dim, optimizer or
+  // sizes not this table's, a repeated id) or RESOURCE_EXHAUSTED (more rows
+  // than max_rows), leaving the table as it was.
+  absl::Status Import(const EmbeddingTableContents& contents);
+
+ private:
+  struct Chunk;
+
+  explicit EmbeddingTable(const EmbeddingTableOptions& options);
+
+  int64_t RowLimit() const;
+  // The slot of `id`, creating the row (evicting if needed) when missing,
+  // made the most recently used. REQUIRES: CheckCapacity passed.
+  uint32_t FindOrCreate(uint64_t id);
+  // A fresh slot for `id` (initial values and state), not yet in the LRU
+  // list or the index.
+  uint32_t NewSlot(uint64_t id);
+
+  // Slot accessors.
+  uint64_t& IdOf(uint32_t slot) const;
+  float* RowOf(uint32_t slot) const;  // dim values, then the state
+  uint32_t& PrevOf(uint32_t slot) const;
+  uint32_t& NextOf(uint32_t slot) const;
+  uint32_t* StepOf(uint32_t slot) const;  // null unless adam
+
+  // LRU list: head_ most recent, tail_ least.
+  void Unlink(uint32_t slot);
+  void PushFront(uint32_t slot);
+
+  // Index.
+  size_t HomeBucket(uint64_t id) const;
+  uint32_t Find(uint64_t id) const;  // kNone if absent
+  // In a loop over `ids` at i: starts fetching the index bucket of a later
+  // id and the row (id, values, LRU links) of a nearer one, so that their
+  // cache misses overlap instead of following one another.
+  void PrefetchAhead(absl::Span<const uint64_t> ids, size_t i) const;
+  void IndexInsert(uint32_t slot);   // REQUIRES: its id absent
+  void IndexErase(uint64_t id);      // REQUIRES: present
+  void GrowIndexFor(int64_t rows);
+
+  void Clear();
+
+  const EmbeddingTableOptions options_;
+  const int row_floats_;   // dim * (1 + state floats per element)
+  const int chunk_shift_;  // slots per chunk = 1 << chunk_shift_
+  std::vector<std::unique_ptr<Chunk>> chunks_;
+  int64_t num_rows_ = 0;  // slots [0, num_rows_) are in use
+  uint32_t head_;
+  uint32_t tail_;
+  std::vector<uint32_t> buckets_;  // slot numbers; kNone = empty
+};
+
+}  // namespace ps
+
+#endif  // PS_SERVER_CORE_EMBEDDING_TABLE_H_

@@ -1,0 +1,100 @@
+// Membership: which workers a shard has seen, and their sync leases.
+//
+// Two records, kept apart on purpose:
+//   - Seen (MarkSeen): the workers that registered or pushed. It goes into
+//     checkpoints and Stats, and never shrinks.
+//   - Leases (with a worker_timeout > 0, sync mode only): when each worker
+//     was last heard from in this incarnation (Touch: any request). A worker
+//     heard from once and then silent for worker_timeout is dropped
+//     (Expire), and comes back with its next request (Touch). A worker never
+//     heard from holds no lease and is never dropped: a step waits for it.
+// Each drop or return comes back as a LeaseChange for the owner to act on
+// (ConsistencyPolicy::SetLive) and log:
+//   shard 0: worker 2 dropped: no request for 3.0s (--worker_timeout=3s) at step 7; sync steps close without it until it is back
+//   shard 0: worker 2 is back (at step 9); sync steps wait for it again
+//
+// Time is passed in (`now`) and nothing here sleeps or owns a thread. The
+// owner keeps an alarm: each LeaseEvents says when Expire must run next
+// (wake_at), and the owner's timer calls Expire at or after that time.
+// Calling Expire early is harmless (nothing expires; wake_at repeats the
+// pending check, so an owner whose timer keeps one alarm sets it again).
+//
+// Not thread-safe: the owner calls it under its lock.
+#ifndef PS_SERVER_CORE_MEMBERSHIP_H_
+#define PS_SERVER_CORE_MEMBERSHIP_H_
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+
+namespace ps {
+
+// A worker dropped (live = false) or back (live = true), with its log line.
+struct LeaseChange {
+  int worker = 0;
+  bool live = false;
+  std::string line;
+};
+
+// What a call changed.
+struct LeaseEvents {
+  std::vector<LeaseChange> changes;  // in worker order
+  // When the owner's timer must call Expire next; InfiniteFuture: no alarm
+  // to set (none is due, or the one set already is early enough).
+  absl::Time wake_at = absl::InfiniteFuture();
+};
+
+class Membership {
+ public:
+  // `shard_id` names the shard in the lines. Leases are on iff
+  // worker_timeout > 0 (the owner passes zero in async mode).
+  // REQUIRES: num_workers >= 1.
+  Membership(int shard_id, int num_workers, absl::Duration worker_timeout);
+
+  bool leases() const { return worker_timeout_ > absl::ZeroDuration(); }
+
+  // Records that `worker` registered or pushed. REQUIRES: a valid worker id.
+  void MarkSeen(int worker) { seen_.insert(worker); }
+  void MarkSeen(const std::vector<int>& workers) { seen_.insert(workers.begin(), workers.end()); }
+  // The workers seen, ascending.
+  std::vector<int> seen() const { return {seen_.begin(), seen_.end()}; }
+
+  // A request from `worker` at `now` (step: the shard's version, for the
+  // line): renews its lease and, if it was dropped, brings it back. Without
+  // leases: nothing. REQUIRES: a valid worker id.
+  LeaseEvents Touch(int worker, absl::Time now, int64_t step);
+
+  // The run is live (a worker holds a copy of the weights): every worker
+  // never heard from gets a lease from `now`, so one that died while the
+  // shard was down is dropped after worker_timeout instead of waited for.
+  LeaseEvents ExpectAll(absl::Time now);
+
+  // Drops every leased worker silent for worker_timeout or longer at `now`.
+  // Before the pending check is due it changes nothing. wake_at: the next
+  // check (the earliest lease still running), InfiniteFuture if none.
+  LeaseEvents Expire(absl::Time now, int64_t step);
+
+  // Among the workers holding a lease (heard from in this incarnation):
+  // the live ones and the dropped ones, ascending. Empty without leases.
+  std::vector<int> live() const;
+  std::vector<int> dropped() const { return {dropped_.begin(), dropped_.end()}; }
+
+ private:
+  LeaseEvents Arm(absl::Time when);
+
+  const int shard_id_;
+  const absl::Duration worker_timeout_;
+  std::set<int> seen_;
+  // By worker: when it was last heard from (InfinitePast: not yet).
+  std::vector<absl::Time> last_seen_;
+  std::set<int> dropped_;
+  // When Expire has something to do next (InfiniteFuture: nothing).
+  absl::Time next_check_ = absl::InfiniteFuture();
+};
+
+}  // namespace ps
+
+#endif  // PS_SERVER_CORE_MEMBERSHIP_H_

@@ -1,0 +1,140 @@
+#include "server/core/membership.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace ps {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+
+// A fake clock: every time is an offset from t0.
+const absl::Time t0 = absl::FromUnixSeconds(1000);
+absl::Time At(double seconds) { return t0 + absl::Seconds(seconds); }
+
+TEST(Membership, SeenIsKeptApartFromLeases) {
+  Membership m(0, 3, absl::ZeroDuration());
+  m.MarkSeen(2);
+  m.MarkSeen({0, 2});
+  EXPECT_THAT(m.seen(), ElementsAre(0, 2));
+  // Without leases nothing is live, dropped or armed.
+  EXPECT_FALSE(m.leases());
+  LeaseEvents e = m.Touch(1, At(0), 0);
+  EXPECT_THAT(e.changes, IsEmpty());
+  EXPECT_EQ(e.wake_at, absl::InfiniteFuture());
+  e = m.Expire(At(1000), 0);
+  EXPECT_THAT(e.changes, IsEmpty());
+  EXPECT_EQ(e.wake_at, absl::InfiniteFuture());
+  EXPECT_EQ(m.ExpectAll(At(0)).wake_at, absl::InfiniteFuture());
+  EXPECT_THAT(m.live(), IsEmpty());
+  EXPECT_THAT(m.dropped(), IsEmpty());
+}
+
+TEST(Membership, FirstTouchArmsTheCheckAndLaterOnesDoNot) {
+  Membership m(0, 3, absl::Seconds(3));
+  EXPECT_EQ(m.Touch(0, At(0), 0).wake_at, At(3));
+  // A check is set already, and leases only move later: no new alarm.
+  EXPECT_EQ(m.Touch(0, At(1), 0).wake_at, absl::InfiniteFuture());
+  EXPECT_EQ(m.Touch(1, At(2), 0).wake_at, absl::InfiniteFuture());
+  EXPECT_THAT(m.live(), ElementsAre(0, 1));
+  // Nobody is seen by Touch: registering or pushing is what MarkSeen says.
+  EXPECT_THAT(m.seen(), IsEmpty());
+}
+
+TEST(Membership, SilentWorkerIsDroppedOnceItsLeaseRunsOut) {
+  Membership m(4, 3, absl::Seconds(3));
+  m.Touch(0, At(0), 0);
+  m.Touch(2, At(0), 0);
+  m.Touch(0, At(2), 1);
+  // At 3 s worker 2's lease ran out; worker 0's runs to 5 s.
+  LeaseEvents e = m.Expire(At(3.24), 7);
+  ASSERT_EQ(e.changes.size(), 1u);
+  EXPECT_EQ(e.changes[0].worker, 2);
+  EXPECT_FALSE(e.changes[0].live);
+  EXPECT_EQ(e.changes[0].line,
+            "shard 4: worker 2 dropped: no request for 3.2s (--worker_timeout=3s) at step 7; "
+            "sync steps close without it until it is back");
+  EXPECT_EQ(e.wake_at, At(5));
+  EXPECT_THAT(m.live(), ElementsAre(0));
+  EXPECT_THAT(m.dropped(), ElementsAre(2));
+  // A dropped worker is not dropped again.
+  e = m.Expire(At(5), 8);
+  ASSERT_EQ(e.changes.size(), 1u);
+  EXPECT_EQ(e.changes[0].worker, 0);
+  EXPECT_EQ(e.wake_at, absl::InfiniteFuture());
+  EXPECT_THAT(m.dropped(), ElementsAre(0, 2));
+}
+
+TEST(Membership, ALeaseEndsExactlyAtTheTimeout) {
+  Membership m(0, 1, absl::Milliseconds(300));
+  m.Touch(0, At(0), 0);
+  EXPECT_THAT(m.Expire(At(0.299), 0).changes, IsEmpty());
+  EXPECT_THAT(m.Expire(At(0.3), 0).changes, ::testing::SizeIs(1));
+}
+
+TEST(Membership, WorkerNeverHeardFromIsNeverDropped) {
+  Membership m(0, 3, absl::Seconds(1));
+  m.Touch(0, At(0), 0);
+  LeaseEvents e = m.Expire(At(100), 0);
+  ASSERT_EQ(e.changes.size(), 1u);
+  EXPECT_EQ(e.changes[0].worker, 0);
+  EXPECT_THAT(m.dropped(), ElementsAre(0));
+  EXPECT_THAT(m.live(), IsEmpty());  // 1 and 2 hold no lease
+}
+
+TEST(Membership, DroppedWorkerComesBackWithItsNextRequest) {
+  Membership m(0, 3, absl::Seconds(3));
+  m.Touch(2, At(0), 0);
+  ASSERT_THAT(m.Expire(At(3), 5).changes, ::testing::SizeIs(1));
+  // The check found no lease left running: the return arms a new one.
+  LeaseEvents e = m.Touch(2, At(10), 9);
+  ASSERT_EQ(e.changes.size(), 1u);
+  EXPECT_EQ(e.changes[0].worker, 2);
+  EXPECT_TRUE(e.changes[0].live);
+  EXPECT_EQ(e.changes[0].line, "shard 0: worker 2 is back (at step 9); sync steps wait for it again");
+  EXPECT_EQ(e.wake_at, At(13));
+  EXPECT_THAT(m.dropped(), IsEmpty());
+  EXPECT_THAT(m.live(), ElementsAre(2));
+  // Its next request is an ordinary renewal.
+  EXPECT_THAT(m.Touch(2, At(11), 9).changes, IsEmpty());
+}
+
+TEST(Membership, EarlyExpireChangesNothingAndRepeatsThePendingCheck) {
+  // The owner's timer keeps one alarm, the earliest: when it rang for
+  // something else (a stall report), the lease check must be set again.
+  Membership m(0, 3, absl::Seconds(3));
+  m.Touch(2, At(0), 0);
+  for (double t : {0.04, 0.08, 0.16, 2.56}) {
+    LeaseEvents e = m.Expire(At(t), 0);
+    EXPECT_THAT(e.changes, IsEmpty()) << t;
+    EXPECT_EQ(e.wake_at, At(3)) << t;
+  }
+  LeaseEvents e = m.Expire(At(3), 0);
+  ASSERT_EQ(e.changes.size(), 1u);
+  EXPECT_THAT(e.changes[0].line, ::testing::HasSubstr("no request for 3.0s"));
+}
+
+TEST(Membership, ExpectAllGivesWorkersNeverHeardFromALease) {
+  // After a restart from a worker's copy the run is live: a worker that died
+  // while the shard was down is dropped after one lease.
+  Membership m(0, 3, absl::Seconds(2));
+  m.Touch(0, At(0), 5);
+  EXPECT_EQ(m.ExpectAll(At(1)).wake_at, absl::InfiniteFuture());  // the check at 2 s is set
+  EXPECT_THAT(m.live(), ElementsAre(0, 1, 2));
+  m.Touch(0, At(1.5), 5);
+  LeaseEvents e = m.Expire(At(2), 5);
+  EXPECT_THAT(e.changes, IsEmpty());  // worker 0 renewed; 1 and 2 run to 3 s
+  EXPECT_EQ(e.wake_at, At(3));
+  e = m.Expire(At(3), 5);
+  ASSERT_EQ(e.changes.size(), 2u);
+  EXPECT_EQ(e.changes[0].worker, 1);
+  EXPECT_EQ(e.changes[1].worker, 2);
+  EXPECT_EQ(e.wake_at, At(3.5));
+  // On a fresh membership ExpectAll arms the check itself.
+  Membership fresh(0, 2, absl::Seconds(2));
+  EXPECT_EQ(fresh.ExpectAll(At(0)).wake_at, At(2));
+}
+
+}  // namespace
+}  // namespace ps

@@ -1,0 +1,300 @@
+// Shard: one parameter server's slice of the model, and the lock that holds
+// its rules together.
+//
+// A Shard composes plain parts, each a class with its own contract and
+// tests, that it calls under its one lock and hands the time (absl::Now()):
+//   - VersionedWeights (server/core/versioned_weights.h): the layout, the flat
+//     float32 weights with copy-on-write snapshots, the Optimizer, the
+//     version.
+//   - ConsistencyPolicy (server/core/consistency.h): which pushes are applied
+//     and when; dedup (sync by worker and step, async by worker and seq).
+//   - Membership (server/core/membership.h): the workers seen, and sync leases.
+//   - StallReporter (server/core/stall_reporter.h): sync steps that wait long.
+// It owns what takes real time: the Waiters (server/core/waiters.h), whose timer
+// thread ends waiting calls at their deadlines and rings the alarms that the
+// parts ask for (a lease check, a stall report).
+//
+// Workers push gradients, which the policy releases for applying (sync:
+// once per step, when the step closes: every live worker's gradient is in,
+// or the quorum's; async: each push), and pull weights, optionally waiting
+// for a minimum version. A push is assembled outside the shard (StartPush
+// hands out a GradientAssembly, server/core/gradient.h) and offered whole (Push).
+// Waiting never parks a thread: a waiting pull leaves a callback that runs
+// when the version arrives (on the thread of the push that completed it) or
+// when its deadline passes (on the timer thread). Readers get an immutable
+// snapshot of the weights. Counters and latency histograms live in
+// ShardMetrics (server/core/stats.h), readable without the shard's lock.
+//
+// Faults (docs/failures.md). With a worker_timeout, a sync shard drops
+// a worker seen in this incarnation and then silent that long: the open
+// step closes without it until its next request brings it back. Three
+// calls replace the parameters: AdoptWorkerCopy (a worker's copy, after
+// this shard restarted behind it), LoadCheckpoint (a checkpoint, at start)
+// and RollBackToCheckpoint (an older checkpoint, for a consistent cut). Each
+// shard has an Incarnation: a random run id and a start count, continued
+// from the checkpoint it loads.
+//
+// Knows nothing of gRPC. Thread-safe: every public method may be called
+// concurrently. Callbacks and log lines are never run with the lock held.
+#ifndef PS_SERVER_CORE_SHARD_H_
+#define PS_SERVER_CORE_SHARD_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/incarnation.h"
+#include "common/model_spec.h"
+#include "common/slice_assembler.h"
+#include "server/core/consistency.h"
+#include "server/core/gradient.h"
+#include "server/core/membership.h"
+#include "server/core/shard_options.h"
+#include "server/core/shard_state.h"
+#include "server/core/shard_stats.h"
+#include "server/core/sparse_tables.h"
+#include "server/core/stall_reporter.h"
+#include "server/core/stats.h"
+#include "server/core/versioned_weights.h"
+#include "server/core/waiters.h"
+#include "server/core/weights_snapshot.h"
+
+namespace ps {
+
+// PullRows: the rows, and the shard's version when they were read.
+struct RowsResult {
+  std::vector<float> values;
+  int64_t version = 0;
+};
+
+// What became of a push that was not an error.
+struct PushResult {
+  int64_t version = 0;  // the shard's version after it
+  PushOutcome outcome = PushOutcome::kApplied;
+};
+
+class Shard {
+ public:
+  using SnapshotCallback = std::function<void(absl::StatusOr<WeightsSnapshot>)>;
+
+  // INVALID_ARGUMENT for options that ShardOptions::Validate refuses.
+  static absl::StatusOr<std::unique_ptr<Shard>> Create(const ShardOptions& options);
+
+  // Fails all waiting calls with UNAVAILABLE and stops the timer thread.
+  ~Shard();
+
+  Shard(const Shard&) = delete;
+  Shard& operator=(const Shard&) = delete;
+
+  const ShardOptions& options() const { return options_; }
+
+  // Records a worker (renewing its lease). INVALID_ARGUMENT if worker_id
+  // is out of range or num_workers differs from the server's.
+  absl::Status Register(int worker_id, int num_workers);
+
+  // Renews the worker's lease; returns the shard's version.
+  absl::StatusOr<int64_t> Heartbeat(int worker_id);
+
+  // The async push seq last accepted from `worker_id` (0: none, and always
+  // in sync mode), so that a restarted worker numbers its pushes after it.
+  int64_t LastSeq(int worker_id) const;
+  // The same for row pushes (PushRows' seq).
+  int64_t LastRowSeq(int worker_id) const;
+
+  // After this shard restarted behind the run (InitRequest.restore):
+  // `values` (every slice this shard owns, exactly once) are worker
+  // `worker_id`'s copy of the weights at `version`, for `spec`. A shard with
+  // no parameters, or behind `version`, installs them at `version` and logs
+  //   shard 0: restored to version 9 from worker 1's copy (the shard was empty)
+  // An open step's gradients are dropped. The copy holds no optimizer
+  // state: the optimizer starts afresh at `version`, and for a rule with
+  // state (not sgd) the line adds that the state was reset. With leases, every worker not heard from yet gets one from now
+  // (Membership::ExpectAll). Returns whether the copy was installed (false:
+  // the shard was at `version` or beyond, and nothing changed).
+  // FAILED_PRECONDITION for a spec other than the shard's.
+  absl::StatusOr<bool> AdoptWorkerCopy(int worker_id, const ModelSpec& spec,
+                                       const std::vector<RawTensorSlice>& values,
+                                       int64_t version);
+
+  Incarnation incarnation() const;
+
+  // Worker 0 creates the parameters from `values` (every slice this shard
+  // owns, exactly once; none if it owns no elements). Other workers send no
+  // values: their spec is checked against the parameters, waiting up to
+  // `wait` for worker 0 to create them. Once created, parameters are never
+  // overwritten: a repeated init only checks the spec. `done` receives the
+  // version and whether this call created the parameters; it runs exactly
+  // once, possibly before Init returns.
+  //
+  // Returns a ticket for CancelWait while the call waits; 0 if it is done.
+  uint64_t Init(int worker_id, const ModelSpec& spec, const std::vector<RawTensorSlice>& values,
+                absl::Duration wait,
+                std::function<void(absl::StatusOr<int64_t> version, bool created)> done);
+
+  // Starts a push by `worker_id` of a gradient computed on weights of
+  // `computed_version`: checks both and that the parameters exist (else
+  // FAILED_PRECONDITION saying pushes must wait for worker 0), and returns
+  // an assembly for the current layout with the shard's nonfinite rule.
+  absl::StatusOr<GradientAssembly> StartPush(int worker_id, int64_t computed_version) const;
+
+  // Offers an assembled gradient to the consistency policy, which applies it
+  // (now or with the rest of its step), refuses it, or answers it was a
+  // duplicate or dropped (ConsistencyPolicy::OnPush; `seq` is the async
+  // push number, 0 = none). ABORTED if the parameters were replaced
+  // (restored) since StartPush.
+  absl::StatusOr<PushResult> Push(AssembledGradient grad, int64_t seq = 0);
+
+  // Calls `done` with the weights once the shard is initialized and at the
+  // version the consistency policy sets for this worker's pull (sync and
+  // async: min_version), or with DEADLINE_EXCEEDED after `wait` (0 = the
+  // default wait) naming the workers that have not pushed. Runs exactly once,
+  // possibly before Pull returns. Returns a ticket for CancelWait while the
+  // pull waits; 0 if it is done. The pull renews the worker's lease unless
+  // `renews_lease` is false (a reader's pull, which names a worker only for
+  // the version it waits for).
+  uint64_t Pull(int worker_id, int64_t min_version, absl::Duration wait, SnapshotCallback done,
+                bool renews_lease = true);
+
+  // Embedding tables (server/core/sparse_tables.h has the rules). DeclareTables:
+  // creates the model's tables, or checks them against those declared
+  // (InitParams; any worker, no waiting: rows need no values from worker 0).
+  // PullRows reads rows now; PushRows offers a worker's row gradients for
+  // its step `version` (sync) or applies them (async and SSP, `seq` as
+  // PushRowsRequest.seq). Both renew the worker's lease (a reader's pull
+  // with renews_lease false does not). Errors name the table.
+  absl::Status DeclareTables(const std::vector<TableSpec>& tables);
+  absl::StatusOr<RowsResult> PullRows(int worker_id, absl::string_view table,
+                                      absl::Span<const uint64_t> ids, bool renews_lease = true);
+  absl::StatusOr<PushResult> PushRows(int worker_id, absl::string_view table, int64_t version,
+                                      int64_t seq, absl::Span<const uint64_t> ids,
+                                      absl::Span<const float> grads);
+  // The declared tables (empty: none).
+  std::vector<TableSpec> Tables() const;
+
+  // Ends a waiting Init or Pull (e.g. its client went away): its callback
+  // runs with CANCELLED. No-op if the call already completed.
+  void CancelWait(uint64_t ticket);
+
+  // Counters for operators. Takes the lock briefly; metrics() does not.
+  ShardStats Stats() const;
+  const ShardMetrics& metrics() const { return *metrics_; }
+  // For the request pipeline's traffic counters (server/core/pipeline.h).
+  ShardMetrics& mutable_metrics() { return *metrics_; }
+
+  // The layout of this shard's slices; empty until initialized.
+  std::shared_ptr<const ShardLayout> Layout() const;
+
+  // Checkpoint support (server/core/shard_state.h). ExportState copies the full
+  // state; FAILED_PRECONDITION before the parameters exist. LoadCheckpoint
+  // replaces spec, weights, version, optimizer state, the workers seen and
+  // the async push seqs, drops the gradients of an open sync step, releases
+  // the pulls the loaded version satisfies, and makes the shard the next
+  // start of the state's run (its incarnation). INVALID_ARGUMENT, changing
+  // nothing, for a state ShardOptions::CheckState refuses or one that does
+  // not fit its spec.
+  absl::StatusOr<ShardState> ExportState() const;
+  absl::Status LoadCheckpoint(const ShardState& state);
+  // LoadCheckpoint of an older checkpoint, for a consistent cut across
+  // shards (InitRequest.rollback), keeping the incarnation:
+  // FAILED_PRECONDITION, changing nothing, unless the shard's state is the
+  // one it last loaded, untouched since (no update, copy or init).
+  absl::Status RollBackToCheckpoint(const ShardState& state);
+
+  // Fails every waiting call with UNAVAILABLE; later waits fail at once.
+  void Close();
+
+ private:
+  using SnapshotCallbacks = std::vector<Waiters::Callback>;
+
+  Shard(const ShardOptions& options, std::unique_ptr<ConsistencyPolicy> policy);
+
+  // What a change leaves to do once the lock is released (Finish).
+  struct Effects {
+    SnapshotCallbacks ready;
+    WeightsSnapshot snap;
+    std::vector<std::string> lines;
+    std::optional<absl::StatusOr<ShardState>> checkpoint;
+  };
+  void Finish(Effects fx);
+
+  // Closes the open step at `now`: applies the mean of `to_apply` at the
+  // learning rate times `lr_scale` (an async gradient's staleness factor)
+  // and moves to the next version, releasing the pulls it satisfies.
+  void ApplyLocked(std::vector<std::vector<float>> to_apply, absl::Time now, Effects* fx,
+                   double lr_scale = 1.0)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A request from `worker_id`: renews its lease, bringing it back if it was
+  // dropped. Touch takes the lock (and does nothing without leases).
+  void Touch(int worker_id) ABSL_LOCKS_EXCLUDED(mu_);
+  void TouchLocked(int worker_id, absl::Time now, Effects* fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Acts on what Membership changed: tells the policy, closes a step that a
+  // drop or return completes, and sets the lease alarm.
+  void OnLeaseEventsLocked(LeaseEvents events, absl::Time now, Effects* fx)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The timer's alarm: lease checks and stall reports due at `now`, and the
+  // alarms for the next ones (the timer keeps only the earliest).
+  void OnAlarm(absl::Time now) ABSL_LOCKS_EXCLUDED(mu_);
+  void WakeAt(absl::Time when) const;  // InfiniteFuture: no-op
+  bool leases() const {
+    return options_.mode != Mode::kAsync && options_.worker_timeout > absl::ZeroDuration();
+  }
+
+  absl::Status CheckInitializedLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  absl::Status ShuttingDown() const;
+  SliceAssembler::Options AssemblerOptions(absl::string_view what) const;
+  // Makes `layout`, `weights` and `optimizer` (null: keep the current one)
+  // the parameters at `version`, with a fresh consistency policy; the open
+  // step is gone. A failure leaves the shard as it was.
+  absl::Status ReplaceParametersLocked(std::shared_ptr<const ShardLayout> layout,
+                                       std::vector<float> weights,
+                                       std::unique_ptr<Optimizer> optimizer, int64_t version)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<ShardState> ExportStateLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // LoadCheckpoint, or RollBackToCheckpoint when `rollback`.
+  absl::Status InstallCheckpoint(const ShardState& state, bool rollback);
+  // Takes the waiters that the current version releases, with the snapshot
+  // to run them with (outside the lock, by Release).
+  SnapshotCallbacks TakeReadyLocked(WeightsSnapshot* snap) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The same, added to fx->ready (with fx->snap).
+  void TakeReadyLocked(Effects* fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  static void Release(SnapshotCallbacks ready, const WeightsSnapshot& snap);
+  std::string WaitTimeoutMessage(int64_t min_version, absl::Duration waited) const
+      ABSL_LOCKS_EXCLUDED(mu_);
+  void Log(const std::vector<std::string>& lines) const;
+
+  // Constant after construction.
+  const ShardOptions options_;
+  const std::shared_ptr<ShardMetrics> metrics_ = std::make_shared<ShardMetrics>();
+  // Gradient buffers (StartPush), back here once applied.
+  const std::shared_ptr<GradientPool> gradient_pool_;
+
+  mutable absl::Mutex mu_;
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  VersionedWeights weights_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<ConsistencyPolicy> policy_ ABSL_GUARDED_BY(mu_);
+  Membership membership_ ABSL_GUARDED_BY(mu_);
+  StallReporter stalls_ ABSL_GUARDED_BY(mu_);
+  Incarnation incarnation_ ABSL_GUARDED_BY(mu_);
+  SparseTables tables_ ABSL_GUARDED_BY(mu_);
+  // True from a LoadCheckpoint until the parameters change (the guard of
+  // RollBackToCheckpoint).
+  bool untouched_checkpoint_ ABSL_GUARDED_BY(mu_) = false;
+
+  // Waiting pulls and inits, and the timer thread (which fails them at their
+  // deadlines and rings the alarms). Last: destroyed, and its timer joined,
+  // before the members its callbacks use.
+  std::unique_ptr<Waiters> waiters_;
+};
+
+}  // namespace ps
+
+#endif  // PS_SERVER_CORE_SHARD_H_

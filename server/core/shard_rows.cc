@@ -1,0 +1,73 @@
+// Shard's embedding-table calls (server/core/shard.h): the rules are
+// SparseTables' (server/core/sparse_tables.h); this adds the lock, leases and
+// the shard's version.
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "server/core/shard.h"
+
+namespace ps {
+
+absl::Status Shard::DeclareTables(const std::vector<TableSpec>& tables) {
+  absl::MutexLock l(&mu_);
+  if (closed_) return ShuttingDown();
+  return tables_.Declare(tables);
+}
+
+int64_t Shard::LastRowSeq(int worker_id) const {
+  if (!options_.CheckWorker(worker_id).ok()) return 0;
+  absl::MutexLock l(&mu_);
+  return tables_.LastRowSeqs()[worker_id];
+}
+
+std::vector<TableSpec> Shard::Tables() const {
+  absl::MutexLock l(&mu_);
+  return tables_.specs();
+}
+
+absl::StatusOr<RowsResult> Shard::PullRows(int worker_id, absl::string_view table,
+                                           absl::Span<const uint64_t> ids, bool renews_lease) {
+  RETURN_IF_ERROR(options_.CheckWorker(worker_id));
+  Effects fx;
+  RowsResult result;
+  absl::Status s;
+  {
+    absl::MutexLock l(&mu_);
+    if (closed_) return ShuttingDown();
+    if (renews_lease) TouchLocked(worker_id, absl::Now(), &fx);
+    s = tables_.Pull(table, ids, &result.values);
+    result.version = weights_.version();
+  }
+  Finish(std::move(fx));
+  if (!s.ok()) return s;
+  return result;
+}
+
+absl::StatusOr<PushResult> Shard::PushRows(int worker_id, absl::string_view table,
+                                           int64_t version, int64_t seq,
+                                           absl::Span<const uint64_t> ids,
+                                           absl::Span<const float> grads) {
+  RETURN_IF_ERROR(options_.CheckWorker(worker_id));
+  if (version < 0 || seq < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("embedding table \"", EscapeName(table),
+                                                   "\": negative version or seq"));
+  }
+  Effects fx;
+  absl::StatusOr<PushOutcome> outcome;
+  PushResult result;
+  {
+    absl::MutexLock l(&mu_);
+    if (closed_) return ShuttingDown();
+    TouchLocked(worker_id, absl::Now(), &fx);
+    outcome = tables_.Push(worker_id, table, version, seq, weights_.version(), ids, grads);
+    if (outcome.ok()) membership_.MarkSeen(worker_id);
+    result.version = weights_.version();
+  }
+  Finish(std::move(fx));
+  if (!outcome.ok()) return outcome.status();
+  result.outcome = *outcome;
+  return result;
+}
+
+}  // namespace ps

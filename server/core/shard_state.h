@@ -1,0 +1,67 @@
+// ShardState: everything a shard needs to resume where it stopped, as one
+// plain value: its position, its membership, its parameters, the
+// optimizer's state and its embedding tables. Shard::ExportState makes one and Shard::LoadCheckpoint
+// installs one; server/checkpoint/checkpoint.h turns it into bytes and back.
+//
+// What it leaves out on purpose: gradients of a sync step that is still open
+// (workers resend them after a restart, since their push fails) and waiting
+// calls (their clients retry).
+//
+// A plain struct: copyable, no thread safety of its own.
+#ifndef PS_SERVER_CORE_SHARD_STATE_H_
+#define PS_SERVER_CORE_SHARD_STATE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/incarnation.h"
+#include "common/model_spec.h"
+#include "server/core/embedding_table.h"
+
+namespace ps {
+
+// One embedding table of a shard: the options it was created with and every
+// row (EmbeddingTable::Export; EmbeddingTable::Create(options) then Import
+// restores it).
+struct EmbeddingTableState {
+  EmbeddingTableOptions options;
+  EmbeddingTableContents contents;
+};
+
+struct ShardState {
+  // Position: a state restores only into the shard with the same id of the
+  // same number of shards (the partition depends on both).
+  int shard_id = 0;
+  int num_shards = 1;
+  // Membership: the number of workers the shard was started for (a state
+  // restores only into a shard with the same number) and the ids of those
+  // that registered or pushed, ascending.
+  int num_workers = 1;
+  std::vector<int> workers_seen;
+  // Parameters: the model spec worker 0 created, the version of the weights
+  // (sync: the step), and the weights flat in layout order
+  // (common/partition.h).
+  ModelSpec spec;
+  int64_t version = 0;
+  std::vector<float> weights;
+  // Optimizer: its name (common/optimizer.h; a state restores only into a
+  // shard with the same rule) and its Optimizer::SaveState bytes.
+  std::string optimizer;
+  std::string optimizer_state;
+  // The incarnation of the shard that exported it: a shard restoring it
+  // becomes start + 1 of the same run.
+  Incarnation incarnation;
+  // Async exactly-once: by worker id, the last push seq accepted (empty in
+  // sync mode).
+  std::vector<int64_t> last_seq;
+  // Embedding tables, names unique, in the order the model declared them.
+  std::vector<EmbeddingTableState> tables;
+  // Async exactly-once of row pushes: by worker id, the last row-push seq
+  // accepted (empty in sync mode and in states from before).
+  std::vector<int64_t> last_row_seq;
+};
+
+}  // namespace ps
+
+#endif  // PS_SERVER_CORE_SHARD_STATE_H_

@@ -1,0 +1,280 @@
+#include "server/core/sparse_tables.h"
+
+#include <cmath>
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "common/embedding_shard.h"
+#include "common/model_spec.h"
+
+namespace ps {
+namespace {
+
+std::string Quoted(absl::string_view table) {
+  return absl::StrCat("embedding table \"", EscapeName(table), "\"");
+}
+
+}  // namespace
+
+absl::Status SparseTablesOptions::Validate() const {
+  if (max_rows < 0 || max_rows > EmbeddingTable::kMaxRows) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max_rows must be in [0, ", EmbeddingTable::kMaxRows, "], got ", max_rows));
+  }
+  if (max_ids_per_request < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max_ids_per_request must be >= 1, got ", max_ids_per_request));
+  }
+  return optimizer.Validate();
+}
+
+SparseTables::SparseTables(const SparseTablesOptions& options, Mode mode, int shard_id,
+                           int num_shards, int num_workers, bool reject_nonfinite)
+    : options_(options),
+      mode_(mode),
+      shard_id_(shard_id),
+      num_shards_(num_shards),
+      num_workers_(num_workers),
+      reject_nonfinite_(reject_nonfinite),
+      dense_accepted_(num_workers, false),
+      last_row_seq_(num_workers, 0) {}
+
+EmbeddingTableOptions SparseTables::TableOptions(const TableSpec& spec) const {
+  EmbeddingTableOptions o;
+  o.name = spec.name;
+  o.dim = spec.dim;
+  o.seed = spec.seed;
+  o.init_scale = spec.init_scale;
+  o.max_rows = options_.max_rows;
+  o.evict_lru = options_.evict_lru;
+  o.optimizer = options_.optimizer;
+  return o;
+}
+
+absl::Status SparseTables::Declare(const std::vector<TableSpec>& specs) {
+  if (specs.empty()) return absl::OkStatus();
+  if (!specs_.empty()) return CompareTableSpecs(specs_, specs);
+  return Install(specs, /*contents=*/nullptr);
+}
+
+absl::Status SparseTables::Install(std::vector<TableSpec> specs,
+                                   const std::vector<EmbeddingTableState>* contents) {
+  if (absl::Status s = ValidateTableSpecs(specs, options_.limits); !s.ok()) return s;
+  absl::flat_hash_map<std::string, Table> made;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    // The servers' settings now, the table's own spec (and rows).
+    absl::StatusOr<std::unique_ptr<EmbeddingTable>> rows =
+        EmbeddingTable::Create(TableOptions(specs[i]));
+    if (!rows.ok()) return rows.status();
+    if (contents != nullptr) {
+      if (absl::Status s = (*rows)->Import((*contents)[i].contents); !s.ok()) return s;
+    }
+    Table& t = made[specs[i].name];
+    t.rows = *std::move(rows);
+    t.applied_step.assign(num_workers_, -1);
+  }
+  specs_ = std::move(specs);
+  tables_ = std::move(made);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<SparseTables::Table*> SparseTables::Find(absl::string_view table) {
+  auto it = tables_.find(table);
+  if (it == tables_.end()) {
+    return absl::NotFoundError(absl::StrCat(
+        Quoted(table), " does not exist",
+        specs_.empty() ? " (the model declares no tables)" : ""));
+  }
+  return &it->second;
+}
+
+absl::StatusOr<int> SparseTables::DimOf(absl::string_view table) const {
+  auto it = tables_.find(table);
+  if (it == tables_.end()) return absl::NotFoundError(absl::StrCat(Quoted(table), " does not exist"));
+  return it->second.rows->options().dim;
+}
+
+absl::Status SparseTables::CheckIds(absl::string_view table,
+                                    absl::Span<const uint64_t> ids) const {
+  if (static_cast<int64_t>(ids.size()) > options_.max_ids_per_request) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(Quoted(table), ": ", ids.size(), " ids in one request; at most ",
+                     options_.max_ids_per_request, " (--max_ids_per_request)"));
+  }
+  bool ascending = true;  // what PsClient sends: no repeat by construction
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (num_shards_ > 1) {
+      if (const int owner = ShardOfId(ids[i], num_shards_); owner != shard_id_) {
+        return absl::InvalidArgumentError(absl::StrCat(Quoted(table), ": id ", ids[i],
+                                                       " belongs to shard ", owner, ", not ",
+                                                       shard_id_));
+      }
+    }
+    if (i > 0 && ids[i] <= ids[i - 1]) ascending = false;
+  }
+  if (ascending) return absl::OkStatus();
+  absl::flat_hash_set<uint64_t> seen;
+  seen.reserve(ids.size());
+  for (uint64_t id : ids) {
+    if (!seen.insert(id).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(Quoted(table), ": id ", id, " appears twice in one request"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SparseTables::Pull(absl::string_view table, absl::Span<const uint64_t> ids,
+                                std::vector<float>* out) {
+  absl::StatusOr<Table*> t = Find(table);
+  if (!t.ok()) return t.status();
+  if (absl::Status s = CheckIds(table, ids); !s.ok()) return s;
+  // Refused before the output is allocated: a hostile pull names many ids
+  // of a wide table.
+  const int64_t dim = (*t)->rows->options().dim;
+  if (static_cast<int64_t>(ids.size()) > SparseTables::kMaxFloatsPerPull / dim) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        Quoted(table), ": ", ids.size(), " ids of dim ", dim, " in one pull; at most ",
+        SparseTables::kMaxFloatsPerPull, " floats (1 GiB) per pull"));
+  }
+  if (absl::Status s = (*t)->rows->CheckCapacity(ids); !s.ok()) return s;
+  out->resize(ids.size() * static_cast<size_t>(dim));
+  return (*t)->rows->Pull(ids, out->data());
+}
+
+absl::StatusOr<PushOutcome> SparseTables::Push(int worker_id, absl::string_view table,
+                                               int64_t version, int64_t seq,
+                                               int64_t current_version,
+                                               absl::Span<const uint64_t> ids,
+                                               absl::Span<const float> grads) {
+  absl::StatusOr<Table*> found = Find(table);
+  if (!found.ok()) return found.status();
+  Table& t = **found;
+  if (absl::Status s = CheckIds(table, ids); !s.ok()) return s;
+  const int dim = t.rows->options().dim;
+  if (grads.size() != ids.size() * static_cast<size_t>(dim)) {
+    return absl::InvalidArgumentError(absl::StrCat(Quoted(table), ": ", grads.size(),
+                                                   " gradient floats for ", ids.size(),
+                                                   " ids of dim ", dim));
+  }
+  if (reject_nonfinite_) {
+    for (size_t i = 0; i < grads.size(); ++i) {
+      if (!std::isfinite(grads[i])) {
+        return absl::InvalidArgumentError(absl::StrCat(Quoted(table), ": the gradient of id ",
+                                                       ids[i / dim], " is not finite"));
+      }
+    }
+  }
+  if (mode_ != Mode::kSync) {
+    if (seq > 0 && seq <= last_row_seq_[worker_id]) return PushOutcome::kDuplicate;
+    if (absl::Status s = t.rows->Apply(ids, grads.data()); !s.ok()) return s;
+    if (seq > 0) last_row_seq_[worker_id] = seq;
+    return PushOutcome::kApplied;
+  }
+  if (version > current_version) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        Quoted(table), ": rows pushed for step ", version, " while shard ", shard_id_,
+        " is at step ", current_version));
+  }
+  if (version < current_version) {
+    return t.applied_step[worker_id] == version ? PushOutcome::kDuplicate : PushOutcome::kDropped;
+  }
+  if (t.held.count(worker_id) > 0) return PushOutcome::kDuplicate;
+  // Create the rows now, so that the step's close cannot run out of room.
+  std::vector<float> scratch(grads.size());
+  if (absl::Status s = t.rows->Pull(ids, scratch.data()); !s.ok()) return s;
+  Held& h = t.held[worker_id];
+  h.ids.assign(ids.begin(), ids.end());
+  h.grads.assign(grads.begin(), grads.end());
+  return PushOutcome::kApplied;
+}
+
+void SparseTables::NoteDenseAccepted(int worker_id) {
+  if (mode_ == Mode::kSync) dense_accepted_[worker_id] = true;
+}
+
+std::vector<std::string> SparseTables::CloseStep(int64_t step, int applied) {
+  std::vector<std::string> lines;
+  if (mode_ != Mode::kSync) return lines;
+  for (auto& [name, t] : tables_) {
+    // Sum each row over the accepted workers in worker-id order (held is
+    // ordered by worker), then divide by the step's gradient count.
+    std::vector<uint64_t> ids;
+    std::vector<float> sums;
+    absl::flat_hash_map<uint64_t, size_t> index;
+    const int dim = t.rows->options().dim;
+    for (auto& [worker, h] : t.held) {
+      if (!dense_accepted_[worker]) continue;
+      t.applied_step[worker] = step;
+      for (size_t i = 0; i < h.ids.size(); ++i) {
+        auto [it, added] = index.emplace(h.ids[i], ids.size());
+        const float* g = h.grads.data() + i * dim;
+        if (added) {
+          ids.push_back(h.ids[i]);
+          sums.insert(sums.end(), g, g + dim);
+        } else {
+          float* s = sums.data() + it->second * dim;
+          for (int j = 0; j < dim; ++j) s[j] += g[j];
+        }
+      }
+    }
+    t.held.clear();
+    if (ids.empty() || applied <= 0) continue;
+    const float n = static_cast<float>(applied);
+    for (float& s : sums) s /= n;
+    // The rows exist unless evicted since their push; Apply creates those
+    // again, and cannot run out of room for ids that fit one push each.
+    if (absl::Status s = t.rows->Apply(ids, sums.data()); !s.ok()) {
+      lines.push_back(absl::StrCat("shard ", shard_id_, ": step ", step, ": the gradients of ",
+                                   Quoted(name), " were not applied: ", s.message()));
+    }
+  }
+  dense_accepted_.assign(num_workers_, false);
+  return lines;
+}
+
+void SparseTables::DropOpenStep() {
+  for (auto& [name, t] : tables_) t.held.clear();
+  dense_accepted_.assign(num_workers_, false);
+}
+
+std::vector<TableUsage> SparseTables::Usage() const {
+  std::vector<TableUsage> out;
+  for (const TableSpec& spec : specs_) {
+    const EmbeddingTable& rows = *tables_.at(spec.name).rows;
+    out.push_back(TableUsage{spec.name, rows.num_rows(), rows.MemoryBytes()});
+  }
+  return out;
+}
+
+std::vector<EmbeddingTableState> SparseTables::Export() const {
+  std::vector<EmbeddingTableState> out;
+  out.reserve(specs_.size());
+  for (const TableSpec& spec : specs_) {
+    const Table& t = tables_.at(spec.name);
+    out.push_back(EmbeddingTableState{t.rows->options(), t.rows->Export()});
+  }
+  return out;
+}
+
+absl::Status SparseTables::Import(const std::vector<EmbeddingTableState>& tables,
+                                  const std::vector<int64_t>& last_row_seq) {
+  if (last_row_seq.size() > static_cast<size_t>(num_workers_)) {
+    return absl::InvalidArgumentError(absl::StrCat("the state holds row-push seqs of ",
+                                                   last_row_seq.size(), " workers, not ",
+                                                   num_workers_));
+  }
+  std::vector<TableSpec> specs;
+  for (const EmbeddingTableState& s : tables) {
+    specs.push_back(TableSpec{s.options.name, s.options.dim, s.options.seed,
+                              s.options.init_scale});
+  }
+  if (absl::Status s = Install(std::move(specs), &tables); !s.ok()) return s;
+  last_row_seq_ = last_row_seq;
+  last_row_seq_.resize(num_workers_, 0);
+  dense_accepted_.assign(num_workers_, false);
+  return absl::OkStatus();
+}
+
+}  // namespace ps

@@ -1,0 +1,175 @@
+// SparseTables: a shard's embedding tables, and their part of each step.
+//
+// The model's tables (common/table_spec.h) are declared once, by the first
+// InitParams that names them; later declarations must match. Each table's
+// rows that this shard owns (ShardOfId) live in an EmbeddingTable
+// (server/core/embedding_table.h) made with the servers' settings (Options).
+//
+// Pull reads rows now, creating missing ones. Push checks a worker's row
+// gradients (the table exists, ids owned by this shard and unique, sizes
+// right, values finite if asked) and then:
+//   - async and SSP: applies them at once, deduplicated by the worker's
+//     row-push seq (one counter per worker over all tables);
+//   - sync: holds them for the worker's step `version`, at most one push
+//     per (worker, table, step). The Shard tells which workers' dense
+//     gradients the step accepted (NoteDenseAccepted) and when it closes
+//     (CloseStep): the held gradients of those workers are applied, each
+//     row's sum over workers (in worker-id order) divided by the number of
+//     gradients the step applied, as the dense mean is; the others are
+//     dropped. A row push for a closed step is a duplicate if that step
+//     applied this worker's rows of that table, else dropped; one for a
+//     later step is FAILED_PRECONDITION.
+// A sync push creates its rows at once (so a step cannot fail to close for
+// want of room: without eviction the bound is met at the push); with
+// evict_lru a row evicted before its step closes is created again.
+//
+// Thread-compatible: the Shard's lock guards it.
+#ifndef PS_SERVER_CORE_SPARSE_TABLES_H_
+#define PS_SERVER_CORE_SPARSE_TABLES_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "common/incarnation.h"
+#include "common/mode.h"
+#include "common/sparse_optimizer.h"
+#include "common/table_spec.h"
+#include "server/core/embedding_table.h"
+#include "server/core/shard_state.h"
+
+namespace ps {
+
+// The servers' settings for every table (ps_server flags).
+struct SparseTablesOptions {
+  // Rows one table keeps on this shard; 0 = no bound but
+  // EmbeddingTable::kMaxRows (--max_rows).
+  int64_t max_rows = 0;
+  // At max_rows, evict the least recently used row (--evict_lru).
+  bool evict_lru = false;
+  // The per-row update rule and its hyperparameters (--sparse_optimizer,
+  // --sparse_lr, --ftrl_*).
+  SparseOptimizerOptions optimizer{SparseOptimizerKind::kAdagrad, 0.05f};
+  // Ids one PullRows or PushRows may name (--max_ids_per_request).
+  int64_t max_ids_per_request = 1 << 20;
+  // What a model may declare.
+  TableLimits limits;
+
+  // INVALID_ARGUMENT naming the first bad field.
+  absl::Status Validate() const;
+};
+
+// One table's size on this shard, for operators.
+struct TableUsage {
+  std::string name;
+  int64_t rows = 0;
+  size_t memory_bytes = 0;  // EmbeddingTable::MemoryBytes
+};
+
+class SparseTables {
+ public:
+  // The tables of shard `shard_id` of `num_shards`, for `num_workers`
+  // workers in `mode`. REQUIRES: options.Validate() is OK.
+  SparseTables(const SparseTablesOptions& options, Mode mode, int shard_id, int num_shards,
+               int num_workers, bool reject_nonfinite);
+
+  // Creates the tables of `specs` if none were declared; otherwise
+  // FAILED_PRECONDITION unless `specs` are the declared ones. An empty list
+  // declares nothing and checks nothing. INVALID_ARGUMENT for specs that
+  // ValidateTableSpecs refuses.
+  absl::Status Declare(const std::vector<TableSpec>& specs);
+  const std::vector<TableSpec>& specs() const { return specs_; }
+
+  // Floats one Pull may return (1 GiB; a protobuf message stays under 2 GiB).
+  static constexpr int64_t kMaxFloatsPerPull = int64_t{1} << 28;
+
+  // Writes the rows of `ids` to `out` (ids.size() * dim floats), in order.
+  // NOT_FOUND for a table not declared; INVALID_ARGUMENT for too many ids,
+  // an id this shard does not own, or a repeated one; RESOURCE_EXHAUSTED
+  // for more than kMaxFloatsPerPull floats, or as EmbeddingTable::Pull,
+  // either way before `out` grows. The dim is the table's (DimOf).
+  absl::Status Pull(absl::string_view table, absl::Span<const uint64_t> ids,
+                    std::vector<float>* out);
+
+  // A worker's row gradients: `grads` holds ids.size() * dim floats. See the
+  // contract above; `current_version` is the shard's version (sync: the open
+  // step). REQUIRES: 0 <= worker_id < num_workers.
+  absl::StatusOr<PushOutcome> Push(int worker_id, absl::string_view table, int64_t version,
+                                   int64_t seq, int64_t current_version,
+                                   absl::Span<const uint64_t> ids, absl::Span<const float> grads);
+
+  // Sync: the open step accepted `worker_id`'s dense gradient.
+  void NoteDenseAccepted(int worker_id);
+  // Sync: the open step `step` closed, applying `applied` dense gradients
+  // (those noted). Applies the held row gradients of the noted workers and
+  // forgets the rest. Returns a line for the log per table whose gradients
+  // could not be applied (with evict_lru, a step whose workers together
+  // named more rows than max_rows). Async: no-op.
+  std::vector<std::string> CloseStep(int64_t step, int applied);
+  // The parameters were replaced (a restore or checkpoint): the open step's
+  // held gradients are forgotten.
+  void DropOpenStep();
+
+  // The table's row width; NOT_FOUND naming it when not declared.
+  absl::StatusOr<int> DimOf(absl::string_view table) const;
+  // Each table's rows and memory, in declaration order.
+  std::vector<TableUsage> Usage() const;
+
+  // Checkpoints: every table with its rows, and the async row-push seqs.
+  std::vector<EmbeddingTableState> Export() const;
+  const std::vector<int64_t>& LastRowSeqs() const { return last_row_seq_; }
+  // Replaces the tables by `tables` (made with their own options, as saved)
+  // and the seqs by `last_row_seq` (by worker; missing ones are 0); the open
+  // step is dropped.
+  // INVALID_ARGUMENT or RESOURCE_EXHAUSTED, changing nothing, for contents
+  // EmbeddingTable::Import refuses or seqs of the wrong count.
+  absl::Status Import(const std::vector<EmbeddingTableState>& tables,
+                      const std::vector<int64_t>& last_row_seq);
+
+ private:
+  struct Held {
+    std::vector<uint64_t> ids;
+    std::vector<float> grads;
+  };
+  struct Table {
+    std::unique_ptr<EmbeddingTable> rows;
+    // Sync: by worker, this step's held gradient (absent: none yet).
+    std::map<int, Held> held;
+    // Sync: by worker, the last step that applied its rows (-1: none).
+    std::vector<int64_t> applied_step;
+  };
+
+  // Replaces every table by new ones of `specs` (checked), holding
+  // (*contents)[i]'s rows when `contents` is given. On error nothing
+  // changes.
+  absl::Status Install(std::vector<TableSpec> specs,
+                       const std::vector<EmbeddingTableState>* contents);
+  absl::StatusOr<Table*> Find(absl::string_view table);
+  // Too many ids, an id not this shard's, a repeat: INVALID_ARGUMENT.
+  absl::Status CheckIds(absl::string_view table, absl::Span<const uint64_t> ids) const;
+  EmbeddingTableOptions TableOptions(const TableSpec& spec) const;
+
+  // Constant after construction (not const: a shard moves in the tables a
+  // checkpoint rebuilt).
+  SparseTablesOptions options_;
+  Mode mode_;
+  int shard_id_;
+  int num_shards_;
+  int num_workers_;
+  bool reject_nonfinite_;
+  std::vector<TableSpec> specs_;
+  absl::flat_hash_map<std::string, Table> tables_;
+  std::vector<bool> dense_accepted_;  // sync: by worker, in the open step
+  std::vector<int64_t> last_row_seq_;  // async: by worker
+};
+
+}  // namespace ps
+
+#endif  // PS_SERVER_CORE_SPARSE_TABLES_H_

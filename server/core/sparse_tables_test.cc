@@ -1,0 +1,113 @@
+// SparseTables' rules without threads or RPCs: declaration, sync steps
+// (held rows applied with the step's accepted dense gradients, dropped and
+// duplicate pushes) and async seqs. A checkpoint round trip of a shard with
+// a table is in server/checkpoint/embedding_checkpoint_test.cc.
+#include "server/core/sparse_tables.h"
+
+#include <vector>
+
+#include "common/embedding_shard.h"
+#include "gtest/gtest.h"
+#include "server/core/shard.h"
+
+namespace ps {
+namespace {
+
+constexpr int kDim = 2;
+const TableSpec kSpec{"t", kDim, 3, 0.25f};
+
+SparseTablesOptions Sgd() {
+  SparseTablesOptions o;
+  o.optimizer.kind = SparseOptimizerKind::kSgd;
+  o.optimizer.lr = 1.0f;
+  return o;
+}
+
+std::vector<float> Row(SparseTables& t, uint64_t id) {
+  std::vector<float> out;
+  EXPECT_TRUE(t.Pull("t", {&id, 1}, &out).ok());
+  return out;
+}
+
+std::vector<float> Init(uint64_t id) {
+  std::vector<float> r(kDim);
+  InitRow(kSpec.seed, id, kDim, kSpec.init_scale, r.data());
+  return r;
+}
+
+TEST(SparseTables, DeclaresOnceThenChecks) {
+  SparseTables t(Sgd(), Mode::kSync, 0, 1, 2, true);
+  EXPECT_TRUE(t.Declare({}).ok());
+  EXPECT_TRUE(t.specs().empty());
+  ASSERT_TRUE(t.Declare({kSpec}).ok());
+  EXPECT_TRUE(t.Declare({kSpec}).ok());
+  EXPECT_TRUE(t.Declare({}).ok());  // declares nothing, checks nothing
+  TableSpec other = kSpec;
+  other.seed = 4;
+  EXPECT_EQ(t.Declare({other}).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(t.Declare({kSpec, TableSpec{"u", 1, 0, 0}}).code(),
+            absl::StatusCode::kFailedPrecondition);
+  SparseTables bad(Sgd(), Mode::kSync, 0, 1, 2, true);
+  EXPECT_EQ(bad.Declare({kSpec, kSpec}).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.Declare({TableSpec{"z", 0, 0, 0}}).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(SparseTables, SyncAppliesOnlyTheRowsOfWorkersInTheStep) {
+  SparseTables t(Sgd(), Mode::kSync, 0, 1, 3, true);
+  ASSERT_TRUE(t.Declare({kSpec}).ok());
+  const std::vector<uint64_t> ids = {7};
+  const std::vector<float> g0 = {1, 2}, g1 = {3, 5}, g2 = {100, 100};
+  for (int w = 0; w < 3; ++w) {
+    const std::vector<float>& g = w == 0 ? g0 : w == 1 ? g1 : g2;
+    auto r = t.Push(w, "t", 0, 0, 0, ids, g);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(*r, PushOutcome::kApplied);
+  }
+  EXPECT_EQ(*t.Push(0, "t", 0, 0, 0, ids, g0), PushOutcome::kDuplicate);
+  EXPECT_EQ(Row(t, 7), Init(7));  // held until the step closes
+  // The step closes with workers 0 and 1 (a quorum of 2); worker 2's rows
+  // are dropped with its dense gradient.
+  t.NoteDenseAccepted(0);
+  t.NoteDenseAccepted(1);
+  EXPECT_TRUE(t.CloseStep(0, 2).empty());
+  const std::vector<float> init = Init(7);
+  EXPECT_EQ(Row(t, 7), (std::vector<float>{init[0] - (1.0f + 3.0f) / 2.0f,
+                                            init[1] - (2.0f + 5.0f) / 2.0f}));
+  // Late pushes for step 0: applied ones are duplicates, the rest dropped.
+  EXPECT_EQ(*t.Push(1, "t", 0, 0, 1, ids, g1), PushOutcome::kDuplicate);
+  EXPECT_EQ(*t.Push(2, "t", 0, 0, 1, ids, g2), PushOutcome::kDropped);
+  EXPECT_EQ(t.Push(0, "t", 2, 0, 1, ids, g0).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(SparseTables, AsyncAndSspApplyAtOnceAndDeduplicateBySeq) {
+  for (Mode mode : {Mode::kAsync, Mode::kSsp}) {
+    SparseTables t(Sgd(), mode, 0, 1, 2, true);
+    ASSERT_TRUE(t.Declare({kSpec}).ok());
+    const std::vector<uint64_t> ids = {11};
+    const std::vector<float> g = {1, 1};
+    EXPECT_EQ(*t.Push(1, "t", 0, 1, 0, ids, g), PushOutcome::kApplied);
+    EXPECT_EQ(*t.Push(1, "t", 0, 1, 0, ids, g), PushOutcome::kDuplicate);
+    EXPECT_EQ(*t.Push(1, "t", 0, 0, 0, ids, g), PushOutcome::kApplied);  // seq 0: not deduplicated
+    const std::vector<float> init = Init(11);
+    EXPECT_EQ(Row(t, 11), (std::vector<float>{init[0] - 2, init[1] - 2}));
+    EXPECT_EQ(t.LastRowSeqs(), (std::vector<int64_t>{0, 1}));
+  }
+}
+
+TEST(SparseTables, RefusesWhatIsNotThisShards) {
+  SparseTablesOptions o = Sgd();
+  o.max_ids_per_request = 3;
+  SparseTables t(o, Mode::kAsync, 1, 2, 1, true);
+  ASSERT_TRUE(t.Declare({kSpec}).ok());
+  uint64_t other = 0;
+  while (ShardOfId(other, 2) != 0) ++other;
+  std::vector<float> out;
+  EXPECT_EQ(t.Pull("t", {&other, 1}, &out).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(t.Pull("x", {}, &out).code(), absl::StatusCode::kNotFound);
+  const std::vector<uint64_t> four = {1, 2, 3, 4};
+  EXPECT_EQ(t.Pull("t", four, &out).code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace ps

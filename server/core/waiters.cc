@@ -1,0 +1,145 @@
+#include "server/core/waiters.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace ps {
+
+Waiters::Waiters(WaitersOptions options) : options_(std::move(options)) {
+  timer_ = std::thread([this] { TimerLoop(); });
+}
+
+Waiters::~Waiters() {
+  Close(absl::UnavailableError(absl::StrCat(options_.name, " is shutting down")));
+  timer_.join();
+}
+
+absl::StatusOr<uint64_t> Waiters::Add(int64_t version, absl::Duration wait, Callback* done,
+                                      int64_t step) {
+  absl::MutexLock l(&mu_);
+  if (!closed_.ok()) return closed_;
+  if (static_cast<int64_t>(waiters_.size()) >= options_.max_waiting) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(options_.name, " already has ", waiters_.size(),
+                     " calls waiting for a version (--max_waiting_calls)"));
+  }
+  const absl::Duration w =
+      wait <= absl::ZeroDuration() ? options_.default_wait : std::min(wait, options_.max_wait);
+  const uint64_t ticket = ++last_ticket_;
+  const absl::Time deadline = absl::Now() + w;
+  waiters_.emplace(ticket, Waiter{version, w, deadline, std::move(*done), step});
+  by_version_.emplace(version, ticket);
+  by_deadline_.emplace(deadline, ticket);
+  if (options_.waiting != nullptr) options_.waiting->Set(static_cast<int64_t>(waiters_.size()));
+  if (by_deadline_.begin()->second == ticket) timer_cv_.Signal();
+  return ticket;
+}
+
+Waiters::Callback Waiters::EraseLocked(std::unordered_map<uint64_t, Waiter>::iterator it) {
+  if (it->second.by_step) {
+    by_step_.erase({it->second.step, it->first});
+  } else {
+    by_version_.erase({it->second.version, it->first});
+  }
+  by_deadline_.erase({it->second.deadline, it->first});
+  Callback done = std::move(it->second.done);
+  waiters_.erase(it);
+  if (options_.waiting != nullptr) options_.waiting->Set(static_cast<int64_t>(waiters_.size()));
+  return done;
+}
+
+std::vector<Waiters::Callback> Waiters::TakeReady(int64_t version, int64_t step) {
+  std::vector<Callback> ready;
+  absl::MutexLock l(&mu_);
+  while (!by_version_.empty() && by_version_.begin()->first <= version) {
+    auto it = waiters_.find(by_version_.begin()->second);
+    if (it->second.step <= step) {
+      ready.push_back(EraseLocked(it));
+      continue;
+    }
+    // The version is there, the step not yet: wait by step from now on.
+    by_version_.erase(by_version_.begin());
+    it->second.by_step = true;
+    by_step_.emplace(it->second.step, it->first);
+  }
+  while (!by_step_.empty() && by_step_.begin()->first <= step) {
+    ready.push_back(EraseLocked(waiters_.find(by_step_.begin()->second)));
+  }
+  return ready;
+}
+
+void Waiters::Cancel(uint64_t ticket) {
+  Callback done;
+  {
+    absl::MutexLock l(&mu_);
+    auto it = waiters_.find(ticket);
+    if (it == waiters_.end()) return;
+    done = EraseLocked(it);
+  }
+  done(absl::CancelledError(absl::StrCat(options_.name, ": call cancelled")));
+}
+
+void Waiters::Close(const absl::Status& status) {
+  std::unordered_map<uint64_t, Waiter> failed;
+  absl::Status s;
+  {
+    absl::MutexLock l(&mu_);
+    if (closed_.ok()) closed_ = status;
+    s = closed_;
+    failed.swap(waiters_);
+    by_version_.clear();
+    by_step_.clear();
+    by_deadline_.clear();
+    if (options_.waiting != nullptr) options_.waiting->Set(0);
+    timer_cv_.SignalAll();
+  }
+  for (auto& [ticket, w] : failed) w.done(s);
+}
+
+void Waiters::WakeAt(absl::Time when) {
+  absl::MutexLock l(&mu_);
+  if (when >= alarm_) return;
+  alarm_ = when;
+  timer_cv_.Signal();
+}
+
+int64_t Waiters::size() const {
+  absl::MutexLock l(&mu_);
+  return static_cast<int64_t>(waiters_.size());
+}
+
+void Waiters::TimerLoop() {
+  absl::MutexLock l(&mu_);
+  while (closed_.ok()) {
+    // Whatever makes either time earlier signals timer_cv_, so this sleeps
+    // until the earlier of the two (and until signalled when neither is set).
+    absl::Time next = alarm_;
+    if (!by_deadline_.empty()) next = std::min(next, by_deadline_.begin()->first);
+    timer_cv_.WaitWithDeadline(&mu_, next);
+    if (!closed_.ok()) break;
+    const absl::Time now = absl::Now();
+    const bool alarm = alarm_ <= now;
+    if (alarm) alarm_ = absl::InfiniteFuture();
+    std::vector<std::pair<Waiter, Callback>> expired;
+    while (!by_deadline_.empty() && by_deadline_.begin()->first <= now) {
+      auto it = waiters_.find(by_deadline_.begin()->second);
+      Waiter w{it->second.version, it->second.wait, it->second.deadline, nullptr,
+               it->second.step};
+      expired.emplace_back(std::move(w), EraseLocked(it));
+    }
+    if (!alarm && expired.empty()) continue;
+    mu_.Unlock();
+    if (alarm && options_.on_alarm) options_.on_alarm(now);
+    for (auto& [w, done] : expired) {
+      done(absl::DeadlineExceededError(options_.timeout_message
+                                           ? options_.timeout_message(w.version, w.wait)
+                                           : absl::StrCat(options_.name, ": gave up after ",
+                                                          absl::FormatDuration(w.wait),
+                                                          " waiting for version ", w.version)));
+    }
+    mu_.Lock();
+  }
+}
+
+}  // namespace ps

@@ -1,0 +1,67 @@
+// BenchServerProcesses: the shards of `ps_bench transport --server_process`
+// as real ps_server child processes on 127.0.0.1 (async mode, so a push is
+// applied at once and a pull never waits), optionally pinned to CPUs of
+// their own, so that a client process and its servers each pay only their
+// own side of the transport, as on a real cluster. CpuSeconds reads the
+// children's CPU time from /proc/PID/stat while they run.
+//
+// Every wait has a deadline (each server's first line within 30 s); the
+// processes are stopped (SIGTERM, then SIGKILL) and their temporary folder
+// (logs) removed when the object is destroyed. Not thread-safe: one thread
+// owns it.
+#ifndef PS_TOOLS_BENCH_BENCH_SERVER_PROCESS_H_
+#define PS_TOOLS_BENCH_BENCH_SERVER_PROCESS_H_
+
+#include <sched.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/security_options.h"
+#include "tools/process/child_process.h"
+
+namespace ps {
+
+struct BenchServerProcessOptions {
+  std::string binary;              // path of ps_server
+  int shards = 1;                  // processes, --shard_id 0..shards-1
+  int num_workers = 1;             // ps_server --num_workers
+  SecurityOptions security;        // its --tls_cert, --tls_key, --tls_ca; plaintext if none
+  std::optional<cpu_set_t> cpus;   // where the processes run; unpinned if unset
+};
+
+class BenchServerProcesses {
+ public:
+  // Starts the shards and waits for their addresses. NOT_FOUND for a binary
+  // that is not there; an error with the log's tail for one that fails.
+  static absl::StatusOr<std::unique_ptr<BenchServerProcesses>> Start(
+      const BenchServerProcessOptions& options);
+  ~BenchServerProcesses();
+
+  BenchServerProcesses(const BenchServerProcesses&) = delete;
+  BenchServerProcesses& operator=(const BenchServerProcesses&) = delete;
+
+  // HOST:PORT of shard 0, 1, ...
+  const std::vector<std::string>& addresses() const { return addresses_; }
+
+  // The processes' CPU time so far (user + system, all threads), in seconds,
+  // at the kernel's clock-tick resolution (usually 10 ms).
+  absl::StatusOr<double> CpuSeconds() const;
+
+  // "0-1": the CPUs shard 0 may run on, as the kernel reports them.
+  std::string AllowedCpus() const;
+
+ private:
+  explicit BenchServerProcesses(std::string dir) : dir_(std::move(dir)) {}
+
+  const std::string dir_;  // logs; removed on destruction
+  std::vector<std::unique_ptr<ChildProcess>> servers_;
+  std::vector<std::string> addresses_;
+};
+
+}  // namespace ps
+
+#endif  // PS_TOOLS_BENCH_BENCH_SERVER_PROCESS_H_
