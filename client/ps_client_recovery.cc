@@ -39,8 +39,8 @@ class RetryingOp final : public PendingOp {
 
 }  // namespace
 
-std::unique_ptr<PendingOp> PsClient::Retried(
-    const char* what, std::function<std::unique_ptr<PendingOp>()> start) {
+std::unique_ptr<PendingOp> PsClient::Retried(const char* what,
+                                             std::function<std::unique_ptr<PendingOp>()> start) {
   rep_->StartOp();
   std::unique_ptr<PendingOp> first = start();
   return std::make_unique<RetryingOp>(
@@ -61,20 +61,21 @@ absl::Status PsClient::Retry(const char* what, absl::Status status,
   const absl::Time deadline = start + o.retry_timeout;
   for (int tries = 1;; ++tries) {
     if (tries == 1 || tries % 10 == 0) {
-      Log(absl::StrFormat("worker %d: %s failed (a shard unavailable or restarted?), try %d, "
+      Log(
+          absl::StrFormat("worker %d: %s failed (a shard unavailable or restarted?), try %d, "
                           "retrying for up to %.1fs more: %s",
-                          o.worker_id, what, tries,
-                          absl::ToDoubleSeconds(deadline - absl::Now()), status.ToString()));
+                          o.worker_id, what, tries, absl::ToDoubleSeconds(deadline - absl::Now()),
+                          status.ToString()));
     }
     bool restarted = false;
     absl::Status recovered = Recover(deadline, &restarted);
     if (rep_->state.canceller.cancelled()) return rep_->Outcome(what, status);
     if (!recovered.ok()) {
-      return absl::Status(status.code(),
-                          absl::StrCat(status.message(), "; gave up after retrying for ",
-                                       absl::StrFormat("%.1fs", absl::ToDoubleSeconds(
-                                                                    absl::Now() - start)),
-                                       " (--retry_timeout): ", recovered.message()));
+      return absl::Status(
+          status.code(),
+          absl::StrCat(status.message(), "; gave up after retrying for ",
+                       absl::StrFormat("%.1fs", absl::ToDoubleSeconds(absl::Now() - start)),
+                       " (--retry_timeout): ", recovered.message()));
     }
     if (!RetryAfterRecovery(status.code(), restarted)) return status;
     rep_->state.shard_version = rep_->op_versions;
@@ -83,12 +84,11 @@ absl::Status PsClient::Retry(const char* what, absl::Status status,
     status = rep_->Outcome(what, attempt());
     if (status.ok()) {
       ++rep_->recoveries;
-      Log(absl::StrFormat("worker %d: %s went through after %.1fs (%d retries)", o.worker_id,
-                          what, absl::ToDoubleSeconds(absl::Now() - start), tries));
+      Log(absl::StrFormat("worker %d: %s went through after %.1fs (%d retries)", o.worker_id, what,
+                          absl::ToDoubleSeconds(absl::Now() - start), tries));
       return status;
     }
-    if (!MayRetry(status.code()) || absl::Now() >= deadline ||
-        rep_->state.canceller.cancelled()) {
+    if (!MayRetry(status.code()) || absl::Now() >= deadline || rep_->state.canceller.cancelled()) {
       return status;
     }
   }
@@ -117,7 +117,8 @@ absl::Status PsClient::Recover(absl::Time deadline, bool* restarted) {
       const ShardRegistration& r = registered[s];
       if (plan[s].restarted) {
         *restarted = true;
-        Log(absl::StrFormat("worker %d: shard %d (%s) restarted: now %s (was %s), %s; this "
+        Log(
+            absl::StrFormat("worker %d: shard %d (%s) restarted: now %s (was %s), %s; this "
                             "worker holds version %d",
                             o.worker_id, s, o.servers[s], IncarnationName(r.incarnation),
                             IncarnationName(rep_->incarnation[s]),
@@ -130,12 +131,12 @@ absl::Status PsClient::Recover(absl::Time deadline, bool* restarted) {
       absl::StatusOr<v1::InitResponse> resp = rep_->control->Restore(s);
       st = resp.status();
       if (!st.ok()) continue;
-      Log(absl::StrFormat("worker %d: shard %d was at version %d; %s", o.worker_id, s, r.version,
-                          resp->created()
-                              ? absl::StrCat("restored it to version ", state.held_version[s],
-                                             " from this worker's copy")
-                              : absl::StrCat("another worker brought it to version ",
-                                             resp->version(), " first")));
+      Log(absl::StrFormat(
+          "worker %d: shard %d was at version %d; %s", o.worker_id, s, r.version,
+          resp->created()
+              ? absl::StrCat("restored it to version ", state.held_version[s],
+                             " from this worker's copy")
+              : absl::StrCat("another worker brought it to version ", resp->version(), " first")));
     }
     if (st.ok()) return st;
     if (absl::Now() + backoff >= deadline) return st;
@@ -153,10 +154,10 @@ void PsClient::RollBackToCommonVersion(std::vector<int64_t> versions) {
       absl::StatusOr<v1::InitResponse> resp = rep_->control->RollBack(s, round->target);
       if (!resp.ok()) continue;  // refused: nothing to do
       if (resp->created()) {
-        Log(absl::StrFormat("worker %d: the shards restarted at versions [%s]; rolled shard %d "
-                            "back to its checkpoint of version %d, the newest they share",
-                            o.worker_id, absl::StrJoin(rollback.versions(), ", "), s,
-                            resp->version()));
+        Log(absl::StrFormat(
+            "worker %d: the shards restarted at versions [%s]; rolled shard %d "
+            "back to its checkpoint of version %d, the newest they share",
+            o.worker_id, absl::StrJoin(rollback.versions(), ", "), s, resp->version()));
       }
       rollback.Answered(s, resp->created(), resp->version());
     }

@@ -22,9 +22,8 @@ void CallCanceller::Cancel() {
 
 bool CallCanceller::SleepUnlessCancelled(absl::Duration timeout) {
   absl::MutexLock l(&mu_);
-  auto cancelled = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return cancels_ != operation_from_;
-  };
+  auto cancelled = [this]()
+                       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return cancels_ != operation_from_; };
   return !mu_.AwaitWithTimeout(absl::Condition(&cancelled), timeout);
 }
 

@@ -8,8 +8,8 @@
 
 #include <cstdint>
 #include <map>
-#include <string>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -48,8 +48,8 @@ struct PsClient::Rep {
   // PsClient::Cancel ended it.
   absl::Status Outcome(const char* what, absl::Status status) const {
     if (status.ok() || !state.canceller.cancelled()) return status;
-    return absl::CancelledError(absl::StrCat(what, " cancelled (PsClient::Cancel): ",
-                                             status.message()));
+    return absl::CancelledError(
+        absl::StrCat(what, " cancelled (PsClient::Cancel): ", status.message()));
   }
   // These borrow `state`; declared after it so that they go first.
   std::unique_ptr<ShardControl> control;  // Register, InitParams, Heartbeat

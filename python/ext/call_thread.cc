@@ -10,8 +10,8 @@ namespace ps {
 struct CallThread::State {
   absl::Mutex mu;
   std::function<absl::Status()> call ABSL_GUARDED_BY(mu);  // to run; null once started
-  bool running ABSL_GUARDED_BY(mu) = false;   // started, not finished
-  bool finished ABSL_GUARDED_BY(mu) = false;  // finished, status not taken
+  bool running ABSL_GUARDED_BY(mu) = false;                // started, not finished
+  bool finished ABSL_GUARDED_BY(mu) = false;               // finished, status not taken
   absl::Status status ABSL_GUARDED_BY(mu);
   bool stop ABSL_GUARDED_BY(mu) = false;
 

@@ -178,16 +178,16 @@ class Client {
       ThrowIfError(Run([spec](PsClient& c) { return c.Init(spec, nullptr); }, {}));
       return;
     }
-    ThrowIfError(Run([spec, views = ConstViews(*values)](PsClient& c) { return c.Init(spec, views); },
-                     KeepAlive(values->begin(), values->end())));
+    ThrowIfError(
+        Run([spec, views = ConstViews(*values)](PsClient& c) { return c.Init(spec, views); },
+            KeepAlive(values->begin(), values->end())));
   }
 
   // Pulls into `out` (new arrays when not given) and returns it.
   std::vector<py::array> Pull(int64_t min_version, std::optional<std::vector<py::array>> out) {
     std::vector<py::array> weights = out ? std::move(*out) : NewWeights();
-    ThrowIfError(Run([views = MutableViews(weights), min_version](PsClient& c) {
-                       return c.Pull(min_version, views);
-                     },
+    ThrowIfError(Run([views = MutableViews(weights),
+                      min_version](PsClient& c) { return c.Pull(min_version, views); },
                      KeepAlive(weights.begin(), weights.end())));
     return weights;
   }
@@ -202,9 +202,8 @@ class Client {
     std::vector<py::array> weights = out ? std::move(*out) : NewWeights();
     KeepAlive keep(grads.begin(), grads.end());
     keep.insert(keep.end(), weights.begin(), weights.end());
-    ThrowIfError(Run([g = ConstViews(grads), w = MutableViews(weights)](PsClient& c) {
-                       return c.PushPull(g, w);
-                     },
+    ThrowIfError(Run([g = ConstViews(grads),
+                      w = MutableViews(weights)](PsClient& c) { return c.PushPull(g, w); },
                      std::move(keep)));
     return weights;
   }
