@@ -4,9 +4,9 @@
 // address), and then cancels the calls still running (the operation failed;
 // waiting on them could wait on workers that wait for this one), and past
 // the operation's deadline cancels what is left and says which shards were
-// silent. While calls are unanswered it is registered with the client's
-// CallCanceller (client/internal/call_canceller.h), so that PsClient::Cancel
-// ends them from another thread.
+// silent. It is registered with the client's CallCanceller
+// (client/internal/call_canceller.h) while it lives, so that PsClient::Cancel
+// ends, from another thread, the calls not answered yet.
 //
 // StartUnaryCalls starts one unary gRPC call per shard and returns their
 // PendingCalls; the unary transport and PsClient's own control calls
