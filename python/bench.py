@@ -1,10 +1,11 @@
 #!/usr/bin/python3
 """bench.py: Python workers against C++ workers and PyTorch DDP, in one run.
 
-Issue 21, point 7. One invocation on one machine runs, one after another:
+One invocation on one machine runs, one after another:
 
   ps-python  1 ps_server (sync; 127.0.0.1 on a port the kernel picks, or a
-             unix socket with --listen=unix) and 2 Python workers: the 784-512-256-10 ReLU MLP in torch,
+             unix socket with --listen=unix; started as python/server_process.py
+             does) and 2 Python workers: the 784-512-256-10 ReLU MLP in torch,
              ps.torch.DistributedOptimizer, batch B per worker.
   ps-cpp     the same server with 2 C++ ps_workers (--model=mlp
              --hidden=512,256 --batch_size=B --threads=T --device=cpu).
@@ -44,12 +45,10 @@ samples/s, ratio to the C++ workers, ratio to DDP. Exits 1 if any config
 failed (its row says FAILED and why). `--quick` (warm-up 10 steps, 2 s per
 config) is what //python:bench_test runs.
 
-Run it from the repository root after
-`bazel build //python:ps //server:ps_server //worker:ps_worker`:
-
-    /usr/bin/python3 python/bench.py --seconds=20
-
-The Python workers and DDP's ranks are python/bench_worker.py processes.
+Run it from the repository root after `bazel build //python:ps
+//server:ps_server //worker:ps_worker`: /usr/bin/python3 python/bench.py
+--seconds=20. The Python workers and DDP's ranks are python/bench_worker.py
+processes.
 """
 
 from __future__ import annotations
@@ -205,9 +204,8 @@ def start_ps_server(a: argparse.Namespace, logdir: str) -> ServerProcess:
     # --listen=unix: a socket in the run's folder, which mkdtemp made 0700.
     listen = f"unix:{logdir}/ps.sock" if a.listen == "unix" else "127.0.0.1:0"
     try:
-        return start_server(a.ps_server, [f"--num_workers={WORKERS}", "--mode=sync",
-                                          f"--lr={a.lr}"],
-                            logdir=logdir, name="ps_server", listen=listen,
+        flags = [f"--num_workers={WORKERS}", "--mode=sync", f"--lr={a.lr}"]
+        return start_server(a.ps_server, flags, logdir=logdir, name="ps_server", listen=listen,
                             timeout=a.start_timeout, start_new_session=True,
                             preexec_fn=_die_with_parent)
     except ServerError as e:
@@ -235,19 +233,18 @@ def run_config(a: argparse.Namespace, config: str, logdir: str) -> Tuple[float, 
             env.update(MALLOC_MMAP_THRESHOLD_=str(32 << 20), MALLOC_TRIM_THRESHOLD_=str(1 << 30))
         if config in ("ps-python", "ps-cpp"):
             server = start_ps_server(a, run_dir)
+        addr = server.address if server is not None else ""
         metrics = [os.path.join(run_dir, f"metrics-{w}.jsonl") for w in range(WORKERS)]
         total = a.warmup + a.steps if a.steps > 0 else 0
         cpu_note = ""
         port = free_port() if config == "ddp" else 0
         for w in range(WORKERS):
             if config == "ps-python":
-                assert server is not None
-                argv = python_worker_argv(a, "ps_worker", w, [f"--servers={server.address}"])
+                argv = python_worker_argv(a, "ps_worker", w, [f"--servers={addr}"])
             elif config == "ddp":
                 argv = python_worker_argv(a, "ddp_worker", w, [f"--port={port}"])
             else:
-                assert server is not None
-                argv = [a.ps_worker, f"--servers={server.address}", f"--worker_id={w}",
+                argv = [a.ps_worker, f"--servers={addr}", f"--worker_id={w}",
                         f"--num_workers={WORKERS}", "--model=mlp", "--hidden=512,256",
                         f"--batch_size={a.batch_size}", f"--threads={a.threads}",
                         "--device=cpu", f"--dataset_dir={a.dataset_dir}",

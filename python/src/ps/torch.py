@@ -87,8 +87,9 @@ def keep_freed_memory() -> bool:
     when they are freed (munmap, or trimming the heap), so the next step
     page-faults them in again and the kernel zeroes every page: measured on
     the 784-512-256-10 MLP at batch 64, means of 84-590 page faults per step
-    against 4-81 with this setting (varying with the machine's load). It sets M_MMAP_THRESHOLD to 32 MB (blocks
-    below it come from the heap) and M_TRIM_THRESHOLD to 1 GB (the heap
+    against 4-81 with this setting (varying with the machine's load). It
+    sets M_MMAP_THRESHOLD to 32 MB (blocks below it come from the heap) and
+    M_TRIM_THRESHOLD to 1 GB (the heap
     keeps up to that much freed memory), for the whole process, as PyTorch's
     CPU performance guide gets with jemalloc or tcmalloc; the process keeps
     its peak heap size. Returns False, changing nothing, where the C library
