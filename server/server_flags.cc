@@ -18,8 +18,9 @@
 #include "rpc/unix_socket.h"
 #include "server/table_flags.h"
 
-ABSL_FLAG(std::string, port_file, "",
-          "If set, write the bound HOST:PORT (or unix:PATH) to this file once the server is serving.");
+ABSL_FLAG(
+    std::string, port_file, "",
+    "If set, write the bound HOST:PORT (or unix:PATH) to this file once the server is serving.");
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
           "HOST:PORT to serve on (0.0.0.0:PORT: every interface). Port 0 picks a free port; "
           "the first stdout line says which. Without TLS only a loopback address is allowed, "
@@ -205,10 +206,10 @@ ServerDescription DescribeServer(const ServerOptions& options, const std::string
   ServerDescription d;
   const ShardOptions& shard = options.shard;
   std::ostringstream config;
-  config << "shard " << shard.shard_id << "/" << shard.num_shards << ", "
-         << ModeName(shard.mode) << " mode, " << shard.num_workers << " workers, lr "
-         << shard.optimizer.learning_rate << ", optimizer " << shard.optimizer.name << ", "
-         << shard.optimizer.schedule.name << " lr schedule";
+  config << "shard " << shard.shard_id << "/" << shard.num_shards << ", " << ModeName(shard.mode)
+         << " mode, " << shard.num_workers << " workers, lr " << shard.optimizer.learning_rate
+         << ", optimizer " << shard.optimizer.name << ", " << shard.optimizer.schedule.name
+         << " lr schedule";
   if (shard.mode != Mode::kSync) {
     config << ", staleness lr " << StalenessLrName(shard.staleness_lr);
   }
@@ -228,26 +229,25 @@ ServerDescription DescribeServer(const ServerOptions& options, const std::string
   const bool unix_socket = IsUnixAddress(address);
   if (!security.tls() && unix_socket && !security.insecure) {
     d.access = absl::StrCat("unix socket: any process of this user (uid ", geteuid(),
-                             ") and root can connect; no one else");
+                            ") and root can connect; no one else");
   } else if (!security.tls()) {
-    d.warning = absl::StrCat(
-        "ps_server: WARNING: serving in plaintext",
-        security.insecure ? " (--insecure)" : " on loopback",
-        unix_socket ? ", and the socket's folder was not checked (--insecure)" : "",
-        ": no encryption and no authentication; anyone who can reach ", address,
-        " can read and change the model");
+    d.warning =
+        absl::StrCat("ps_server: WARNING: serving in plaintext",
+                     security.insecure ? " (--insecure)" : " on loopback",
+                     unix_socket ? ", and the socket's folder was not checked (--insecure)" : "",
+                     ": no encryption and no authentication; anyone who can reach ", address,
+                     " can read and change the model");
   } else if (security.tls_ca.empty() && security.auth_token_file.empty()) {
     d.warning =
         "ps_server: WARNING: TLS without --tls_ca or --auth_token_file: clients are not "
         "authenticated, so anyone who can reach the port can read and change the model";
   }
-  d.security = absl::StrCat(
-      "security: ",
-      !security.tls() && unix_socket ? "plaintext on a unix socket"
-      : !security.tls()               ? "plaintext"
-      : !security.tls_ca.empty()      ? "mutual TLS"
-                                      : "TLS",
-      security.auth_token_file.empty() ? "" : " + bearer tokens");
+  d.security = absl::StrCat("security: ",
+                            !security.tls() && unix_socket ? "plaintext on a unix socket"
+                            : !security.tls()              ? "plaintext"
+                            : !security.tls_ca.empty()     ? "mutual TLS"
+                                                           : "TLS",
+                            security.auth_token_file.empty() ? "" : " + bearer tokens");
   if (!health_address.empty()) {
     absl::StrAppend(&d.security, "; health probes (plaintext) on ", health_address);
   }

@@ -96,8 +96,7 @@ std::string MiB(const absl::StatusOr<int64_t>& bytes) {
 }
 
 absl::StatusOr<std::unique_ptr<ServerProcess>> StartServer(const std::string& tag,
-                                                           absl::string_view mode,
-                                                           int num_workers,
+                                                           absl::string_view mode, int num_workers,
                                                            const std::vector<std::string>& flags) {
   ServerProcessOptions o;
   o.binary = g_server_bin;

@@ -101,8 +101,9 @@ std::string MiB(int64_t bytes);
 std::string MiB(const absl::StatusOr<int64_t>& bytes);
 
 // ps_server in `mode` on 127.0.0.1, as a child process, serving.
-absl::StatusOr<std::unique_ptr<ServerProcess>> StartServer(const std::string& tag, absl::string_view mode,
-                                          int num_workers, const std::vector<std::string>& flags);
+absl::StatusOr<std::unique_ptr<ServerProcess>> StartServer(const std::string& tag,
+                                                           absl::string_view mode, int num_workers,
+                                                           const std::vector<std::string>& flags);
 
 struct WorkersResult {
   bool ok = true;        // every worker exited with status 0

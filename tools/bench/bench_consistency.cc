@@ -118,8 +118,9 @@ absl::Status StartWorkers(const ConsistencyBenchOptions& o, const RowLogs& logs,
       argv.push_back(absl::StrCat("--slowdown_of=", o.slowdown_of_step ? "step" : "compute"));
       if (o.rotating_straggler) argv.push_back(absl::StrCat("--slowdown_every=", o.num_workers));
     }
-    auto p = ChildProcess::Spawn(argv, absl::StrCat(logs.dir, "/", logs.prefix, "worker", w, ".log"),
-                                 /*pipe_stdout=*/w == 0);
+    auto p =
+        ChildProcess::Spawn(argv, absl::StrCat(logs.dir, "/", logs.prefix, "worker", w, ".log"),
+                            /*pipe_stdout=*/w == 0);
     if (!p.ok()) return p.status();
     c->workers.push_back(*std::move(p));
   }
@@ -372,11 +373,11 @@ namespace {
 absl::Status Plot(const std::string& csv, const std::string& png, double target,
                   const std::string& title, const std::string& log) {
   ASSIGN_OR_RETURN(const std::string script, FindRunfile("tools/bench/plot_consistency.py"));
-  ASSIGN_OR_RETURN(std::unique_ptr<ChildProcess> p,
-                   ChildProcess::Spawn({"/usr/bin/python3", script, csv, png,
-                                        absl::StrCat("--target=", target),
-                                        absl::StrCat("--title=", title)},
-                                       log, /*pipe_stdout=*/false));
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<ChildProcess> p,
+      ChildProcess::Spawn({"/usr/bin/python3", script, csv, png, absl::StrCat("--target=", target),
+                           absl::StrCat("--title=", title)},
+                          log, /*pipe_stdout=*/false));
   const std::optional<int> st = p->Wait(absl::Now() + absl::Minutes(2));
   if (!st || !WIFEXITED(*st) || WEXITSTATUS(*st) != 0) {
     return absl::InternalError(absl::StrCat(script, " ", DescribeExit(st), ":\n", p->LogTail(10)));
@@ -411,8 +412,8 @@ absl::Status RunConsistencyCommand(const ConsistencyCommand& c) {
     std::printf("wrote %s\n", c.csv.c_str());
   }
   if (!c.png.empty()) {
-    if (absl::Status s = Plot(c.csv, c.png, c.bench.target, "ps_bench consistency: " + setup,
-                              c.png + ".log");
+    if (absl::Status s =
+            Plot(c.csv, c.png, c.bench.target, "ps_bench consistency: " + setup, c.png + ".log");
         !s.ok()) {
       return absl::InternalError(absl::StrCat("plotting failed: ", s.message()));
     }

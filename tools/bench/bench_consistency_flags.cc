@@ -1,8 +1,8 @@
 // ps_bench consistency's own flags (bench_consistency.h); the shared ones
 // are in bench_flags.h.
 #include "absl/flags/flag.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "common/status_macros.h"
 #include "tools/bench/bench_consistency.h"
 #include "tools/bench/bench_flags.h"

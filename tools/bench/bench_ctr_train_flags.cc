@@ -7,8 +7,7 @@
 ABSL_FLAG(double, ctr_dense_lr, 1e-3, "train --model=ctr: Adam's learning rate for the MLP.");
 ABSL_FLAG(int, ctr_batch, 128, "train --model=ctr: examples per step per worker.");
 ABSL_FLAG(uint64_t, ctr_vocab, 1000000, "train --model=ctr: generator ids per feature.");
-ABSL_FLAG(int, ctr_eval_examples, 10000,
-          "train --model=ctr: held-out examples of worker 0's AUC.");
+ABSL_FLAG(int, ctr_eval_examples, 10000, "train --model=ctr: held-out examples of worker 0's AUC.");
 
 namespace ps {
 

@@ -13,16 +13,16 @@
 #include "absl/status/statusor.h"
 #include "tools/bench/bench_common.h"
 
-ABSL_DECLARE_FLAG(std::string, ops);         // transport, sparse
-ABSL_DECLARE_FLAG(double, seconds);          // transport, apply, sparse
-ABSL_DECLARE_FLAG(int, warmup);              // transport, sparse
-ABSL_DECLARE_FLAG(bool, json);               // every mode but consistency
-ABSL_DECLARE_FLAG(bool, tls);                // transport, train
-ABSL_DECLARE_FLAG(std::string, tls_dir);     // transport, train
-ABSL_DECLARE_FLAG(std::string, dataset_dir); // train, consistency
-ABSL_DECLARE_FLAG(int64_t, max_steps);       // train (mlp and ctr)
-ABSL_DECLARE_FLAG(double, row_timeout);      // consistency, train --processes
-ABSL_DECLARE_FLAG(int, repeats);             // consistency, train --scrape_every
+ABSL_DECLARE_FLAG(std::string, ops);          // transport, sparse
+ABSL_DECLARE_FLAG(double, seconds);           // transport, apply, sparse
+ABSL_DECLARE_FLAG(int, warmup);               // transport, sparse
+ABSL_DECLARE_FLAG(bool, json);                // every mode but consistency
+ABSL_DECLARE_FLAG(bool, tls);                 // transport, train
+ABSL_DECLARE_FLAG(std::string, tls_dir);      // transport, train
+ABSL_DECLARE_FLAG(std::string, dataset_dir);  // train, consistency
+ABSL_DECLARE_FLAG(int64_t, max_steps);        // train (mlp and ctr)
+ABSL_DECLARE_FLAG(double, row_timeout);       // consistency, train --processes
+ABSL_DECLARE_FLAG(int, repeats);              // consistency, train --scrape_every
 
 namespace ps {
 

@@ -36,15 +36,15 @@ namespace {
 // --process_sockets into `o`.
 absl::Status ProcessSocketsFromFlag(TrainBenchOptions* o) {
   o->process_unix = o->process_tcp = false;
-  for (absl::string_view s : absl::StrSplit(absl::GetFlag(FLAGS_process_sockets), ',',
-                                            absl::SkipWhitespace())) {
+  for (absl::string_view s :
+       absl::StrSplit(absl::GetFlag(FLAGS_process_sockets), ',', absl::SkipWhitespace())) {
     if (s == "unix") {
       o->process_unix = true;
     } else if (s == "tcp") {
       o->process_tcp = true;
     } else {
-      return absl::InvalidArgumentError(absl::StrCat("unknown --process_sockets entry '", s,
-                                                     "': expected unix and/or tcp"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown --process_sockets entry '", s, "': expected unix and/or tcp"));
     }
   }
   if (!o->process_unix && !o->process_tcp) {
@@ -60,7 +60,8 @@ absl::StatusOr<TrainModel> TrainModelFromFlags() {
   const std::string model = absl::GetFlag(FLAGS_model);
   if (model == "mlp") return TrainModel::kMlp;
   if (model == "ctr") return TrainModel::kCtr;
-  return absl::InvalidArgumentError(absl::StrCat("unknown --model '", model, "' (known: mlp, ctr)"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown --model '", model, "' (known: mlp, ctr)"));
 }
 
 absl::StatusOr<TrainBenchOptions> TrainBenchOptionsFromFlags() {

@@ -1,13 +1,12 @@
 #include "tools/bench/bench_transport.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <unistd.h>
 
-#include <sched.h>
-
 #include <algorithm>
-#include <cstdio>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -21,10 +20,10 @@
 #include "common/status_macros.h"
 #include "common/wire_dtype.h"
 #include "tools/bench/bench_server_process.h"
+#include "tools/bench/raw_tcp.h"
 #include "tools/process/cpu_affinity.h"
 #include "tools/process/local_servers.h"
 #include "tools/process/proc.h"
-#include "tools/bench/raw_tcp.h"
 
 namespace ps {
 namespace {

@@ -7,15 +7,15 @@
 // number an operator sees. Each optimizer runs in a forked child, so no
 // table reuses pages another freed. No flags:
 //   bazel run //tools/bench:embedding_memory_bench
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "common/sparse_optimizer.h"
 #include "server/core/embedding_table.h"
@@ -56,11 +56,12 @@ int Measure(ps::SparseOptimizerKind kind) {
     }
   }
   const int floats = kDim * (1 + o.optimizer.StateFloatsPerElement());
-  std::printf("%-8s %lld rows of dim %d: floats %d B/row, MemoryBytes %.2f B/row, "
-              "RSS growth %.2f B/row\n",
-              std::string(ps::SparseOptimizerName(kind)).c_str(), static_cast<long long>(rows),
-              kDim, floats * 4, static_cast<double>((*table)->MemoryBytes()) / rows,
-              static_cast<double>(*rss_after - *rss_before) / rows);
+  std::printf(
+      "%-8s %lld rows of dim %d: floats %d B/row, MemoryBytes %.2f B/row, "
+      "RSS growth %.2f B/row\n",
+      std::string(ps::SparseOptimizerName(kind)).c_str(), static_cast<long long>(rows), kDim,
+      floats * 4, static_cast<double>((*table)->MemoryBytes()) / rows,
+      static_cast<double>(*rss_after - *rss_before) / rows);
   std::fflush(stdout);
   return 0;
 }

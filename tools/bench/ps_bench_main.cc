@@ -79,7 +79,8 @@ const RowsMode kRowsModes[] = {
     {"transport", [] { return Bind(ps::TransportBenchOptionsFromFlags, ps::RunTransportBench); }},
     {"apply", [] { return Bind(ps::ApplyBenchOptionsFromFlags, ps::RunApplyBench); }},
     {"sparse", [] { return Bind(ps::SparseBenchOptionsFromFlags, ps::RunSparseBench); }},
-    {"train", []() -> absl::StatusOr<RowsRun> {
+    {"train",
+     []() -> absl::StatusOr<RowsRun> {
        ASSIGN_OR_RETURN(const ps::TrainModel model, ps::TrainModelFromFlags());
        if (model == ps::TrainModel::kCtr) {
          return Bind(ps::CtrTrainBenchOptionsFromFlags, ps::RunCtrTrainBench);

@@ -86,10 +86,11 @@ absl::StatusOr<TrainProcessesResult> Run(const TrainProcessesOptions& o, const s
     ChildProcess& worker = *p.workers[w];
     const std::optional<int> st = worker.Wait(deadline);
     if (!st || !WIFEXITED(*st) || WEXITSTATUS(*st) != 0) {
-      return absl::InternalError(absl::StrCat(
-          "ps_worker ", w, !st ? absl::StrCat(" still ran after ", absl::FormatDuration(o.timeout))
-                               : absl::StrCat(" ended with ", DescribeExit(st)),
-          ":\n", worker.LogTail(8), "\nps_server:\n", p.server->process().LogTail(4)));
+      return absl::InternalError(
+          absl::StrCat("ps_worker ", w,
+                       !st ? absl::StrCat(" still ran after ", absl::FormatDuration(o.timeout))
+                           : absl::StrCat(" ended with ", DescribeExit(st)),
+                       ":\n", worker.LogTail(8), "\nps_server:\n", p.server->process().LogTail(4)));
     }
     const std::string last = LastLine(MetricsPath(dir, w));
     const std::optional<double> sps = MetricsValue(last, "samples_per_sec");

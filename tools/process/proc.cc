@@ -143,9 +143,9 @@ absl::StatusOr<int64_t> SysctlInt(absl::string_view name) {
       return absl::ascii_isalnum(c) || c == '_' || c == '-';
     });
     if (!ok) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("sysctl name '", name, "': expected names joined by dots, e.g. "
-                       "net.core.wmem_max"));
+      return absl::InvalidArgumentError(absl::StrCat("sysctl name '", name,
+                                                     "': expected names joined by dots, e.g. "
+                                                     "net.core.wmem_max"));
     }
   }
   const std::string path = absl::StrCat("/proc/sys/", absl::StrReplaceAll(name, {{".", "/"}}));
@@ -153,8 +153,8 @@ absl::StatusOr<int64_t> SysctlInt(absl::string_view name) {
   if (!text.ok()) return text.status();
   int64_t v = 0;
   if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(*text), &v)) {
-    return absl::DataLossError(absl::StrCat(path, ": '", absl::StripAsciiWhitespace(*text),
-                                            "' is not one integer"));
+    return absl::DataLossError(
+        absl::StrCat(path, ": '", absl::StripAsciiWhitespace(*text), "' is not one integer"));
   }
   return v;
 }

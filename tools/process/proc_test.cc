@@ -22,13 +22,15 @@ namespace {
 using ::testing::HasSubstr;
 
 TEST(StatusFieldFromText, ReturnsTheNamedFieldTrimmed) {
-  const char* text = "Name:\tproc_test\nVmHWM:\t    2048 kB\nVmRSS:\t    1024 kB\n"
-                     "Cpus_allowed_list:\t0-1\n";
+  const char* text =
+      "Name:\tproc_test\nVmHWM:\t    2048 kB\nVmRSS:\t    1024 kB\n"
+      "Cpus_allowed_list:\t0-1\n";
   EXPECT_EQ(*StatusFieldFromText(text, "VmRSS"), "1024 kB");
   EXPECT_EQ(*StatusFieldFromText(text, "Cpus_allowed_list"), "0-1");
   // A name is matched whole, never as the prefix of a longer one.
   EXPECT_EQ(StatusFieldFromText(text, "Vm").status().code(), absl::StatusCode::kNotFound);
-  EXPECT_THAT(std::string(StatusFieldFromText(text, "VmSwap").status().message()), HasSubstr("VmSwap"));
+  EXPECT_THAT(std::string(StatusFieldFromText(text, "VmSwap").status().message()),
+              HasSubstr("VmSwap"));
 }
 
 TEST(KilobytesFromText, ConvertsKilobytesAndRefusesAnythingElse) {
@@ -44,8 +46,7 @@ TEST(CpuTicksFromStatText, CountsFieldsFromTheCommandsLastParenthesis) {
   const char* text = "4242 (a) b (c) S 1 4242 4242 0 -1 4194560 100 0 0 0 7 5 0 0 20 0 1 0 9\n";
   EXPECT_EQ(*CpuTicksFromStatText(text), 12);
   EXPECT_EQ(CpuTicksFromStatText("4242 S 1 2 3").status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_EQ(CpuTicksFromStatText("4242 (x) S 1 2 3").status().code(),
-            absl::StatusCode::kDataLoss);
+  EXPECT_EQ(CpuTicksFromStatText("4242 (x) S 1 2 3").status().code(), absl::StatusCode::kDataLoss);
 }
 
 TEST(ProcStatusBytes, SeesThisProcessGrow) {

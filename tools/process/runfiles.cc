@@ -26,8 +26,8 @@ std::vector<std::string> RunfileCandidates(absl::string_view rel, absl::string_v
       if (dir.find('/') == absl::string_view::npos) break;
     }
     const size_t slash = rel.rfind('/');
-    out.push_back(absl::StrCat(exe_dir, "/", slash == absl::string_view::npos ? rel
-                                                                              : rel.substr(slash + 1)));
+    out.push_back(
+        absl::StrCat(exe_dir, "/", slash == absl::string_view::npos ? rel : rel.substr(slash + 1)));
   }
   out.push_back(std::string(rel));
   return out;
@@ -41,8 +41,8 @@ absl::StatusOr<std::string> FindRunfile(absl::string_view rel) {
   for (const std::string& c : candidates) {
     if (access(c.c_str(), R_OK) == 0) return c;
   }
-  return absl::NotFoundError(absl::StrCat("cannot find ", rel, "; looked in ",
-                                          absl::StrJoin(candidates, ", ")));
+  return absl::NotFoundError(
+      absl::StrCat("cannot find ", rel, "; looked in ", absl::StrJoin(candidates, ", ")));
 }
 
 }  // namespace ps

@@ -43,7 +43,8 @@ TEST(FindRunfile, FindsADataFileOfThisTest) {
 TEST(FindRunfile, NamesTheFileAndWhereItLookedWhenMissing) {
   absl::StatusOr<std::string> path = FindRunfile("no/such/file");
   EXPECT_EQ(path.status().code(), absl::StatusCode::kNotFound);
-  EXPECT_THAT(std::string(path.status().message()), HasSubstr("cannot find no/such/file; looked in "));
+  EXPECT_THAT(std::string(path.status().message()),
+              HasSubstr("cannot find no/such/file; looked in "));
   EXPECT_THAT(std::string(path.status().message()), HasSubstr(".runfiles/ps/no/such/file"));
 }
 

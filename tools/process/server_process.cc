@@ -83,8 +83,7 @@ absl::StatusOr<std::string> AwaitPortFile(ChildProcess& child, FolderWatch& watc
     nfds_t n = 0;
     if (watch.fd() >= 0) fds[n++] = {watch.fd(), POLLIN, 0};
     if (child.exit_fd() >= 0) fds[n++] = {child.exit_fd(), POLLIN, 0};
-    const absl::Time wake =
-        n == 2 ? deadline : std::min(deadline, absl::Now() + kFallbackInterval);
+    const absl::Time wake = n == 2 ? deadline : std::min(deadline, absl::Now() + kFallbackInterval);
     if (poll(fds, n, PollTimeoutMs(wake)) < 0 && errno != EINTR) return ErrnoError("poll");
     if (watch.fd() >= 0) watch.Drain();
   }
@@ -152,8 +151,7 @@ absl::Status CheckOptions(const ServerProcessOptions& o) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
-    const ServerProcessOptions& o) {
+absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(const ServerProcessOptions& o) {
   if (absl::Status s = CheckOptions(o); !s.ok()) return s;
   if (access(o.binary.c_str(), X_OK) != 0) {
     return absl::NotFoundError(absl::StrCat("no executable ps_server at ", o.binary));
@@ -185,10 +183,10 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
   }
   if (absl::IsDeadlineExceeded(address.status())) {
     const std::optional<int> st = server->Stop();
-    return absl::DeadlineExceededError(absl::StrCat(
-        "ps_server did not start: no port file within ", absl::FormatDuration(o.start_timeout),
-        " (then ", DescribeExit(st), "): ", server->command_line(), "\n",
-        server->process_->LogTail(10)));
+    return absl::DeadlineExceededError(
+        absl::StrCat("ps_server did not start: no port file within ",
+                     absl::FormatDuration(o.start_timeout), " (then ", DescribeExit(st),
+                     "): ", server->command_line(), "\n", server->process_->LogTail(10)));
   }
   if (!absl::IsUnavailable(address.status())) return address.status();
   const int st = *server->process_->Poll();

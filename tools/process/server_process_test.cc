@@ -69,8 +69,7 @@ TEST(ServerProcess, StartsOnAFreePortAndServesWhenStartReturns) {
   ASSERT_TRUE(s.ok()) << s.status();
   ASSERT_THAT((*s)->address(), StartsWith("127.0.0.1:"));
   int port = 0;
-  EXPECT_TRUE(absl::SimpleAtoi((*s)->address().substr(10), &port) && port > 0)
-      << (*s)->address();
+  EXPECT_TRUE(absl::SimpleAtoi((*s)->address().substr(10), &port) && port > 0) << (*s)->address();
   EXPECT_THAT((*s)->command_line(), HasSubstr("--listen=127.0.0.1:0 --port_file="));
   auto status = QueryStatus({(*s)->address()}, absl::Seconds(10));
   ASSERT_TRUE(status.ok()) << status.status();
@@ -165,10 +164,11 @@ TEST(ServerProcess, NoPortFileByTheDeadlineIsDeadlineExceededAndStopsTheProcess)
 }
 
 TEST(ServerProcess, APortFileRenamedIntoPlaceLaterIsSeen) {
-  auto s = ServerProcess::Start(Options(
-      Script("late", "sleep 0.3\necho 127.0.0.1:4321 > \"$PORT_FILE.tmp\"\n"
-                     "mv \"$PORT_FILE.tmp\" \"$PORT_FILE\"\nexec sleep 600"),
-      "late"));
+  auto s =
+      ServerProcess::Start(Options(Script("late",
+                                          "sleep 0.3\necho 127.0.0.1:4321 > \"$PORT_FILE.tmp\"\n"
+                                          "mv \"$PORT_FILE.tmp\" \"$PORT_FILE\"\nexec sleep 600"),
+                                   "late"));
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ((*s)->address(), "127.0.0.1:4321");
 }
