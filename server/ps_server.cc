@@ -163,6 +163,7 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
     co.period = c.period;
     co.export_state = [shard = s->shard_.get()] { return shard->ExportState(); };
     co.log = options.shard.log;
+    co.clock = options.shard.clock;  // the shard's: RealClock() unless a test says
     if (loaded.has_value()) {
       co.restored_version = loaded->state.version;
       co.restored_path = loaded->path;

@@ -9,28 +9,48 @@
 namespace ps {
 
 Checkpointer::Checkpointer(CheckpointStore* store, CheckpointerOptions options)
-    : store_(store), options_(std::move(options)) {
+    : store_(store), options_(std::move(options)), timer_(options_.clock->NewTimer()) {
   last_written_ = options_.restored_version;
   last_path_ = options_.restored_path;
-  thread_ = std::thread([this] { Loop(); });
+  if (options_.period > absl::ZeroDuration()) {
+    timer_->Schedule(options_.clock->Now() + options_.period, [this] { Periodic(); });
+  }
 }
 
 Checkpointer::~Checkpointer() {
   {
     absl::MutexLock l(&mu_);
-    stop_ = true;
+    stop_ = true;  // Periodic schedules no more
   }
-  thread_.join();
+  timer_.reset();  // drops what has not run, waits for what runs
+  // Requests that came with the stop: answered, not dropped.
+  std::vector<WriteDone> requests;
+  {
+    absl::MutexLock l(&mu_);
+    requests.swap(requests_);
+  }
+  for (WriteDone& done : requests) {
+    done(absl::UnavailableError(
+        absl::StrCat("shard ", options_.shard_id, " is shutting down")));
+  }
+}
+
+void Checkpointer::ScheduleWorkLocked() {
+  if (work_scheduled_) return;
+  work_scheduled_ = true;
+  timer_->Schedule(options_.clock->Now(), [this] { Work(); });
 }
 
 void Checkpointer::RequestWrite(WriteDone done) {
   absl::MutexLock l(&mu_);
   requests_.push_back(std::move(done));
+  ScheduleWorkLocked();
 }
 
 void Checkpointer::Offer(ShardState state) {
   absl::MutexLock l(&mu_);
   pending_ = std::move(state);
+  ScheduleWorkLocked();
 }
 
 int64_t Checkpointer::last_written_version() const {
@@ -43,7 +63,7 @@ void Checkpointer::Log(const std::string& line) const {
 }
 
 absl::StatusOr<std::string> Checkpointer::WriteLocked(const ShardState& state) {
-  const absl::Time start = absl::Now();
+  const absl::Time start = options_.clock->Now();
   absl::StatusOr<std::string> path = store_->Write(state);
   if (!path.ok()) {
     metrics_.writes_failed.Add();
@@ -53,7 +73,7 @@ absl::StatusOr<std::string> Checkpointer::WriteLocked(const ShardState& state) {
   }
   last_written_ = state.version;
   last_path_ = *path;
-  const absl::Time end = absl::Now();
+  const absl::Time end = options_.clock->Now();
   metrics_.write_duration.Record(end - start);
   metrics_.last_written_unix_micros.Set(absl::ToUnixMicros(end));
   Log(absl::StrFormat("shard %d: checkpoint v%d written to %s (%d weights, %.1f ms)",
@@ -82,45 +102,29 @@ absl::StatusOr<CheckpointWritten> Checkpointer::WriteNow() {
   return CheckpointWritten{state->version, std::move(path), true};
 }
 
-void Checkpointer::Loop() {
-  absl::Time next_periodic = options_.period > absl::ZeroDuration()
-                                 ? absl::Now() + options_.period
-                                 : absl::InfiniteFuture();
+void Checkpointer::Work() {
+  std::optional<ShardState> state;
   std::vector<WriteDone> requests;
-  while (true) {
-    std::optional<ShardState> state;
-    {
-      absl::MutexLock l(&mu_);
-      auto woken = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return stop_ || pending_.has_value() || !requests_.empty();
-      };
-      mu_.AwaitWithDeadline(absl::Condition(&woken), next_periodic);
-      if (stop_) break;
-      requests.swap(requests_);
-      state.swap(pending_);
-    }
-    if (state.has_value()) {
-      absl::MutexLock w(&write_mu_);
-      WriteLocked(*state).IgnoreError();  // logged
-    }
-    if (!requests.empty()) {
-      absl::StatusOr<CheckpointWritten> result = WriteNow();
-      for (WriteDone& done : requests) done(result);
-      requests.clear();
-    } else if (!state.has_value() && absl::Now() >= next_periodic) {
-      WriteNow().IgnoreError();  // logged
-      next_periodic = absl::Now() + options_.period;
-    }
-  }
-  // Requests that came with the stop: answered, not dropped.
   {
     absl::MutexLock l(&mu_);
+    work_scheduled_ = false;
+    state.swap(pending_);
     requests.swap(requests_);
   }
-  for (WriteDone& done : requests) {
-    done(absl::UnavailableError(
-        absl::StrCat("shard ", options_.shard_id, " is shutting down")));
+  if (state.has_value()) {
+    absl::MutexLock w(&write_mu_);
+    WriteLocked(*state).IgnoreError();  // logged
   }
+  if (requests.empty()) return;
+  absl::StatusOr<CheckpointWritten> result = WriteNow();
+  for (WriteDone& done : requests) done(result);
+}
+
+void Checkpointer::Periodic() {
+  WriteNow().IgnoreError();  // logged
+  absl::MutexLock l(&mu_);
+  if (stop_) return;
+  timer_->Schedule(options_.clock->Now() + options_.period, [this] { Periodic(); });
 }
 
 }  // namespace ps

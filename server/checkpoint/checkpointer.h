@@ -1,31 +1,39 @@
-// Checkpointer: writes a shard's checkpoints on its own thread, so that the
-// push path only hands over a copy of the state.
+// Checkpointer: writes a shard's checkpoints on a timer of its own, so
+// that the push path only hands over a copy of the state.
 //
 // States arrive three ways:
 //   - Offer: the shard's by-version exports (ShardOptions::on_checkpoint);
 //     if the writer is still busy with an earlier one, the newer replaces
 //     the one waiting (the written set then skips a version);
-//   - every `period` (> 0), the thread exports the shard itself (through
+//   - every `period` (> 0), the timer exports the shard itself (through
 //     `export_state`) if its version moved since the last write; such
 //     checkpoints are not a consistent cut across sync shards;
 //   - WriteNow: an export written on the caller's thread (at shutdown), or
-//     RequestWrite: the same on the writer thread, for an RPC that must not
-//     block (ps_ctl checkpoint).
+//     RequestWrite: the same on the timer, for an RPC that must not block
+//     (ps_ctl checkpoint).
 // Each write goes through the CheckpointStore (atomic, durable, pruned), and
 // each result is logged as one line: "shard S: checkpoint vV written to PATH
 // (B bytes, T ms)" or why it failed; a failed write leaves the previous
 // checkpoints in place and training goes on.
 //
-// Thread-safe. Owns its thread; the destructor writes nothing more and joins
-// it. Borrows the store, which must outlive it.
+// Time is passed in: the period and the write times are read from
+// options.clock, and the writes run on a timer it makes (common/clock.h).
+// With RealClock() that timer is the writer thread; with a FakeClock
+// (common/testing/fake_clock.h) nothing is written until the test advances
+// the clock (RunDue for what was offered or requested, past a period for a
+// periodic write), and then on the test's thread.
+//
+// Thread-safe. Owns its timer; the destructor writes nothing more, waits
+// for a write under way, and answers the requests left with UNAVAILABLE.
+// Borrows the store and the clock, which must outlive it.
 #ifndef PS_SERVER_CHECKPOINT_CHECKPOINTER_H_
 #define PS_SERVER_CHECKPOINT_CHECKPOINTER_H_
 
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -34,6 +42,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 #include "server/checkpoint/checkpoint_store.h"
 #include "server/core/shard_state.h"
 #include "server/core/stats.h"
@@ -60,6 +69,9 @@ struct CheckpointerOptions {
   // as written, so an unchanged shard is not written again.
   int64_t restored_version = -1;
   std::string restored_path;
+  // The time of the period and of the write metrics, and the maker of the
+  // timer the writes run on. Borrowed: must outlive the Checkpointer.
+  Clock* clock = RealClock();
 };
 
 class Checkpointer {
@@ -70,7 +82,7 @@ class Checkpointer {
   Checkpointer(const Checkpointer&) = delete;
   Checkpointer& operator=(const Checkpointer&) = delete;
 
-  // Queues `state` for the writer thread.
+  // Queues `state` for the timer.
   void Offer(ShardState state);
 
   // Writes the state still waiting from Offer, if any, then exports the
@@ -79,7 +91,8 @@ class Checkpointer {
   // parameters; a write's error is logged and returned.
   absl::StatusOr<CheckpointWritten> WriteNow();
 
-  // WriteNow on the writer thread; `done` runs there with its result.
+  // WriteNow on the timer; `done` runs there with its result (or with
+  // UNAVAILABLE, on the destructor's thread, if the Checkpointer goes first).
   using WriteDone = std::function<void(absl::StatusOr<CheckpointWritten>)>;
   void RequestWrite(WriteDone done);
 
@@ -90,7 +103,12 @@ class Checkpointer {
   const CheckpointMetrics& metrics() const { return metrics_; }
 
  private:
-  void Loop();
+  // On the timer: writes what was offered, then answers the requests.
+  void Work() ABSL_LOCKS_EXCLUDED(mu_, write_mu_);
+  // On the timer, every period: WriteNow, and the next period.
+  void Periodic() ABSL_LOCKS_EXCLUDED(mu_, write_mu_);
+  // Makes the timer run Work, unless it will already.
+  void ScheduleWorkLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Writes `state` and records it; logs the outcome.
   absl::StatusOr<std::string> WriteLocked(const ShardState& state)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
@@ -99,7 +117,7 @@ class Checkpointer {
   CheckpointStore* const store_;  // not owned
   const CheckpointerOptions options_;
 
-  // Serializes writes (the thread's and WriteNow's); held while writing.
+  // Serializes writes (the timer's and WriteNow's); held while writing.
   mutable absl::Mutex write_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   int64_t last_written_ ABSL_GUARDED_BY(write_mu_) = -1;
   std::string last_path_ ABSL_GUARDED_BY(write_mu_);
@@ -107,10 +125,12 @@ class Checkpointer {
   mutable absl::Mutex mu_;
   std::optional<ShardState> pending_ ABSL_GUARDED_BY(mu_);
   std::vector<WriteDone> requests_ ABSL_GUARDED_BY(mu_);
+  bool work_scheduled_ ABSL_GUARDED_BY(mu_) = false;  // Work is on the timer
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
 
   CheckpointMetrics metrics_;
-  std::thread thread_;
+  // Last: destroyed first (by the destructor), before what its work uses.
+  std::unique_ptr<Timer> timer_;
 };
 
 }  // namespace ps

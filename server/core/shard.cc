@@ -1,10 +1,12 @@
 #include "server/core/shard.h"
 
+#include <optional>
 #include <random>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 
 namespace ps {
@@ -50,12 +52,13 @@ Shard::Shard(const ShardOptions& options, std::unique_ptr<ConsistencyPolicy> pol
     return WaitTimeoutMessage(version, waited);
   };
   w.on_alarm = [this](absl::Time now) { OnAlarm(now); };
+  w.clock = options.clock;
   waiters_ = std::make_unique<Waiters>(std::move(w));
 }
 
 Shard::~Shard() {
   Close();
-  waiters_.reset();  // joins the timer, whose callbacks use the shard
+  waiters_.reset();  // destroys the timer, whose callbacks use the shard
 }
 
 void Shard::Close() {
@@ -70,36 +73,6 @@ absl::Status Shard::ShuttingDown() const {
   return absl::UnavailableError(absl::StrCat("shard ", options_.shard_id, " is shutting down"));
 }
 
-absl::Status Shard::Register(int worker_id, int num_workers) {
-  RETURN_IF_ERROR(options_.CheckWorker(worker_id));
-  if (num_workers != options_.num_workers) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "worker ", worker_id, " was started with num_workers=", num_workers,
-        " but this server expects num_workers=", options_.num_workers));
-  }
-  Effects fx;
-  {
-    absl::MutexLock l(&mu_);
-    membership_.MarkSeen(worker_id);
-    TouchLocked(worker_id, absl::Now(), &fx);
-  }
-  Finish(std::move(fx));
-  return absl::OkStatus();
-}
-
-absl::StatusOr<int64_t> Shard::Heartbeat(int worker_id) {
-  RETURN_IF_ERROR(options_.CheckWorker(worker_id));
-  Effects fx;
-  int64_t version;
-  {
-    absl::MutexLock l(&mu_);
-    TouchLocked(worker_id, absl::Now(), &fx);
-    version = weights_.version();
-  }
-  Finish(std::move(fx));
-  return version;
-}
-
 int64_t Shard::LastSeq(int worker_id) const {
   if (!options_.CheckWorker(worker_id).ok()) return 0;
   absl::MutexLock l(&mu_);
@@ -110,55 +83,6 @@ int64_t Shard::LastSeq(int worker_id) const {
 Incarnation Shard::incarnation() const {
   absl::MutexLock l(&mu_);
   return incarnation_;
-}
-
-void Shard::Touch(int worker_id) {
-  if (!leases()) return;
-  Effects fx;
-  {
-    absl::MutexLock l(&mu_);
-    TouchLocked(worker_id, absl::Now(), &fx);
-  }
-  Finish(std::move(fx));
-}
-
-void Shard::TouchLocked(int worker_id, absl::Time now, Effects* fx) {
-  OnLeaseEventsLocked(membership_.Touch(worker_id, now, weights_.version()), now, fx);
-}
-
-void Shard::OnLeaseEventsLocked(LeaseEvents events, absl::Time now, Effects* fx) {
-  for (LeaseChange& change : events.changes) {
-    fx->lines.push_back(std::move(change.line));
-    if (!change.live) metrics_->workers_dropped.Add();
-    std::vector<std::vector<float>> to_apply;
-    if (policy_->SetLive(change.worker, change.live, &to_apply) && weights_.initialized()) {
-      ApplyLocked(std::move(to_apply), now, fx);
-    }
-  }
-  // SSP: a drop can move the slowest step, releasing held pulls.
-  if (options_.mode == Mode::kSsp && !events.changes.empty()) TakeReadyLocked(fx);
-  WakeAt(events.wake_at);
-}
-
-void Shard::WakeAt(absl::Time when) const {
-  if (when != absl::InfiniteFuture()) waiters_->WakeAt(when);
-}
-
-void Shard::OnAlarm(absl::Time now) {
-  Effects fx;
-  {
-    absl::MutexLock l(&mu_);
-    if (closed_) return;
-    // Both are asked even when the alarm was set for the other (or came
-    // early): each answers with its next alarm, and the timer keeps only the
-    // earliest, so both are set again.
-    OnLeaseEventsLocked(membership_.Expire(now, weights_.version()), now, &fx);
-    std::optional<std::string> report =
-        stalls_.Report(now, weights_.version(), policy_->MissingWorkers());
-    if (report.has_value()) fx.lines.push_back(*std::move(report));
-    WakeAt(stalls_.next_report());
-  }
-  Finish(std::move(fx));
 }
 
 SliceAssembler::Options Shard::AssemblerOptions(absl::string_view what) const {
@@ -278,7 +202,7 @@ absl::StatusOr<GradientAssembly> Shard::StartPush(int worker_id,
 }
 
 absl::StatusOr<PushResult> Shard::Push(AssembledGradient g, int64_t seq) {
-  const absl::Time start = absl::Now();
+  const absl::Time start = Now();
   const int worker_id = g.worker_id;
   const int64_t computed_version = g.computed_version;
   RETURN_IF_ERROR(options_.CheckWorker(worker_id));
@@ -333,7 +257,7 @@ absl::StatusOr<PushResult> Shard::Push(AssembledGradient g, int64_t seq) {
       metrics_->pushes_dropped.Add();
       break;
   }
-  metrics_->push_latency.Record(absl::Now() - start);
+  metrics_->push_latency.Record(Now() - start);
   Finish(std::move(fx));
   return result;
 }
@@ -388,11 +312,11 @@ uint64_t Shard::Pull(int worker_id, int64_t min_version, absl::Duration wait,
     } else if (!weights_.initialized() || weights_.version() < ready_at || held) {
       if (held) metrics_->pulls_held.Add();
       // Counted when the weights come.
-      SnapshotCallback counted = [metrics = metrics_, start = absl::Now(),
+      SnapshotCallback counted = [metrics = metrics_, clock = options_.clock, start = Now(),
                                   done = std::move(done)](absl::StatusOr<WeightsSnapshot> snap) {
         if (snap.ok()) {
           metrics->pulls_served.Add();
-          metrics->pull_latency.Record(absl::Now() - start);
+          metrics->pull_latency.Record(clock->Now() - start);
         }
         done(std::move(snap));
       };
@@ -427,29 +351,6 @@ void Shard::TakeReadyLocked(Effects* fx) {
 
 void Shard::Release(SnapshotCallbacks ready, const WeightsSnapshot& snap) {
   for (Waiters::Callback& done : ready) done(snap);
-}
-
-std::string Shard::WaitTimeoutMessage(int64_t min_version, absl::Duration waited) const {
-  absl::MutexLock l(&mu_);
-  std::string msg = absl::StrCat("shard ", options_.shard_id, ": gave up after ",
-                                 absl::FormatDuration(waited), " waiting for ");
-  if (!weights_.initialized()) {
-    absl::StrAppend(&msg,
-                    "the parameters: worker 0 has not initialized them (is worker 0 running?)");
-    return msg;
-  }
-  const int64_t version = weights_.version();
-  absl::StrAppend(&msg, "version ", min_version, "; the shard is at version ", version);
-  if (options_.mode == Mode::kSync) {
-    absl::StrAppend(&msg, "; step ", version, " is missing gradients from workers [",
-                    absl::StrJoin(policy_->MissingWorkers(), ", "), "]");
-  }
-  if (options_.mode == Mode::kSsp) {
-    absl::StrAppend(&msg, "; SSP (--staleness=", options_.staleness, "): worker steps [",
-                    absl::StrJoin(policy_->Steps(), ", "), "], held back by workers [",
-                    absl::StrJoin(policy_->MissingWorkers(), ", "), "]");
-  }
-  return msg;
 }
 
 void Shard::Log(const std::vector<std::string>& lines) const {

@@ -2,7 +2,8 @@
 // its rules together.
 //
 // A Shard composes plain parts, each a class with its own contract and
-// tests, that it calls under its one lock and hands the time (absl::Now()):
+// tests, that it calls under its one lock and hands the time (read from
+// ShardOptions::clock):
 //   - VersionedWeights (server/core/versioned_weights.h): the layout, the flat
 //     float32 weights with copy-on-write snapshots, the Optimizer, the
 //     version.
@@ -10,9 +11,13 @@
 //     and when; dedup (sync by worker and step, async by worker and seq).
 //   - Membership (server/core/membership.h): the workers seen, and sync leases.
 //   - StallReporter (server/core/stall_reporter.h): sync steps that wait long.
-// It owns what takes real time: the Waiters (server/core/waiters.h), whose timer
-// thread ends waiting calls at their deadlines and rings the alarms that the
-// parts ask for (a lease check, a stall report).
+// It owns the Waiters (server/core/waiters.h), whose timer, made by the same
+// clock, ends waiting calls at their deadlines and rings the alarms that the
+// parts ask for (a lease check, a stall report). With RealClock() that timer
+// is one thread; with a FakeClock (common/testing/fake_clock.h) the shard
+// has no thread, and its deadlines, leases and stall reports move only when
+// the test advances the clock (the timeouts and alarms then run on the
+// test's thread). The clock is borrowed (ShardOptions::clock).
 //
 // Workers push gradients, which the policy releases for applying (sync:
 // once per step, when the step closes: every live worker's gradient is in,
@@ -21,7 +26,7 @@
 // hands out a GradientAssembly, server/core/gradient.h) and offered whole (Push).
 // Waiting never parks a thread: a waiting pull leaves a callback that runs
 // when the version arrives (on the thread of the push that completed it) or
-// when its deadline passes (on the timer thread). Readers get an immutable
+// when its deadline passes (on the timer). Readers get an immutable
 // snapshot of the weights. Counters and latency histograms live in
 // ShardMetrics (server/core/stats.h), readable without the shard's lock.
 //
@@ -89,7 +94,7 @@ class Shard {
   // INVALID_ARGUMENT for options that ShardOptions::Validate refuses.
   static absl::StatusOr<std::unique_ptr<Shard>> Create(const ShardOptions& options);
 
-  // Fails all waiting calls with UNAVAILABLE and stops the timer thread.
+  // Fails all waiting calls with UNAVAILABLE and destroys the timer.
   ~Shard();
 
   Shard(const Shard&) = delete;
@@ -244,6 +249,7 @@ class Shard {
   // alarms for the next ones (the timer keeps only the earliest).
   void OnAlarm(absl::Time now) ABSL_LOCKS_EXCLUDED(mu_);
   void WakeAt(absl::Time when) const;  // InfiniteFuture: no-op
+  absl::Time Now() const { return options_.clock->Now(); }
   bool leases() const {
     return options_.mode != Mode::kAsync && options_.worker_timeout > absl::ZeroDuration();
   }
@@ -289,8 +295,8 @@ class Shard {
   // RollBackToCheckpoint).
   bool untouched_checkpoint_ ABSL_GUARDED_BY(mu_) = false;
 
-  // Waiting pulls and inits, and the timer thread (which fails them at their
-  // deadlines and rings the alarms). Last: destroyed, and its timer joined,
+  // Waiting pulls and inits, and the timer (which fails them at their
+  // deadlines and rings the alarms). Last: destroyed, with its timer,
   // before the members its callbacks use.
   std::unique_ptr<Waiters> waiters_;
 };

@@ -50,6 +50,7 @@ absl::Status ShardOptions::Validate() const {
     return absl::InvalidArgumentError(absl::StrCat("--worker_timeout must be >= 0, got ",
                                                    absl::FormatDuration(worker_timeout)));
   }
+  if (clock == nullptr) return absl::InvalidArgumentError("the shard's clock is null");
   return absl::OkStatus();
 }
 

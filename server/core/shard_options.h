@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 #include "common/mode.h"
 #include "common/model_spec.h"
 #include "common/optimizer.h"
@@ -64,7 +65,7 @@ struct ShardOptions {
   // time, and once more when it completes. Zero or negative: off.
   absl::Duration stall_report_after = absl::Seconds(10);
   // Receives each log line (stall reports, lease drops and returns,
-  // restores), without a newline. Called from the shard's timer thread or a
+  // restores), without a newline. Called from the shard's timer or a
   // request's thread, never with the shard's lock held, possibly from two
   // threads at once; lines are formed under the lock but written after it is
   // released, so in a rare race a step's last report may follow its
@@ -94,10 +95,15 @@ struct ShardOptions {
   // The run id of a shard that restores no checkpoint; 0 = drawn at random.
   uint64_t run_id = 0;
 
+  // Where the shard reads the time (leases, stall reports, waits' deadlines,
+  // latencies) and makes its timer (common/clock.h). Borrowed: must outlive
+  // the shard. Tests pass a FakeClock (common/testing/fake_clock.h).
+  Clock* clock = RealClock();
+
   // INVALID_ARGUMENT, naming the first problem: a position, worker count,
   // wait or limit out of range, optimizer options CreateOptimizer refuses,
   // a mode that is not a Mode, a SyncRule out of range, a negative
-  // worker_timeout.
+  // worker_timeout, no clock.
   absl::Status Validate() const;
 
   // INVALID_ARGUMENT naming the range unless 0 <= worker_id < num_workers.

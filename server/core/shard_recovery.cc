@@ -69,7 +69,7 @@ absl::StatusOr<bool> Shard::AdoptWorkerCopy(int worker_id, const ModelSpec& spec
     membership_.MarkSeen(worker_id);
     // The run is live (a worker holds its weights): a worker that died
     // before this shard restarted is dropped after a lease, not waited for.
-    const absl::Time now = absl::Now();
+    const absl::Time now = Now();
     OnLeaseEventsLocked(membership_.ExpectAll(now), now, &fx);
     fx.lines.push_back(absl::StrCat(
         "shard ", options_.shard_id, ": restored to version ", version, " from worker ",

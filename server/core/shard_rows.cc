@@ -35,7 +35,7 @@ absl::StatusOr<RowsResult> Shard::PullRows(int worker_id, absl::string_view tabl
   {
     absl::MutexLock l(&mu_);
     if (closed_) return ShuttingDown();
-    if (renews_lease) TouchLocked(worker_id, absl::Now(), &fx);
+    if (renews_lease) TouchLocked(worker_id, Now(), &fx);
     s = tables_.Pull(table, ids, &result.values);
     result.version = weights_.version();
   }
@@ -59,7 +59,7 @@ absl::StatusOr<PushResult> Shard::PushRows(int worker_id, absl::string_view tabl
   {
     absl::MutexLock l(&mu_);
     if (closed_) return ShuttingDown();
-    TouchLocked(worker_id, absl::Now(), &fx);
+    TouchLocked(worker_id, Now(), &fx);
     outcome = tables_.Push(worker_id, table, version, seq, weights_.version(), ids, grads);
     if (outcome.ok()) membership_.MarkSeen(worker_id);
     result.version = weights_.version();

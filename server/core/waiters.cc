@@ -6,13 +6,12 @@
 
 namespace ps {
 
-Waiters::Waiters(WaitersOptions options) : options_(std::move(options)) {
-  timer_ = std::thread([this] { TimerLoop(); });
-}
+Waiters::Waiters(WaitersOptions options)
+    : options_(std::move(options)), timer_(options_.clock->NewTimer()) {}
 
 Waiters::~Waiters() {
   Close(absl::UnavailableError(absl::StrCat(options_.name, " is shutting down")));
-  timer_.join();
+  timer_.reset();  // waits for an event that runs, whose callbacks use this
 }
 
 absl::StatusOr<uint64_t> Waiters::Add(int64_t version, absl::Duration wait, Callback* done,
@@ -27,12 +26,12 @@ absl::StatusOr<uint64_t> Waiters::Add(int64_t version, absl::Duration wait, Call
   const absl::Duration w =
       wait <= absl::ZeroDuration() ? options_.default_wait : std::min(wait, options_.max_wait);
   const uint64_t ticket = ++last_ticket_;
-  const absl::Time deadline = absl::Now() + w;
+  const absl::Time deadline = options_.clock->Now() + w;
   waiters_.emplace(ticket, Waiter{version, w, deadline, std::move(*done), step});
   by_version_.emplace(version, ticket);
   by_deadline_.emplace(deadline, ticket);
   if (options_.waiting != nullptr) options_.waiting->Set(static_cast<int64_t>(waiters_.size()));
-  if (by_deadline_.begin()->second == ticket) timer_cv_.Signal();
+  ArmLocked();
   return ticket;
 }
 
@@ -92,16 +91,18 @@ void Waiters::Close(const absl::Status& status) {
     by_step_.clear();
     by_deadline_.clear();
     if (options_.waiting != nullptr) options_.waiting->Set(0);
-    timer_cv_.SignalAll();
+    if (event_ != 0) timer_->Cancel(event_);
+    event_ = 0;
+    event_at_ = absl::InfiniteFuture();
   }
   for (auto& [ticket, w] : failed) w.done(s);
 }
 
 void Waiters::WakeAt(absl::Time when) {
   absl::MutexLock l(&mu_);
-  if (when >= alarm_) return;
+  if (!closed_.ok() || when >= alarm_) return;
   alarm_ = when;
-  timer_cv_.Signal();
+  ArmLocked();
 }
 
 int64_t Waiters::size() const {
@@ -109,36 +110,46 @@ int64_t Waiters::size() const {
   return static_cast<int64_t>(waiters_.size());
 }
 
-void Waiters::TimerLoop() {
-  absl::MutexLock l(&mu_);
-  while (closed_.ok()) {
-    // Whatever makes either time earlier signals timer_cv_, so this sleeps
-    // until the earlier of the two (and until signalled when neither is set).
-    absl::Time next = alarm_;
-    if (!by_deadline_.empty()) next = std::min(next, by_deadline_.begin()->first);
-    timer_cv_.WaitWithDeadline(&mu_, next);
-    if (!closed_.ok()) break;
-    const absl::Time now = absl::Now();
-    const bool alarm = alarm_ <= now;
+void Waiters::ArmLocked() {
+  absl::Time next = alarm_;
+  if (!by_deadline_.empty()) next = std::min(next, by_deadline_.begin()->first);
+  if (next >= event_at_) return;  // the pending event comes early enough
+  if (event_ != 0) timer_->Cancel(event_);
+  event_ = timer_->Schedule(next, [this, armed = ++armed_] { OnTimer(armed); });
+  event_at_ = next;
+}
+
+void Waiters::OnTimer(uint64_t armed) {
+  std::vector<std::pair<Waiter, Callback>> expired;
+  bool alarm;
+  absl::Time now;
+  {
+    absl::MutexLock l(&mu_);
+    if (!closed_.ok()) return;
+    // This event is the pending one unless a Cancel came too late for it;
+    // either way it does what is due, and the next one is armed below.
+    if (armed == armed_) {
+      event_ = 0;
+      event_at_ = absl::InfiniteFuture();
+    }
+    now = options_.clock->Now();
+    alarm = alarm_ <= now;
     if (alarm) alarm_ = absl::InfiniteFuture();
-    std::vector<std::pair<Waiter, Callback>> expired;
     while (!by_deadline_.empty() && by_deadline_.begin()->first <= now) {
       auto it = waiters_.find(by_deadline_.begin()->second);
       Waiter w{it->second.version, it->second.wait, it->second.deadline, nullptr,
                it->second.step};
       expired.emplace_back(std::move(w), EraseLocked(it));
     }
-    if (!alarm && expired.empty()) continue;
-    mu_.Unlock();
-    if (alarm && options_.on_alarm) options_.on_alarm(now);
-    for (auto& [w, done] : expired) {
-      done(absl::DeadlineExceededError(options_.timeout_message
-                                           ? options_.timeout_message(w.version, w.wait)
-                                           : absl::StrCat(options_.name, ": gave up after ",
-                                                          absl::FormatDuration(w.wait),
-                                                          " waiting for version ", w.version)));
-    }
-    mu_.Lock();
+    ArmLocked();
+  }
+  if (alarm && options_.on_alarm) options_.on_alarm(now);
+  for (auto& [w, done] : expired) {
+    done(absl::DeadlineExceededError(options_.timeout_message
+                                         ? options_.timeout_message(w.version, w.wait)
+                                         : absl::StrCat(options_.name, ": gave up after ",
+                                                        absl::FormatDuration(w.wait),
+                                                        " waiting for version ", w.version)));
   }
 }
 
