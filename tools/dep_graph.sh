@@ -29,11 +29,15 @@ cd "${1:-$(dirname "${BASH_SOURCE[0]}")/..}"
 
 declare -A allowed=(
   [common]=""
+  # Test-only helpers (Bazel testonly keeps them out of the binaries): the
+  # fake clock, the bounded wait.
+  [common/testing]="common"
   [rpc]="common proto gRPC"
-  # The shard core: no gRPC, no protobuf, no rpc/.
-  [server/core]="common"
-  # The checkpoint format (protobuf), files and writer thread.
-  [server/checkpoint]="server/core common proto rpc"
+  # The shard core: no gRPC, no protobuf, no rpc/. (Its tests: the fake
+  # clock.)
+  [server/core]="common common/testing"
+  # The checkpoint format (protobuf), files and writer.
+  [server/checkpoint]="server/core common common/testing proto rpc"
   # The gRPC front of a shard: service, stream reactor, metrics, the process.
   [server]="server/core server/checkpoint rpc common proto gRPC"
   [client]="client/internal rpc common proto gRPC"

@@ -6,12 +6,13 @@
 #include <cstdlib>
 #include <fstream>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "common/partition.h"
+#include "common/testing/fake_clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/checkpoint/checkpointer.h"
@@ -22,6 +23,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::IsEmpty;
 using ::testing::SizeIs;
 
 const ModelSpec kSpec = {{"w", {4, 3}}, {"b", {5}}};
@@ -137,56 +139,133 @@ TEST(CheckpointStore, UnusableDirectoryIsAnError) {
   EXPECT_EQ(CheckpointStore::Open(o).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// A Checkpointer on a FakeClock over a store that keeps 10, whose shard is
+// at `current` (settable), and its log lines. Nothing is written until the
+// test advances the clock (or calls WriteNow), and then on the test's
+// thread: no sleep, no wait.
+class CheckpointerTest : public ::testing::Test {
+ protected:
+  static constexpr absl::Duration kPeriod = absl::Minutes(10);
+
+  std::unique_ptr<Checkpointer> Make(absl::Duration period = kPeriod) {
+    CheckpointerOptions o;
+    o.export_state = [this]() -> absl::StatusOr<ShardState> { return StateAt(current_); };
+    o.log = [this](absl::string_view line) { log_.emplace_back(line); };
+    o.period = period;
+    o.clock = &clock_;
+    return std::make_unique<Checkpointer>(store_.store.get(), o);
+  }
+
+  // The versions of the files written, oldest first (List: newest first,
+  // named ...-v<version>.ckpt).
+  std::vector<int64_t> Written() const {
+    std::vector<int64_t> versions;
+    for (const std::string& path : store_.store->List()) {
+      versions.insert(versions.begin(),
+                      std::strtoll(path.c_str() + path.rfind("-v") + 2, nullptr, 10));
+    }
+    return versions;
+  }
+
+  FakeClock clock_;
+  Store store_ = Open(TempDir(), 0, /*keep=*/10);
+  int64_t current_ = 5;
+  std::vector<std::string> log_;
+};
+
 // The checkpointer writes what the shard offers, writes the current state on
 // demand (once per version), and writes periodically when the version moved.
-TEST(Checkpointer, WritesOfferedAndCurrentStates) {
-  Store s = Open(TempDir(), 0, /*keep=*/10);
-  absl::Mutex mu;
-  int64_t current = 5;
-  std::vector<std::string> log;
-  CheckpointerOptions o;
-  o.export_state = [&]() -> absl::StatusOr<ShardState> {
-    absl::MutexLock l(&mu);
-    return StateAt(current);
-  };
-  o.log = [&](absl::string_view line) {
-    absl::MutexLock l(&mu);
-    log.emplace_back(line);
-  };
-  o.period = absl::Milliseconds(50);
+TEST_F(CheckpointerTest, WritesOfferedAndCurrentStates) {
+  std::unique_ptr<Checkpointer> c = Make();
+  c->Offer(StateAt(3));
+  EXPECT_THAT(Written(), IsEmpty());  // on the timer, which has not run
+  clock_.RunDue();
+  EXPECT_THAT(Written(), ElementsAre(3));
+  // The periodic export writes v5.
+  clock_.Advance(kPeriod);
+  EXPECT_THAT(Written(), ElementsAre(3, 5));
+  current_ = 6;
+  auto now = c->WriteNow();
+  ASSERT_TRUE(now.ok());
+  EXPECT_TRUE(now->written);
+  EXPECT_EQ(now->version, 6);
+  EXPECT_THAT(Basename(now->path), HasSubstr("v00000000000000000006"));
+  // Same version: nothing new is written; on the timer likewise.
+  std::optional<absl::StatusOr<CheckpointWritten>> again;
+  c->RequestWrite([&](absl::StatusOr<CheckpointWritten> r) { again = std::move(r); });
+  EXPECT_FALSE(again.has_value());
+  clock_.RunDue();
+  ASSERT_TRUE(again.has_value());
+  ASSERT_TRUE(again->ok());
+  EXPECT_FALSE((*again)->written);
+  EXPECT_EQ((*again)->path, now->path);
+  EXPECT_EQ(c->last_written_version(), 6);
+  ASSERT_FALSE(log_.empty());
+  EXPECT_THAT(log_.back(), HasSubstr("shard 0: checkpoint v6 written to"));
+}
+
+// Each period, counted from the last periodic write, writes the shard's
+// state if its version moved: only once the fake time passes the period.
+TEST_F(CheckpointerTest, APeriodWritesOnlyWhenItsTimeHasPassedAndTheVersionMoved) {
+  std::unique_ptr<Checkpointer> c = Make();
+  clock_.Advance(kPeriod - absl::Nanoseconds(1));
+  EXPECT_THAT(Written(), IsEmpty());
+  clock_.Advance(absl::Nanoseconds(1));
+  EXPECT_THAT(Written(), ElementsAre(5));
+  clock_.Advance(kPeriod);  // the version did not move
+  EXPECT_THAT(Written(), ElementsAre(5));
+  current_ = 8;
+  clock_.Advance(kPeriod - absl::Nanoseconds(1));
+  EXPECT_THAT(Written(), ElementsAre(5));
+  clock_.Advance(absl::Nanoseconds(1));
+  EXPECT_THAT(Written(), ElementsAre(5, 8));
+  EXPECT_EQ(c->last_written_version(), 8);
+}
+
+TEST_F(CheckpointerTest, WithoutAPeriodOnlyOffersAndRequestsWrite) {
+  std::unique_ptr<Checkpointer> c = Make(absl::ZeroDuration());
+  EXPECT_EQ(clock_.pending(), 0);
+  clock_.Advance(absl::Hours(24));
+  EXPECT_THAT(Written(), IsEmpty());
+  // Two offers before the timer runs: the newer replaces the older.
+  c->Offer(StateAt(2));
+  c->Offer(StateAt(3));
+  clock_.RunDue();
+  EXPECT_THAT(Written(), ElementsAre(3));
+}
+
+// The destructor writes nothing more: an offer still waiting is dropped,
+// and a request still waiting is answered UNAVAILABLE.
+TEST_F(CheckpointerTest, WhatWaitsAtDestructionIsNotWrittenAndRequestsAreAnswered) {
+  std::optional<absl::StatusOr<CheckpointWritten>> answer;
   {
-    Checkpointer c(s.store.get(), o);
-    c.Offer(StateAt(3));
-    // The periodic export writes v5; the offer, v3.
-    for (int i = 0; i < 1000 && s.store->List().size() < 2; ++i) {
-      absl::SleepFor(absl::Milliseconds(10));  // bounded: 10 s
-    }
-    EXPECT_THAT(s.store->List(), SizeIs(2));
-    {
-      absl::MutexLock l(&mu);
-      current = 6;
-    }
-    auto now = c.WriteNow();
-    ASSERT_TRUE(now.ok());
-    EXPECT_TRUE(now->written);
-    EXPECT_EQ(now->version, 6);
-    EXPECT_THAT(Basename(now->path), HasSubstr("v00000000000000000006"));
-    // Same version: nothing new is written; on the writer thread likewise.
-    absl::Notification requested;
-    absl::StatusOr<CheckpointWritten> again;
-    c.RequestWrite([&](absl::StatusOr<CheckpointWritten> r) {
-      again = std::move(r);
-      requested.Notify();
-    });
-    ASSERT_TRUE(requested.WaitForNotificationWithTimeout(absl::Seconds(30)));
-    ASSERT_TRUE(again.ok());
-    EXPECT_FALSE(again->written);
-    EXPECT_EQ(again->path, now->path);
-    EXPECT_EQ(c.last_written_version(), 6);
+    std::unique_ptr<Checkpointer> c = Make();
+    c->Offer(StateAt(3));
+    c->RequestWrite([&](absl::StatusOr<CheckpointWritten> r) { answer = std::move(r); });
   }
-  absl::MutexLock l(&mu);
-  ASSERT_FALSE(log.empty());
-  EXPECT_THAT(log.back(), HasSubstr("shard 0: checkpoint v6 written to"));
+  EXPECT_EQ(clock_.pending(), 0);
+  EXPECT_THAT(Written(), IsEmpty());
+  ASSERT_TRUE(answer.has_value());
+  EXPECT_EQ(answer->status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(answer->status().message(), "shard 0 is shutting down");
+}
+
+// RealClock's timer: the writer thread, as in production.
+TEST(CheckpointerOnRealClock, WritesOnItsOwnThread) {
+  Store s = Open(TempDir(), 0, /*keep=*/10);
+  CheckpointerOptions o;
+  o.export_state = [] { return absl::StatusOr<ShardState>(StateAt(4)); };
+  Checkpointer c(s.store.get(), o);
+  absl::Notification requested;
+  absl::StatusOr<CheckpointWritten> result = absl::UnknownError("not called");
+  c.RequestWrite([&](absl::StatusOr<CheckpointWritten> r) {
+    result = std::move(r);
+    requested.Notify();
+  });
+  ASSERT_TRUE(requested.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->version, 4);
+  EXPECT_TRUE(result->written);
 }
 
 }  // namespace

@@ -1,16 +1,18 @@
 // The Shard's faults and recovery, without gRPC: an expired lease and stall
-// reports through the real timer, AdoptWorkerCopy, and export and
-// LoadCheckpoint (checkpoint bytes: server/checkpoint/checkpoint_test.cc).
+// reports through the shard's timer on a FakeClock (exact times, no sleep),
+// AdoptWorkerCopy, and export and LoadCheckpoint (checkpoint bytes:
+// server/checkpoint/checkpoint_test.cc).
 // The push, pull and init rules are in shard_test.cc; the helpers both use
 // in shard_test_util.h.
 #include "server/core/shard.h"
 
+#include <string>
 #include <utility>
-
-#include <cstdlib>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/synchronization/mutex.h"
+#include "common/testing/fake_clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/core/shard_test_util.h"
@@ -19,9 +21,9 @@ namespace ps {
 namespace {
 
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::SizeIs;
-using ::testing::MatchesRegex;
 using shard_testing::Encode;
 using shard_testing::InitShard;
 using shard_testing::InitSync;
@@ -34,6 +36,8 @@ using shard_testing::Slices;
 using shard_testing::StartPull;
 
 // Collects a shard's log lines (ShardOptions::log). Must outlive the shard.
+// On a FakeClock every line is written before the call (or the Advance)
+// that caused it returns: nothing to wait for.
 class LogCapture {
  public:
   std::function<void(absl::string_view)> Sink() {
@@ -43,24 +47,9 @@ class LogCapture {
     };
   }
 
-  // Waits up to `timeout` until `n` lines contain `text`; returns those
-  // lines (fewer if the time ran out).
-  std::vector<std::string> WaitForLines(absl::string_view text, size_t n,
-                                        absl::Duration timeout) {
+  // The lines that contain `text`.
+  std::vector<std::string> Lines(absl::string_view text = "") const {
     absl::MutexLock l(&mu_);
-    auto enough = [&] { return Matching(text).size() >= n; };
-    mu_.AwaitWithTimeout(absl::Condition(&enough), timeout);
-    return Matching(text);
-  }
-
-  std::vector<std::string> Lines() {
-    absl::MutexLock l(&mu_);
-    return lines_;
-  }
-
- private:
-  std::vector<std::string> Matching(absl::string_view text) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     std::vector<std::string> found;
     for (const std::string& line : lines_) {
       if (absl::StrContains(line, text)) found.push_back(line);
@@ -68,13 +57,15 @@ class LogCapture {
     return found;
   }
 
-  absl::Mutex mu_;
+ private:
+  mutable absl::Mutex mu_;
   std::vector<std::string> lines_ ABSL_GUARDED_BY(mu_);
 };
 
 std::unique_ptr<Shard> MakeReportingShard(Mode mode, int workers, absl::Duration report_after,
-                                          LogCapture* log) {
+                                          LogCapture* log, Clock* clock) {
   ShardOptions o;
+  o.clock = clock;
   o.num_workers = workers;
   o.mode = mode;
   o.stall_report_after = report_after;
@@ -84,11 +75,11 @@ std::unique_ptr<Shard> MakeReportingShard(Mode mode, int workers, absl::Duration
   return *std::move(s);
 }
 
-// Crosses a real timer (the waiters' thread rings the lease check), so it
-// takes about 0.3 s; the lease rules themselves are in membership_test.
 TEST(Shard, ExpiredLeaseClosesTheStepOnTimeWithoutTheWorkerUntilItIsBack) {
+  FakeClock clock;
   LogCapture log;
   ShardOptions o;
+  o.clock = &clock;
   o.num_workers = 3;
   o.mode = Mode::kSync;
   o.optimizer.learning_rate = 1.0f;
@@ -107,24 +98,22 @@ TEST(Shard, ExpiredLeaseClosesTheStepOnTimeWithoutTheWorkerUntilItIsBack) {
   ASSERT_TRUE(PushSlices(shard.get(), 0, 0, g0.data).ok());
   ASSERT_TRUE(PushSlices(shard.get(), 1, 0, g1.data).ok());
   StartPull(shard.get(), 0, 1, absl::Seconds(10), &pull);
-  // Workers 0 and 1 keep their leases; worker 2 loses its own.
-  for (int i = 0; i < 400 && !pull.done.HasBeenNotified(); ++i) {
-    absl::SleepFor(absl::Milliseconds(25));
-    ASSERT_TRUE(shard->Heartbeat(0).ok());
-    ASSERT_TRUE(shard->Heartbeat(1).ok());
-  }
-  ASSERT_TRUE(pull.done.WaitForNotificationWithTimeout(absl::Seconds(5)));
+  // Workers 0 and 1 keep their leases; worker 2 loses its own, at 300 ms.
+  clock.Advance(absl::Milliseconds(150));
+  ASSERT_TRUE(shard->Heartbeat(0).ok());
+  ASSERT_TRUE(shard->Heartbeat(1).ok());
+  clock.Advance(absl::Milliseconds(150) - absl::Nanoseconds(1));
+  EXPECT_FALSE(pull.done.HasBeenNotified());
+  EXPECT_THAT(shard->Stats().dropped_workers, IsEmpty());
+  clock.Advance(absl::Nanoseconds(1));
+  ASSERT_TRUE(pull.done.HasBeenNotified());
   ASSERT_TRUE(pull.snap.ok()) << pull.snap.status();
   EXPECT_EQ(pull.snap->version, 1);
   // The mean of the two gradients that came: -(2 + 4) / 2.
   EXPECT_EQ((*pull.snap->weights)[0], -3.0f);
-  std::vector<std::string> dropped = log.WaitForLines("worker 2 dropped", 1, absl::Seconds(1));
-  ASSERT_THAT(dropped, SizeIs(1));
-  const size_t at = dropped[0].find("no request for ");
-  ASSERT_NE(at, std::string::npos) << dropped[0];
-  const double silent = std::strtod(dropped[0].c_str() + at + 15, nullptr);
-  EXPECT_GE(silent, 0.3) << dropped[0];
-  EXPECT_LT(silent, 0.55) << dropped[0];
+  EXPECT_THAT(log.Lines("worker 2 dropped"),
+              ElementsAre(HasSubstr("worker 2 dropped: no request for 0.3s")));
+  EXPECT_THAT(log.Lines("has waited"), SizeIs(7));  // at 4.5 ms, 9 ms, ... 288 ms
   ShardStats st = shard->Stats();
   EXPECT_THAT(st.dropped_workers, ElementsAre(2));
   EXPECT_THAT(st.live_workers, ElementsAre(0, 1));
@@ -133,14 +122,45 @@ TEST(Shard, ExpiredLeaseClosesTheStepOnTimeWithoutTheWorkerUntilItIsBack) {
   ASSERT_TRUE(late.ok()) << late.status();
   EXPECT_EQ(late->outcome, PushOutcome::kDropped);
   EXPECT_EQ(shard->Stats().pushes_dropped, 1);
-  EXPECT_THAT(log.WaitForLines("worker 2 is back", 1, absl::ZeroDuration()), SizeIs(1));
+  EXPECT_THAT(log.Lines("worker 2 is back"), SizeIs(1));
   EXPECT_THAT(shard->Stats().dropped_workers, IsEmpty());
   EXPECT_THAT(shard->Stats().waiting_for, ElementsAre(0, 1, 2));
 }
 
+// The lease rule is Membership's (membership_test); this is the shard
+// ringing it on its timer: a worker silent for exactly worker_timeout is
+// dropped then, not a nanosecond before, and a heartbeat renews a lease.
+TEST(Shard, ALeaseExpiresExactlyAtItsDeadline) {
+  FakeClock clock;
+  ShardOptions o;
+  o.clock = &clock;
+  o.num_workers = 2;
+  o.mode = Mode::kSync;
+  o.worker_timeout = absl::Seconds(30);
+  o.log = nullptr;
+  auto shard = *Shard::Create(o);
+  ASSERT_TRUE(shard->Register(0, 2).ok());
+  ASSERT_TRUE(shard->Register(1, 2).ok());
+  clock.Advance(absl::Seconds(20));
+  ASSERT_TRUE(shard->Heartbeat(0).ok());  // worker 0's lease now ends at 50 s
+  clock.Advance(absl::Seconds(10) - absl::Nanoseconds(1));
+  EXPECT_THAT(shard->Stats().live_workers, ElementsAre(0, 1));
+  clock.Advance(absl::Nanoseconds(1));
+  ShardStats st = shard->Stats();
+  EXPECT_THAT(st.live_workers, ElementsAre(0));
+  EXPECT_THAT(st.dropped_workers, ElementsAre(1));
+  EXPECT_EQ(shard->metrics().workers_dropped.Get(), 1);
+  clock.Advance(absl::Seconds(20) - absl::Nanoseconds(1));
+  EXPECT_THAT(shard->Stats().live_workers, ElementsAre(0));
+  clock.Advance(absl::Nanoseconds(1));
+  EXPECT_THAT(shard->Stats().dropped_workers, ElementsAre(0, 1));
+}
+
 TEST(Shard, AdoptWorkerCopyInstallsItOnlyWhereTheShardIsBehind) {
+  FakeClock clock;
   LogCapture log;
   ShardOptions o;
+  o.clock = &clock;
   o.num_workers = 2;
   o.mode = Mode::kSync;
   o.log = log.Sink();
@@ -151,8 +171,7 @@ TEST(Shard, AdoptWorkerCopyInstallsItOnlyWhereTheShardIsBehind) {
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_TRUE(*r);
   EXPECT_EQ(shard->Stats().version, 7);
-  EXPECT_THAT(log.WaitForLines("restored to version 7 from worker 1", 1, absl::Seconds(1)),
-              SizeIs(1));
+  EXPECT_THAT(log.Lines("restored to version 7 from worker 1"), SizeIs(1));
   // At or behind the shard: nothing changes.
   Slices other = Encode(kSpec, 1, 0, {{0, 0, 0, 0}, {0, 0, 0}});
   EXPECT_FALSE(*shard->AdoptWorkerCopy(0, kSpec, other.data, 7));
@@ -161,7 +180,7 @@ TEST(Shard, AdoptWorkerCopyInstallsItOnlyWhereTheShardIsBehind) {
   PullResult pull;
   StartPull(shard.get(), 0, 9, absl::Seconds(10), &pull);
   EXPECT_TRUE(*shard->AdoptWorkerCopy(0, kSpec, other.data, 9));
-  ASSERT_TRUE(pull.done.WaitForNotificationWithTimeout(absl::Seconds(5)));
+  ASSERT_TRUE(pull.done.HasBeenNotified());
   ASSERT_TRUE(pull.snap.ok());
   EXPECT_EQ((*pull.snap->weights)[0], 0.0f);
   // Another spec is refused.
@@ -172,10 +191,12 @@ TEST(Shard, AdoptWorkerCopyInstallsItOnlyWhereTheShardIsBehind) {
 }
 
 TEST(Shard, AdoptWorkerCopyGivesEveryWorkerALease) {
+  FakeClock clock;
   // A worker that died while this shard was down is then dropped after one
   // lease (Membership::ExpectAll, in membership_test) instead of waited for.
   for (absl::Duration timeout : {absl::Seconds(30), absl::ZeroDuration()}) {
     ShardOptions o;
+    o.clock = &clock;
     o.num_workers = 2;
     o.mode = Mode::kSync;
     o.worker_timeout = timeout;
@@ -185,65 +206,86 @@ TEST(Shard, AdoptWorkerCopyGivesEveryWorkerALease) {
     ASSERT_TRUE(*shard->AdoptWorkerCopy(0, kSpec, copy.data, 5));
     const ShardStats st = shard->Stats();
     EXPECT_THAT(st.workers_seen, ElementsAre(0));
+    clock.Advance(absl::Seconds(30) - absl::Nanoseconds(1));
     if (timeout > absl::ZeroDuration()) {
       EXPECT_THAT(st.live_workers, ElementsAre(0, 1));  // worker 1 never sent anything
+      EXPECT_THAT(shard->Stats().dropped_workers, IsEmpty());
+      clock.Advance(absl::Nanoseconds(1));  // neither sent anything since
+      EXPECT_THAT(shard->Stats().dropped_workers, ElementsAre(0, 1));
     } else {
       EXPECT_THAT(st.live_workers, IsEmpty());  // no leases
+      clock.Advance(absl::Hours(1));
+      EXPECT_THAT(shard->Stats().dropped_workers, IsEmpty());
     }
   }
 }
 
 TEST(Shard, LoadedCheckpointContinuesItsRunAsTheNextStart) {
-  auto shard = MakeShard(Mode::kSync, 2);
+  FakeClock clock;
+  auto shard = MakeShard(Mode::kSync, 2, &clock);
   InitShard(shard.get(), {{1, 2, 3, 4}, {0, 0, 0}});
   absl::StatusOr<ShardState> state = shard->ExportState();
   ASSERT_TRUE(state.ok());
   EXPECT_EQ(state->incarnation, shard->incarnation());
   EXPECT_NE(shard->incarnation().run_id, 0u);
   EXPECT_EQ(shard->incarnation().start, 1);
-  auto again = MakeShard(Mode::kSync, 2);
+  auto again = MakeShard(Mode::kSync, 2, &clock);
   EXPECT_NE(again->incarnation().run_id, shard->incarnation().run_id);
   ASSERT_TRUE(again->LoadCheckpoint(*state).ok());
   EXPECT_EQ(again->incarnation(), (Incarnation{shard->incarnation().run_id, 2}));
 }
 
-// Crosses a real timer (the waiters' thread rings the report), for about
-// 20 ms; the report rule (2x, 4x, ..., the next step's own clock, no report
-// before a push, none in async mode or when off) is in stall_reporter_test.
+// The report rule (2x, 4x, ..., the next step's own clock, no report
+// before a push, none in async mode or when off) is in stall_reporter_test;
+// this is the shard ringing it on its timer, at the exact times.
 TEST(Shard, SyncStepWaitingForAWorkerIsReportedUntilItCompletes) {
+  FakeClock clock;
   LogCapture log;
-  auto shard = MakeReportingShard(Mode::kSync, 3, absl::Milliseconds(20), &log);
+  auto shard = MakeReportingShard(Mode::kSync, 3, absl::Seconds(10), &log, &clock);
   InitShard(shard.get(), {{1, 2, 3, 4}, {0, 0, 0}});
   Slices g = Encode(kSpec, 1, 0, {{1, 1, 1, 1}, {1, 1, 1}});
   ASSERT_TRUE(PushSlices(shard.get(), 0, 0, g.data).ok());
+  clock.Advance(absl::Seconds(1));
   ASSERT_TRUE(PushSlices(shard.get(), 1, 0, g.data).ok());
-  const std::vector<std::string> reports = log.WaitForLines("has waited", 1, absl::Seconds(30));
-  ASSERT_EQ(reports.size(), 1u) << "no stall report within 30 s";
-  EXPECT_THAT(reports[0], MatchesRegex("shard 0: step 0 has waited [0-9]+\\.[0-9]s for gradients "
-                                       "from workers \\[2\\] \\(received from \\[0, 1\\]\\)"));
-  EXPECT_TRUE(log.WaitForLines("completed", 1, absl::ZeroDuration()).empty());
+  // 10 s after the step's first push, not after the last.
+  clock.Advance(absl::Seconds(9) - absl::Nanoseconds(1));
+  EXPECT_THAT(log.Lines("has waited"), IsEmpty());
+  clock.Advance(absl::Nanoseconds(1));
+  EXPECT_THAT(log.Lines("has waited"),
+              ElementsAre("shard 0: step 0 has waited 10.0s for gradients from workers [2] "
+                          "(received from [0, 1])"));
+  clock.Advance(absl::Seconds(10));
+  EXPECT_THAT(log.Lines("has waited"), SizeIs(2));
+  EXPECT_THAT(log.Lines("has waited")[1], HasSubstr("has waited 20.0s"));
+  EXPECT_THAT(log.Lines("completed"), IsEmpty());
   // The completion line is logged before the completing push returns.
+  clock.Advance(absl::Milliseconds(500));
   ASSERT_EQ(*PushSlices(shard.get(), 2, 0, g.data), 1);
-  const std::vector<std::string> done = log.WaitForLines("completed", 1, absl::ZeroDuration());
-  ASSERT_EQ(done.size(), 1u);
-  EXPECT_THAT(done[0], MatchesRegex("shard 0: step 0 completed after [0-9]+\\.[0-9]s"));
+  EXPECT_THAT(log.Lines("completed"), ElementsAre("shard 0: step 0 completed after 20.5s"));
+  clock.Advance(absl::Hours(1));  // nothing more: the step is closed
+  EXPECT_THAT(log.Lines("has waited"), SizeIs(2));
 }
 
 TEST(Shard, StepThatWaitedLessThanTheReportTimeCompletesSilently) {
+  FakeClock clock;
   LogCapture log;
-  auto shard = MakeReportingShard(Mode::kSync, 2, absl::Minutes(10), &log);
+  auto shard = MakeReportingShard(Mode::kSync, 2, absl::Minutes(10), &log, &clock);
   InitShard(shard.get(), {{1, 2, 3, 4}, {0, 0, 0}});
   Slices g = Encode(kSpec, 1, 0, {{1, 1, 1, 1}, {1, 1, 1}});
   ASSERT_TRUE(PushSlices(shard.get(), 0, 0, g.data).ok());
+  clock.Advance(absl::Minutes(10) - absl::Nanoseconds(1));
   ASSERT_EQ(*PushSlices(shard.get(), 1, 0, g.data), 1);
+  clock.Advance(absl::Hours(1));
   EXPECT_THAT(log.Lines(), ::testing::IsEmpty());
 }
 
 // A worker's copy holds no optimizer state: Adam's starts afresh at the
 // copy's version, and the restore line says so.
 TEST(Shard, AdoptWorkerCopyResetsTheOptimizerStateAndSaysSo) {
+  FakeClock clock;
   LogCapture log;
   ShardOptions o;
+  o.clock = &clock;
   o.num_workers = 1;
   o.mode = Mode::kSync;
   o.optimizer.name = "adam";
@@ -260,13 +302,12 @@ TEST(Shard, AdoptWorkerCopyResetsTheOptimizerStateAndSaysSo) {
   Slices copy = Encode(kSpec, 1, 0, {{5, 6, 7, 8}, {9, 9, 9}});
   ASSERT_TRUE(*shard->AdoptWorkerCopy(0, kSpec, copy.data, 5));
   EXPECT_EQ(shard->ExportState()->optimizer_state, fresh_at(5));
-  EXPECT_THAT(log.WaitForLines("the adam optimizer state (moments, step count) was reset", 1,
-                               absl::Seconds(1)),
-              SizeIs(1));
+  EXPECT_THAT(log.Lines("the adam optimizer state (moments, step count) was reset"), SizeIs(1));
 }
 
 TEST(Shard, ExportedStateLoadsIntoAFreshShard) {
-  auto shard = MakeShard(Mode::kSync, 1);
+  FakeClock clock;
+  auto shard = MakeShard(Mode::kSync, 1, &clock);
   InitShard(shard.get(), {{1, 2, 3, 4}, {5, 6, 7}});
   Slices g = Encode(kSpec, 1, 0, {{1, 1, 1, 1}, {1, 1, 1}});
   ASSERT_TRUE(PushSlices(shard.get(), 0, 0, g.data).ok());
@@ -274,7 +315,7 @@ TEST(Shard, ExportedStateLoadsIntoAFreshShard) {
   ASSERT_TRUE(state.ok());
   EXPECT_EQ(state->version, 1);
 
-  auto fresh = MakeShard(Mode::kSync, 1);
+  auto fresh = MakeShard(Mode::kSync, 1, &clock);
   ASSERT_TRUE(fresh->LoadCheckpoint(*state).ok());
   PullResult pull;
   StartPull(fresh.get(), 0, 1, absl::Seconds(1), &pull);

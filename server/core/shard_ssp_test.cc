@@ -7,6 +7,7 @@
 
 #include "absl/synchronization/notification.h"
 #include "common/status_macros.h"
+#include "common/testing/fake_clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/core/shard.h"
@@ -26,9 +27,11 @@ std::vector<RawTensorSlice> Values(const std::vector<float>& v, std::string* byt
   return {RawTensorSlice{"w", {3}, 0, 3, {*bytes}}};
 }
 
-std::unique_ptr<Shard> MakeSspShard(int workers, int staleness,
+// An SSP shard on `clock` (which must outlive it), initialized to zeros.
+std::unique_ptr<Shard> MakeSspShard(Clock* clock, int workers, int staleness,
                                     absl::Duration lease = absl::ZeroDuration()) {
   ShardOptions o;
+  o.clock = clock;
   o.num_workers = workers;
   o.mode = Mode::kSsp;
   o.staleness = staleness;
@@ -39,13 +42,13 @@ std::unique_ptr<Shard> MakeSspShard(int workers, int staleness,
   EXPECT_TRUE(s.ok()) << s.status();
   if (!s.ok()) return nullptr;
   std::string bytes;
-  absl::Notification n;
+  bool done = false;
   (*s)->Init(0, kSpec, Values({0, 0, 0}, &bytes), absl::Seconds(5),
-             [&n](absl::StatusOr<int64_t> v, bool) {
+             [&done](absl::StatusOr<int64_t> v, bool) {
                EXPECT_TRUE(v.ok()) << v.status();
-               n.Notify();
+               done = true;
              });
-  n.WaitForNotification();
+  EXPECT_TRUE(done);  // worker 0's init creates the parameters at once
   return *std::move(s);
 }
 
@@ -76,7 +79,8 @@ void StartPull(Shard* shard, int worker, absl::Duration wait, PullResult* out,
 }
 
 TEST(ShardSsp, HoldsThePullOfAWorkerMoreThanSStepsAheadUntilTheSlowestPushes) {
-  auto shard = MakeSspShard(2, /*staleness=*/1);
+  FakeClock clock;
+  auto shard = MakeSspShard(&clock, 2, /*staleness=*/1);
   ASSERT_TRUE(Push(shard.get(), 0, 0, 1).ok());
   PullResult one_ahead;
   StartPull(shard.get(), 0, absl::Seconds(30), &one_ahead);
@@ -94,7 +98,7 @@ TEST(ShardSsp, HoldsThePullOfAWorkerMoreThanSStepsAheadUntilTheSlowestPushes) {
   EXPECT_EQ(st.staleness_bound, 1);
   // Worker 1's first step releases it, with that step's weights.
   ASSERT_EQ(*Push(shard.get(), 1, 0, 1), 3);
-  ASSERT_TRUE(held.done.WaitForNotificationWithTimeout(absl::Seconds(5)));
+  ASSERT_TRUE(held.done.HasBeenNotified());
   ASSERT_TRUE(held.snap.ok()) << held.snap.status();
   EXPECT_EQ(held.snap->version, 3);
   st = shard->Stats();
@@ -108,25 +112,28 @@ TEST(ShardSsp, HoldsThePullOfAWorkerMoreThanSStepsAheadUntilTheSlowestPushes) {
 }
 
 TEST(ShardSsp, AGradientFromAWorkerThatDidNotWaitCountsItsStaleness) {
-  auto shard = MakeSspShard(2, 1);
+  FakeClock clock;
+  auto shard = MakeSspShard(&clock, 2, 1);
   // Worker 0 pushes three steps without pulling, all on version 0.
   for (int seq = 1; seq <= 3; ++seq) ASSERT_TRUE(Push(shard.get(), 0, 0, seq).ok());
   EXPECT_EQ(shard->Stats().max_step_staleness, 2);
 }
 
 TEST(ShardSsp, AnExpiredLeaseReleasesTheHeldPullAndTheWorkerReturnsAtTheSlowestStep) {
-  auto shard = MakeSspShard(2, 0, absl::Milliseconds(200));
+  FakeClock clock;
+  auto shard = MakeSspShard(&clock, 2, 0, absl::Seconds(20));
   ASSERT_TRUE(shard->Register(1, 2).ok());  // heard from, then silent
   ASSERT_TRUE(Push(shard.get(), 0, 0, 1).ok());
   ASSERT_TRUE(Push(shard.get(), 0, 1, 2).ok());
   PullResult held;
   StartPull(shard.get(), 0, absl::Seconds(30), &held);
   EXPECT_FALSE(held.done.HasBeenNotified());
-  // Worker 0 keeps its lease; worker 1's expires and frees the pull.
-  for (int i = 0; i < 200 && !held.done.HasBeenNotified(); ++i) {
-    absl::SleepFor(absl::Milliseconds(20));
-    ASSERT_TRUE(shard->Heartbeat(0).ok());
-  }
+  // Worker 0 keeps its lease; worker 1's expires at 20 s and frees the pull.
+  clock.Advance(absl::Seconds(10));
+  ASSERT_TRUE(shard->Heartbeat(0).ok());
+  clock.Advance(absl::Seconds(10) - absl::Nanoseconds(1));
+  EXPECT_FALSE(held.done.HasBeenNotified());
+  clock.Advance(absl::Nanoseconds(1));
   ASSERT_TRUE(held.done.HasBeenNotified());
   ASSERT_TRUE(held.snap.ok()) << held.snap.status();
   EXPECT_THAT(shard->Stats().dropped_workers, ElementsAre(1));
@@ -137,12 +144,16 @@ TEST(ShardSsp, AnExpiredLeaseReleasesTheHeldPullAndTheWorkerReturnsAtTheSlowestS
 }
 
 TEST(ShardSsp, AHeldPullTimesOutNamingTheWorkersHoldingItBack) {
-  auto shard = MakeSspShard(3, 0);
+  FakeClock clock;
+  auto shard = MakeSspShard(&clock, 3, 0);
   ASSERT_TRUE(Push(shard.get(), 0, 0, 1).ok());
   ASSERT_TRUE(Push(shard.get(), 1, 1, 1).ok());
   PullResult held;
-  StartPull(shard.get(), 0, absl::Milliseconds(100), &held);
-  ASSERT_TRUE(held.done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  StartPull(shard.get(), 0, absl::Seconds(30), &held);
+  clock.Advance(absl::Seconds(30) - absl::Nanoseconds(1));
+  EXPECT_FALSE(held.done.HasBeenNotified());
+  clock.Advance(absl::Nanoseconds(1));
+  ASSERT_TRUE(held.done.HasBeenNotified());
   EXPECT_EQ(held.snap.status().code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_THAT(held.snap.status().message(),
               AllOf(HasSubstr("--staleness=0"), HasSubstr("worker steps [1, 1, 0]"),

@@ -2,6 +2,10 @@
 // server/core/shard_recovery_test.cc (faults and recovery) share: gradients and
 // weights encoded as a shard's slices, unary pushes, pulls and inits driven
 // to completion, and a small sync or async Shard over kSpec. Test-only.
+//
+// The tests' shards run on a FakeClock (common/testing/fake_clock.h): no
+// timer thread, so every callback runs on the test's thread, during the call
+// that completes it or the clock's Advance that times it out.
 #ifndef PS_SERVER_CORE_SHARD_TEST_UTIL_H_
 #define PS_SERVER_CORE_SHARD_TEST_UTIL_H_
 
@@ -15,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 #include "common/status_macros.h"
 #include "gtest/gtest.h"
 #include "server/core/shard.h"
@@ -73,25 +78,31 @@ inline void StartPull(Shard* shard, int worker, int64_t min_version, absl::Durat
   });
 }
 
+// An init that completes at once: worker 0's, or anyone's once the
+// parameters exist. One that would wait (for worker 0) is cancelled, and is
+// FAILED_PRECONDITION.
 inline absl::StatusOr<int64_t> InitSync(Shard* shard, int worker, const ModelSpec& spec,
                                         const std::vector<RawTensorSlice>& values) {
-  absl::Notification n;
-  absl::StatusOr<int64_t> result;
-  shard->Init(worker, spec, values, absl::Seconds(5), [&](absl::StatusOr<int64_t> v, bool) {
-    result = v;
-    n.Notify();
-  });
-  n.WaitForNotificationWithTimeout(absl::Seconds(10));
+  absl::StatusOr<int64_t> result = absl::UnknownError("not called");
+  const uint64_t waiting =
+      shard->Init(worker, spec, values, absl::Seconds(5),
+                  [&result](absl::StatusOr<int64_t> v, bool) { result = std::move(v); });
+  if (waiting != 0) {
+    shard->CancelWait(waiting);  // runs the callback while `result` lives
+    return absl::FailedPreconditionError("the init waits for the parameters");
+  }
   return result;
 }
 
 inline const ModelSpec kSpec = {{"w", {2, 2}}, {"b", {3}}};
 
-inline std::unique_ptr<Shard> MakeShard(Mode mode, int workers, float lr = 0.5f) {
+// A shard on `clock`, which must outlive it.
+inline std::unique_ptr<Shard> MakeShard(Mode mode, int workers, Clock* clock, float lr = 0.5f) {
   ShardOptions o;
   o.num_workers = workers;
   o.mode = mode;
   o.optimizer.learning_rate = lr;
+  o.clock = clock;
   auto s = Shard::Create(o);
   EXPECT_TRUE(s.ok()) << s.status();
   return *std::move(s);

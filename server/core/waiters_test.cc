@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "common/testing/fake_clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -34,9 +34,17 @@ uint64_t AddOrDie(Waiters* w, int64_t version, absl::Duration wait, Outcome* out
   return ticket.ok() ? *ticket : 0;
 }
 
+// Options on `clock`: no thread, and time moves only when the test says.
+WaitersOptions On(FakeClock* clock) {
+  WaitersOptions o;
+  o.clock = clock;
+  return o;
+}
+
 TEST(Waiters, TakeReadyReleasesExactlyTheCallsAtOrBelowTheVersion) {
   Gauge waiting;
-  WaitersOptions o;
+  FakeClock clock;
+  WaitersOptions o = On(&clock);
   o.waiting = &waiting;
   Outcome v1, v2, v3;  // outlive `w`, which fails what still waits when destroyed
   Waiters w(o);
@@ -56,8 +64,9 @@ TEST(Waiters, TakeReadyReleasesExactlyTheCallsAtOrBelowTheVersion) {
 }
 
 TEST(Waiters, ACallWaitingForAStepNeedsItsVersionAndItsStep) {
+  FakeClock clock;
   Outcome a, b, plain;
-  Waiters w(WaitersOptions{});
+  Waiters w(On(&clock));
   auto add = [&w](int64_t version, int64_t step, Outcome* out) {
     Waiters::Callback cb = out->Callback();
     absl::StatusOr<uint64_t> t = w.Add(version, absl::Seconds(60), &cb, step);
@@ -86,28 +95,46 @@ TEST(Waiters, ACallWaitingForAStepNeedsItsVersionAndItsStep) {
   EXPECT_TRUE(w.TakeReady(9, 9).empty());
 }
 
-TEST(Waiters, DeadlineEndsTheCallWithTheOwnersMessage) {
-  WaitersOptions o;
+TEST(Waiters, DeadlineEndsTheCallWithTheOwnersMessageExactlyWhenItPasses) {
+  FakeClock clock;
+  WaitersOptions o = On(&clock);
   o.timeout_message = [](int64_t version, absl::Duration waited) {
     return absl::StrCat("waited ", absl::FormatDuration(waited), " for ", version);
   };
   Outcome out;
   Waiters w(o);
   AddOrDie(&w, 5, absl::Milliseconds(20), &out);
-  ASSERT_TRUE(out.done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  clock.Advance(absl::Milliseconds(20) - absl::Nanoseconds(1));
+  EXPECT_FALSE(out.done.HasBeenNotified());
+  EXPECT_EQ(w.size(), 1);
+  clock.Advance(absl::Nanoseconds(1));
+  ASSERT_TRUE(out.done.HasBeenNotified());
   EXPECT_EQ(out.result.status().code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_EQ(out.result.status().message(), "waited 20ms for 5");
   EXPECT_EQ(w.size(), 0);
 }
 
+TEST(Waiters, AnEarlierDeadlineAddedLaterEndsFirst) {
+  FakeClock clock;
+  Outcome late, early;
+  Waiters w(On(&clock));
+  AddOrDie(&w, 1, absl::Seconds(60), &late);
+  AddOrDie(&w, 1, absl::Seconds(5), &early);
+  clock.Advance(absl::Seconds(5));
+  EXPECT_TRUE(early.done.HasBeenNotified());
+  EXPECT_FALSE(late.done.HasBeenNotified());
+  clock.Advance(absl::Seconds(55));
+  EXPECT_TRUE(late.done.HasBeenNotified());
+  EXPECT_EQ(late.result.status().code(), absl::StatusCode::kDeadlineExceeded);
+}
+
 TEST(Waiters, WaitIsClampedToTheMaximumAndZeroMeansTheDefault) {
+  FakeClock clock;
   std::vector<absl::Duration> granted;
-  absl::Mutex mu;
-  WaitersOptions o;
+  WaitersOptions o = On(&clock);
   o.default_wait = absl::Milliseconds(10);
   o.max_wait = absl::Milliseconds(30);
   o.timeout_message = [&](int64_t, absl::Duration waited) {
-    absl::MutexLock l(&mu);
     granted.push_back(waited);
     return std::string("timeout");
   };
@@ -115,14 +142,17 @@ TEST(Waiters, WaitIsClampedToTheMaximumAndZeroMeansTheDefault) {
   Waiters w(o);
   AddOrDie(&w, 1, absl::ZeroDuration(), &a);
   AddOrDie(&w, 1, absl::Hours(1), &b);
-  ASSERT_TRUE(a.done.WaitForNotificationWithTimeout(absl::Seconds(10)));
-  ASSERT_TRUE(b.done.WaitForNotificationWithTimeout(absl::Seconds(10)));
-  absl::MutexLock l(&mu);
+  clock.Advance(absl::Milliseconds(10));
+  EXPECT_TRUE(a.done.HasBeenNotified());
+  EXPECT_FALSE(b.done.HasBeenNotified());
+  clock.Advance(absl::Milliseconds(20));
+  EXPECT_TRUE(b.done.HasBeenNotified());
   EXPECT_THAT(granted, ::testing::ElementsAre(absl::Milliseconds(10), absl::Milliseconds(30)));
 }
 
 TEST(Waiters, CancelEndsOnlyThatCallOnce) {
-  WaitersOptions o;
+  FakeClock clock;
+  WaitersOptions o = On(&clock);
   o.name = "shard 3";
   Outcome a, b;
   Waiters w(o);
@@ -138,7 +168,8 @@ TEST(Waiters, CancelEndsOnlyThatCallOnce) {
 }
 
 TEST(Waiters, FullQueueRefusesAndLeavesTheCallbackToTheCaller) {
-  WaitersOptions o;
+  FakeClock clock;
+  WaitersOptions o = On(&clock);
   o.name = "shard 0";
   o.max_waiting = 1;
   Outcome a, b;
@@ -152,31 +183,70 @@ TEST(Waiters, FullQueueRefusesAndLeavesTheCallbackToTheCaller) {
   ASSERT_TRUE(cb != nullptr);
 }
 
-TEST(Waiters, CloseFailsEveryCallAndLaterAdds) {
+TEST(Waiters, CloseFailsEveryCallAndLaterAddsAndRingsNoMore) {
+  FakeClock clock;
+  int alarms = 0;
+  WaitersOptions o = On(&clock);
+  o.on_alarm = [&](absl::Time) { ++alarms; };
   Outcome a, b;
-  Waiters w(WaitersOptions{});
+  Waiters w(o);
   AddOrDie(&w, 1, absl::Seconds(60), &a);
+  w.WakeAt(clock.Now() + absl::Seconds(1));
   w.Close(absl::UnavailableError("going away"));
   ASSERT_TRUE(a.done.HasBeenNotified());
   EXPECT_EQ(a.result.status().code(), absl::StatusCode::kUnavailable);
   Waiters::Callback cb = b.Callback();
   EXPECT_EQ(w.Add(1, absl::Seconds(60), &cb).status().message(), "going away");
+  w.WakeAt(clock.Now() + absl::Seconds(2));
+  EXPECT_EQ(clock.pending(), 0);
+  clock.Advance(absl::Minutes(5));
+  EXPECT_EQ(alarms, 0);
 }
 
-TEST(Waiters, AlarmRunsOnTheTimerAtTheEarliestTimeAsked) {
-  absl::Notification fired;
-  absl::Time when = absl::InfinitePast();
-  WaitersOptions o;
-  o.on_alarm = [&](absl::Time now) {
-    when = now;
-    fired.Notify();
-  };
+TEST(Waiters, AlarmRingsOnceAtTheEarliestTimeAskedWithThatTime) {
+  FakeClock clock;
+  std::vector<absl::Time> rang;
+  WaitersOptions o = On(&clock);
+  o.on_alarm = [&](absl::Time now) { rang.push_back(now); };
   Waiters w(o);
-  const absl::Time start = absl::Now();
+  const absl::Time start = clock.Now();
   w.WakeAt(start + absl::Seconds(60));
   w.WakeAt(start + absl::Milliseconds(20));  // earlier wins
-  ASSERT_TRUE(fired.WaitForNotificationWithTimeout(absl::Seconds(10)));
-  EXPECT_GE(when, start + absl::Milliseconds(20));
+  w.WakeAt(start + absl::Seconds(30));       // later: no-op
+  clock.Advance(absl::Milliseconds(20) - absl::Nanoseconds(1));
+  EXPECT_THAT(rang, ::testing::IsEmpty());
+  clock.Advance(absl::Nanoseconds(1));
+  EXPECT_THAT(rang, ::testing::ElementsAre(start + absl::Milliseconds(20)));
+  // The timer keeps one alarm: the later times were dropped (on_alarm sets
+  // again what it still needs).
+  clock.Advance(absl::Minutes(5));
+  EXPECT_THAT(rang, ::testing::SizeIs(1));
+}
+
+// The alarm and a deadline at the same time: the alarm first, then the
+// timeout, both from one event.
+TEST(Waiters, AnAlarmAndADeadlineDueTogetherRunAlarmFirst) {
+  FakeClock clock;
+  std::vector<std::string> order;
+  WaitersOptions o = On(&clock);
+  o.on_alarm = [&](absl::Time) { order.push_back("alarm"); };
+  Waiters w(o);
+  Waiters::Callback cb = [&](absl::StatusOr<WeightsSnapshot> r) {
+    order.push_back(std::string(absl::StatusCodeToString(r.status().code())));
+  };
+  ASSERT_TRUE(w.Add(1, absl::Seconds(1), &cb).ok());
+  w.WakeAt(clock.Now() + absl::Seconds(1));
+  clock.Advance(absl::Seconds(1));
+  EXPECT_THAT(order, ::testing::ElementsAre("alarm", "DEADLINE_EXCEEDED"));
+}
+
+// The timer of RealClock(): a thread, as in production.
+TEST(Waiters, OnTheRealClockADeadlineEndsTheCallOnTheTimerThread) {
+  Outcome out;
+  Waiters w(WaitersOptions{});
+  AddOrDie(&w, 5, absl::Milliseconds(1), &out);
+  ASSERT_TRUE(out.done.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  EXPECT_EQ(out.result.status().code(), absl::StatusCode::kDeadlineExceeded);
 }
 
 }  // namespace
