@@ -8,7 +8,9 @@
 // already reached by the advance has it run before Advance returns. Nothing
 // runs between advances: a callback scheduled for the present waits for the
 // next one (RunDue). So a test of leases, deadlines or schedules needs no
-// thread and no sleep, and sees the same order on every run.
+// thread and no sleep, and sees the same order on every run. (A callback
+// that keeps scheduling itself for the present would spin for ever: past a
+// million callbacks at one time the process aborts, saying so.)
 //
 //   FakeClock clock;
 //   options.clock = &clock;

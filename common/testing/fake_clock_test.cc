@@ -1,5 +1,6 @@
 #include "common/testing/fake_clock.h"
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -82,6 +83,20 @@ TEST(FakeClock, CancelAndDestroyingTheTimerDropWhatHasNotRun) {
   EXPECT_EQ(clock.pending(), 1);
   clock.Advance(absl::Seconds(1));
   EXPECT_EQ(ran, 10);
+}
+
+// A callback that re-arms itself for the present would spin for ever on a
+// clock whose time does not move: it aborts instead of hanging the test.
+TEST(FakeClockDeathTest, ACallbackThatKeepsReschedulingForThePresentAborts) {
+  EXPECT_DEATH(
+      {
+        FakeClock clock;
+        std::unique_ptr<Timer> timer = clock.NewTimer();
+        std::function<void()> again = [&] { timer->Schedule(clock.Now(), again); };
+        timer->Schedule(clock.Now(), again);
+        clock.RunDue();
+      },
+      "schedules itself for the present");
 }
 
 }  // namespace

@@ -42,6 +42,18 @@ TEST(Membership, FirstTouchArmsTheCheckAndLaterOnesDoNot) {
   EXPECT_THAT(m.seen(), IsEmpty());
 }
 
+TEST(Membership, ALeaseRunsOutExactlyAtItsTimeoutNotBefore) {
+  Membership m(0, 2, absl::Seconds(3));
+  m.Touch(1, At(0), 0);
+  LeaseEvents early = m.Expire(At(3) - absl::Nanoseconds(1), 0);
+  EXPECT_THAT(early.changes, IsEmpty());
+  EXPECT_EQ(early.wake_at, At(3));
+  LeaseEvents due = m.Expire(At(3), 0);
+  ASSERT_EQ(due.changes.size(), 1u);
+  EXPECT_EQ(due.changes[0].worker, 1);
+  EXPECT_THAT(m.dropped(), ElementsAre(1));
+}
+
 TEST(Membership, SilentWorkerIsDroppedOnceItsLeaseRunsOut) {
   Membership m(4, 3, absl::Seconds(3));
   m.Touch(0, At(0), 0);
