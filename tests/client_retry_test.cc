@@ -16,6 +16,7 @@
 #include "absl/time/clock.h"
 #include "client/ps_client.h"
 #include "common/embedding_shard.h"
+#include "common/testing/wait_until.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/ps_server.h"
@@ -87,15 +88,14 @@ class RestartedShard : public ::testing::TestWithParam<ClientOptions::Transport>
       while (!failed_.WaitForNotificationWithTimeout(absl::Milliseconds(10))) {
         if (gave_up_) return;
       }
-      for (int tries = 0; tries < 100; ++tries) {  // the port may linger a moment
-        auto server = PsServer::Start(OneShard(address_));
-        if (server.ok()) {
-          server_ = *std::move(server);
-          return;
-        }
-        absl::SleepFor(absl::Milliseconds(50));
-      }
-      ADD_FAILURE() << "cannot start the server again on " << address_;
+      const absl::Status started = WaitUntil(  // the port may linger a moment
+          [this] {
+            auto server = PsServer::Start(OneShard(address_));
+            if (server.ok()) server_ = *std::move(server);
+            return server.ok();
+          },
+          absl::Seconds(5), "the server to start again on " + address_, absl::Milliseconds(50));
+      if (!started.ok()) ADD_FAILURE() << started;
     });
   }
 

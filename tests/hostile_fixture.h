@@ -16,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/ps_client.h"
+#include "common/testing/wait_until.h"
 #include "grpcpp/create_channel.h"
 #include "gtest/gtest.h"
 #include "proto/ps.grpc.pb.h"
@@ -154,11 +155,9 @@ class Hostile : public ::testing::Test {
   // The server drops waits of calls that ended (bounded poll: the client
   // can see its call end before the server has processed it).
   void AwaitNoWaitingCalls() {
-    const absl::Time deadline = absl::Now() + absl::Seconds(10);
-    while (server_->shard()->Stats().waiting_calls != 0 && absl::Now() < deadline) {
-      absl::SleepFor(absl::Milliseconds(5));
-    }
-    EXPECT_EQ(server_->shard()->Stats().waiting_calls, 0);
+    EXPECT_EQ(WaitUntil([this] { return server_->shard()->Stats().waiting_calls == 0; },
+                        absl::Seconds(10), "no waiting calls on the shard"),
+              absl::OkStatus());
   }
 
   // A real worker still trains: a push-pull over each transport applies.

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "common/testing/wait_until.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/hostile_fixture.h"
@@ -303,11 +304,9 @@ TEST_F(Hostile, SilentStreamCallIsFailedAfterTheCallTimeout) {
   ASSERT_TRUE(rw->Write(req));  // then silence, stream left open
   // Once the server took the call's buffer (bounded poll: Write returns
   // before the server has read the message), another push cannot start.
-  const absl::Time deadline = absl::Now() + absl::Seconds(10);
-  while (server_->shard()->Stats().pending_pushes != 1 && absl::Now() < deadline) {
-    absl::SleepFor(absl::Milliseconds(5));
-  }
-  ASSERT_EQ(server_->shard()->Stats().pending_pushes, 1);
+  ASSERT_EQ(WaitUntil([&] { return server_->shard()->Stats().pending_pushes == 1; },
+                      absl::Seconds(10), "the server to take the push's buffer"),
+            absl::OkStatus());
   EXPECT_EQ(StreamPush(0, 0, Good(1)).code(), absl::StatusCode::kResourceExhausted);
   grpc::Status st = rw->Finish();  // returns once the server ends the stream
   EXPECT_EQ(st.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << st.error_message();
@@ -353,10 +352,9 @@ TEST_F(Hostile, WaitingCallsAreCapped) {
       status[i] = stub_->Pull(ctxs[i].get(), req, &resps[i]);
     });
     if (i < 3) {
-      const absl::Time deadline = absl::Now() + absl::Seconds(10);
-      while (server_->shard()->Stats().waiting_calls != i + 1 && absl::Now() < deadline) {
-        absl::SleepFor(absl::Milliseconds(5));
-      }
+      EXPECT_EQ(WaitUntil([&] { return server_->shard()->Stats().waiting_calls == i + 1; },
+                          absl::Seconds(10), absl::StrCat(i + 1, " waiting calls on the shard")),
+                absl::OkStatus());
     }
   }
   threads[3].join();

@@ -8,6 +8,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "common/testing/wait_until.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
 #include "tests/test_cluster.h"
@@ -179,11 +180,13 @@ TEST(ServerMetrics, AStreamIsRecordedWhenItEnds) {
   // The client closed its stream on the way out (the server finished it
   // OK); the server's end of it is recorded right after.
   std::map<std::string, double> m;
-  const absl::Time deadline = absl::Now() + absl::Seconds(10);
-  do {
-    m = Parse(Scrape(metrics));
-  } while (!m.count(stream_ok) && absl::Now() < deadline &&
-           (absl::SleepFor(absl::Milliseconds(20)), true));
+  EXPECT_EQ(WaitUntil(
+                [&] {
+                  m = Parse(Scrape(metrics));
+                  return m.count(stream_ok) > 0;
+                },
+                absl::Seconds(10), "the stream's end in the metrics"),
+            absl::OkStatus());
   EXPECT_EQ(m.count(stream_ok) ? m.at(stream_ok) : 0, 1);
   EXPECT_EQ(m.count(stream_count) ? m.at(stream_count) : 0, 1);
 }

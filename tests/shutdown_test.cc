@@ -17,6 +17,7 @@
 #include "absl/time/clock.h"
 #include "client/admin_client.h"
 #include "client/ps_client.h"
+#include "common/testing/wait_until.h"
 #include "grpcpp/create_channel.h"
 #include "gtest/gtest.h"
 #include "proto/ps.grpc.pb.h"
@@ -119,11 +120,14 @@ TEST(Shutdown, SigtermEndsTheServerWithinTheGraceWhateverClientsDo) {
   }
   // Let everything reach the server.
   auto st = QueryStatus({address}, absl::Seconds(10));
-  const absl::Time deadline = absl::Now() + absl::Seconds(20);
-  while (st.ok() && (*st)[0].waiting_calls() < 20 && absl::Now() < deadline) {
-    absl::SleepFor(absl::Milliseconds(20));
-    st = QueryStatus({address}, absl::Seconds(10));
-  }
+  EXPECT_EQ(WaitUntil(
+                [&] {
+                  if (!st.ok() || (*st)[0].waiting_calls() >= 20) return true;
+                  st = QueryStatus({address}, absl::Seconds(10));
+                  return false;
+                },
+                absl::Seconds(20), "20 waiting pulls on the server", absl::Milliseconds(20)),
+            absl::OkStatus());
   ASSERT_TRUE(st.ok()) << st.status();
   EXPECT_GE((*st)[0].waiting_calls(), 20);
 

@@ -12,6 +12,7 @@
 
 #include "client/admin_client.h"
 #include "common/embedding_shard.h"
+#include "common/testing/wait_until.h"
 #include "grpcpp/create_channel.h"
 #include "gtest/gtest.h"
 #include "proto/ps.grpc.pb.h"
@@ -27,12 +28,11 @@ int64_t WaitingCalls(const TestCluster& cluster) {
 
 // Polls (bounded) until the server reports `n` waiting calls.
 bool AwaitWaitingCalls(const TestCluster& cluster, int64_t n) {
-  const absl::Time deadline = absl::Now() + absl::Seconds(30);
-  while (absl::Now() < deadline) {
-    if (WaitingCalls(cluster) == n) return true;
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  return false;
+  const absl::Status s = WaitUntil([&] { return WaitingCalls(cluster) == n; }, absl::Seconds(30),
+                                   absl::StrCat(n, " waiting calls on the server"),
+                                   absl::Milliseconds(20));
+  if (!s.ok()) ADD_FAILURE() << s;
+  return s.ok();
 }
 
 // One sync shard of a 4-element tensor with 2 workers; worker 0 connected

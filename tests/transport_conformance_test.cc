@@ -26,6 +26,7 @@
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/testing/wait_until.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/conformance.h"
@@ -318,12 +319,14 @@ TEST_P(Conformance, AShardThatFailsEndsTheOtherShardsCallsAtOnce) {
   ASSERT_TRUE(client->Pull(0, &weights).ok());
   const TensorList grads = Values(kSpec, 2);
   std::unique_ptr<PendingOp> op = client->PushPullAsync(grads, &weights);
-  const absl::Time deadline = absl::Now() + kNoHang;
-  while (cluster.server(0)->shard()->Stats().waiting_calls +
-             cluster.server(1)->shard()->Stats().waiting_calls < 2 &&
-         absl::Now() < deadline) {
-    absl::SleepFor(absl::Milliseconds(10));
-  }
+  EXPECT_EQ(WaitUntil(
+                [&] {
+                  return cluster.server(0)->shard()->Stats().waiting_calls +
+                             cluster.server(1)->shard()->Stats().waiting_calls >=
+                         2;
+                },
+                kNoHang, "the push-pull's pull waiting on both shards"),
+            absl::OkStatus());
   ASSERT_TRUE(cluster.server(1)->Shutdown().ok());
   const absl::Time start = absl::Now();
   absl::Status s = op->Wait();
@@ -331,10 +334,9 @@ TEST_P(Conformance, AShardThatFailsEndsTheOtherShardsCallsAtOnce) {
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
   EXPECT_THAT(s.message(), HasSubstr("shard 1")) << s;
   // Shard 0 let go of the pull: nothing waits there any more.
-  while (cluster.server(0)->shard()->Stats().waiting_calls > 0 && absl::Now() < deadline) {
-    absl::SleepFor(absl::Milliseconds(10));
-  }
-  EXPECT_EQ(cluster.server(0)->shard()->Stats().waiting_calls, 0);
+  EXPECT_EQ(WaitUntil([&] { return cluster.server(0)->shard()->Stats().waiting_calls == 0; },
+                      kNoHang, "no waiting calls on shard 0"),
+            absl::OkStatus());
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, Conformance, AllSetups(), SetupName);

@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <atomic>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "client/admin_client.h"
+#include "common/testing/wait_until.h"
 #include "grpcpp/create_channel.h"
 #include "gtest/gtest.h"
 #include "proto/ps.grpc.pb.h"
@@ -73,14 +75,15 @@ TEST(WaitingPulls, DoNotParkServerThreads) {
   }
   // Wait (bounded) until the server holds every pull.
   int64_t waiting = 0;
-  const absl::Time deadline = absl::Now() + absl::Seconds(30);
-  while (absl::Now() < deadline) {
-    auto st = QueryStatus(cluster.addresses(), absl::Seconds(5));
-    ASSERT_TRUE(st.ok()) << st.status();
-    waiting = (*st)[0].waiting_calls();
-    if (waiting == kPulls) break;
-    absl::SleepFor(absl::Milliseconds(20));
-  }
+  EXPECT_EQ(WaitUntil(
+                [&] {
+                  auto st = QueryStatus(cluster.addresses(), absl::Seconds(5));
+                  waiting = st.ok() ? (*st)[0].waiting_calls() : -1;
+                  return waiting == kPulls;
+                },
+                absl::Seconds(30), absl::StrCat(kPulls, " waiting pulls on the server"),
+                absl::Milliseconds(20)),
+            absl::OkStatus());
   ASSERT_EQ(waiting, kPulls);
   const int threads_waiting = ThreadCount();
   std::cout << "threads: " << threads_before << " before, " << threads_waiting << " with "
@@ -124,17 +127,17 @@ TEST(WaitingPulls, CancelledPullsStopWaiting) {
     auto st = QueryStatus(cluster.addresses(), absl::Seconds(5));
     return st.ok() ? (*st)[0].waiting_calls() : -1;
   };
-  absl::Time deadline = absl::Now() + absl::Seconds(30);
-  while (waiting() != kCalls && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(20));
-  ASSERT_EQ(waiting(), kCalls);
+  ASSERT_EQ(WaitUntil([&] { return waiting() == kCalls; }, absl::Seconds(30),
+                      absl::StrCat(kCalls, " waiting pulls on the server"), absl::Milliseconds(20)),
+            absl::OkStatus());
 
   for (auto& c : ctx) c.TryCancel();
   ASSERT_TRUE(all_done.WaitForNotificationWithTimeout(absl::Seconds(30)));
   EXPECT_EQ(cancelled.load(), kCalls);
   // The server noticed and dropped every wait, long before their deadlines.
-  deadline = absl::Now() + absl::Seconds(30);
-  while (waiting() != 0 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(20));
-  EXPECT_EQ(waiting(), 0);
+  EXPECT_EQ(WaitUntil([&] { return waiting() == 0; }, absl::Seconds(30),
+                      "no waiting pulls on the server", absl::Milliseconds(20)),
+            absl::OkStatus());
 }
 
 }  // namespace

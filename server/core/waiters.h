@@ -18,9 +18,9 @@
 //
 // Time is passed in: deadlines are read from options.clock, and the timer
 // is one the clock makes (common/clock.h), which keeps one event, at the
-// earliest deadline or alarm. With RealClock() that is one thread, as
-// before; with a FakeClock the deadlines pass, and the timeouts and alarms
-// run, only when the test advances the clock, on its thread.
+// earliest deadline or alarm. With RealClock() that is one thread; with a
+// FakeClock the deadlines pass, and the timeouts and alarms run, only when
+// the test advances the clock, on its thread.
 //
 // Thread-safe. No callback (a waiter's, timeout_message, on_alarm) is
 // invoked with the Waiters lock held, so the owner may call Add, TakeReady

@@ -67,6 +67,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/testing/wait_until.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "gtest/gtest.h"
 #include "proto/ps.pb.h"
@@ -182,13 +183,16 @@ void FuzzMode(const std::string& mode, int num_workers) {
     EXPECT_EQ(HealthStatus(address), "SERVING");
     // Waits end after --pull_timeout at the latest; none may be left over.
     int64_t waiting = -1;
-    for (absl::Time until = absl::Now() + absl::Seconds(kPullTimeoutS + 3); absl::Now() < until;
-         absl::SleepFor(absl::Milliseconds(100))) {
-      auto st = GetStatus(address);
-      waiting = st.ok() ? st->waiting_calls() : -1;
-      if (waiting == 0) break;
-    }
-    EXPECT_EQ(waiting, 0) << "waiting calls left on the server after every call ended";
+    const absl::Status drained = WaitUntil(
+        [&] {
+          auto st = GetStatus(address);
+          waiting = st.ok() ? st->waiting_calls() : -1;
+          return waiting == 0;
+        },
+        absl::Seconds(kPullTimeoutS + 3), "no waiting calls on the server",
+        absl::Milliseconds(100));
+    EXPECT_EQ(waiting, 0) << "waiting calls left on the server after every call ended: "
+                          << drained;
     EXPECT_TRUE(hwm.ok() && *hwm <= kRssBoundBytes)
         << "peak RSS (VmHWM) " << MiB(hwm) << " over the bound " << MiB(kRssBoundBytes);
     if (mode == "sync") {

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/testing/wait_until.h"
 #include "proto/ps.pb.h"
 #include "tests/grpc_fuzz/calls.h"
 #include "tests/grpc_fuzz/stream_cases.h"
@@ -238,15 +239,16 @@ std::vector<NamedCase> NamedCases() {
          if (!problem.empty()) return problem;
          // Both waits would end by themselves after --pull_timeout;
          // cancelled, they must be gone well before.
-         for (absl::Time until = cancelled + absl::Seconds(1); absl::Now() < until;) {
-           UnaryResult st = CallUnary(h.stub(0), kGetStatus, "");
-           v1::StatusResponse resp;
-           if (st.status.ok() && resp.ParseFromString(st.response) && resp.waiting_calls() == 0) {
-             return std::string();
-           }
-           absl::SleepFor(absl::Milliseconds(50));
-         }
-         return std::string("waiting_calls still > 0 1 s after the cancels");
+         const absl::Status gone = WaitUntil(
+             [&] {
+               UnaryResult st = CallUnary(h.stub(0), kGetStatus, "");
+               v1::StatusResponse resp;
+               return st.status.ok() && resp.ParseFromString(st.response) &&
+                      resp.waiting_calls() == 0;
+             },
+             cancelled + absl::Seconds(1) - absl::Now(), "no waiting calls",
+             absl::Milliseconds(50));
+         return gone.ok() ? std::string() : "waiting_calls still > 0 1 s after the cancels";
        }});
   // Embedding rows (the tables DeclareTables declared).
   cases.push_back({"unary PushRows whose ids claim 2^30 ids (8 GiB) in a short message",
