@@ -28,9 +28,9 @@ int64_t WaitingCalls(const TestCluster& cluster) {
 
 // Polls (bounded) until the server reports `n` waiting calls.
 bool AwaitWaitingCalls(const TestCluster& cluster, int64_t n) {
-  const absl::Status s = WaitUntil([&] { return WaitingCalls(cluster) == n; }, absl::Seconds(30),
-                                   absl::StrCat(n, " waiting calls on the server"),
-                                   absl::Milliseconds(20));
+  const absl::Status s =
+      WaitUntil([&] { return WaitingCalls(cluster) == n; }, absl::Seconds(30),
+                absl::StrCat(n, " waiting calls on the server"), absl::Milliseconds(20));
   if (!s.ok()) ADD_FAILURE() << s;
   return s.ok();
 }

@@ -10,7 +10,7 @@
 // next one (RunDue). So a test of leases, deadlines or schedules needs no
 // thread and no sleep, and sees the same order on every run. (A callback
 // that keeps scheduling itself for the present would spin for ever: past a
-// million callbacks at one time the process aborts, saying so.)
+// hundred thousand callbacks at one time the process aborts, saying so.)
 //
 //   FakeClock clock;
 //   options.clock = &clock;

@@ -29,7 +29,9 @@ TEST(FakeClock, CallbacksRunInTimeOrderAtTheirOwnTimeOnlyOnceReached) {
   const absl::Time t0 = clock.Now();
   std::vector<std::string> ran;
   auto note = [&](const char* name) {
-    return [&, name] { ran.push_back(absl::StrCat(name, "@", (clock.Now() - t0) / absl::Seconds(1))); };
+    return [&, name] {
+      ran.push_back(absl::StrCat(name, "@", (clock.Now() - t0) / absl::Seconds(1)));
+    };
   };
   a->Schedule(t0 + absl::Seconds(2), note("a2"));
   b->Schedule(t0 + absl::Seconds(1), note("b1"));

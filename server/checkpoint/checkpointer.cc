@@ -30,8 +30,7 @@ Checkpointer::~Checkpointer() {
     requests.swap(requests_);
   }
   for (WriteDone& done : requests) {
-    done(absl::UnavailableError(
-        absl::StrCat("shard ", options_.shard_id, " is shutting down")));
+    done(absl::UnavailableError(absl::StrCat("shard ", options_.shard_id, " is shutting down")));
   }
 }
 

@@ -17,9 +17,9 @@ namespace ps {
 absl::Status Shard::Register(int worker_id, int num_workers) {
   RETURN_IF_ERROR(options_.CheckWorker(worker_id));
   if (num_workers != options_.num_workers) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "worker ", worker_id, " was started with num_workers=", num_workers,
-        " but this server expects num_workers=", options_.num_workers));
+    return absl::InvalidArgumentError(
+        absl::StrCat("worker ", worker_id, " was started with num_workers=", num_workers,
+                     " but this server expects num_workers=", options_.num_workers));
   }
   Effects fx;
   {

@@ -4,8 +4,6 @@
 // server/checkpoint/checkpoint_test.cc).
 // The push, pull and init rules are in shard_test.cc; the helpers both use
 // in shard_test_util.h.
-#include "server/core/shard.h"
-
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,15 +13,12 @@
 #include "common/testing/fake_clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/core/shard.h"
 #include "server/core/shard_test_util.h"
 
 namespace ps {
 namespace {
 
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
-using ::testing::IsEmpty;
-using ::testing::SizeIs;
 using shard_testing::Encode;
 using shard_testing::InitShard;
 using shard_testing::InitSync;
@@ -34,6 +29,10 @@ using shard_testing::PushSlices;
 using shard_testing::PushWithOutcome;
 using shard_testing::Slices;
 using shard_testing::StartPull;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::SizeIs;
 
 // Collects a shard's log lines (ShardOptions::log). Must outlive the shard.
 // On a FakeClock every line is written before the call (or the Advance)
