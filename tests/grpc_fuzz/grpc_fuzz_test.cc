@@ -191,8 +191,7 @@ void FuzzMode(const std::string& mode, int num_workers) {
         },
         absl::Seconds(kPullTimeoutS + 3), "no waiting calls on the server",
         absl::Milliseconds(100));
-    EXPECT_EQ(waiting, 0) << "waiting calls left on the server after every call ended: "
-                          << drained;
+    EXPECT_EQ(waiting, 0) << "waiting calls left on the server after every call ended: " << drained;
     EXPECT_TRUE(hwm.ok() && *hwm <= kRssBoundBytes)
         << "peak RSS (VmHWM) " << MiB(hwm) << " over the bound " << MiB(kRssBoundBytes);
     if (mode == "sync") {
