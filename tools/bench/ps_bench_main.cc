@@ -47,7 +47,7 @@
 #include "tools/bench/bench_sparse.h"
 #include "tools/bench/bench_transport.h"
 #include "tools/process/child_process.h"
-#include "worker/dataset.h"
+#include "worker/mlp/dataset.h"
 
 ABSL_FLAG(std::string, sizes, "4096,65536,1048576,4194304,16777216,67108864",
           "transport: payload sizes in bytes (multiples of 4).");
