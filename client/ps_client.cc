@@ -1,17 +1,13 @@
 #include "client/ps_client.h"
 
 #include <algorithm>
-#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 #include "client/channel.h"
 #include "client/internal/pending_calls.h"
-#include "client/internal/recovery.h"
-#include "client/internal/registration.h"
 #include "client/internal/ps_client_rep.h"
+#include "client/internal/registration.h"
 #include "client/internal/shard_transport.h"
 #include "client/internal/stream_transport.h"
 #include "client/internal/tensor_checks.h"
@@ -20,8 +16,6 @@
 #include "common/status_macros.h"
 
 namespace ps {
-
-
 namespace {
 
 // The transport factory: the one place that knows the implementations.
@@ -36,26 +30,6 @@ std::unique_ptr<ShardTransport> NewTransport(
   }
   return std::make_unique<StreamTransport>(channels, state);
 }
-
-// The PendingOp of an operation that is retried (PsClient::Retry) when its
-// first try fails: Wait() waits for the first try, then runs `retry` on its
-// status. Destroying it before Wait() cancels the first try.
-class RetryingOp final : public PendingOp {
- public:
-  using Retry = std::function<absl::Status(absl::Status)>;
-  RetryingOp(std::unique_ptr<PendingOp> first, Retry retry)
-      : first_(std::move(first)), retry_(std::move(retry)) {}
-
-  absl::Status Wait() override {
-    absl::Status status = first_->Wait();
-    first_.reset();
-    return retry_(std::move(status));
-  }
-
- private:
-  std::unique_ptr<PendingOp> first_;
-  const Retry retry_;
-};
 
 }  // namespace
 
@@ -127,118 +101,13 @@ std::vector<PushOutcome> PsClient::LastPushOutcomes() const {
   return out;
 }
 
+void PsClient::Cancel() { rep_->state.canceller.Cancel(); }
+
 int64_t PsClient::retries() const { return rep_->retries; }
 int64_t PsClient::recoveries() const { return rep_->recoveries; }
 
 void PsClient::Log(const std::string& line) const {
   if (rep_->state.options.log) rep_->state.options.log(line);
-}
-
-absl::Status PsClient::Retry(const char* what, absl::Status status,
-                             const std::function<absl::Status()>& attempt) {
-  const ClientOptions& o = rep_->state.options;
-  if (status.ok() || o.retry_timeout <= absl::ZeroDuration() || !MayRetry(status.code())) {
-    return status;
-  }
-  const absl::Time start = absl::Now();
-  const absl::Time deadline = start + o.retry_timeout;
-  for (int tries = 1;; ++tries) {
-    if (tries == 1 || tries % 10 == 0) {
-      Log(absl::StrFormat("worker %d: %s failed (a shard unavailable or restarted?), try %d, "
-                          "retrying for up to %.1fs more: %s",
-                          o.worker_id, what, tries,
-                          absl::ToDoubleSeconds(deadline - absl::Now()), status.ToString()));
-    }
-    bool restarted = false;
-    absl::Status recovered = Recover(deadline, &restarted);
-    if (!recovered.ok()) {
-      return absl::Status(status.code(),
-                          absl::StrCat(status.message(), "; gave up after retrying for ",
-                                       absl::StrFormat("%.1fs", absl::ToDoubleSeconds(
-                                                                    absl::Now() - start)),
-                                       " (--retry_timeout): ", recovered.message()));
-    }
-    if (!RetryAfterRecovery(status.code(), restarted)) return status;
-    rep_->state.shard_version = rep_->op_versions;
-    rep_->state.seq = rep_->op_seq;
-    ++rep_->retries;
-    status = attempt();
-    if (status.ok()) {
-      ++rep_->recoveries;
-      Log(absl::StrFormat("worker %d: %s went through after %.1fs (%d retries)", o.worker_id,
-                          what, absl::ToDoubleSeconds(absl::Now() - start), tries));
-      return status;
-    }
-    if (!MayRetry(status.code()) || absl::Now() >= deadline) return status;
-  }
-}
-
-absl::Status PsClient::Recover(absl::Time deadline, bool* restarted) {
-  const ClientState& state = rep_->state;
-  const ClientOptions& o = state.options;
-  absl::Duration backoff = kFirstBackoff;
-  while (true) {
-    std::vector<v1::RegisterResponse> replies;
-    absl::Status st = rep_->control->RegisterAll(RegisterTimeout(deadline, absl::Now()),
-                                                 /*wait_for_ready=*/true, &replies);
-    std::vector<ShardRegistration> registered;
-    std::vector<ShardRecovery> plan;
-    if (st.ok()) {
-      registered = ToShardRegistrations(replies);
-      std::vector<KnownShard> known;
-      for (int s = 0; s < num_shards(); ++s) {
-        known.push_back({rep_->incarnation[s], !state.spec.empty() && !state.held[s].empty(),
-                         state.held_version[s]});
-      }
-      plan = PlanRecovery(registered, known);
-    }
-    for (int s = 0; st.ok() && s < num_shards(); ++s) {
-      const ShardRegistration& r = registered[s];
-      if (plan[s].restarted) {
-        *restarted = true;
-        Log(absl::StrFormat("worker %d: shard %d (%s) restarted: now %s (was %s), %s; this "
-                            "worker holds version %d",
-                            o.worker_id, s, o.servers[s], IncarnationName(r.incarnation),
-                            IncarnationName(rep_->incarnation[s]),
-                            r.initialized ? absl::StrCat("at version ", r.version)
-                                          : std::string("without parameters"),
-                            state.held_version[s]));
-        rep_->incarnation[s] = r.incarnation;
-      }
-      if (!plan[s].restore) continue;
-      absl::StatusOr<v1::InitResponse> resp = rep_->control->Restore(s);
-      st = resp.status();
-      if (!st.ok()) continue;
-      Log(absl::StrFormat("worker %d: shard %d was at version %d; %s", o.worker_id, s, r.version,
-                          resp->created()
-                              ? absl::StrCat("restored it to version ", state.held_version[s],
-                                             " from this worker's copy")
-                              : absl::StrCat("another worker brought it to version ",
-                                             resp->version(), " first")));
-    }
-    if (st.ok()) return st;
-    if (absl::Now() + backoff >= deadline) return st;
-    absl::SleepFor(backoff);
-    backoff = NextBackoff(backoff);
-  }
-}
-
-void PsClient::RollBackToCommonVersion(std::vector<int64_t> versions) {
-  const ClientOptions& o = rep_->state.options;
-  CommonVersionRollback rollback(std::move(versions));
-  while (std::optional<CommonVersionRollback::Round> round = rollback.Next()) {
-    for (int s : round->shards) {
-      absl::StatusOr<v1::InitResponse> resp = rep_->control->RollBack(s, round->target);
-      if (!resp.ok()) continue;  // refused: nothing to do
-      if (resp->created()) {
-        Log(absl::StrFormat("worker %d: the shards restarted at versions [%s]; rolled shard %d "
-                            "back to its checkpoint of version %d, the newest they share",
-                            o.worker_id, absl::StrJoin(rollback.versions(), ", "), s,
-                            resp->version()));
-      }
-      rollback.Answered(s, resp->created(), resp->version());
-    }
-  }
 }
 
 absl::Status PsClient::Init(const ModelSpec& spec, const TensorList* initial) {
@@ -253,6 +122,7 @@ absl::Status PsClient::Init(const ModelSpec& spec, const ConstTensorViews& initi
 
 absl::Status PsClient::InitFrom(const ModelSpec& spec, const ConstTensorViews* initial) {
   RETURN_IF_ERROR(ValidateModelSpec(spec));
+  rep_->StartOp();
   ClientState& state = rep_->state;
   state.spec = spec;
   state.layouts.clear();
@@ -263,22 +133,13 @@ absl::Status PsClient::InitFrom(const ModelSpec& spec, const ConstTensorViews* i
   std::vector<int64_t> versions(num_shards(), 0);
   if (status.ok()) status = rep_->control->InitAll(initial, &versions);
   if (status.ok() && state.mode == Mode::kSync) RollBackToCommonVersion(versions);
+  status = rep_->Outcome("init", std::move(status));
   if (!status.ok()) {
     // Not initialized: later calls must fail with "Init must be called first".
     state.spec.clear();
     state.layouts.clear();
   }
   return status;
-}
-
-std::unique_ptr<PendingOp> PsClient::Retried(
-    const char* what, std::function<std::unique_ptr<PendingOp>()> start) {
-  rep_->StartOp();
-  std::unique_ptr<PendingOp> first = start();
-  return std::make_unique<RetryingOp>(
-      std::move(first), [this, what, start = std::move(start)](absl::Status status) {
-        return Retry(what, std::move(status), [&start] { return start()->Wait(); });
-      });
 }
 
 std::unique_ptr<PendingOp> PsClient::PullAsync(int64_t min_version, TensorList* weights) {

@@ -32,7 +32,10 @@
 // Thread safety: one training thread per client. The *Async calls return a
 // PendingOp (client/pending_op.h) to wait on; start at most one at a time
 // and wait for it before the next call. The client must outlive its
-// PendingOps and PushPullInProgress handles.
+// PendingOps and PushPullInProgress handles. The one exception is
+// Cancel(), which any thread may call at any time: it ends the operation in
+// progress (e.g. the training thread's blocked Pull, on Ctrl-C) with
+// CANCELLED, and the client stays usable.
 //
 // Example:
 //   ASSIGN_OR_RETURN(auto client, PsClient::Connect(options));
@@ -103,8 +106,9 @@ class PsClient {
   // worker contributes to (version + 1); async mode returns the shard's
   // weights right after this push; SSP mode too, once this worker is no
   // more than the servers' --staleness steps ahead of the slowest live one
-  // (the shards hold the pull, up to ClientOptions::wait_timeout). `weights` may alias nothing in `grads`;
-  // both must stay alive until the PendingOp is waited on.
+  // (the shards hold the pull, up to ClientOptions::wait_timeout).
+  // `weights` may alias nothing in `grads`; both must stay alive until the
+  // PendingOp is waited on.
   absl::Status PushPull(const TensorList& grads, TensorList* weights);
   std::unique_ptr<PendingOp> PushPullAsync(const TensorList& grads, TensorList* weights);
   // The same with views; the memory they view (not the vectors) must stay
@@ -145,6 +149,25 @@ class PsClient {
   absl::Status PushRows(absl::string_view table, absl::Span<const uint64_t> ids,
                         absl::Span<const float> grads);
 
+  // Cancels the operation in progress (Init, a pull, push or push-pull, a
+  // PendingOp or PushPullInProgress not waited on yet, a rows call): its
+  // calls in flight on every shard end at once (grpc TryCancel: the unary
+  // calls, or the calls on the streams, which the cancel breaks), it starts
+  // no retry and no further call (a recovery's backoff wakes), and it
+  // returns CANCELLED, saying "cancelled (PsClient::Cancel)". An operation
+  // that began after Cancel() returned is not affected, and with none in
+  // progress Cancel() does nothing. Connect cannot be cancelled.
+  //
+  // The client stays usable: the next call reopens the streams the cancel
+  // broke. A cancelled push or push-pull may have reached some shards and
+  // not others, as after any failed call: the client's versions are those
+  // of the replies it got, and a push of the same gradient again is
+  // answered as a duplicate by the shards that applied it (sync).
+  //
+  // Thread-safe: may be called from any thread, concurrently with the
+  // training thread's call; it does not wait for that call to return.
+  void Cancel();
+
   // The smallest version pulled from any shard (in sync mode: the step).
   int64_t version() const;
 
@@ -161,6 +184,7 @@ class PsClient {
   struct Rep;  // the state, the control calls, the transport, heartbeats
   explicit PsClient(std::unique_ptr<Rep> rep);
 
+  // Recovery (client/ps_client_recovery.cc).
   // Starts an operation with `start` (again for each retry) and returns its
   // PendingOp, whose Wait() retries it with Retry.
   std::unique_ptr<PendingOp> Retried(const char* what,

@@ -38,8 +38,9 @@ if [ "$build_only" -eq 0 ]; then
     # The metrics tests: promtool checks the exposition and the alert rules,
     # and a real Prometheus scrapes a local cluster.
     prometheus
-    # The Python package's tests load it beside torch (CPU) and grpcio.
-    python3-torch python3-grpcio
+    # The Python package's tests load it beside torch (CPU) and grpcio;
+    # //python:mypy_test type-checks it with mypy --strict.
+    python3-torch python3-grpcio mypy
     # //python:wheel_test installs the wheel with pip into a venv.
     python3-venv python3-pip
     # TLS: deploy/make_certs.sh (local_cluster.sh, the security tests).
@@ -48,6 +49,8 @@ if [ "$build_only" -eq 0 ]; then
     # links libFuzzer and the sanitizer runtimes, which are in libclang-rt-14-dev
     # (only recommended by clang-14, and recommends are not installed here).
     clang-14 libclang-rt-14-dev
+    # .ci/run's tools/format_check.sh: clang-format-diff.
+    clang-format
   )
   # Tests: //tests:deploy_config_test renders the Kubernetes overlays with
   # `kubectl kustomize`. Debian's kubernetes-client (kubectl 1.20) is added

@@ -1,10 +1,11 @@
 #!/usr/bin/python3
 """bench.py: Python workers against C++ workers and PyTorch DDP, in one run.
 
-Issue 21, point 7. One invocation on one machine runs, one after another:
+One invocation on one machine runs, one after another:
 
   ps-python  1 ps_server (sync; 127.0.0.1 on a port the kernel picks, or a
-             unix socket with --listen=unix) and 2 Python workers: the 784-512-256-10 ReLU MLP in torch,
+             unix socket with --listen=unix; started as python/server_process.py
+             does) and 2 Python workers: the 784-512-256-10 ReLU MLP in torch,
              ps.torch.DistributedOptimizer, batch B per worker.
   ps-cpp     the same server with 2 C++ ps_workers (--model=mlp
              --hidden=512,256 --batch_size=B --threads=T --device=cpu).
@@ -44,12 +45,10 @@ samples/s, ratio to the C++ workers, ratio to DDP. Exits 1 if any config
 failed (its row says FAILED and why). `--quick` (warm-up 10 steps, 2 s per
 config) is what //python:bench_test runs.
 
-Run it from the repository root after
-`bazel build //python:ps //server:ps_server //worker:ps_worker`:
-
-    /usr/bin/python3 python/bench.py --seconds=20
-
-The Python workers and DDP's ranks are python/bench_worker.py processes.
+Run it from the repository root after `bazel build //python:ps
+//server:ps_server //worker:ps_worker`: /usr/bin/python3 python/bench.py
+--seconds=20. The Python workers and DDP's ranks are python/bench_worker.py
+processes.
 """
 
 from __future__ import annotations
@@ -69,6 +68,8 @@ import tempfile
 import threading
 import time
 from typing import Dict, List, Optional, Tuple
+
+from server_process import ServerError, ServerProcess, start_server, wait_until
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CONFIGS = ("ps-python", "ps-cpp", "ddp")
@@ -99,7 +100,7 @@ class Proc:
     with the driver: stop() kills it, and the kernel does if the driver is
     killed."""
 
-    def __init__(self, name: str, argv: List[str], env: Dict[str, str], logdir: str):
+    def __init__(self, name: str, argv: List[str], env: Dict[str, str], logdir: str) -> None:
         self.name = name
         self.errpath = os.path.join(logdir, re.sub(r"\W", "_", name) + ".stderr")
         self._err = open(self.errpath, "w")
@@ -112,29 +113,13 @@ class Proc:
         self._t.start()
 
     def _read(self) -> None:
+        assert self.p.stdout is not None  # stdout=PIPE
         for line in self.p.stdout:
             with self._cv:
                 self.lines.append(line.rstrip("\n"))
                 self._cv.notify_all()
         with self._cv:
             self._cv.notify_all()
-
-    def wait_line(self, pattern: str, timeout: float) -> re.Match:
-        """The first stdout line matching `pattern`; Failed on exit or timeout."""
-        deadline = time.monotonic() + timeout
-        with self._cv:
-            while True:
-                for line in self.lines:
-                    m = re.match(pattern, line)
-                    if m:
-                        return m
-                if self.p.poll() is not None and not self._t.is_alive():
-                    raise Failed(f"{self.name} exited ({self.p.returncode}) before "
-                                 f"printing /{pattern}/: {self.stderr_tail()}")
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise Failed(f"{self.name}: no /{pattern}/ within {timeout:.0f} s")
-                self._cv.wait(min(left, 0.2))
 
     def stderr_tail(self, n: int = 600) -> str:
         self._err.flush()
@@ -200,10 +185,11 @@ def proc_cpu_s(pid: int) -> Optional[float]:
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
-def worker_env(a) -> Dict[str, str]:
+def worker_env(a: argparse.Namespace) -> Dict[str, str]:
     env = dict(os.environ)
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         env[var] = str(a.threads)
@@ -212,25 +198,32 @@ def worker_env(a) -> Dict[str, str]:
     return env
 
 
-def start_server(a, logdir: str) -> Tuple[Proc, str]:
+def start_ps_server(a: argparse.Namespace, logdir: str) -> ServerProcess:
+    """The ps configs' server, serving (python/server_process.py's protocol);
+    Failed, with its log's tail, if it does not come up."""
     # --listen=unix: a socket in the run's folder, which mkdtemp made 0700.
     listen = f"unix:{logdir}/ps.sock" if a.listen == "unix" else "127.0.0.1:0"
-    server = Proc("ps_server", [a.ps_server, f"--listen={listen}", f"--num_workers={WORKERS}",
-                                "--mode=sync", f"--lr={a.lr}"], dict(os.environ), logdir)
-    m = server.wait_line(r"listening on (\S+)", a.start_timeout)
-    return server, m.group(1)
+    try:
+        flags = [f"--num_workers={WORKERS}", "--mode=sync", f"--lr={a.lr}"]
+        return start_server(a.ps_server, flags, logdir=logdir, name="ps_server", listen=listen,
+                            timeout=a.start_timeout, start_new_session=True,
+                            preexec_fn=_die_with_parent)
+    except ServerError as e:
+        raise Failed(str(e)) from None
 
 
-def python_worker_argv(a, role: str, worker_id: int, extra: List[str]) -> List[str]:
+def python_worker_argv(a: argparse.Namespace, role: str, worker_id: int,
+                       extra: List[str]) -> List[str]:
     return [sys.executable, "-u", WORKER_PY, f"--role={role}",
             f"--worker_id={worker_id}", f"--batch_size={a.batch_size}", f"--warmup={a.warmup}",
             f"--steps={a.steps}", f"--threads={a.threads}", f"--lr={a.lr}",
             f"--dataset_dir={a.dataset_dir}", f"--seed={a.seed}"] + extra
 
 
-def run_config(a, config: str, logdir: str) -> Tuple[float, str]:
+def run_config(a: argparse.Namespace, config: str, logdir: str) -> Tuple[float, str]:
     """Samples/s summed over the config's workers, and a note (per-worker detail)."""
-    procs: List[Proc] = []
+    server: Optional[ServerProcess] = None
+    workers: List[Proc] = []
     # A folder per run: a metrics file left by an earlier run would pass for progress.
     run_dir = tempfile.mkdtemp(prefix=f"{config}-", dir=logdir)
     try:
@@ -239,12 +232,11 @@ def run_config(a, config: str, logdir: str) -> Tuple[float, str]:
             # ps.torch.keep_freed_memory()'s malloc setting, as the ps workers get.
             env.update(MALLOC_MMAP_THRESHOLD_=str(32 << 20), MALLOC_TRIM_THRESHOLD_=str(1 << 30))
         if config in ("ps-python", "ps-cpp"):
-            server, addr = start_server(a, run_dir)
-            procs.append(server)
+            server = start_ps_server(a, run_dir)
+        addr = server.address if server is not None else ""
         metrics = [os.path.join(run_dir, f"metrics-{w}.jsonl") for w in range(WORKERS)]
         total = a.warmup + a.steps if a.steps > 0 else 0
         cpu_note = ""
-        workers: List[Proc] = []
         port = free_port() if config == "ddp" else 0
         for w in range(WORKERS):
             if config == "ps-python":
@@ -262,7 +254,6 @@ def run_config(a, config: str, logdir: str) -> Tuple[float, str]:
                 argv += [f"--max_steps={total}", "--epochs=1000000"] if total else \
                     ["--epochs=1000000"]
             workers.append(Proc(f"{config} worker {w}", argv, env, run_dir))
-        procs += workers
 
         def points() -> List[List[Tuple[int, float]]]:
             if config == "ps-cpp":
@@ -270,19 +261,24 @@ def run_config(a, config: str, logdir: str) -> Tuple[float, str]:
             return [python_points(p) for p in workers]
 
         def check_alive() -> None:
-            for p in procs:
+            if server is not None and server.proc.poll() is not None:
+                raise Failed(f"ps_server exited ({server.proc.returncode}): "
+                             f"{server.log_tail(600)}")
+            for p in workers:
                 rc = p.p.poll()
-                if rc is not None and (rc != 0 or p is procs[0] and config != "ddp"):
+                if rc is not None and rc != 0:
                     raise Failed(f"{p.name} exited ({rc}): {p.stderr_tail()}")
 
-        # Wait for the warm-up of every worker, then measure.
-        deadline = time.monotonic() + a.start_timeout
-        while not all(any(s >= a.warmup for s, _ in pts) for pts in points()):
+        def warmed_up() -> bool:
             check_alive()
-            if time.monotonic() > deadline:
-                raise Failed(f"{config}: the workers did not finish {a.warmup} warm-up steps "
-                             f"within {a.start_timeout:.0f} s")
-            time.sleep(0.05)
+            return all(any(s >= a.warmup for s, _ in pts) for pts in points())
+
+        # Wait for the warm-up of every worker, then measure.
+        try:
+            wait_until(warmed_up, timeout=a.start_timeout,
+                       what=f"{config}: the workers' {a.warmup} warm-up steps")
+        except TimeoutError as e:
+            raise Failed(str(e)) from None
         if total:
             deadline = time.monotonic() + a.run_timeout
             for wp in workers:
@@ -297,18 +293,20 @@ def run_config(a, config: str, logdir: str) -> Tuple[float, str]:
         else:
             # CPU time (user + system, all threads) of every process over
             # the measured seconds, per step of worker 0.
-            cpu0 = [proc_cpu_s(p.p.pid) for p in procs]
+            pids = ([server.proc.pid] if server is not None else []) + [w.p.pid for w in workers]
+            cpu0 = [proc_cpu_s(pid) for pid in pids]
             step0 = max(s for s, _ in points()[0])
             end = time.monotonic() + a.seconds
             while time.monotonic() < end:
                 check_alive()
                 time.sleep(0.05)
             check_alive()
-            cpu1 = [proc_cpu_s(p.p.pid) for p in procs]
+            cpu1 = [proc_cpu_s(pid) for pid in pids]
             steps = max(s for s, _ in points()[0]) - step0
             cpu_note = f"; CPU ms/step: n/a ({steps} steps, cpu {cpu0} -> {cpu1})"
-            if steps > 0 and None not in cpu0 + cpu1:
-                per = [1e3 * (c1 - c0) / steps for c0, c1 in zip(cpu0, cpu1)]
+            per = [1e3 * (c1 - c0) / steps for c0, c1 in zip(cpu0, cpu1)
+                   if c0 is not None and c1 is not None] if steps > 0 else []
+            if per and len(per) == len(pids):
                 cpu_note = "; CPU ms/step: workers " + "/".join(
                     f"{x:.1f}" for x in per[-WORKERS:])
                 if len(per) > WORKERS:
@@ -331,8 +329,10 @@ def run_config(a, config: str, logdir: str) -> Tuple[float, str]:
                 note += f"; {what} share of loop: " + "/".join(fb)
         return sum(rates), note + cpu_note
     finally:
-        for p in reversed(procs):
+        for p in reversed(workers):
             p.stop()
+        if server is not None:
+            server.stop()
 
 
 def cpu_model() -> str:
@@ -346,7 +346,7 @@ def cpu_model() -> str:
     return "unknown"
 
 
-def print_machine(a) -> None:
+def print_machine(a: argparse.Namespace) -> None:
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     try:
         load = " ".join(f"{x:.2f}" for x in os.getloadavg())
@@ -385,13 +385,13 @@ def print_table(results: Dict[str, Tuple[Optional[float], str]]) -> None:
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """Shows defaults, except None ones (their help says what applies)."""
 
-    def _get_help_string(self, action):
+    def _get_help_string(self, action: argparse.Action) -> Optional[str]:
         if action.default is None:
             return action.help
         return super()._get_help_string(action)
 
 
-def parse_args(argv: Optional[List[str]] = None):
+def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         description="Samples/s of 2 Python workers on a ps_server, 2 C++ ps_workers on a "
                     "ps_server and 2-process PyTorch DDP (gloo), one after another on this "

@@ -29,13 +29,19 @@ import gzip
 import os
 import sys
 import time
+from typing import TYPE_CHECKING, Optional, Tuple
+
+if TYPE_CHECKING:  # imported where used: the driver imports none of them
+    import numpy as np
+    import numpy.typing as npt
+    import torch
 
 WORKERS = 2
 REPORT_EVERY = 10  # steps between progress lines
 MEAN, STD = 0.2860, 0.3530  # worker/dataset.cc's normalization
 
 
-def load_fashion_mnist(folder: str):
+def load_fashion_mnist(folder: str) -> Tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
     """The training set as (float32 [n, 784] normalized, int64 [n]) numpy arrays."""
     import numpy as np
 
@@ -54,19 +60,20 @@ def load_fashion_mnist(folder: str):
         raise ValueError(f"{folder}: train-images-idx3-ubyte is not an IDX3 image file")
     if np.frombuffer(lab, ">u4", 2, 0).tolist() != [0x801, n] or len(lab) != 8 + n:
         raise ValueError(f"{folder}: train-labels-idx1-ubyte does not match the images")
-    x = np.frombuffer(img, np.uint8, n * rows * cols, 16).reshape(n, rows * cols)
-    x = (x.astype(np.float32) / 255.0 - MEAN) / STD
+    pixels = np.frombuffer(img, np.uint8, n * rows * cols, 16).reshape(n, rows * cols)
+    x = ((pixels.astype(np.float32) / 255.0 - MEAN) / STD).astype(np.float32, copy=False)
     y = np.frombuffer(lab, np.uint8, n, 8).astype(np.int64)
     return x, y
 
 
-def make_mlp(torch):
+def make_mlp() -> torch.nn.Sequential:
+    import torch
     nn = torch.nn
     return nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(),
                          nn.Linear(256, 10))
 
 
-def run_worker(a) -> None:
+def run_worker(a: argparse.Namespace) -> None:
     """One worker process: trains and prints `progress STEP SECONDS` lines."""
     import numpy as np
     import torch
@@ -76,9 +83,11 @@ def run_worker(a) -> None:
     torch.manual_seed(a.seed)
     x_np, y_np = load_fashion_mnist(a.dataset_dir)
     x_all, y_all = torch.from_numpy(x_np), torch.from_numpy(y_np)
-    model = make_mlp(torch)
+    model = make_mlp()
     loss_fn = torch.nn.CrossEntropyLoss()
 
+    opt: torch.optim.Optimizer
+    net: torch.nn.Module
     if a.role == "ps_worker":
         import ps.torch
         client = ps.Client(a.servers, a.worker_id, WORKERS)
@@ -98,7 +107,7 @@ def run_worker(a) -> None:
     per_epoch = n // (a.batch_size * WORKERS)
     total = a.warmup + a.steps if a.steps > 0 else None
     rng = np.random.default_rng(a.seed)
-    perm = None
+    perm: Optional[torch.Tensor] = None
     compute_s = step_s = 0.0
     print(f"ready {a.role} {a.worker_id} threads {torch.get_num_threads()}", flush=True)
     step = 0
@@ -106,6 +115,7 @@ def run_worker(a) -> None:
         t = step % per_epoch
         if t == 0:
             perm = torch.from_numpy(rng.permutation(n))
+        assert perm is not None  # step 0 made it
         first = (t * WORKERS + a.worker_id) * a.batch_size
         idx = perm[first:first + a.batch_size]
         xb, yb = x_all.index_select(0, idx), y_all.index_select(0, idx)

@@ -1,7 +1,7 @@
 // The fixture of //tests:hostile_requests_test (hostile_requests_test.cc):
 // one in-process shard with its own options, raw gRPC stubs and a real
-// client for it, and the model of issue 9's report (with embedding tables
-// if a test asks). Test-only.
+// client for it, and the model of the hostile-input review (with embedding
+// tables if a test asks). Test-only.
 #ifndef PS_TESTS_HOSTILE_FIXTURE_H_
 #define PS_TESTS_HOSTILE_FIXTURE_H_
 

@@ -1,7 +1,7 @@
 // Hostile and broken requests, over both transports (unary RPCs and the
 // Stream RPC): each gets an error status that names the problem, within its
 // deadline, without allocating what it declares, and the shard keeps serving
-// real workers afterwards. Regression tests for issue 9's findings. The
+// real workers afterwards. Regression tests for a hostile-input review. The
 // same test target also runs hostile_requests_clear_errors_test.cc. The
 // fixture is tests/hostile_fixture.h.
 #include <cmath>

@@ -1,4 +1,4 @@
-// Hostile requests for embedding rows (issue 24 point 7): too many ids, rows
+// Hostile requests for embedding rows: too many ids, rows
 // of the wrong width, tables that do not exist or grow past --max_rows, and
 // model specs whose tables are too many, too wide or badly named. Each gets
 // a code and a message naming the table (or the limit), without the server

@@ -7,16 +7,24 @@
 namespace ps {
 
 PendingCalls::PendingCalls(const std::vector<std::string>& servers, absl::Time deadline,
-                           const char* why)
+                           const char* why, CallCanceller* canceller)
     : deadline_(deadline), deadline_why_(why) {
-  absl::MutexLock l(&mu_);
-  for (size_t s = 0; s < servers.size(); ++s) unanswered_[static_cast<int>(s)] = servers[s];
+  {
+    absl::MutexLock l(&mu_);
+    for (size_t s = 0; s < servers.size(); ++s) unanswered_[static_cast<int>(s)] = servers[s];
+  }
+  registration_ = std::make_unique<CallCanceller::Registration>(canceller, [this] {
+    absl::MutexLock l(&mu_);
+    cancelled_ = true;
+    CancelUnanswered();
+  });
 }
 
 PendingCalls::~PendingCalls() {
+  registration_.reset();  // waits for a cancel in progress
   absl::MutexLock l(&mu_);
   if (!unanswered_.empty()) {
-    for (auto& cancel : cancels_) cancel();
+    CancelUnanswered();
     // Cancelled calls complete promptly; their callbacks reference this object.
     mu_.Await(absl::Condition(
         +[](std::map<int, std::string>* m) { return m->empty(); }, &unanswered_));
@@ -31,7 +39,14 @@ std::unique_ptr<PendingCalls> PendingCalls::Failed(absl::Status s) {
 }
 
 void PendingCalls::AddCancel(std::function<void()> cancel) {
+  absl::MutexLock l(&mu_);
   cancels_.push_back(std::move(cancel));
+  if (cancelled_ && !unanswered_.empty()) cancels_.back()();
+}
+
+void PendingCalls::CancelUnanswered() {
+  if (unanswered_.empty()) return;  // the streams may be gone: nothing to cancel
+  for (auto& cancel : cancels_) cancel();
 }
 
 PendingCalls::UnaryCall* PendingCalls::AddUnaryCall() {
@@ -63,7 +78,7 @@ absl::Status PendingCalls::Wait() {
     // One shard failed: the operation has, so the others' calls are ended
     // now rather than waited for. (A sync pull may wait on workers that in
     // turn wait for this one to retry the failed shard.)
-    for (auto& cancel : cancels_) cancel();
+    CancelUnanswered();
     mu_.Await(absl::Condition(&all_done));
   }
   if (!unanswered_.empty()) {
@@ -78,7 +93,7 @@ absl::Status PendingCalls::Wait() {
           absl::StrFormat("%.0f s", absl::ToDoubleSeconds(deadline_ - started_)),
           " (", deadline_why_, "): the server or the network to it may be down"));
     }
-    for (auto& cancel : cancels_) cancel();
+    CancelUnanswered();
     mu_.Await(absl::Condition(&all_done));
   }
   return status_;

@@ -4,16 +4,20 @@
 // address), and then cancels the calls still running (the operation failed;
 // waiting on them could wait on workers that wait for this one), and past
 // the operation's deadline cancels what is left and says which shards were
-// silent.
+// silent. It is registered with the client's CallCanceller
+// (client/internal/call_canceller.h) while it lives, so that PsClient::Cancel
+// ends, from another thread, the calls not answered yet.
 //
 // StartUnaryCalls starts one unary gRPC call per shard and returns their
 // PendingCalls; the unary transport and PsClient's own control calls
 // (Register, InitParams) use it.
 //
-// Thread safety: Done() may be called from any thread (gRPC callbacks);
-// the setup calls (AddCancel, AddUnaryCall) only before the PendingCalls is
-// handed out. Owns the unary calls' contexts and messages; the destructor
-// cancels calls still in flight and waits for their callbacks.
+// Thread safety: Done() may be called from any thread (gRPC callbacks), and
+// the canceller may cancel the calls from any thread at any time, setup
+// included; the setup calls (AddCancel, AddUnaryCall) come from the thread
+// that made it, before it is handed out. Owns the unary calls' contexts and
+// messages; the destructor cancels calls still in flight and waits for
+// their callbacks.
 #ifndef PS_CLIENT_INTERNAL_PENDING_CALLS_H_
 #define PS_CLIENT_INTERNAL_PENDING_CALLS_H_
 
@@ -27,6 +31,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "client/internal/call_canceller.h"
 #include "client/pending_op.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/support/status.h"
@@ -38,8 +43,10 @@ class PendingCalls final : public PendingOp {
  public:
   // One call per server (shard i at servers[i]), all done by `deadline`,
   // which `why` (a string literal) explains in the message of a call that is
-  // not.
-  PendingCalls(const std::vector<std::string>& servers, absl::Time deadline, const char* why);
+  // not. Registered with `canceller` (borrowed, may be null: then only the
+  // deadline and the destructor cancel) until destroyed.
+  PendingCalls(const std::vector<std::string>& servers, absl::Time deadline, const char* why,
+               CallCanceller* canceller);
   ~PendingCalls() override;
 
   // An operation that failed before starting: Wait() returns `s`.
@@ -52,7 +59,8 @@ class PendingCalls final : public PendingOp {
   // Shard `shard`'s call ended with `s`. Once per shard.
   void Done(int shard, absl::Status s);
 
-  // Setup, before the operation is handed out: how to cancel one call.
+  // Setup, before the operation is handed out: how to cancel one call. Runs
+  // at once if the canceller cancelled the operation already.
   void AddCancel(std::function<void()> cancel);
 
   // Setup: a unary call's context and messages, owned here until the
@@ -67,31 +75,38 @@ class PendingCalls final : public PendingOp {
  private:
   PendingCalls() = default;
 
+  // Cancels the calls not answered yet, now and as they are added.
+  void CancelUnanswered() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   absl::Mutex mu_;
   // Shards whose call has not ended, with their addresses.
   std::map<int, std::string> unanswered_ ABSL_GUARDED_BY(mu_);
   absl::Status status_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::function<void()>> cancels_ ABSL_GUARDED_BY(mu_);  // one per call
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;  // by the canceller: cancel added calls too
 
   // Constant once handed out.
   absl::Time started_ = absl::Now();
   absl::Time deadline_;            // latest call deadline, plus a margin
   const char* deadline_why_ = "";  // what deadline_ is made of, for the message
   std::vector<std::unique_ptr<UnaryCall>> calls_;
-  std::vector<std::function<void()>> cancels_;  // one per call in flight
+  // With the canceller; reset first in the destructor.
+  std::unique_ptr<CallCanceller::Registration> registration_;
 };
 
 // Starts one unary call per server, each with deadline now + `timeout`:
 // build(s, &request) fills shard s's request, start(s, ctx, req, resp,
 // callback) issues it, and on_reply(s, response) consumes a successful reply
-// (may be null). The PendingCalls waits up to 5 s past the calls' deadline.
+// (may be null). The PendingCalls waits up to 5 s past the calls' deadline;
+// `canceller` as for PendingCalls.
 template <typename Req, typename Resp, typename Start>
 std::unique_ptr<PendingCalls> StartUnaryCalls(
     const std::vector<std::string>& servers, absl::Duration timeout, bool wait_for_ready,
-    const std::function<void(int, Req*)>& build, Start start,
+    CallCanceller* canceller, const std::function<void(int, Req*)>& build, Start start,
     std::function<absl::Status(int, const Resp&)> on_reply) {
   const absl::Time deadline = absl::Now() + timeout;
   auto op = std::make_unique<PendingCalls>(servers, deadline + absl::Seconds(5),
-                                           "the call timeout plus 5 s");
+                                           "the call timeout plus 5 s", canceller);
   for (int s = 0; s < static_cast<int>(servers.size()); ++s) {
     PendingCalls::UnaryCall* call = op->AddUnaryCall();
     auto req = std::make_shared<Req>();

@@ -1,16 +1,19 @@
 // PsClient::Rep: a PsClient's state and the parts it owns, shared by the
-// files that implement PsClient (client/ps_client.cc, ps_client_rows.cc).
-// Not thread-safe: the client's one training thread uses it (the
-// heartbeater only reads the options through ShardControl).
+// files that implement PsClient (client/ps_client.cc, ps_client_rows.cc,
+// ps_client_recovery.cc). Not thread-safe: the client's one training thread
+// uses it (the heartbeater only reads the options through ShardControl;
+// PsClient::Cancel only uses state.canceller, which is thread-safe).
 #ifndef PS_CLIENT_INTERNAL_PS_CLIENT_REP_H_
 #define PS_CLIENT_INTERNAL_PS_CLIENT_REP_H_
 
 #include <cstdint>
 #include <map>
-#include <string>
 #include <memory>
+#include <string>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "client/internal/heartbeater.h"
 #include "client/internal/shard_control.h"
 #include "client/internal/shard_transport.h"
@@ -35,9 +38,18 @@ struct PsClient::Rep {
   // PsClient::retries() and recoveries().
   int64_t retries = 0;
   int64_t recoveries = 0;
+  // As each operation begins: PsClient::Cancel ends it from now on.
   void StartOp() {
+    state.canceller.BeginOperation();
     op_versions = state.shard_version;
     op_seq = state.seq;
+  }
+  // The status of operation `what`: CANCELLED, saying so, if it failed after
+  // PsClient::Cancel ended it.
+  absl::Status Outcome(const char* what, absl::Status status) const {
+    if (status.ok() || !state.canceller.cancelled()) return status;
+    return absl::CancelledError(
+        absl::StrCat(what, " cancelled (PsClient::Cancel): ", status.message()));
   }
   // These borrow `state`; declared after it so that they go first.
   std::unique_ptr<ShardControl> control;  // Register, InitParams, Heartbeat

@@ -17,7 +17,7 @@ absl::Status ShardControl::RegisterAll(absl::Duration timeout, bool wait_for_rea
   const ClientOptions& o = state_->options;
   replies->assign(o.servers.size(), {});
   return StartUnaryCalls<v1::RegisterRequest, v1::RegisterResponse>(
-             o.servers, timeout, wait_for_ready,
+             o.servers, timeout, wait_for_ready, &state_->canceller,
              [&o](int, v1::RegisterRequest* req) {
                req->set_worker_id(o.worker_id);
                req->set_num_workers(o.num_workers);
@@ -35,7 +35,7 @@ absl::Status ShardControl::InitAll(const ConstTensorViews* initial,
   const ClientState& state = *state_;
   const ClientOptions& o = state.options;
   return StartUnaryCalls<v1::InitRequest, v1::InitResponse>(
-             o.servers, o.wait_timeout + o.rpc_timeout, /*wait_for_ready=*/false,
+             o.servers, o.wait_timeout + o.rpc_timeout, /*wait_for_ready=*/false, &state.canceller,
              [&state, initial](int s, v1::InitRequest* req) {
                req->set_worker_id(state.options.worker_id);
                ModelSpecToProto(state.spec, req->mutable_spec());
@@ -60,12 +60,14 @@ absl::Status ShardControl::InitAll(const ConstTensorViews* initial,
 
 namespace {
 
-// One blocking InitParams call with the options' rpc_timeout.
+// One blocking InitParams call with `timeout`, which `canceller` may end.
 absl::StatusOr<v1::InitResponse> CallInit(v1::ParameterServer::Stub* stub,
-                                          const v1::InitRequest& req, absl::Duration timeout) {
+                                          const v1::InitRequest& req, absl::Duration timeout,
+                                          CallCanceller* canceller) {
   v1::InitResponse resp;
   grpc::ClientContext ctx;
   ctx.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  CallCanceller::Registration registration(canceller, [&ctx] { ctx.TryCancel(); });
   absl::Status st = FromGrpcStatus(stub->InitParams(&ctx, req, &resp));
   if (!st.ok()) return st;
   return resp;
@@ -87,7 +89,8 @@ absl::StatusOr<v1::InitResponse> ShardControl::Restore(int shard) {
   }
   req.set_restore(true);
   req.set_version(state.held_version[shard]);
-  absl::StatusOr<v1::InitResponse> resp = CallInit(stubs_[shard].get(), req, o.rpc_timeout);
+  absl::StatusOr<v1::InitResponse> resp =
+      CallInit(stubs_[shard].get(), req, o.rpc_timeout, &state.canceller);
   if (resp.ok()) return resp;
   return absl::Status(resp.status().code(),
                       absl::StrCat("restoring shard ", shard, " (", o.servers[shard],
@@ -99,13 +102,13 @@ absl::StatusOr<v1::InitResponse> ShardControl::RollBack(int shard, int64_t versi
   req.set_worker_id(state_->options.worker_id);
   req.set_rollback(true);
   req.set_version(version);
-  return CallInit(stubs_[shard].get(), req, state_->options.rpc_timeout);
+  return CallInit(stubs_[shard].get(), req, state_->options.rpc_timeout, &state_->canceller);
 }
 
 void ShardControl::HeartbeatAll(absl::Duration timeout) {
   const ClientOptions& o = state_->options;
   StartUnaryCalls<v1::HeartbeatRequest, v1::HeartbeatResponse>(
-      o.servers, timeout, /*wait_for_ready=*/false,
+      o.servers, timeout, /*wait_for_ready=*/false, /*canceller=*/nullptr,
       [&o](int, v1::HeartbeatRequest* req) { req->set_worker_id(o.worker_id); },
       [this](int s, auto... args) { stubs_[s]->async()->Heartbeat(args...); }, nullptr)
       ->Wait()

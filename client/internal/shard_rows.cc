@@ -33,7 +33,7 @@ absl::Status CallShards(const ClientState& state, const std::vector<bool>& calle
   }
   if (called_servers.empty()) return absl::OkStatus();
   return StartUnaryCalls<Req, Resp>(
-             called_servers, state.options.rpc_timeout, /*wait_for_ready=*/false,
+             called_servers, state.options.rpc_timeout, /*wait_for_ready=*/false, &state.canceller,
              [&](int i, Req* req) { build(shard_of[i], req); },
              [&](int i, auto... args) { start(shard_of[i], args...); },
              [&, on_reply](int i, const Resp& r) { return on_reply(shard_of[i], r); })

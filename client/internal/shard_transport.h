@@ -12,14 +12,15 @@
 // Each operation addresses every shard at once and returns one handle.
 //
 // ClientState is what a transport shares with its PsClient: the options,
-// the mode, the spec and partition set by Init, and the version of each
+// the mode, the spec and partition set by Init, the version of each
 // shard's weights last pulled, which a transport sends with its pushes and
-// updates from the replies.
+// updates from the replies, and the canceller its calls register with.
 //
 // Thread safety: as PsClient's; one operation at a time, started from the
 // training thread. Reply callbacks of distinct shards write distinct
 // entries of ClientState::shard_version; the training thread reads them
-// after Wait(). A transport borrows its ClientState, which must outlive it
+// after Wait(). The canceller is thread-safe (PsClient::Cancel uses it from
+// any thread). A transport borrows its ClientState, which must outlive it
 // and every handle it returned.
 #ifndef PS_CLIENT_INTERNAL_SHARD_TRANSPORT_H_
 #define PS_CLIENT_INTERNAL_SHARD_TRANSPORT_H_
@@ -31,6 +32,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "client/client_options.h"
+#include "client/internal/call_canceller.h"
 #include "client/pending_op.h"
 #include "common/incarnation.h"
 #include "common/mode.h"
@@ -71,6 +73,11 @@ struct ClientState {
   // restarted behind it.
   std::vector<std::vector<float>> held;
   std::vector<int64_t> held_version;
+
+  // Every call of an operation registers with it (PendingCalls does), so
+  // that PsClient::Cancel can end them. Thread-safe, hence mutable: the
+  // parts that only read the state register their calls too.
+  mutable CallCanceller canceller;
 
   int num_shards() const { return static_cast<int>(options.servers.size()); }
 };

@@ -117,8 +117,9 @@ std::unique_ptr<PendingOp> StreamTransport::StartCalls(
     StreamCall kind, const std::vector<StreamCallHeader>& headers,
     std::vector<std::vector<grpc::ByteBuffer>> first_requests, TensorViews weights) {
   const ClientOptions& o = state_->options;
-  auto op = std::make_unique<PendingCalls>(o.servers, absl::Now() + o.wait_timeout + o.rpc_timeout,
-                                           "the wait timeout plus the RPC timeout");
+  auto op =
+      std::make_unique<PendingCalls>(o.servers, absl::Now() + o.wait_timeout + o.rpc_timeout,
+                                     "the wait timeout plus the RPC timeout", &state_->canceller);
   for (int s = 0; s < state_->num_shards(); ++s) {
     ShardStream* stream = StreamTo(s);
     op->AddCancel([stream] { stream->Cancel(); });
@@ -226,7 +227,7 @@ absl::Status StreamTransport::RowCalls(StreamCall kind, absl::string_view table,
     }
   }
   auto op = std::make_unique<PendingCalls>(o.servers, absl::Now() + o.rpc_timeout,
-                                           "the RPC timeout");
+                                           "the RPC timeout", &state_->canceller);
   std::vector<int> called;
   for (int s = 0; s < state_->num_shards(); ++s) {
     if (shard_ids[s].empty()) continue;

@@ -108,7 +108,7 @@ std::unique_ptr<PendingOp> UnaryTransport::RawCalls(
     const char* method, absl::Duration timeout,
     const std::function<void(int, grpc::ByteBuffer*)>& build, Reply on_reply) {
   return StartUnaryCalls<grpc::ByteBuffer, grpc::ByteBuffer>(
-      state_->options.servers, timeout, /*wait_for_ready=*/false, build,
+      state_->options.servers, timeout, /*wait_for_ready=*/false, &state_->canceller, build,
       [this, method](int s, grpc::ClientContext* ctx, const grpc::ByteBuffer* req,
                      grpc::ByteBuffer* resp, std::function<void(grpc::Status)> done) {
         stubs_[s]->UnaryCall(ctx, method, grpc::StubOptions(), req, resp, std::move(done));

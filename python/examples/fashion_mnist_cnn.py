@@ -33,8 +33,10 @@ import gzip
 import os
 import sys
 import time
+from typing import List, Optional, Tuple
 
 import numpy as np
+import numpy.typing as npt
 import torch
 import torch.nn.functional as F
 
@@ -45,7 +47,7 @@ import ps.torch
 MEAN, STD = 0.2860, 0.3530
 
 
-def parse_args(argv=None):
+def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         description="Train a small CNN on Fashion-MNIST with the parameter servers "
         "(ps.torch.DistributedOptimizer). Run it as every worker of "
@@ -81,7 +83,7 @@ def parse_args(argv=None):
 # Data: IDX files (big-endian header: magic 0x0000 08 <ndim>, then ndim
 # uint32 sizes, then uint8 data).
 
-def read_idx(path):
+def read_idx(path: str) -> npt.NDArray[np.uint8]:
     """The uint8 array in a gzip IDX file."""
     with gzip.open(path, "rb") as f:
         data = f.read()
@@ -95,14 +97,14 @@ def read_idx(path):
     return body.reshape(dims)
 
 
-def load(data_dir, split):
+def load(data_dir: str, split: str) -> Tuple[torch.Tensor, torch.Tensor]:
     """(images float32 [N,1,28,28] standardized, labels int64 [N]) of "train" or "t10k"."""
     x = read_idx(os.path.join(data_dir, f"{split}-images-idx3-ubyte.gz"))
     y = read_idx(os.path.join(data_dir, f"{split}-labels-idx1-ubyte.gz"))
     if x.shape[0] != y.shape[0]:
         raise ValueError(f"{data_dir}: {x.shape[0]} {split} images but {y.shape[0]} labels")
-    x = (x.astype(np.float32) / 255.0 - MEAN) / STD
-    return torch.from_numpy(x).unsqueeze(1), torch.from_numpy(y.astype(np.int64))
+    pixels = (x.astype(np.float32) / 255.0 - MEAN) / STD
+    return torch.from_numpy(pixels).unsqueeze(1), torch.from_numpy(y.astype(np.int64))
 
 
 # ---------------------------------------------------------------------------
@@ -111,20 +113,22 @@ def load(data_dir, split):
 class Net(torch.nn.Module):
     """conv-ReLU-pool, conv-ReLU-pool, linear: 1x28x28 -> 10 logits."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__()
         self.conv1 = torch.nn.Conv2d(1, 16, 3, padding=1)
         self.conv2 = torch.nn.Conv2d(16, 32, 3, padding=1)
         self.fc = torch.nn.Linear(32 * 7 * 7, 10)
 
-    def forward(self, x):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = F.max_pool2d(F.relu(self.conv1(x)), 2)
         x = F.max_pool2d(F.relu(self.conv2(x)), 2)
-        return self.fc(x.flatten(1))
+        logits: torch.Tensor = self.fc(x.flatten(1))
+        return logits
 
 
 @torch.no_grad()
-def evaluate(model, x, y, batch=1000):
+def evaluate(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor,
+             batch: int = 1000) -> Tuple[float, float]:
     """(accuracy, mean cross-entropy) on (x, y)."""
     model.eval()
     correct, loss = 0, 0.0
@@ -136,7 +140,7 @@ def evaluate(model, x, y, batch=1000):
     return correct / len(y), loss / len(y)
 
 
-def main(argv=None):
+def main(argv: Optional[List[str]] = None) -> None:
     args = parse_args(argv)
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)  # every worker builds the same model; worker 0's values win

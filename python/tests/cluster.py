@@ -1,11 +1,15 @@
 """Cluster: real ps_server processes for the Python tests.
 
-PS_SERVER_BIN (set by run_python_test.sh) is the ps_server binary."""
+PS_SERVER_BIN (set by run_python_test.sh) is the ps_server binary. The
+servers start and are waited for as python/server_process.py does it (the
+--port_file protocol); their logs go to a temporary folder (in
+$TEST_TMPDIR under Bazel)."""
 
 import os
-import re
-import subprocess
+import tempfile
 import threading
+
+from server_process import start_server
 
 SERVER = os.environ["PS_SERVER_BIN"]
 
@@ -14,27 +18,25 @@ class Cluster:
     """`shards` ps_server processes on 127.0.0.1 ports picked by the kernel."""
 
     def __init__(self, shards=2, workers=2, mode="sync", lr=0.5, extra=()):
-        self.procs, self.addrs = [], []
-        for s in range(shards):
-            p = subprocess.Popen(
-                [SERVER, "--listen=127.0.0.1:0", f"--shard_id={s}", f"--num_shards={shards}",
-                 f"--num_workers={workers}", f"--mode={mode}", f"--lr={lr}",
-                 "--worker_timeout=0", "--pull_timeout=20"] + [f.format(s=s) for f in extra],
-                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-            self.procs.append(p)
-            line = p.stdout.readline()
-            m = re.match(r"listening on (\S+)", line)
-            if not m:
-                self.close()
-                raise RuntimeError(f"ps_server said {line!r}")
-            self.addrs.append(m.group(1))
+        self.logdir = tempfile.mkdtemp(prefix="cluster.", dir=os.environ.get("TEST_TMPDIR"))
+        self.procs = []
+        try:
+            for s in range(shards):
+                self.procs.append(start_server(
+                    SERVER, [f"--shard_id={s}", f"--num_shards={shards}",
+                             f"--num_workers={workers}", f"--mode={mode}", f"--lr={lr}",
+                             "--worker_timeout=0", "--pull_timeout=20"]
+                    + [f.format(s=s) for f in extra],
+                    logdir=self.logdir, name=f"shard{s}"))
+        except BaseException:
+            self.close()
+            raise
+        self.addrs = [p.address for p in self.procs]
         self.servers = ",".join(self.addrs)
 
     def close(self):
         for p in self.procs:
-            p.kill()
-            p.wait(timeout=10)
-            p.stdout.close()
+            p.stop()
 
     def __enter__(self):
         return self

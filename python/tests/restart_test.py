@@ -26,9 +26,7 @@ client, so Python workers must get the same:
 """
 
 import os
-import re
 import signal
-import subprocess
 import tempfile
 import threading
 import time
@@ -39,6 +37,7 @@ import torch
 import ps
 import ps.torch
 from nets import Net
+from server_process import start_server
 
 SERVER = os.environ["PS_SERVER_BIN"]
 torch.set_num_threads(1)
@@ -69,32 +68,12 @@ def read(path):
         return f.read()
 
 
-class Server:
-    """One ps_server shard on 127.0.0.1; stderr goes to `log`."""
-
-    def __init__(self, shard, mode, log, listen="127.0.0.1:0", extra=()):
-        self.log = log
-        with open(log, "a") as err:
-            self.proc = subprocess.Popen(
-                [SERVER, f"--listen={listen}", f"--shard_id={shard}", "--num_shards=2",
-                 "--num_workers=2", f"--mode={mode}", f"--lr={LR}", "--pull_timeout=60"]
-                + list(extra),
-                stdout=subprocess.PIPE, stderr=err, text=True)
-        line = self.proc.stdout.readline()  # EOF if it exits
-        m = re.match(r"listening on (\S+)", line)
-        if not m:
-            self.kill()
-            raise RuntimeError(f"ps_server said {line!r}; log: {self.text()[-2000:]}")
-        self.addr = m.group(1)
-
-    def kill(self, sig=signal.SIGKILL):
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-        self.proc.wait(timeout=10)
-        self.proc.stdout.close()
-
-    def text(self):
-        return read(self.log)
+def start_shard(shard, mode, logdir, name, listen="127.0.0.1:0", extra=()):
+    """One ps_server shard on 127.0.0.1 (on `listen` when restarted); its
+    output goes to logdir/NAME.log, appended to on a restart."""
+    return start_server(SERVER, [f"--shard_id={shard}", "--num_shards=2", "--num_workers=2",
+                                 f"--mode={mode}", f"--lr={LR}", "--pull_timeout=60"]
+                        + list(extra), logdir=logdir, name=name, listen=listen)
 
 
 class Run:
@@ -110,7 +89,8 @@ class Run:
         self.at_kill_step = [threading.Event(), threading.Event()]
         self.resume = threading.Event()    # shard 1 was killed: push step KILL_AT
         self.ckpt = os.path.join(tmp, f"{name}-ckpt1")
-        self.logs = [os.path.join(tmp, f"{name}-server{s}.log") for s in (0, 1)]
+        self.names = [f"{name}-server{s}" for s in (0, 1)]
+        self.logs = [os.path.join(tmp, f"{n}.log") for n in self.names]
 
     def worker(self, w, model, client):
         try:
@@ -133,10 +113,10 @@ class Run:
     def train(self):
         """The workers' final models."""
         ckpt = [f"--checkpoint_dir={self.ckpt}", f"--checkpoint_every={CKPT_EVERY}"]
-        servers = [Server(0, self.mode, self.logs[0]),
-                   Server(1, self.mode, self.logs[1], extra=ckpt)]
+        servers = [start_shard(0, self.mode, self.tmp, self.names[0]),
+                   start_shard(1, self.mode, self.tmp, self.names[1], extra=ckpt)]
         try:
-            addrs = ",".join(s.addr for s in servers)
+            addrs = ",".join(s.address for s in servers)
             clients = [ps.Client(addrs, w, 2, connect_timeout=10, wait_timeout=60,
                                  retry_timeout=60) for w in (0, 1)]
             torch.manual_seed(0)
@@ -152,11 +132,11 @@ class Run:
                     # Worker 1's sync push a moment to be in flight (either
                     # way the retry path runs: worker 0's push surely does).
                     time.sleep(0.3)
-                    servers[1].kill(signal.SIGKILL)
+                    servers[1].stop(signal.SIGKILL)
                     self.resume.set()
                     time.sleep(OUTAGE)  # the workers' calls fail and retry meanwhile
-                    servers[1] = Server(1, self.mode, self.logs[1], listen=servers[1].addr,
-                                        extra=ckpt)
+                    servers[1] = start_shard(1, self.mode, self.tmp, self.names[1],
+                                             listen=servers[1].address, extra=ckpt)
                 self.resume.set()
             for t in threads:
                 t.join(TIMEOUT)
@@ -166,7 +146,7 @@ class Run:
         finally:
             self.resume.set()
             for s in servers:
-                s.kill()
+                s.stop()
 
 
 class ServerRestartTest(unittest.TestCase):

@@ -13,14 +13,16 @@ import os
 import sys
 from collections import OrderedDict
 
-# cluster.py (beside this file) starts the servers; it holds no `ps`.
-sys.path.append(os.path.dirname(os.path.abspath(__file__)))
-
 import numpy as np
 
 import ps
 import ps.torch
-from cluster import Cluster
+
+# cluster.py (beside this file) and ../server_process.py start the servers;
+# appended after `import ps`: the runfiles' python/ holds a `ps` too.
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path += [here, os.path.dirname(here)]
+from cluster import Cluster  # noqa: E402
 
 venv = os.path.realpath(sys.argv[1])
 where = os.path.realpath(ps.__file__)

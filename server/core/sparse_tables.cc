@@ -131,7 +131,7 @@ absl::Status SparseTables::Pull(absl::string_view table, absl::Span<const uint64
   if (!t.ok()) return t.status();
   if (absl::Status s = CheckIds(table, ids); !s.ok()) return s;
   // Refused before the output is allocated: a hostile pull names many ids
-  // of a wide table (issue 24 point 7).
+  // of a wide table.
   const int64_t dim = (*t)->rows->options().dim;
   if (static_cast<int64_t>(ids.size()) > SparseTables::kMaxFloatsPerPull / dim) {
     return absl::ResourceExhaustedError(absl::StrCat(

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """compute_vs_torch.py: our CPU compute against Debian's PyTorch, side by side.
 
-Issue 23, point 1. For each thread count it times, in turns on the same
+For each thread count it times, in turns on the same
 machine, one training step of the same MLP (784-512-256-10 by default) at
 the same batch (64) on the CPU:
 

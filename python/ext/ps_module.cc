@@ -1,14 +1,15 @@
 // _ps: the pybind11 extension behind the `ps` Python package
-// (python/ps_src/__init__.py, which users import). A thin binding of
-// client/ps_client.h (tensors and embedding rows): the package checks
-// names, dtypes and shapes, turns dicts into the ordered lists this module
-// takes and ids into uint64 arrays; this module hands the
-// arrays' memory to the client as views (no copy: gradients are read
-// straight into the messages, weights written straight into the arrays),
-// keeps the arrays alive while a call uses them, releases the GIL while the
-// client waits, and turns a failed absl::Status into the package's
-// exception class for its code (registered by the package with
-// _register_errors).
+// (python/src/ps/__init__.py, which users import; python/src/ps/_ps.pyi
+// states its types). A thin binding of client/ps_client.h (tensors and
+// embedding rows): the package checks names, dtypes and shapes, turns dicts
+// into the ordered lists this module takes and ids into uint64 arrays; this
+// module hands the arrays' memory to the client as views (no copy:
+// gradients are read straight into the messages, weights written straight
+// into the arrays), keeps the arrays alive while a call uses them, runs
+// every blocking call on the client's CallThread with the GIL released,
+// cancels it on Ctrl-C (PsClient::Cancel), and turns a failed absl::Status
+// into the package's exception class for its code (registered by the
+// package with _register_errors).
 //
 // Built with -fvisibility=hidden so that its copies of gRPC's and Abseil's
 // symbols cannot clash with another extension in the same process.
@@ -16,12 +17,12 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include <chrono>
+#include <algorithm>
 #include <functional>
-#include <future>
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
-#include <thread>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -32,6 +33,7 @@
 #include "common/mutex_checks.h"
 #include "common/table_spec.h"
 #include "common/wire_dtype.h"
+#include "python/ext/call_thread.h"
 
 namespace py = pybind11;
 
@@ -39,15 +41,15 @@ namespace ps {
 namespace {
 
 // A failed call: becomes the exception class the package registered for
-// `code` (ps.Error when none).
+// `code` (RuntimeError when none is).
 struct StatusError {
   int code;
   std::string message;
 };
 
-// Status code (int) -> exception class, set once by the package. Never
-// freed: it must outlive every call, and the interpreter frees the classes.
-py::dict* error_classes = nullptr;
+// Status code -> exception class, set once by the package. Never freed: it
+// must outlive every call, and the interpreter frees the classes.
+std::map<int, py::object>* error_classes = nullptr;
 
 void ThrowIfError(const absl::Status& s) {
   if (!s.ok()) throw StatusError{static_cast<int>(s.code()), std::string(s.message())};
@@ -103,17 +105,31 @@ absl::Span<const uint64_t> IdData(const py::array& ids, const std::string& table
 // copied and dropped only with the GIL held.
 using KeepAlive = std::vector<py::object>;
 
+// How long an interrupted or closing client waits for its cancelled call
+// to end. Cancelled calls end in milliseconds; one that has not by then is
+// left to finish on its own.
+constexpr absl::Duration kCancelGrace = absl::Seconds(2);
+
 class PushPullHandle;
 
 // A connected PsClient. Not thread-safe: one thread per client, as
-// PsClient itself.
+// PsClient itself, except close(), which another thread may call to end a
+// blocked call. Every member is used with the GIL held.
 //
-// Ctrl-C: each call that waits runs on a helper thread while the calling
-// thread, GIL released, checks for signals every 100 ms; on one it raises
-// (e.g. KeyboardInterrupt) at once. The interrupted call goes on until its
-// own deadline, reading and writing the arrays it was given (kept alive
-// meanwhile); the next call, or the client's destruction, waits for it
-// first (an interrupted Connect is left to finish on its own).
+// Each call that waits runs on the client's CallThread while the calling
+// thread, GIL released, checks for signals every 100 ms. On one (e.g.
+// Ctrl-C) it cancels the call (PsClient::Cancel), waits up to kCancelGrace
+// for it to end, and raises the signal handler's exception. A call still
+// running then (not seen: cancelled calls end at once) stays pending, its
+// arrays kept alive, and the next call waits for it first. Connect cannot
+// be cancelled: an interrupted constructor raises at once and leaves it to
+// finish on the detached thread, holding nothing of the caller's.
+//
+// close() (and destruction) cancels the call in flight and the layer-wise
+// push-pull not waited on, then destroys the PsClient, whose streams close;
+// later calls raise ValueError. A call still running after kCancelGrace is
+// left to finish on its own, with the PsClient and the arrays it uses
+// leaked.
 class Client {
  public:
   Client(std::vector<std::string> servers, int worker_id, int num_workers,
@@ -141,55 +157,54 @@ class Client {
     o.wait_timeout = absl::Seconds(wait_timeout);
     o.retry_timeout = absl::Seconds(retry_timeout);
     ThrowIfError(ValidateClientOptions(o));
-    // Captures no `this`: a Ctrl-C may leave it running after we throw.
+    // Captures no `this`: a Ctrl-C leaves it running after we throw.
     auto c = std::make_shared<absl::StatusOr<std::unique_ptr<PsClient>>>();
-    ThrowIfError(Run(
-        [c, o] {
-          *c = PsClient::Connect(o);
-          return c->status();
-        },
-        {}));
+    thread_.Start([c, o] {
+      *c = PsClient::Connect(o);
+      return c->status();
+    });
+    ThrowIfError(Await({}, /*cancellable=*/false));
     client_ = std::move(**c);
   }
+
+  ~Client() { Close(); }
 
   // `shapes` by tensor; `values` only from the worker that creates them.
   void Init(const std::vector<std::string>& names, const std::vector<std::vector<int64_t>>& shapes,
             const std::optional<std::vector<py::array>>& values) {
-    // Shared with the call, which may outlive this frame (Ctrl-C).
-    auto spec = std::make_shared<ModelSpec>(names.size());
-    for (size_t i = 0; i < names.size(); ++i) (*spec)[i] = TensorSpec{names[i], shapes[i]};
+    ModelSpec spec(names.size());
+    for (size_t i = 0; i < names.size(); ++i) spec[i] = TensorSpec{names[i], shapes[i]};
     if (!values) {
-      ThrowIfError(Run([this, spec] { return client_->Init(*spec, nullptr); }, {}));
+      ThrowIfError(Run([spec](PsClient& c) { return c.Init(spec, nullptr); }, {}));
       return;
     }
-    auto views = std::make_shared<const ConstTensorViews>(ConstViews(*values));
-    ThrowIfError(Run([this, spec, views] { return client_->Init(*spec, *views); },
-                     KeepAlive(values->begin(), values->end())));
+    ThrowIfError(
+        Run([spec, views = ConstViews(*values)](PsClient& c) { return c.Init(spec, views); },
+            KeepAlive(values->begin(), values->end())));
   }
 
   // Pulls into `out` (new arrays when not given) and returns it.
   std::vector<py::array> Pull(int64_t min_version, std::optional<std::vector<py::array>> out) {
     std::vector<py::array> weights = out ? std::move(*out) : NewWeights();
-    auto views = MutableViews(weights);
-    ThrowIfError(Run([this, views, min_version] { return client_->Pull(min_version, views); },
+    ThrowIfError(Run([views = MutableViews(weights),
+                      min_version](PsClient& c) { return c.Pull(min_version, views); },
                      KeepAlive(weights.begin(), weights.end())));
     return weights;
   }
 
   void Push(const std::vector<py::array>& grads) {
-    auto views = std::make_shared<const ConstTensorViews>(ConstViews(grads));
-    ThrowIfError(Run([this, views] { return client_->Push(*views); },
+    ThrowIfError(Run([views = ConstViews(grads)](PsClient& c) { return c.Push(views); },
                      KeepAlive(grads.begin(), grads.end())));
   }
 
   std::vector<py::array> PushPull(const std::vector<py::array>& grads,
                                   std::optional<std::vector<py::array>> out) {
     std::vector<py::array> weights = out ? std::move(*out) : NewWeights();
-    auto g = std::make_shared<const ConstTensorViews>(ConstViews(grads));
-    auto w = std::make_shared<const TensorViews>(MutableViews(weights));
     KeepAlive keep(grads.begin(), grads.end());
     keep.insert(keep.end(), weights.begin(), weights.end());
-    ThrowIfError(Run([this, g, w] { return client_->PushPull(*g, *w); }, std::move(keep)));
+    ThrowIfError(Run([g = ConstViews(grads),
+                      w = MutableViews(weights)](PsClient& c) { return c.PushPull(g, w); },
+                     std::move(keep)));
     return weights;
   }
 
@@ -199,7 +214,7 @@ class Client {
     for (const auto& [name, dim, seed, init_scale] : tables) {
       specs.push_back(TableSpec{name, dim, seed, init_scale});
     }
-    ThrowIfError(client_->DeclareTables(specs));
+    ThrowIfError(Open().DeclareTables(specs));
   }
 
   // The rows of `ids` (uint64) into `out` (float32, ids.size() * dim
@@ -208,8 +223,7 @@ class Client {
     const absl::Span<const uint64_t> id = IdData(ids, table);
     float* p = const_cast<float*>(FloatData(out, "rows of table '" + table + "'", /*write=*/true));
     const absl::Span<float> rows(p, static_cast<size_t>(out.size()));
-    auto name = std::make_shared<const std::string>(table);
-    ThrowIfError(Run([this, name, id, rows] { return client_->PullRows(*name, id, rows); },
+    ThrowIfError(Run([table, id, rows](PsClient& c) { return c.PullRows(table, id, rows); },
                      KeepAlive{ids, out}));
     return out;
   }
@@ -219,104 +233,143 @@ class Client {
     const absl::Span<const uint64_t> id = IdData(ids, table);
     const float* p = FloatData(grads, "gradient rows of table '" + table + "'", /*write=*/false);
     const absl::Span<const float> g(p, static_cast<size_t>(grads.size()));
-    auto name = std::make_shared<const std::string>(table);
-    ThrowIfError(Run([this, name, id, g] { return client_->PushRows(*name, id, g); },
+    ThrowIfError(Run([table, id, g](PsClient& c) { return c.PushRows(table, id, g); },
                      KeepAlive{ids, grads}));
   }
 
   // A layer-wise push-pull into `out` (below).
   std::unique_ptr<PushPullHandle> StartPushPull(std::vector<py::array> out);
 
-  ~Client() {
-    if (pending_.valid()) {
-      py::gil_scoped_release release;
-      pending_.wait();
-    }
-  }
+  // Cancels what is in flight and closes the connections; idempotent.
+  void Close();
+  bool closed() const { return client_ == nullptr; }
 
-  int64_t version() const { return client_->version(); }
-  std::string mode() const { return ModeName(client_->mode()); }
-  int num_shards() const { return client_->num_shards(); }
+  int64_t version() const { return Open().version(); }
+  std::string mode() const { return ModeName(Open().mode()); }
+  int num_shards() const { return Open().num_shards(); }
   // The servers' tensors, in order: (name, shape) pairs; empty before init.
   std::vector<std::pair<std::string, std::vector<int64_t>>> spec() const {
     std::vector<std::pair<std::string, std::vector<int64_t>>> out;
-    for (const TensorSpec& t : client_->spec()) out.emplace_back(t.name, t.shape);
+    for (const TensorSpec& t : Open().spec()) out.emplace_back(t.name, t.shape);
     return out;
   }
 
  private:
   friend class PushPullHandle;
 
+  // The client; ValueError once closed.
+  PsClient& Open() const {
+    if (client_ == nullptr) throw py::value_error("the client is closed");
+    return *client_;
+  }
+
   // One new float32 array per tensor of the spec (none before Init).
   std::vector<py::array> NewWeights() const {
     std::vector<py::array> out;
-    for (const TensorSpec& t : client_->spec()) out.push_back(py::array_t<float>(t.shape));
+    for (const TensorSpec& t : Open().spec()) out.push_back(py::array_t<float>(t.shape));
     return out;
   }
 
-  // Runs `call` on a helper thread; returns its status, or throws the
-  // Python error a signal handler set (the call then stays pending_, and
-  // `keep` with it). Called with the GIL held.
-  absl::Status Run(std::function<absl::Status()> call, KeepAlive keep) {
+  // Runs `call` on the CallThread with the client and returns its status,
+  // or throws the Python error a signal handler set, having cancelled the
+  // call. `keep` holds what the call uses.
+  absl::Status Run(std::function<absl::Status(PsClient&)> call, KeepAlive keep) {
     Drain();
-    // A detached thread and a packaged_task's future, which (unlike
-    // std::async's) does not block in its destructor.
-    std::packaged_task<absl::Status()> task(std::move(call));
-    std::future<absl::Status> f = task.get_future();
-    std::thread(std::move(task)).detach();
+    PsClient* client = &Open();  // after Drain: close() may have come meanwhile
+    thread_.Start([client, call = std::move(call)] { return call(*client); });
+    return Await(std::move(keep), /*cancellable=*/true);
+  }
+
+  // Waits for the call on the CallThread, checking for signals every 100
+  // ms; on one, cancels the call (when `cancellable`) and throws.
+  absl::Status Await(KeepAlive keep, bool cancellable) {
     while (true) {
       {
         py::gil_scoped_release release;
-        if (f.wait_for(std::chrono::milliseconds(100)) == std::future_status::ready) break;
+        if (thread_.Wait(absl::Milliseconds(100))) break;
       }
       if (PyErr_CheckSignals() != 0) {
-        pending_ = std::move(f);
-        pending_keep_ = std::move(keep);
+        if (cancellable && CancelAndWait(client_.get())) {
+          thread_.Take().IgnoreError();  // the signal's exception instead
+        } else {
+          pending_keep_ = std::move(keep);  // until the call ends (Drain)
+        }
         throw py::error_already_set();
       }
     }
-    return f.get();
+    return thread_.Take();
   }
 
-  // Waits for a call that a signal interrupted (interruptibly too).
+  // Cancels the call on the CallThread through `client` (null: closed
+  // meanwhile, by close() which cancels it), again every 100 ms (it may not
+  // have begun its operation at the first), until it ends or kCancelGrace
+  // passed; whether it ended. Leaves a Python error set as it was.
+  bool CancelAndWait(PsClient* client) {
+    py::gil_scoped_release release;
+    const absl::Time deadline = absl::Now() + kCancelGrace;
+    while (true) {
+      if (client != nullptr) client->Cancel();
+      if (thread_.Wait(std::min(absl::Milliseconds(100), deadline - absl::Now()))) return true;
+      if (absl::Now() >= deadline) return false;
+    }
+  }
+
+  // Waits for a call that did not end when cancelled (interruptibly).
   void Drain() {
-    while (pending_.valid()) {
+    while (!thread_.idle()) {
+      bool ended;
       {
         py::gil_scoped_release release;
-        if (pending_.wait_for(std::chrono::milliseconds(100)) == std::future_status::ready) {
-          pending_ = {};
-          break;
-        }
+        ended = thread_.Wait(absl::Milliseconds(100));
+      }
+      if (ended) {
+        thread_.Take().IgnoreError();
+        break;
       }
       if (PyErr_CheckSignals() != 0) throw py::error_already_set();
     }
     pending_keep_.clear();
   }
 
-  std::unique_ptr<PsClient> client_;
-  std::future<absl::Status> pending_;  // a call interrupted by a signal
-  KeepAlive pending_keep_;             // the arrays it uses
+  std::unique_ptr<PsClient> client_;   // null once closed
+  std::set<PushPullHandle*> handles_;  // the layer-wise push-pulls alive
+  KeepAlive pending_keep_;             // the arrays of a call that did not end when cancelled
+  CallThread thread_;                  // declared last: destroyed first (it never waits)
 };
 
 // A layer-wise push-pull (client/push_pull_in_progress.h) for Python: each
 // gradient is sent as soon as it is final (e.g. from a backward hook); the
 // new weights land in the arrays it started with once wait() returns. Holds
 // every array it was given until then. Keeps its Client alive
-// (py::keep_alive), and is for the Client's thread.
+// (py::keep_alive), and is for the Client's thread. Closing the client
+// cancels it.
 class PushPullHandle {
  public:
   PushPullHandle(Client* client, std::vector<py::array> out)
       : client_(client), keep_(out.begin(), out.end()) {
     auto views = MutableViews(out);
     client_->Drain();
-    py::gil_scoped_release release;
-    p_ = client_->client_->StartPushPull(views);
+    PsClient* c = &client_->Open();
+    {
+      py::gil_scoped_release release;
+      p_ = c->StartPushPull(views);
+    }
+    client_->handles_.insert(this);
+  }
+
+  ~PushPullHandle() {
+    client_->handles_.erase(this);
+    if (p_) {
+      py::gil_scoped_release release;
+      p_.reset();  // cancels and waits
+    }
   }
 
   // Sends tensor `index` (spec order) from `grad`, which must stay unchanged
   // until wait() returns. Errors (a tensor sent twice, a wrong size) come
   // from wait().
   void Send(int index, const py::array& grad) {
+    client_->Open();
     if (!p_) throw py::value_error("send after wait");
     const float* data = FloatData(grad, "tensor " + std::to_string(index), /*write=*/false);
     keep_.push_back(grad);
@@ -327,19 +380,15 @@ class PushPullHandle {
 
   // Waits for the new weights (interruptible, as Client's calls).
   void Wait() {
+    client_->Open();
     if (!p_) throw py::value_error("wait called twice");
     std::shared_ptr<PushPullInProgress> p = std::move(p_);
-    ThrowIfError(client_->Run([p] { return p->Wait(); }, std::move(keep_)));
-  }
-
-  ~PushPullHandle() {
-    if (p_) {
-      py::gil_scoped_release release;
-      p_.reset();  // cancels and waits
-    }
+    ThrowIfError(client_->Run([p](PsClient&) { return p->Wait(); }, std::move(keep_)));
   }
 
  private:
+  friend class Client;  // Close() takes p_
+
   Client* const client_;  // kept alive by py::keep_alive
   KeepAlive keep_;        // the weights and the gradients sent
   std::shared_ptr<PushPullInProgress> p_;  // null once waited on
@@ -349,6 +398,26 @@ std::unique_ptr<PushPullHandle> Client::StartPushPull(std::vector<py::array> out
   return std::make_unique<PushPullHandle>(this, std::move(out));
 }
 
+void Client::Close() {
+  if (client_ == nullptr) return;
+  std::unique_ptr<PsClient> client = std::move(client_);  // calls raise ValueError from now on
+  // The layer-wise push-pulls not waited on: cancelled below.
+  std::vector<std::shared_ptr<PushPullInProgress>> abandoned;
+  for (PushPullHandle* h : handles_) {
+    if (h->p_) abandoned.push_back(std::move(h->p_));
+  }
+  if (!thread_.idle() && !CancelAndWait(client.get())) {
+    // Left to finish on its own: what it uses is never freed.
+    static_cast<void>(client.release());
+    static_cast<void>(new std::vector<std::shared_ptr<PushPullInProgress>>(std::move(abandoned)));
+    static_cast<void>(new KeepAlive(std::move(pending_keep_)));
+    return;
+  }
+  py::gil_scoped_release release;
+  abandoned.clear();  // cancels their calls and waits for them
+  client.reset();     // closes the streams
+}
+
 }  // namespace
 }  // namespace ps
 
@@ -356,15 +425,19 @@ PYBIND11_MODULE(_ps, m) {
   m.doc() = "The C++ parameter-server client; use it through the `ps` package.";
   ps::SkipMutexDeadlockDetection();  // as the binaries do (common/mutex_checks.h)
   m.def(
-      "_register_errors", [](py::dict classes) { ps::error_classes = new py::dict(classes); },
-      "Sets the exception class for each status code (int -> class).");
+      "_register_errors",
+      [](const std::map<int, py::object>& classes) {
+        ps::error_classes = new std::map<int, py::object>(classes);
+      },
+      py::arg("classes"), "Sets the exception class for each status code (int -> class).");
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const ps::StatusError& e) {
       py::object cls = py::reinterpret_borrow<py::object>(PyExc_RuntimeError);
-      if (ps::error_classes != nullptr && ps::error_classes->contains(py::int_(e.code))) {
-        cls = (*ps::error_classes)[py::int_(e.code)];
+      if (ps::error_classes != nullptr) {
+        auto it = ps::error_classes->find(e.code);
+        if (it != ps::error_classes->end()) cls = it->second;
       }
       PyErr_SetObject(cls.ptr(), py::str(e.message).ptr());
     }
@@ -375,15 +448,22 @@ PYBIND11_MODULE(_ps, m) {
   py::class_<ps::Client>(m, "Client")
       .def(py::init<std::vector<std::string>, int, int, std::string, std::string, std::string,
                     std::string, std::string, bool, std::string, std::string, double, double,
-                    double>())
-      .def("init", &ps::Client::Init)
+                    double>(),
+           py::arg("servers"), py::arg("worker_id"), py::arg("num_workers"), py::arg("tls_cert"),
+           py::arg("tls_key"), py::arg("tls_ca"), py::arg("server_name"),
+           py::arg("auth_token_file"), py::arg("insecure"), py::arg("transport"),
+           py::arg("wire_dtype"), py::arg("connect_timeout"), py::arg("wait_timeout"),
+           py::arg("retry_timeout"))
+      .def("init", &ps::Client::Init, py::arg("names"), py::arg("shapes"), py::arg("values"))
       .def("pull", &ps::Client::Pull, py::arg("min_version"), py::arg("out") = py::none())
-      .def("push", &ps::Client::Push)
+      .def("push", &ps::Client::Push, py::arg("grads"))
       .def("push_pull", &ps::Client::PushPull, py::arg("grads"), py::arg("out") = py::none())
-      .def("declare_tables", &ps::Client::DeclareTables)
+      .def("declare_tables", &ps::Client::DeclareTables, py::arg("tables"))
       .def("pull_rows", &ps::Client::PullRows, py::arg("table"), py::arg("ids"), py::arg("out"))
       .def("push_rows", &ps::Client::PushRows, py::arg("table"), py::arg("ids"), py::arg("grads"))
       .def("start_push_pull", &ps::Client::StartPushPull, py::arg("out"), py::keep_alive<0, 1>())
+      .def("close", &ps::Client::Close)
+      .def_property_readonly("closed", &ps::Client::closed)
       .def_property_readonly("version", &ps::Client::version)
       .def_property_readonly("mode", &ps::Client::mode)
       .def_property_readonly("num_shards", &ps::Client::num_shards)

@@ -54,19 +54,20 @@ from __future__ import annotations
 import ctypes
 import weakref
 from collections import OrderedDict
-from typing import Dict, Iterable, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 import numpy as np
 import torch
 
-from . import Client, PushPullInProgress, Table
-from . import connect_from_env  # noqa: F401  (re-exported: ps.torch.connect_from_env)
+from . import Client, Float32Array, PushPullInProgress, Table
+from . import connect_from_env  # re-exported: ps.torch.connect_from_env
 
 __all__ = ["DistributedOptimizer", "Embedding", "connect_from_env", "keep_freed_memory"]
 
 # The Embeddings made on each client: while a client has any, the dense
 # gradients wait for step() (the module docstring's rule).
-_embeddings: "weakref.WeakKeyDictionary[Client, weakref.WeakSet]" = weakref.WeakKeyDictionary()
+_embeddings: weakref.WeakKeyDictionary[Client, weakref.WeakSet[Embedding]] = \
+    weakref.WeakKeyDictionary()
 
 
 def _has_embeddings(client: Client) -> bool:
@@ -86,8 +87,9 @@ def keep_freed_memory() -> bool:
     when they are freed (munmap, or trimming the heap), so the next step
     page-faults them in again and the kernel zeroes every page: measured on
     the 784-512-256-10 MLP at batch 64, means of 84-590 page faults per step
-    against 4-81 with this setting (varying with the machine's load). It sets M_MMAP_THRESHOLD to 32 MB (blocks
-    below it come from the heap) and M_TRIM_THRESHOLD to 1 GB (the heap
+    against 4-81 with this setting (varying with the machine's load). It
+    sets M_MMAP_THRESHOLD to 32 MB (blocks below it come from the heap) and
+    M_TRIM_THRESHOLD to 1 GB (the heap
     keeps up to that much freed memory), for the whole process, as PyTorch's
     CPU performance guide gets with jemalloc or tcmalloc; the process keeps
     its peak heap size. Returns False, changing nothing, where the C library
@@ -135,7 +137,7 @@ class DistributedOptimizer(torch.optim.Optimizer):
                 raise TypeError(f"parameter {n!r}: dtype {p.dtype}, expected torch.float32")
             if p.device.type != "cpu":
                 raise ValueError(f"parameter {n!r}: on {p.device}, expected the CPU")
-        super().__init__([p for _, p in named], defaults={})
+        super().__init__([p for _, p in named], {})  # no defaults: the servers optimize
         if keep_freed_memory:
             _keep_freed()
         self._client = client
@@ -145,7 +147,7 @@ class DistributedOptimizer(torch.optim.Optimizer):
         # step() then swaps each buffer with its parameter's storage
         # (p.data), so that no weight is copied and the old storage is the
         # next step's buffer.
-        self._weights: Dict[str, np.ndarray] = OrderedDict(
+        self._weights: Dict[str, Float32Array] = OrderedDict(
             (n, np.empty(tuple(p.shape), np.float32)) for n, p in named)
         client.init(OrderedDict((n, p.detach().contiguous().numpy()) for n, p in named))
         client.pull(out=self._weights)
@@ -153,11 +155,13 @@ class DistributedOptimizer(torch.optim.Optimizer):
         self._inflight: Optional[PushPullInProgress] = None
         self._sent: Set[str] = set()
         self._keep: List[torch.Tensor] = []  # gradients sent as copies
-        self._grad_accs = []  # the hooked accumulators: kept, or the hooks go
+        self._grad_accs: List[Any] = []  # the hooked accumulators: kept, or the hooks go
         if overlap:
             for n, p in named:
                 if p.requires_grad:
-                    acc = p.expand_as(p).grad_fn.next_functions[0][0]
+                    grad_fn = p.expand_as(p).grad_fn
+                    assert grad_fn is not None  # p requires grad
+                    acc = grad_fn.next_functions[0][0]
                     acc.register_hook(self._hook(n, p))
                     self._grad_accs.append(acc)
 
@@ -165,8 +169,8 @@ class DistributedOptimizer(torch.optim.Optimizer):
     def client(self) -> Client:
         return self._client
 
-    def _hook(self, name: str, p: torch.nn.Parameter):
-        def hook(*_):
+    def _hook(self, name: str, p: torch.nn.Parameter) -> Callable[..., None]:
+        def hook(*_: object) -> None:
             # With Embeddings on the client, step() sends it after the rows.
             if p.grad is not None and not _has_embeddings(self._client):
                 self._send(name, p.grad)
@@ -203,12 +207,12 @@ class DistributedOptimizer(torch.optim.Optimizer):
                 old = p.data
                 if old.is_contiguous():
                     p.data = new
-                    self._weights[n] = old.numpy()
+                    self._weights[n] = old.numpy()  # float32, as the parameter
                 else:
                     p.copy_(new)
 
     @torch.no_grad()
-    def step(self, closure=None):
+    def step(self, closure: Optional[Callable[[], float]] = None) -> Optional[float]:
         """Sends the gradients backward has not sent (zeros for a parameter
         without one), waits for the servers' new weights and loads them into
         the parameters."""
@@ -222,6 +226,7 @@ class DistributedOptimizer(torch.optim.Optimizer):
                 if p.grad is None:
                     self._keep.append(g)
                 self._send(n, g)
+        assert self._inflight is not None  # every parameter was sent above
         try:
             self._inflight.wait()
         finally:
@@ -237,14 +242,15 @@ class _Rows(torch.autograd.Function):
     their gradient rows."""
 
     @staticmethod
-    def forward(ctx, ids: torch.Tensor, anchor: torch.Tensor, emb: "Embedding") -> torch.Tensor:
+    def forward(ctx: Any, ids: torch.Tensor, anchor: torch.Tensor,  # type: ignore[override]
+                emb: Embedding) -> torch.Tensor:
         ctx.save_for_backward(ids)
         ctx.emb = emb
         rows = emb.client.pull_rows(emb.table, ids.reshape(-1))
         return torch.from_numpy(rows).reshape(*ids.shape, emb.dim)
 
     @staticmethod
-    def backward(ctx, grad: torch.Tensor):
+    def backward(ctx: Any, grad: torch.Tensor) -> Tuple[None, None, None]:  # type: ignore[override]
         ids, = ctx.saved_tensors
         emb = ctx.emb
         g = grad.reshape(-1, emb.dim)
@@ -292,7 +298,7 @@ class Embedding(torch.nn.Module):
                 raise ValueError(f"Embedding {table!r}: dim {dim}, but the client declared the "
                                  f"table with dim {declared[table].dim}")
         else:
-            if client._names:
+            if client.names:
                 raise ValueError(f"Embedding {table!r}: construct it before "
                                  "DistributedOptimizer (client.init), which declares the "
                                  "tables to the servers")
@@ -309,7 +315,8 @@ class Embedding(torch.nn.Module):
         if ids.dtype.is_floating_point or ids.dtype.is_complex or ids.dtype == torch.bool:
             raise TypeError(f"Embedding {self.table!r}: ids of dtype {ids.dtype}, expected an "
                             "integer tensor (torch.long)")
-        return _Rows.apply(ids, self._anchor, self)
+        rows: torch.Tensor = _Rows.apply(ids, self._anchor, self)
+        return rows
 
     def extra_repr(self) -> str:
         return f"table={self.table!r}, dim={self.dim}"

@@ -20,7 +20,8 @@ non-contiguous array) raise ``TypeError``/``ValueError`` naming the tensor
 before anything is sent. Arrays go to and from the wire without an extra
 copy: gradients are read from their memory, and ``pull``/``push_pull`` can
 write the weights into arrays of the caller's (``out=``). The GIL is
-released while a call waits.
+released while a call waits. Ctrl-C (or any signal whose handler raises)
+cancels the call it interrupts and raises at once.
 
 Embedding tables (docs/embeddings.md) are declared before ``init`` as
 ``ps.Table``s; ``pull_rows``/``push_rows`` move the rows of a batch's ids::
@@ -30,7 +31,12 @@ Embedding tables (docs/embeddings.md) are declared before ``init`` as
     rows = client.pull_rows("user", ids)        # (len(ids), 16) float32
     client.push_rows("user", ids, row_grads)    # before the step's dense push
 
-A Client is for one thread at a time, like the C++ client.
+A Client is for one thread at a time, like the C++ client; ``close()``
+(or leaving a ``with ps.Client(...) as client:`` block) ends its
+connections, cancelling what is in flight, and may come from another
+thread to end a blocked call.
+
+The package is typed (PEP 561): ``_ps.pyi`` states the extension's types.
 """
 
 from __future__ import annotations
@@ -38,50 +44,33 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections import OrderedDict
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from types import TracebackType
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Type, TypeVar, Union, overload
 
 import numpy as np
 
 from . import _ps
+from ._arrays import Float32Array as Float32Array
+from ._arrays import TensorLike as TensorLike
+from ._arrays import Tensors as Tensors
+from ._arrays import as_ids, float_array, tensor_array
+from .errors import (BY_CODE, Aborted, AlreadyExists, Cancelled, DataLoss, DeadlineExceeded,
+                     Error, FailedPrecondition, Internal, InvalidArgument, NotFound, OutOfRange,
+                     PermissionDenied, ResourceExhausted, Unauthenticated, Unavailable,
+                     Unimplemented, Unknown)
 
-__all__ = ["Client", "Error", "PushPullInProgress", "Table", "connect_from_env"]
-
-
-class Error(Exception):
-    """A call to the parameter servers failed; the subclass names the gRPC status."""
-
-    code: int = 2  # UNKNOWN
-
-
-# gRPC status codes and the exception class of each (absl::StatusCode values).
-_CODES = [
-    (1, "Cancelled"),
-    (2, "Unknown"),
-    (3, "InvalidArgument"),
-    (4, "DeadlineExceeded"),
-    (5, "NotFound"),
-    (6, "AlreadyExists"),
-    (7, "PermissionDenied"),
-    (8, "ResourceExhausted"),
-    (9, "FailedPrecondition"),
-    (10, "Aborted"),
-    (11, "OutOfRange"),
-    (12, "Unimplemented"),
-    (13, "Internal"),
-    (14, "Unavailable"),
-    (15, "DataLoss"),
-    (16, "Unauthenticated"),
+__all__ = [
+    "Client", "Error", "PushPullInProgress", "Table", "connect_from_env",
+    "Float32Array", "TensorLike", "Tensors",
+    "Cancelled", "Unknown", "InvalidArgument", "DeadlineExceeded", "NotFound", "AlreadyExists",
+    "PermissionDenied", "ResourceExhausted", "FailedPrecondition", "Aborted", "OutOfRange",
+    "Unimplemented", "Internal", "Unavailable", "DataLoss", "Unauthenticated",
 ]
-_classes = {}
-for _code, _name in _CODES:
-    _cls = type(_name, (Error,), {"code": _code, "__doc__": f"The servers answered {_name}."})
-    globals()[_name] = _cls
-    __all__.append(_name)
-    _classes[_code] = _cls
-_ps._register_errors(_classes)
-del _code, _name, _cls
 
-Tensors = Mapping[str, np.ndarray]
+_ps._register_errors({code: cls for code, cls in BY_CODE.items()})
+
+
+_Out = TypeVar("_Out", bound=Tensors)
 
 
 def _servers(servers: Union[str, Sequence[str]]) -> List[str]:
@@ -92,54 +81,6 @@ def _servers(servers: Union[str, Sequence[str]]) -> List[str]:
     if not out:
         raise ValueError("servers: give at least one HOST:PORT")
     return out
-
-
-def _numpy(what: str, value):
-    """A torch tensor's numpy view (refusing one off the CPU); anything else unchanged."""
-    if hasattr(value, "detach") and hasattr(value, "numpy"):  # a torch tensor
-        if getattr(value, "device", None) is not None and str(value.device) != "cpu":
-            raise ValueError(f"{what}: on {value.device}, expected a CPU tensor")
-        value = value.detach().numpy()
-    return value
-
-
-def _float_array(what: str, value, shape: Optional[Tuple[int, ...]]) -> np.ndarray:
-    """`value` (a numpy array or a CPU tensor) as a float32 C-contiguous array, unchanged."""
-    value = _numpy(what, value)
-    if not isinstance(value, np.ndarray):
-        raise TypeError(f"{what}: expected a numpy array or a CPU tensor, "
-                        f"got {type(value).__name__}")
-    if value.dtype != np.float32:
-        raise TypeError(f"{what}: dtype {value.dtype}, expected float32")
-    if not value.flags["C_CONTIGUOUS"]:
-        raise ValueError(f"{what}: not C-contiguous (use np.ascontiguousarray)")
-    if shape is not None and tuple(value.shape) != tuple(shape):
-        raise ValueError(f"{what}: shape {tuple(value.shape)}, expected {tuple(shape)}")
-    return value
-
-
-def _as_array(name: str, value, shape: Optional[Tuple[int, ...]]) -> np.ndarray:
-    return _float_array(f"tensor {name!r}", value, shape)
-
-
-def _as_ids(table: str, ids) -> np.ndarray:
-    """`ids` (any 1-D integer array-like or CPU tensor) as a C-contiguous uint64
-    array: a view of a C-contiguous int64 or uint64 array, a copy otherwise.
-    ValueError for a negative id."""
-    what = f"ids of table {table!r}"
-    a = np.asarray(_numpy(what, ids))
-    if a.size == 0 and a.dtype.kind == "f":  # np.asarray([]) is float64
-        a = a.astype(np.uint64)
-    if a.dtype.kind not in "iu":
-        raise TypeError(f"{what}: dtype {a.dtype}, expected integers (uint64 or int64)")
-    if a.ndim != 1:
-        raise ValueError(f"{what}: shape {a.shape}, expected one dimension")
-    if a.dtype.kind == "i":
-        if a.size and a.min() < 0:
-            raise ValueError(f"{what}: id {int(a[np.argmax(a < 0)])} is negative")
-        if a.dtype == np.int64:  # the same bits as uint64 for ids >= 0
-            return np.ascontiguousarray(a).view(np.uint64)
-    return np.ascontiguousarray(a, dtype=np.uint64)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -189,6 +130,8 @@ class Client:
       wait_timeout: seconds a call waits for the other workers.
       retry_timeout: seconds a call keeps retrying when a server restarts
         (0: no retries).
+
+    A Client is a context manager: leaving the ``with`` block closes it.
     """
 
     def __init__(self, servers: Union[str, Sequence[str]], worker_id: int, num_workers: int, *,
@@ -214,6 +157,25 @@ class Client:
         self._shapes: List[Tuple[int, ...]] = []
         self._tables: Dict[str, Table] = OrderedDict()
 
+    def close(self) -> None:
+        """Cancels the call in flight, if any (it raises ps.Cancelled), and a
+        push-pull started and not waited on, and closes the connections to
+        the servers. Any thread may call it; calling it again does nothing.
+        Every later call raises ValueError. Garbage collection does the same."""
+        self._c.close()
+
+    @property
+    def closed(self) -> bool:
+        """Whether close() was called."""
+        return self._c.closed
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, exc_type: Optional[Type[BaseException]],
+                 exc: Optional[BaseException], tb: Optional[TracebackType]) -> None:
+        self.close()
+
     def init(self, tensors: Tensors) -> None:
         """Creates the parameters (worker 0) or checks them (every other worker).
 
@@ -227,7 +189,7 @@ class Client:
         for n in names:
             if not isinstance(n, str):
                 raise TypeError(f"tensor names must be str, got {n!r}")
-        arrays = [_as_array(n, tensors[n], None) for n in names]
+        arrays = [tensor_array(n, tensors[n], None) for n in names]
         shapes = [tuple(int(d) for d in a.shape) for a in arrays]
         values = arrays if self._worker_id == 0 else None
         self._c.init(names, [list(s) for s in shapes], values)
@@ -253,6 +215,11 @@ class Client:
         """The declared embedding tables, in order."""
         return list(self._tables.values())
 
+    @property
+    def names(self) -> List[str]:
+        """The model's tensor names, in order (empty before init)."""
+        return list(self._names)
+
     def _dim(self, what: str, table: str) -> int:
         t = self._tables.get(table)
         if t is None:
@@ -260,25 +227,26 @@ class Client:
                              f"(Client.declare_tables, before init)")
         return int(t.dim)
 
-    def pull_rows(self, table: str, ids, *, out: Optional[np.ndarray] = None) -> np.ndarray:
+    def pull_rows(self, table: str, ids: object, *,
+                  out: Optional[Float32Array] = None) -> Float32Array:
         """The rows of `ids` (a 1-D integer array-like or tensor: any order,
         repeats allowed, negative ids refused) of `table`, as a float32 array
         (len(ids), dim) in the caller's order; into `out` (a writeable float32
         C-contiguous array of that shape) when given. Each id is fetched once.
         Sync mode: the rows of the step last pulled."""
         dim = self._dim("pull_rows", table)
-        i = _as_ids(table, ids)
+        i = as_ids(table, ids)
         if out is None:
             out = np.empty((i.size, dim), np.float32)
         else:
-            out = _float_array(f"rows of table {table!r}", out, (i.size, dim))
+            out = float_array(f"rows of table {table!r}", out, (i.size, dim))
             if not out.flags["WRITEABLE"]:
                 raise ValueError(f"rows of table {table!r}: out array is not writeable")
         if i.size == 0:
             return out
         return self._c.pull_rows(table, i, out)
 
-    def push_rows(self, table: str, ids, grads) -> None:
+    def push_rows(self, table: str, ids: object, grads: TensorLike) -> None:
         """Pushes the gradient rows `grads` (float32 C-contiguous, (len(ids),
         dim), an array or CPU tensor) of `ids` (as for pull_rows; the rows of
         a repeated id are summed) to `table`'s sparse optimizer (ps_server
@@ -287,11 +255,11 @@ class Client:
         raises ps.FailedPrecondition) and before the step's push/push_pull.
         Async: applied on arrival."""
         dim = self._dim("push_rows", table)
-        i = _as_ids(table, ids)
-        g = _float_array(f"gradient rows of table {table!r}", grads, (i.size, dim))
+        i = as_ids(table, ids)
+        g = float_array(f"gradient rows of table {table!r}", grads, (i.size, dim))
         self._c.push_rows(table, i, g)
 
-    def _arrays(self, what: str, tensors: Tensors) -> List[np.ndarray]:
+    def _arrays(self, what: str, tensors: Tensors) -> List[Float32Array]:
         if not self._names:
             raise ValueError(f"{what}: call init first")
         if set(tensors.keys()) != set(self._names):
@@ -299,9 +267,9 @@ class Client:
             extra = [n for n in tensors if n not in self._names]
             raise ValueError(f"{what}: tensor names differ from the model's: "
                              f"missing {missing}, unknown {extra}")
-        return [_as_array(n, tensors[n], s) for n, s in zip(self._names, self._shapes)]
+        return [tensor_array(n, tensors[n], s) for n, s in zip(self._names, self._shapes)]
 
-    def _out(self, what: str, out: Optional[Tensors]) -> Optional[List[np.ndarray]]:
+    def _out(self, what: str, out: Optional[Tensors]) -> Optional[List[Float32Array]]:
         """`out`'s arrays in model order, checked to be writeable; None stays None."""
         if out is None:
             return None
@@ -311,11 +279,17 @@ class Client:
                 raise ValueError(f"tensor {n!r}: out array is not writeable")
         return arrays
 
-    def _dict(self, arrays: List[np.ndarray]) -> Dict[str, np.ndarray]:
+    def _dict(self, arrays: List[Float32Array]) -> Dict[str, Float32Array]:
         return OrderedDict(zip(self._names, arrays))
 
+    @overload
+    def pull(self, min_version: int = 0, *, out: None = None) -> Dict[str, Float32Array]: ...
+
+    @overload
+    def pull(self, min_version: int = 0, *, out: _Out) -> _Out: ...
+
     def pull(self, min_version: int = 0, *,
-             out: Optional[Tensors] = None) -> Dict[str, np.ndarray]:
+             out: Optional[Tensors] = None) -> Union[Dict[str, Float32Array], Tensors]:
         """The weights, once every shard is at `min_version` or later.
 
         With `out` (a dict like the model's, of writeable float32
@@ -331,8 +305,14 @@ class Client:
         """Sends a gradient for the weights last pulled."""
         self._c.push(self._arrays("push", grads))
 
+    @overload
+    def push_pull(self, grads: Tensors, *, out: None = None) -> Dict[str, Float32Array]: ...
+
+    @overload
+    def push_pull(self, grads: Tensors, *, out: _Out) -> _Out: ...
+
     def push_pull(self, grads: Tensors, *,
-                  out: Optional[Tensors] = None) -> Dict[str, np.ndarray]:
+                  out: Optional[Tensors] = None) -> Union[Dict[str, Float32Array], Tensors]:
         """Sends a gradient and returns the weights after it (sync: the next step's).
 
         `out` as for pull(); it must not share memory with `grads`.
@@ -341,13 +321,15 @@ class Client:
         arrays = self._c.push_pull(g, self._out("push_pull", out))
         return out if out is not None else self._dict(arrays)
 
-    def start_push_pull(self, out: Tensors) -> "PushPullInProgress":
+    def start_push_pull(self, out: Tensors) -> PushPullInProgress:
         """A push-pull whose gradient is sent tensor by tensor, e.g. from
         backward hooks as each becomes final, so that sending overlaps the
         rest of backward. The new weights land in `out` (as for pull()) when
         its wait() returns. Make no other call of this client until then.
         """
-        return PushPullInProgress(self, self._c.start_push_pull(self._out("start_push_pull", out)))
+        arrays = self._out("start_push_pull", out)
+        assert arrays is not None  # out is not None
+        return PushPullInProgress(self, self._c.start_push_pull(arrays))
 
     @property
     def version(self) -> int:
@@ -356,7 +338,7 @@ class Client:
 
     @property
     def mode(self) -> str:
-        """"sync" or "async", as the servers run."""
+        """"sync", "async" or "ssp", as the servers run."""
         return self._c.mode
 
     @property
@@ -378,19 +360,20 @@ class PushPullInProgress:
     """A push-pull in progress (Client.start_push_pull): send() every tensor
     exactly once, in any order, then wait()."""
 
-    def __init__(self, client: Client, handle) -> None:
+    def __init__(self, client: Client, handle: _ps.PushPullInProgress) -> None:
         self._client = client
         self._h = handle
-        self._index = {n: i for i, n in enumerate(client._names)}
+        self._index = {n: i for i, n in enumerate(client.names)}
+        self._shapes = list(client._shapes)
 
-    def send(self, name: str, grad) -> None:
+    def send(self, name: str, grad: TensorLike) -> None:
         """Sends the gradient of tensor `name` (a float32 C-contiguous array or
         CPU tensor of its shape), which must stay unchanged until wait()
         returns. A name sent twice fails wait() with ps.InvalidArgument."""
         i = self._index.get(name)
         if i is None:
             raise ValueError(f"tensor {name!r}: not in the model")
-        self._h.send(i, _as_array(name, grad, self._client._shapes[i]))
+        self._h.send(i, tensor_array(name, grad, self._shapes[i]))
 
     def wait(self) -> None:
         """Waits until the new weights are in `out`; raises ps.Error if the
@@ -398,7 +381,7 @@ class PushPullInProgress:
         self._h.wait()
 
 
-def connect_from_env(**kwargs) -> Client:
+def connect_from_env(**kwargs: Any) -> Client:
     """A Client from the environment, as torch.distributed reads RANK and WORLD_SIZE.
 
     PS_SERVERS (HOST:PORT or unix:PATH,... shard 0 first), PS_WORKER_ID and PS_NUM_WORKERS
