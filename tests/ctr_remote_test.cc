@@ -45,7 +45,7 @@ TEST(CtrTrainer, TwoSyncWorkersTrainAsOneStandaloneTrainerOnTheWholeBatch) {
   so.shard.num_workers = kWorkers;
   so.shard.mode = Mode::kSync;
   so.shard.optimizer.name = "adam";
-  so.shard.optimizer.learning_rate = 1e-3;  // CtrStandaloneStore's defaults:
+  so.shard.optimizer.learning_rate = 1e-3;                         // CtrStandaloneStore's defaults:
   so.shard.tables.optimizer.kind = SparseOptimizerKind::kAdagrad;  // AdaGrad 0.05
   so.shard.tables.optimizer.lr = 0.05f;
   absl::StatusOr<LocalServers> servers = LocalServers::Start(so, 2);

@@ -408,8 +408,7 @@ absl::StatusOr<References> ComputeReferences(const FashionMnist& data) {
   // The true batch-W*b run is the trainer's own; the loop above must have
   // followed it exactly (same code, shapes and thread count), or its bound
   // would be about another run.
-  ASSIGN_OR_RETURN(RunResult single,
-                   Train(0, 1, kBigBatch, nullptr, OptimizerOptions{"sgd", kLr}));
+  ASSIGN_OR_RETURN(RunResult single, Train(0, 1, kBigBatch, nullptr, OptimizerOptions{"sgd", kLr}));
   if (single.steps != kSteps) return absl::InternalError("the single-process run stopped early");
   if (single.weights != batch) {
     return absl::InternalError(absl::StrCat(

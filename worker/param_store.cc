@@ -113,16 +113,15 @@ absl::Status LocalParamStore::FinishPushPull() {
   return PushPull(*pending_grads_, pending_weights_);
 }
 
-absl::StatusOr<LocalEmbeddingTable*> LocalParamStore::Table(absl::string_view name,
-                                                            size_t floats, size_t ids) {
+absl::StatusOr<LocalEmbeddingTable*> LocalParamStore::Table(absl::string_view name, size_t floats,
+                                                            size_t ids) {
   auto it = tables_.find(name);
   if (it == tables_.end()) {
     return absl::NotFoundError(absl::StrCat("no embedding table '", name, "' was declared"));
   }
   if (floats != ids * it->second.dim()) {
-    return absl::InvalidArgumentError(absl::StrCat("table '", name, "': ", floats,
-                                                   " floats for ", ids, " rows of dim ",
-                                                   it->second.dim()));
+    return absl::InvalidArgumentError(absl::StrCat("table '", name, "': ", floats, " floats for ",
+                                                   ids, " rows of dim ", it->second.dim()));
   }
   return &it->second;
 }
@@ -163,8 +162,8 @@ size_t LocalParamStore::rows(absl::string_view table) const {
   return it == tables_.end() ? 0 : it->second.size();
 }
 
-absl::StatusOr<std::unique_ptr<ParamStore>> ConnectParamStore(
-    const ClientOptions* client, const LocalStoreOptions& standalone) {
+absl::StatusOr<std::unique_ptr<ParamStore>> ConnectParamStore(const ClientOptions* client,
+                                                              const LocalStoreOptions& standalone) {
   if (client == nullptr) {
     RETURN_IF_ERROR(standalone.Validate());
     return std::unique_ptr<ParamStore>(std::make_unique<LocalParamStore>(standalone));

@@ -166,8 +166,7 @@ class LocalParamStore final : public ParamStore {
   size_t rows(absl::string_view table) const;
 
  private:
-  absl::StatusOr<LocalEmbeddingTable*> Table(absl::string_view name, size_t floats,
-                                             size_t ids);
+  absl::StatusOr<LocalEmbeddingTable*> Table(absl::string_view name, size_t floats, size_t ids);
 
   const LocalStoreOptions options_;
   const TensorList* pending_grads_ = nullptr;  // between Begin and Finish

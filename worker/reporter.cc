@@ -23,8 +23,8 @@ absl::StatusOr<std::unique_ptr<Reporter>> Reporter::Create(const ReporterOptions
     ASSIGN_OR_RETURN(r->endpoint_,
                      MetricsEndpoint::Start(options.metrics, {r->metrics_->registry()}));
     r->Line(absl::StrCat("ps_worker: worker ", options.worker_id, " metrics on ",
-                         r->endpoint_->tls() ? "https://" : "http://",
-                         r->endpoint_->address(), "/metrics"));
+                         r->endpoint_->tls() ? "https://" : "http://", r->endpoint_->address(),
+                         "/metrics"));
   }
   return r;
 }
@@ -37,8 +37,7 @@ Reporter::Reporter(const ReporterOptions& options, std::unique_ptr<std::ofstream
     : options_(options),
       file_(std::move(file)),
       own_metrics_(options.worker_id),
-      metrics_(options.external_metrics != nullptr ? options.external_metrics
-                                                   : &own_metrics_) {}
+      metrics_(options.external_metrics != nullptr ? options.external_metrics : &own_metrics_) {}
 
 void Reporter::Write(const std::string& text) {
   if (options_.log == nullptr) return;
@@ -84,8 +83,7 @@ void Reporter::Step(const StepReport& s, absl::Time now) {
 
 void Reporter::Point(int64_t step, int64_t epoch, const Evaluation* evaluation, absl::Time at,
                      absl::Time resume) {
-  const double sps =
-      window_samples_ / std::max(1e-9, absl::ToDoubleSeconds(at - window_start_));
+  const double sps = window_samples_ / std::max(1e-9, absl::ToDoubleSeconds(at - window_start_));
   const double train_loss = window_batches_ > 0 ? window_loss_ / window_batches_ : 0;
   const bool epochs = plan_.steps_per_epoch > 0;
   if (evaluation != nullptr) {
@@ -101,9 +99,11 @@ void Reporter::Point(int64_t step, int64_t epoch, const Evaluation* evaluation, 
                          train_loss, sps));
   }
   if (file_ != nullptr) {
-    std::string line = absl::StrFormat("{\"worker_id\": %d, \"step\": %d", options_.worker_id, step);
+    std::string line =
+        absl::StrFormat("{\"worker_id\": %d, \"step\": %d", options_.worker_id, step);
     if (epochs) absl::StrAppendFormat(&line, ", \"epoch\": %d", epoch);
-    absl::StrAppendFormat(&line, ", \"train_loss\": %.6f, \"samples_per_sec\": %.1f, \"wall_s\": %.3f",
+    absl::StrAppendFormat(&line,
+                          ", \"train_loss\": %.6f, \"samples_per_sec\": %.1f, \"wall_s\": %.3f",
                           train_loss, sps, absl::ToDoubleSeconds(at - start_));
     if (evaluation != nullptr) {
       for (const EvalField& f : evaluation->fields) {

@@ -67,8 +67,8 @@ struct RunResult {
   int64_t final_version = 0;   // of the weights at the end
   double samples_per_sec = 0;  // this worker's, evaluations excluded
   double wall_s = 0;
-  double compute_s = 0;        // in Compute (forward, backward; a straggler's sleep)
-  double comm_s = 0;           // in Exchange (communication and, sync, the peers)
+  double compute_s = 0;  // in Compute (forward, backward; a straggler's sleep)
+  double comm_s = 0;     // in Exchange (communication and, sync, the peers)
   // Sync: steps whose gradient some shard dropped (its step had closed
   // without it), and steps skipped because the servers had moved on.
   int64_t steps_dropped = 0;
@@ -83,7 +83,7 @@ struct StepReport {
   int64_t samples = 0;  // examples trained
   double loss = 0;      // the batch's mean loss
   absl::Duration compute, communication;
-  int64_t version = 0;                // of the weights now held
+  int64_t version = 0;                  // of the weights now held
   int64_t retries = 0, recoveries = 0;  // the client's totals
 };
 
@@ -108,8 +108,8 @@ class Reporter {
 
   // Training starts at `now`, in `mode`, holding weights of `version`, at
   // step `first_step` (> 0: a sync resume) of plan.total_steps.
-  void Start(const WorkloadPlan& plan, absl::string_view mode, int64_t version,
-             int64_t first_step, absl::Time now);
+  void Start(const WorkloadPlan& plan, absl::string_view mode, int64_t version, int64_t first_step,
+             absl::Time now);
   // A step was trained (it ended at `now`).
   void Step(const StepReport& step, absl::Time now);
   // A point at step `step` (epoch `epoch` of a workload with epochs) as of

@@ -127,13 +127,13 @@ TEST(Reporter, WithoutEpochsLossLinesAndTheDroppedSteps) {
             "worker 1 done: mode async, steps 100, version 190, samples/s 1234, wall_s 12.3, "
             "gradients dropped 2, steps skipped 5\n");
   r->reset();
-  EXPECT_EQ(Lines(o.metrics_file),
-            (std::vector<std::string>{
-                "{\"worker_id\": 1, \"step\": 1, \"train_loss\": 0.500000, "
-                "\"samples_per_sec\": 5.0, \"wall_s\": 2.000}",
-                "{\"worker_id\": 1, \"step\": 1, \"train_loss\": 0.000000, "
-                "\"samples_per_sec\": 0.0, \"wall_s\": 2.000, \"auc\": 0.750000, "
-                "\"other\": 0.250000}"}));
+  EXPECT_EQ(
+      Lines(o.metrics_file),
+      (std::vector<std::string>{"{\"worker_id\": 1, \"step\": 1, \"train_loss\": 0.500000, "
+                                "\"samples_per_sec\": 5.0, \"wall_s\": 2.000}",
+                                "{\"worker_id\": 1, \"step\": 1, \"train_loss\": 0.000000, "
+                                "\"samples_per_sec\": 0.0, \"wall_s\": 2.000, \"auc\": 0.750000, "
+                                "\"other\": 0.250000}"}));
 }
 
 TEST(Reporter, MetricsCountStepsAndShowTheEvaluationsFields) {
@@ -153,9 +153,9 @@ TEST(Reporter, MetricsCountStepsAndShowTheEvaluationsFields) {
   const Evaluation e = Eval("auc", 0.75);
   (*r)->Point(3, 0, &e, kT0 + absl::Seconds(3), kT0 + absl::Seconds(4));
   const std::string after = SerializeMetrics({metrics.registry()});
-  for (const char* line : {"ps_worker_steps_total 3", "ps_worker_samples_total 96",
-                           "ps_worker_model_version 3", "ps_worker_auc 0.75",
-                           "ps_worker_other 0.25"}) {
+  for (const char* line :
+       {"ps_worker_steps_total 3", "ps_worker_samples_total 96", "ps_worker_model_version 3",
+        "ps_worker_auc 0.75", "ps_worker_other 0.25"}) {
     EXPECT_NE(after.find(absl::StrCat("\n", line, "\n")), std::string::npos) << line << after;
   }
 }

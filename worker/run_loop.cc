@@ -71,10 +71,10 @@ class Run {
   Straggler straggler_;
   WorkloadPlan plan_;
   bool sync_ = false;
-  int64_t step_ = 0;     // the next step to train
-  int64_t epoch_ = 0;    // of the last step trained (or the first, before one)
-  int64_t trained_ = 0;  // steps this worker computed
-  int64_t skips_ = 0;    // times the servers had moved on
+  int64_t step_ = 0;                      // the next step to train
+  int64_t epoch_ = 0;                     // of the last step trained (or the first, before one)
+  int64_t trained_ = 0;                   // steps this worker computed
+  int64_t skips_ = 0;                     // times the servers had moved on
   absl::Duration compute_, comm_, eval_;  // in Compute, Exchange, Evaluate
   RunResult result_;
 };
@@ -85,8 +85,8 @@ absl::StatusOr<RunResult> Run::Go() {
   result_.mode = store_->mode_name();
   sync_ = store_->mode() == Mode::kSync;
   if (o_.worker_id == 0) {
-    reporter_->Line(absl::StrFormat("worker %d/%d: %s", o_.worker_id, o_.num_workers,
-                                    plan_.description));
+    reporter_->Line(
+        absl::StrFormat("worker %d/%d: %s", o_.worker_id, o_.num_workers, plan_.description));
   }
   // Sync servers restored from a checkpoint are at step V > 0: resume there.
   // The data is a pure function of the step, so the run continues exactly
@@ -220,8 +220,8 @@ absl::Status RunOptions::Validate() const {
   return absl::OkStatus();
 }
 
-absl::StatusOr<RunResult> RunLoop(const RunOptions& options, Workload* workload,
-                                  ParamStore* store, Reporter* reporter) {
+absl::StatusOr<RunResult> RunLoop(const RunOptions& options, Workload* workload, ParamStore* store,
+                                  Reporter* reporter) {
   RETURN_IF_ERROR(options.Validate());
   return Run(options, workload, store, reporter).Go();
 }

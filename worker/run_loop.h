@@ -38,7 +38,7 @@
 namespace ps {
 
 struct RunOptions {
-  int worker_id = 0;        // 0 <= worker_id < num_workers: the workload's
+  int worker_id = 0;  // 0 <= worker_id < num_workers: the workload's
   int num_workers = 1;
   int64_t eval_every = 0;   // steps between evaluations (worker 0); 0 = only at the end
   int64_t log_every = 100;  // steps between the reporter's points; 0 = none but the last
@@ -59,8 +59,8 @@ struct RunOptions {
 
 // Trains `workload` on `store` to the plan's last step, reporting to
 // `reporter`. Errors: the options', the workload's, the store's.
-absl::StatusOr<RunResult> RunLoop(const RunOptions& options, Workload* workload,
-                                  ParamStore* store, Reporter* reporter);
+absl::StatusOr<RunResult> RunLoop(const RunOptions& options, Workload* workload, ParamStore* store,
+                                  Reporter* reporter);
 
 // RunLoop on a store of its own: the servers of `client`, or, when `client`
 // is null, a LocalParamStore with `standalone` (one worker only).

@@ -41,8 +41,7 @@ class ScriptedStore final : public ParamStore {
   }
   void SendGradients(const std::vector<int>&) override {}
   absl::Status FinishPushPull() override { return absl::UnimplementedError("not used"); }
-  absl::Status PullRows(absl::string_view, absl::Span<const uint64_t>,
-                        absl::Span<float>) override {
+  absl::Status PullRows(absl::string_view, absl::Span<const uint64_t>, absl::Span<float>) override {
     return absl::UnimplementedError("not used");
   }
   absl::Status PushRows(absl::string_view, absl::Span<const uint64_t>,
@@ -220,15 +219,13 @@ TEST(RunLoop, OptionsNameTheFlag) {
   ScriptedStore store(std::nullopt);
   ScriptedWorkload w(1);
   RunOptions o = Options(2, 2);
-  EXPECT_NE(RunLoop(o, &w, &store, Reporter::Silent().get()).status().message().find(
-                "--worker_id"),
+  EXPECT_NE(RunLoop(o, &w, &store, Reporter::Silent().get()).status().message().find("--worker_id"),
             std::string::npos);
   o = Options(0, 1);
   o.slowdown_every = 0;
   EXPECT_NE(o.Validate().message().find("--slowdown_every"), std::string::npos);
   o = Options(0, 2);
-  EXPECT_NE(RunWorker(o, &w, nullptr, LocalStoreOptions()).status().message().find(
-                "--standalone"),
+  EXPECT_NE(RunWorker(o, &w, nullptr, LocalStoreOptions()).status().message().find("--standalone"),
             std::string::npos);
 }
 

@@ -6,8 +6,8 @@ namespace ps {
 
 absl::Status ValidateWorkerId(int worker_id, int num_workers) {
   if (num_workers < 1 || worker_id < 0 || worker_id >= num_workers) {
-    return absl::InvalidArgumentError(absl::StrCat("--worker_id must be in [0, --num_workers=",
-                                                   num_workers, "), got ", worker_id));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--worker_id must be in [0, --num_workers=", num_workers, "), got ", worker_id));
   }
   return absl::OkStatus();
 }

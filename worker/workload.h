@@ -58,8 +58,8 @@ struct Evaluation {
 
 // What a workload will do, known once Init is done.
 struct WorkloadPlan {
-  int64_t total_steps = 0;      // the run ends at this step; >= 1
-  int64_t batch_size = 0;       // examples per step on this worker
+  int64_t total_steps = 0;  // the run ends at this step; >= 1
+  int64_t batch_size = 0;   // examples per step on this worker
   // > 0: the lines name the epoch of the last step trained (step /
   // steps_per_epoch); 0: the workload has no epochs.
   int64_t steps_per_epoch = 0;

@@ -9,9 +9,9 @@
 #include "absl/strings/str_cat.h"
 #include "client/ps_client.h"
 #include "common/status_macros.h"
-#include "tools/process/local_servers.h"
 #include "tools/bench/metrics_scraper.h"
 #include "tools/bench/train_processes.h"
+#include "tools/process/local_servers.h"
 #include "worker/mlp/workload.h"
 #include "worker/run_loop.h"
 
@@ -65,9 +65,8 @@ absl::StatusOr<TrainRun> Standalone(const TrainBenchOptions& b,
 // `scraped`: /metrics on the servers and workers, scraped every
 // b.scrape_every.
 absl::StatusOr<TrainRun> Distributed(const TrainBenchOptions& b,
-                                     const std::shared_ptr<const FashionMnist>& data,
-                                     Mode mode, bool fault_tolerant, bool tls,
-                                     bool scraped = false) {
+                                     const std::shared_ptr<const FashionMnist>& data, Mode mode,
+                                     bool fault_tolerant, bool tls, bool scraped = false) {
   constexpr int kWorkers = 2;
   ServerOptions so;
   so.security = BenchSecurity(b.tls, tls);
@@ -101,8 +100,8 @@ absl::StatusOr<TrainRun> Distributed(const TrainBenchOptions& b,
       co.num_workers = kWorkers;
       co.security = BenchSecurity(b.tls, tls, w);
       if (fault_tolerant) co.retry_timeout = absl::Seconds(60);
-      results[w] = Train(b, data, w, kWorkers, 64, 1, &co,
-                         scrape != nullptr ? scrape->worker(w) : nullptr);
+      results[w] =
+          Train(b, data, w, kWorkers, 64, 1, &co, scrape != nullptr ? scrape->worker(w) : nullptr);
     });
   }
   for (auto& t : threads) t.join();

@@ -7,6 +7,8 @@
 // training step on every backend is worker/mlp/backend_training_test.cc;
 // the fixtures both use are in backend_test_util.h.
 // Failures print the seed; BACKEND_TEST_SEED=<seed> replays a run.
+#include "worker/compute/backend.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -14,7 +16,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "worker/compute/backend.h"
 #include "worker/compute/backend_test_util.h"
 
 namespace ps {

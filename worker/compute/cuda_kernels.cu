@@ -1,8 +1,8 @@
 // Kernels of the CUDA backend. Element-wise kernels use grid-stride loops;
 // reductions run in a fixed order, so results do not vary from run to run.
-#include "worker/compute/cuda_kernels.h"
-
 #include <climits>
+
+#include "worker/compute/cuda_kernels.h"
 
 namespace ps {
 namespace cuda {

@@ -16,7 +16,7 @@ LocalStoreOptions CtrStandaloneStore(double dense_lr, float sparse_lr) {
 }
 
 absl::StatusOr<std::unique_ptr<CtrTrainer>> CtrTrainer::Create(const CtrTrainerOptions& options,
-                                                              ParamStore* store) {
+                                                               ParamStore* store) {
   ASSIGN_OR_RETURN(CtrModel model, CtrModel::Create(options.model));
   RETURN_IF_ERROR(store->DeclareTables(
       {{kCtrTableName, options.model.dim, options.table_seed, options.init_scale}}));

@@ -29,9 +29,9 @@ class CtrWorkload::Source {
       ASSIGN_OR_RETURN(s->file_, ReadCtrFile(o.data_file, o.reader));
       const int64_t n = static_cast<int64_t>(s->file_.size());
       if (n < int64_t{o.eval_examples} + 1) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "--ctr_data=", o.data_file, " has ", n, " examples: need more than --ctr_eval_examples=",
-            o.eval_examples));
+        return absl::InvalidArgumentError(
+            absl::StrCat("--ctr_data=", o.data_file, " has ", n,
+                         " examples: need more than --ctr_eval_examples=", o.eval_examples));
       }
       s->train_size_ = n - o.eval_examples;
       s->held_out_.assign(s->file_.begin() + s->train_size_, s->file_.end());

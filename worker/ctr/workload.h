@@ -36,7 +36,7 @@
 namespace ps {
 
 struct CtrOptions {
-  int worker_id = 0;         // 0 <= worker_id < num_workers
+  int worker_id = 0;  // 0 <= worker_id < num_workers
   int num_workers = 1;
   CtrModelConfig model;      // dim 16, hidden 64,32
   CtrGeneratorOptions data;  // when data_file is empty
@@ -47,9 +47,9 @@ struct CtrOptions {
   // > 0: train to this step; 0: epochs passes over N. (Sync starts at the
   // servers' step: a restart resumes there.)
   int64_t steps = 0;
-  int epochs = 1;              // >= 1
-  int eval_examples = 20000;   // held-out examples, >= 2
-  int threads = 0;             // OpenBLAS threads, set at Init; 0 = OpenBLAS's own
+  int epochs = 1;             // >= 1
+  int eval_examples = 20000;  // held-out examples, >= 2
+  int threads = 0;            // OpenBLAS threads, set at Init; 0 = OpenBLAS's own
 
   // INVALID_ARGUMENT naming the flag (ps_worker's) otherwise.
   absl::Status Validate() const;

@@ -39,8 +39,9 @@ absl::StatusOr<MlpOptions> MlpOptionsFromFlags(const WorkerConfig& config) {
 absl::StatusOr<std::unique_ptr<Workload>> MlpWorkloadFromFlags(const WorkerConfig& config) {
   ASSIGN_OR_RETURN(const MlpOptions options, MlpOptionsFromFlags(config));
   ASSIGN_OR_RETURN(FashionMnist data, LoadFashionMnist(absl::GetFlag(FLAGS_dataset_dir)));
-  ASSIGN_OR_RETURN(std::unique_ptr<MlpWorkload> w,
-                   MlpWorkload::Create(options, std::make_shared<const FashionMnist>(std::move(data))));
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<MlpWorkload> w,
+      MlpWorkload::Create(options, std::make_shared<const FashionMnist>(std::move(data))));
   return std::unique_ptr<Workload>(std::move(w));
 }
 

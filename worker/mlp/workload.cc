@@ -22,9 +22,9 @@ absl::Status MlpOptions::Validate(const Dataset& train) const {
     if (h < 1) return absl::InvalidArgumentError("--hidden widths must be >= 1");
   }
   if (StepsPerEpoch(train.size, num_workers, batch_size) < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--batch_size=", batch_size, " with ", num_workers, " workers leaves no full batch in ",
-        train.size, " training examples"));
+    return absl::InvalidArgumentError(absl::StrCat("--batch_size=", batch_size, " with ",
+                                                   num_workers, " workers leaves no full batch in ",
+                                                   train.size, " training examples"));
   }
   return absl::OkStatus();
 }
@@ -52,8 +52,8 @@ absl::StatusOr<WorkloadPlan> MlpWorkload::Init(ParamStore* store) {
   ASSIGN_OR_RETURN(model_, Mlp::Create(backend_.get(), dims, std::max(o.batch_size, kEvalBatch)));
   // On a GPU the training set goes to the device once, if it fits; each
   // step then gathers its batch there instead of uploading it.
-  ASSIGN_OR_RETURN(hold_, backend_->ShouldHoldDataset(
-                              (train.images.size() + train.labels.size()) * sizeof(float)));
+  ASSIGN_OR_RETURN(hold_, backend_->ShouldHoldDataset((train.images.size() + train.labels.size()) *
+                                                      sizeof(float)));
   if (hold_) {
     RETURN_IF_ERROR(model_->HoldDataset(train.images, train.labels));
   } else {
@@ -71,8 +71,8 @@ absl::StatusOr<WorkloadPlan> MlpWorkload::Init(ParamStore* store) {
   plan.description = absl::StrFormat(
       "mlp %s (%d parameters), %s, %d steps/epoch x %d epochs (%d steps), batch %d per worker, "
       "on %s%s",
-      absl::StrJoin(dims, "-"), TotalElements(model_->spec()), store->mode_name(),
-      steps_per_epoch_, o.epochs, plan.total_steps, o.batch_size, backend_->description(),
+      absl::StrJoin(dims, "-"), TotalElements(model_->spec()), store->mode_name(), steps_per_epoch_,
+      o.epochs, plan.total_steps, o.batch_size, backend_->description(),
       hold_ ? " holding the training set" : "");
   return plan;
 }

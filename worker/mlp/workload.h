@@ -73,7 +73,7 @@ class MlpWorkload final : public Workload {
   std::unique_ptr<Mlp> model_;  // uses backend_
   bool hold_ = false;           // the backend holds the training set
   TensorList weights_, grads_;
-  std::vector<int64_t> perm_;   // of epoch perm_epoch_
+  std::vector<int64_t> perm_;  // of epoch perm_epoch_
   int perm_epoch_ = -1;
   std::vector<int64_t> examples_;  // the step's batch
   std::vector<float> x_, y_;       // it, uploaded (when not held)
