@@ -1,4 +1,4 @@
-// CtrMetrics: the click-prediction metrics, AUC and log loss, over a whole
+// Auc and LogLoss: the click-prediction metrics, over a whole
 // evaluation set held in memory.
 //
 // Auc is exact: the Mann-Whitney statistic, the probability that a random

@@ -8,7 +8,7 @@
 // parameter servers as dense tensors: "layer<k>/weight" [in, out] row-major
 // and "layer<k>/bias" [out], k = 0 .. hidden.size(). The embedding rows are
 // not the model's: Forward asks a caller-supplied RowLookup for the rows of
-// the batch's unique ids (a local table now, the servers later), and
+// the batch's unique ids (from a ParamStore: the servers, or in-process), and
 // Backward returns the rows' gradients in the shape a push of rows has: the
 // unique ids and one summed gradient row per id (an id that occurs several
 // times in a batch gets the sum of its occurrences' gradients).
