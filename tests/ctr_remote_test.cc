@@ -44,9 +44,10 @@ TEST(CtrTrainer, TwoSyncWorkersTrainAsOneStandaloneTrainerOnTheWholeBatch) {
   ServerOptions so;
   so.shard.num_workers = kWorkers;
   so.shard.mode = Mode::kSync;
+  // CtrStandaloneStore's defaults: Adam 1e-3 for the MLP, AdaGrad 0.05 for the rows.
   so.shard.optimizer.name = "adam";
-  so.shard.optimizer.learning_rate = 1e-3;                         // CtrStandaloneStore's defaults:
-  so.shard.tables.optimizer.kind = SparseOptimizerKind::kAdagrad;  // AdaGrad 0.05
+  so.shard.optimizer.learning_rate = 1e-3;
+  so.shard.tables.optimizer.kind = SparseOptimizerKind::kAdagrad;
   so.shard.tables.optimizer.lr = 0.05f;
   absl::StatusOr<LocalServers> servers = LocalServers::Start(so, 2);
   ASSERT_TRUE(servers.ok()) << servers.status();
