@@ -58,8 +58,8 @@ if [ ${#BINARIES[@]} -eq 0 ]; then
     [ -x "$ROOT/bazel-bin/$b" ] || die "$ROOT/bazel-bin/$b not found: bazel build //... first"
     BINARIES+=("$ROOT/bazel-bin/$b")
   done
-  for b in tools/ctl/ps_ctl tools/bench/ps_bench tools/bench/compute_bench worker/backend_test \
-           worker/backend_training_test; do
+  for b in tools/ctl/ps_ctl tools/bench/ps_bench tools/bench/compute_bench \
+           worker/compute/backend_test worker/mlp/backend_training_test; do
     [ -x "$ROOT/bazel-bin/$b" ] && BINARIES+=("$ROOT/bazel-bin/$b")
   done
 fi

@@ -13,7 +13,7 @@ One invocation on one machine runs, one after another:
              model and batch B per process, torch.optim.SGD.
 
 All three train on Fashion-MNIST (the IDX .gz files in --dataset_dir, read
-with numpy in Python, normalized as worker/dataset.cc does), each worker
+with numpy in Python, normalized as worker/mlp/dataset.cc does), each worker
 taking its own disjoint batch of every step. Every worker process gets T math
 threads (--threads, default 1): torch.set_num_threads(T) and
 set_num_interop_threads(1) for the Python workers and DDP, --threads=T

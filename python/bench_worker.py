@@ -3,7 +3,7 @@
 
 Started by bench.py, never by hand. It trains the 784-512-256-10 ReLU MLP
 on Fashion-MNIST (the IDX files read with numpy, normalized as
-worker/dataset.cc does) with batch --batch_size, either as a parameter-server
+worker/mlp/dataset.cc does) with batch --batch_size, either as a parameter-server
 worker (--role=ps_worker: ps.Client to --servers and
 ps.torch.DistributedOptimizer) or as one rank of 2-process PyTorch DDP
 (--role=ddp_worker: gloo over tcp://127.0.0.1:--port, torch.optim.SGD).
@@ -38,7 +38,7 @@ if TYPE_CHECKING:  # imported where used: the driver imports none of them
 
 WORKERS = 2
 REPORT_EVERY = 10  # steps between progress lines
-MEAN, STD = 0.2860, 0.3530  # worker/dataset.cc's normalization
+MEAN, STD = 0.2860, 0.3530  # worker/mlp/dataset.cc's normalization
 
 
 def load_fashion_mnist(folder: str) -> Tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:

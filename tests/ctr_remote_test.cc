@@ -1,8 +1,8 @@
-// CtrRemoteTrainer and RunCtrWorker through real servers: two sync workers
-// on disjoint halves of each batch train the same model as one
-// CtrLocalTrainer on the whole batch (the servers average the workers'
-// dense and row gradients; each worker's are of its half's mean loss), and
-// the run's errors name the flag.
+// CtrTrainer and CtrWorkload through real servers: two sync workers on
+// disjoint halves of each batch train the same model as one standalone
+// CtrTrainer (a LocalParamStore) on the whole batch (the servers average the
+// workers' dense and row gradients; each worker's are of its half's mean
+// loss), and the run's errors name the flag.
 #include <cmath>
 #include <memory>
 #include <thread>
@@ -10,10 +10,11 @@
 
 #include "gtest/gtest.h"
 #include "tests/test_cluster.h"
-#include "worker/ctr_data.h"
-#include "worker/ctr_local_trainer.h"
-#include "worker/ctr_remote_trainer.h"
-#include "worker/ctr_worker.h"
+#include "worker/ctr/data.h"
+#include "worker/ctr/trainer.h"
+#include "worker/ctr/workload.h"
+#include "worker/param_store.h"
+#include "worker/run_loop.h"
 
 namespace ps {
 namespace {
@@ -37,27 +38,31 @@ std::unique_ptr<CtrGenerator> Generator() {
   return gen.ok() ? *std::move(gen) : nullptr;
 }
 
-TEST(CtrRemoteTrainer, TwoSyncWorkersTrainAsOneLocalTrainerOnTheWholeBatch) {
+TEST(CtrTrainer, TwoSyncWorkersTrainAsOneStandaloneTrainerOnTheWholeBatch) {
   std::unique_ptr<CtrGenerator> gen = Generator();
   ASSERT_NE(gen, nullptr);
   ServerOptions so;
   so.shard.num_workers = kWorkers;
   so.shard.mode = Mode::kSync;
+  // CtrStandaloneStore's defaults: Adam 1e-3 for the MLP, AdaGrad 0.05 for the rows.
   so.shard.optimizer.name = "adam";
-  so.shard.optimizer.learning_rate = 1e-3;  // CtrLocalTrainer's defaults:
-  so.shard.tables.optimizer.kind = SparseOptimizerKind::kAdagrad;  // AdaGrad 0.05
+  so.shard.optimizer.learning_rate = 1e-3;
+  so.shard.tables.optimizer.kind = SparseOptimizerKind::kAdagrad;
   so.shard.tables.optimizer.lr = 0.05f;
   absl::StatusOr<LocalServers> servers = LocalServers::Start(so, 2);
   ASSERT_TRUE(servers.ok()) << servers.status();
 
-  CtrLocalTrainerOptions lo;
+  LocalStoreOptions standalone = CtrStandaloneStore();
+  standalone.rows.adagrad_initial_accumulator =
+      so.shard.tables.optimizer.adagrad_initial_accumulator;
+  LocalParamStore local_store(standalone);
+  CtrTrainerOptions lo;
   lo.model = Model();
-  lo.table.optimizer.adagrad_initial_accumulator = so.shard.tables.optimizer.adagrad_initial_accumulator;
-  auto local = CtrLocalTrainer::Create(lo);
+  auto local = CtrTrainer::Create(lo, &local_store);
   ASSERT_TRUE(local.ok()) << local.status();
 
-  std::vector<std::unique_ptr<PsClient>> clients(kWorkers);
-  std::vector<std::unique_ptr<CtrRemoteTrainer>> remote(kWorkers);
+  std::vector<std::unique_ptr<RemoteParamStore>> stores(kWorkers);
+  std::vector<std::unique_ptr<CtrTrainer>> remote(kWorkers);
   std::vector<std::thread> threads;
   for (int w = 0; w < kWorkers; ++w) {
     threads.emplace_back([&, w] {
@@ -68,11 +73,11 @@ TEST(CtrRemoteTrainer, TwoSyncWorkersTrainAsOneLocalTrainerOnTheWholeBatch) {
       co.wait_timeout = absl::Seconds(30);
       auto c = PsClient::Connect(co);
       ASSERT_TRUE(c.ok()) << c.status();
-      clients[w] = *std::move(c);
-      CtrRemoteTrainerOptions ro;
+      stores[w] = std::make_unique<RemoteParamStore>(*std::move(c));
+      CtrTrainerOptions ro;
       ro.model = Model();
       ro.creator = w == 0;
-      auto t = CtrRemoteTrainer::Create(ro, clients[w].get());
+      auto t = CtrTrainer::Create(ro, stores[w].get());
       ASSERT_TRUE(t.ok()) << t.status();
       remote[w] = *std::move(t);
       for (int step = 0; step < kSteps; ++step) {
@@ -116,32 +121,43 @@ TEST(CtrRemoteTrainer, TwoSyncWorkersTrainAsOneLocalTrainerOnTheWholeBatch) {
   EXPECT_GT(moved, 0.01) << "the model did not train: the comparison proves nothing";
 }
 
-TEST(RunCtrWorker, ErrorsNameTheFlag) {
-  CtrWorkerOptions o;
+// One standalone worker's run of `o` through ps_worker's run loop.
+absl::StatusOr<RunResult> RunStandalone(const CtrOptions& o) {
+  auto workload = CtrWorkload::Create(o);
+  if (!workload.ok()) return workload.status();
+  RunOptions r;
+  r.worker_id = o.worker_id;
+  r.num_workers = o.num_workers;
+  r.log_every = 0;
+  return RunWorker(r, workload->get(), nullptr, CtrStandaloneStore());
+}
+
+TEST(CtrWorkload, ErrorsNameTheFlag) {
+  CtrOptions o;
   o.num_workers = 2;
   o.worker_id = 2;
   EXPECT_NE(o.Validate().message().find("--worker_id"), std::string::npos);
   o.worker_id = 1;
-  auto r = RunCtrWorker(o, nullptr);
+  auto r = RunStandalone(o);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("--standalone"), std::string::npos) << r.status();
-  o = CtrWorkerOptions();
+  o = CtrOptions();
   o.eval_examples = 1;
   EXPECT_NE(o.Validate().message().find("--ctr_eval_examples"), std::string::npos);
-  o = CtrWorkerOptions();
+  o = CtrOptions();
   o.model.dim = 0;
   EXPECT_NE(o.Validate().message().find("--ctr_dim"), std::string::npos);
-  o = CtrWorkerOptions();
+  o = CtrOptions();
   o.data.num_examples = 100;
   o.batch_size = 256;
   o.eval_examples = 10;
-  r = RunCtrWorker(o, nullptr);
+  r = RunStandalone(o);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("--max_steps"), std::string::npos) << r.status();
 }
 
-TEST(RunCtrWorker, StandaloneTrainsAboveChanceAndReportsTheBest) {
-  CtrWorkerOptions o;
+TEST(CtrWorkload, StandaloneTrainsAboveChanceAndReportsTheBest) {
+  CtrOptions o;
   o.data.vocab_sizes = {500};
   o.data.signal_vocab_size = 100;
   o.data.num_examples = 100000;
@@ -149,13 +165,17 @@ TEST(RunCtrWorker, StandaloneTrainsAboveChanceAndReportsTheBest) {
   o.steps = 150;
   o.eval_examples = 2000;
   o.threads = 1;
-  auto r = RunCtrWorker(o, nullptr);
+  auto r = RunStandalone(o);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->steps, 150);
-  EXPECT_TRUE(r->evaluated && r->has_best);
-  EXPECT_GT(r->best_auc, 0.7);
-  EXPECT_GT(r->auc, 0.6);  // untrained: about 0.5
-  EXPECT_LT(r->auc, r->best_auc + 0.02);
+  EXPECT_EQ(r->final_version, 150);
+  ASSERT_TRUE(r->evaluation.has_value());
+  const std::optional<double> auc = r->evaluation->Get("auc");
+  const std::optional<double> best = r->evaluation->Get("best_auc");
+  ASSERT_TRUE(auc.has_value() && best.has_value());
+  EXPECT_GT(*best, 0.7);
+  EXPECT_GT(*auc, 0.6);  // untrained: about 0.5
+  EXPECT_LT(*auc, *best + 0.02);
 }
 
 }  // namespace

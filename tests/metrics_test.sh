@@ -6,7 +6,10 @@
 # about either, and the values must be the run's: the server's model
 # version and the worker's steps, samples and version equal the steps
 # trained. Then the same with mutual TLS (deploy/make_certs.sh): the reader
-# certificate may scrape both, a worker certificate gets 403.
+# certificate may scrape both, a worker certificate gets 403. Then a
+# --model=ctr worker: scraped twice while it trains, its steps counter is
+# above 0 and then higher; at the end it equals the steps trained, and the
+# evaluation's AUC gauges are there.
 #
 # usage: metrics_test.sh PS_SERVER PS_WORKER MAKE_CERTS
 set -uo pipefail
@@ -127,6 +130,53 @@ if run tls; then
     else fail "tls: the $which answered worker-0's certificate with '$code', want 403"; fi
   done
 fi
+
+for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+wait 2>/dev/null
+pids=()
+
+# --- --model=ctr: the same run loop and reporter, scraped while it trains ---
+CTR_STEPS=3000
+# ctr_steps: the worker's ps_worker_steps_total now (an integer).
+ctr_steps() {
+  curl -sf --max-time 5 "$WORKER_URL" | awk '$1 == "ps_worker_steps_total" { print int($2) }'
+}
+ctr() {
+  "$SERVER" --listen=127.0.0.1:0 --port_file="$T/ctr.port" --num_workers=1 --mode=sync \
+    >"$T/ctr.server.log" 2>&1 &
+  pids+=($!)
+  wait_for_file 20 "$T/ctr.port" || { fail "ctr: ps_server did not start"; return 1; }
+  "$WORKER" --model=ctr --servers="$(cat "$T/ctr.port")" --worker_id=0 --num_workers=1 \
+    --max_steps=$CTR_STEPS --batch_size=32 --ctr_examples=100000 --ctr_vocab=10000 \
+    --ctr_eval_examples=1000 --ctr_dim=4 --ctr_hidden=8 --log_every=0 --threads=1 \
+    --progress=off --metrics_listen=127.0.0.1:0 --metrics_linger=120 >"$T/ctr.worker.log" 2>&1 &
+  pids+=($!)
+  wait_for_line 60 "$T/ctr.worker.log" 'metrics on' ||
+    { fail "ctr: ps_worker did not open /metrics"; cat "$T/ctr.worker.log"; return 1; }
+  WORKER_URL=$(url "$T/ctr.worker.log")
+  local first second
+  first=$(wait_for_number 60 1 ctr_steps) ||
+    { fail "ctr: ps_worker_steps_total stayed at 0 (or unscrapable) while it trained"; return 1; }
+  second=$(wait_for_number 60 $((first + 1)) ctr_steps) ||
+    { fail "ctr: ps_worker_steps_total stayed at $first"; return 1; }
+  if [ "$first" -lt $CTR_STEPS ]; then
+    ok "ctr: scraped while training: ps_worker_steps_total $first, then $second"
+  else
+    fail "ctr: the run ended before the first scrape ($first steps): nothing was seen moving"
+  fi
+  wait_for_line 120 "$T/ctr.worker.log" 'serving /metrics for' ||
+    { fail "ctr: ps_worker did not finish"; cat "$T/ctr.worker.log"; return 1; }
+  check ctr_worker "$WORKER_URL"
+  value ctr_worker ps_worker_steps_total $CTR_STEPS
+  value ctr_worker ps_worker_samples_total $((CTR_STEPS * 32))
+  value ctr_worker ps_worker_model_version $CTR_STEPS
+  value ctr_worker ps_worker_step_communication_seconds_count $CTR_STEPS
+  has ctr_worker '^ps_build_info\{mode="sync",version="[0-9.]+",worker="0"\} 1$'
+  has ctr_worker '^ps_worker_auc 0\.[0-9]+'
+  has ctr_worker '^ps_worker_log_loss [0-9.]+'
+  has ctr_worker '^ps_worker_best_auc 0\.[0-9]+'
+}
+ctr
 
 if [ $failures -gt 0 ]; then echo "$failures FAILED"; exit 1; fi
 echo PASS

@@ -30,11 +30,12 @@
 #include "common/status_macros.h"
 #include "gtest/gtest.h"
 #include "tests/test_cluster.h"
-#include "worker/backend.h"
-#include "worker/data_order.h"
-#include "worker/dataset.h"
-#include "worker/model.h"
-#include "worker/trainer.h"
+#include "worker/compute/backend.h"
+#include "worker/mlp/data_order.h"
+#include "worker/mlp/dataset.h"
+#include "worker/mlp/model.h"
+#include "worker/mlp/workload.h"
+#include "worker/run_loop.h"
 
 namespace ps {
 namespace {
@@ -49,33 +50,47 @@ constexpr uint64_t kSeed = 42;
 // The workers' backend: one OpenBLAS thread.
 const BackendOptions kCpu1 = {"cpu", 1};
 
-const FashionMnist& Data() {
-  static const FashionMnist* data = [] {
+const std::shared_ptr<const FashionMnist>& SharedData() {
+  static const auto* data = [] {
     auto d = LoadFashionMnist(kDefaultDatasetDir);
     if (!d.ok()) {
       ADD_FAILURE() << d.status();
-      return new FashionMnist();
+      return new std::shared_ptr<const FashionMnist>(std::make_shared<FashionMnist>());
     }
-    return new FashionMnist(*std::move(d));
+    return new std::shared_ptr<const FashionMnist>(
+        std::make_shared<const FashionMnist>(*std::move(d)));
   }();
   return *data;
 }
 
-TrainerOptions Options(int worker_id, int num_workers, int batch) {
-  TrainerOptions o;
-  o.worker_id = worker_id;
-  o.num_workers = num_workers;
-  o.batch_size = batch;
-  o.max_steps = kSteps;
-  o.seed = kSeed;
-  o.log_every = 0;
-  return o;
+const FashionMnist& Data() { return *SharedData(); }
+
+// One worker of `num_workers` with batch `batch` trains the MLP for kSteps
+// steps through ps_worker's run loop: against the servers of `client`, or,
+// when it is null, alone with `standalone`.
+absl::StatusOr<RunResult> Train(int worker_id, int num_workers, int batch,
+                                const ClientOptions* client, const OptimizerOptions& standalone) {
+  MlpOptions m;
+  m.worker_id = worker_id;
+  m.num_workers = num_workers;
+  m.batch_size = batch;
+  m.max_steps = kSteps;
+  m.seed = kSeed;
+  m.backend = kCpu1;
+  ASSIGN_OR_RETURN(std::unique_ptr<MlpWorkload> workload, MlpWorkload::Create(m, SharedData()));
+  RunOptions r;
+  r.worker_id = worker_id;
+  r.num_workers = num_workers;
+  r.log_every = 0;
+  LocalStoreOptions local;
+  local.dense = standalone;
+  return RunWorker(r, workload.get(), client, local);
 }
 
 // The layer widths of the model the trainer builds.
 std::vector<int> Dims(const Dataset& train) {
   std::vector<int> dims = {train.features};
-  for (int h : TrainerOptions().hidden) dims.push_back(h);
+  for (int h : MlpOptions().hidden) dims.push_back(h);
   dims.push_back(train.classes);
   return dims;
 }
@@ -393,9 +408,7 @@ absl::StatusOr<References> ComputeReferences(const FashionMnist& data) {
   // The true batch-W*b run is the trainer's own; the loop above must have
   // followed it exactly (same code, shapes and thread count), or its bound
   // would be about another run.
-  ASSIGN_OR_RETURN(TrainResult single,
-                   RunWorker(Options(0, 1, kBigBatch), &data, kCpu1, nullptr,
-                             OptimizerOptions{"sgd", kLr}));
+  ASSIGN_OR_RETURN(RunResult single, Train(0, 1, kBigBatch, nullptr, OptimizerOptions{"sgd", kLr}));
   if (single.steps != kSteps) return absl::InternalError("the single-process run stopped early");
   if (single.weights != batch) {
     return absl::InternalError(absl::StrCat(
@@ -420,12 +433,12 @@ TEST_P(SyncEquivalence, FourWorkersTwoShardsMatchSingleProcessSgd) {
   ASSERT_TRUE(refs.ok()) << refs.status();
 
   TestCluster cluster(kShards, kWorkers, Mode::kSync, kLr);
-  std::vector<absl::StatusOr<TrainResult>> results(kWorkers, absl::UnknownError("not run"));
+  std::vector<absl::StatusOr<RunResult>> results(kWorkers, absl::UnknownError("not run"));
   std::vector<std::thread> threads;
   for (int w = 0; w < kWorkers; ++w) {
     threads.emplace_back([&, w] {
       ClientOptions co = cluster.ClientOptionsFor(w, kWorkers, GetParam());
-      results[w] = RunWorker(Options(w, kWorkers, kBatch), &data, kCpu1, &co, OptimizerOptions{});
+      results[w] = Train(w, kWorkers, kBatch, &co, OptimizerOptions{});
     });
   }
   for (auto& t : threads) t.join();

@@ -4,13 +4,14 @@
 //
 //   step 4120/9370 (44%)  5210 samples/s  loss 0.4321  ETA 1m03s
 //
-// A pure rule: the trainer passes in each step and the time since training
-// started; nothing here reads a clock or writes to a stream. Draw() returns
+// A pure rule: the reporter (worker/reporter.h) passes in each step and the
+// time since training started; nothing here reads a clock or writes to a
+// stream. Draw() returns
 // the text to write: a carriage return, the line, and spaces over whatever a
 // longer previous line left on screen (no newline, no terminal escapes).
 //   - samples/s and loss are over the steps since the previous Draw (the
 //     loss is the mean of their batch losses), samples/s without the time
-//     the trainer spent evaluating (ExcludeTime);
+//     the run spent evaluating (ExcludeTime);
 //   - the time left is the steps left at the run's mean pace so far:
 //     (total - step) * elapsed / (step - first_step), evaluations included
 //     (they recur in the time left too); unknown ("--") before a step.

@@ -1,7 +1,6 @@
 #include "worker/worker_flags.h"
 
 #include <cstdint>
-#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
@@ -11,7 +10,7 @@
 #include "common/optimizer_flags.h"
 #include "common/status_macros.h"
 #include "common/wire_dtype.h"
-#include "worker/dataset.h"
+#include "worker/compute/flags.h"
 
 ABSL_FLAG(int, worker_id, 0, "This worker's id, 0 <= worker_id < num_workers.");
 ABSL_FLAG(int, num_workers, 1, "Total number of workers (must match the servers).");
@@ -24,37 +23,26 @@ ABSL_FLAG(double, lr, 0.1,
 ABSL_FLAG(std::string, model, "mlp",
           "mlp (hidden layers from --hidden), softmax (none), or ctr: the click-through-rate "
           "model on embedding tables (its flags are --ctr_*; docs/embeddings.md).");
-ABSL_FLAG(std::string, hidden, "512,256", "Hidden layer widths of the mlp, comma-separated.");
-ABSL_FLAG(std::string, dataset_dir, ps::kDefaultDatasetDir,
-          "Folder with the Fashion-MNIST IDX files (gzip or plain), as installed by Debian's "
-          "dataset-fashion-mnist package.");
 ABSL_FLAG(int, batch_size, 64, "Examples per step on this worker.");
 ABSL_FLAG(int, epochs, 1, "Passes over the training set.");
 ABSL_FLAG(int64_t, max_steps, 0, "Stop after this many steps; 0 = no limit.");
 ABSL_FLAG(uint64_t, seed, 1, "Seed for initialization and data order (same on all workers).");
-ABSL_FLAG(bool, shuffle, true, "Reshuffle the training set every epoch.");
 ABSL_FLAG(int64_t, eval_every, 0,
           "Worker 0 evaluates on the test set every this many steps; 0 = only at the end.");
-ABSL_FLAG(int64_t, log_every, 100, "Steps between metrics lines.");
+ABSL_FLAG(int64_t, log_every, 100,
+          "Steps between metrics lines (--model=ctr: and loss lines on stdout); 0 = only the "
+          "last.");
 ABSL_FLAG(std::string, metrics_file, "",
-          "Write JSON lines (worker_id, step, epoch, train_loss, samples_per_sec, wall_s, "
-          "test_accuracy, test_loss) to this file; {worker_id} in the path is replaced by the "
-          "worker's id, so that workers started with the same flags write separate files.");
+          "Write JSON lines (worker_id, step, epoch, train_loss, samples_per_sec, wall_s, and "
+          "at evaluations test_accuracy, test_loss; --model=ctr: no epoch, and auc, log_loss, "
+          "best_auc) to this file; {worker_id} in the path is replaced by the worker's id, so "
+          "that workers started with the same flags write separate files.");
 ABSL_FLAG(std::string, progress, "auto",
           "A progress line redrawn in place (step of total, samples/s, loss, time left): "
           "auto (when stdout is a terminal), on or off. Without it, and in logs, pipes and "
           "files, the worker writes only its plain lines.");
 ABSL_FLAG(std::string, save_model, "",
           "At the end, worker 0 writes each tensor as DIR/<name>.npy (float32, C order).");
-ABSL_FLAG(std::string, device, "auto",
-          "Compute backend: cuda (a GPU; an error where there is none), cpu, or auto (cuda "
-          "when this binary was built with --config=cuda and a GPU is found, else cpu; the "
-          "choice is logged at startup).");
-ABSL_FLAG(int, gpu, 0, "CUDA device index for --device=cuda|auto (one worker per GPU).");
-ABSL_FLAG(bool, tf32, false,
-          "Let cuBLAS use TF32 tensor cores: faster, but products keep only 10 mantissa bits, "
-          "so results differ from the CPU's.");
-ABSL_FLAG(int, threads, 0, "CPU math threads; 0 = all cores.");
 ABSL_FLAG(double, connect_timeout, 60, "Seconds to wait for the servers to come up.");
 ABSL_FLAG(std::string, transport, "stream",
           "stream: one long-lived gRPC stream per server, tensors in ~1 MB chunks (fastest); "
@@ -97,77 +85,57 @@ ABSL_FLAG(double, metrics_linger, 0,
           "that a scraper sees the final values of a short run.");
 
 namespace ps {
-namespace {
-
-absl::StatusOr<std::vector<int>> ParseHidden(const std::string& model, const std::string& text) {
-  if (model == "softmax" || model == "ctr") return std::vector<int>{};
-  if (model != "mlp") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown --model=", model, ": expected mlp, softmax or ctr"));
-  }
-  ASSIGN_OR_RETURN(std::vector<int> hidden, ParsePositiveIntList("hidden", text));
-  if (hidden.empty()) {
-    return absl::InvalidArgumentError("--model=mlp needs at least one --hidden width");
-  }
-  return hidden;
-}
-
-}  // namespace
 
 absl::StatusOr<WorkerConfig> WorkerConfigFromFlags() {
   WorkerConfig c;
-  TrainerOptions& t = c.trainer;
-  t.worker_id = absl::GetFlag(FLAGS_worker_id);
-  t.num_workers = absl::GetFlag(FLAGS_num_workers);
-  ASSIGN_OR_RETURN(t.hidden, ParseHidden(absl::GetFlag(FLAGS_model), absl::GetFlag(FLAGS_hidden)));
-  c.ctr = absl::GetFlag(FLAGS_model) == "ctr";
-  t.batch_size = absl::GetFlag(FLAGS_batch_size);
-  t.epochs = absl::GetFlag(FLAGS_epochs);
-  t.max_steps = absl::GetFlag(FLAGS_max_steps);
-  t.seed = absl::GetFlag(FLAGS_seed);
-  t.shuffle = absl::GetFlag(FLAGS_shuffle);
-  t.eval_every = absl::GetFlag(FLAGS_eval_every);
-  t.log_every = absl::GetFlag(FLAGS_log_every);
-  t.metrics_file = absl::StrReplaceAll(absl::GetFlag(FLAGS_metrics_file),
-                                       {{"{worker_id}", absl::StrCat(t.worker_id)}});
-  t.save_model = absl::GetFlag(FLAGS_save_model);
-  ASSIGN_OR_RETURN(c.progress, ParseProgressMode(absl::GetFlag(FLAGS_progress)));
-  t.slowdown = absl::GetFlag(FLAGS_slowdown);
-  if (!(t.slowdown >= 0)) return absl::InvalidArgumentError("--slowdown must be >= 0");
+  c.model = absl::GetFlag(FLAGS_model);
+  if (c.model != "mlp" && c.model != "softmax" && c.model != "ctr") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown --model=", c.model, ": expected mlp, softmax or ctr"));
+  }
+  c.batch_size = absl::GetFlag(FLAGS_batch_size);
+  c.epochs = absl::GetFlag(FLAGS_epochs);
+  c.max_steps = absl::GetFlag(FLAGS_max_steps);
+  c.seed = absl::GetFlag(FLAGS_seed);
+  RunOptions& r = c.run;
+  r.worker_id = absl::GetFlag(FLAGS_worker_id);
+  r.num_workers = absl::GetFlag(FLAGS_num_workers);
+  r.eval_every = absl::GetFlag(FLAGS_eval_every);
+  r.log_every = absl::GetFlag(FLAGS_log_every);
+  r.save_model = absl::GetFlag(FLAGS_save_model);
+  r.slowdown = absl::GetFlag(FLAGS_slowdown);
   const std::string slowdown_of = absl::GetFlag(FLAGS_slowdown_of);
   if (slowdown_of != "compute" && slowdown_of != "step") {
     return absl::InvalidArgumentError(
         absl::StrCat("unknown --slowdown_of '", slowdown_of, "' (known: compute, step)"));
   }
-  t.slowdown_whole_step = slowdown_of == "step";
-  t.slowdown_every = absl::GetFlag(FLAGS_slowdown_every);
-  if (t.slowdown_every < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--slowdown_every must be >= 1, got ", t.slowdown_every));
-  }
+  r.slowdown_whole_step = slowdown_of == "step";
+  r.slowdown_every = absl::GetFlag(FLAGS_slowdown_every);
+  RETURN_IF_ERROR(r.Validate());
+  ASSIGN_OR_RETURN(c.progress, ParseProgressMode(absl::GetFlag(FLAGS_progress)));
+  ASSIGN_OR_RETURN(c.backend, BackendOptionsFromFlags());
   c.standalone = absl::GetFlag(FLAGS_standalone);
-  if (c.standalone && t.num_workers != 1) {
+  if (c.standalone && r.num_workers != 1) {
     return absl::InvalidArgumentError("--standalone trains alone: use --num_workers=1");
   }
-  c.standalone_optimizer = OptimizerOptionsFromFlags(absl::GetFlag(FLAGS_lr));
-  RETURN_IF_ERROR(ValidateOptimizerOptions(c.standalone_optimizer));
-  c.dataset_dir = absl::GetFlag(FLAGS_dataset_dir);
-  c.backend.device = absl::GetFlag(FLAGS_device);
-  c.backend.threads = absl::GetFlag(FLAGS_threads);
-  c.backend.gpu = absl::GetFlag(FLAGS_gpu);
-  if (c.backend.gpu < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("--gpu must be >= 0, got ", c.backend.gpu));
-  }
-  c.backend.tf32 = absl::GetFlag(FLAGS_tf32);
+  c.standalone_store.dense = OptimizerOptionsFromFlags(absl::GetFlag(FLAGS_lr));
+  RETURN_IF_ERROR(ValidateOptimizerOptions(c.standalone_store.dense));
+
   ClientOptions& client = c.client;
   client = ClientOptionsFromFlags();
-  c.metrics.listen = absl::GetFlag(FLAGS_metrics_listen);
-  c.metrics.security = client.security;
+  ReporterOptions& report = c.report;
+  report.worker_id = r.worker_id;
+  report.metrics_file = absl::StrReplaceAll(absl::GetFlag(FLAGS_metrics_file),
+                                            {{"{worker_id}", absl::StrCat(r.worker_id)}});
+  report.metrics.listen = absl::GetFlag(FLAGS_metrics_listen);
+  report.metrics.security = client.security;
   // The worker's --auth_token_file holds its own token, not a table of
   // scrapers': /metrics takes reader and admin certificates only.
-  c.metrics.security.auth_token_file.clear();
-  ASSIGN_OR_RETURN(c.metrics_linger, SecondsFromFlag("metrics_linger", absl::GetFlag(FLAGS_metrics_linger)));
-  if (c.metrics_linger < absl::ZeroDuration() || c.metrics_linger == absl::InfiniteDuration()) {
+  report.metrics.security.auth_token_file.clear();
+  ASSIGN_OR_RETURN(report.metrics_linger,
+                   SecondsFromFlag("metrics_linger", absl::GetFlag(FLAGS_metrics_linger)));
+  if (report.metrics_linger < absl::ZeroDuration() ||
+      report.metrics_linger == absl::InfiniteDuration()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--metrics_linger must be a finite number of seconds >= 0, got ",
         absl::GetFlag(FLAGS_metrics_linger)));
@@ -178,10 +146,12 @@ absl::StatusOr<WorkerConfig> WorkerConfigFromFlags() {
     return absl::InvalidArgumentError(
         "--servers is empty: list the parameter servers (HOST:PORT,...) or pass --standalone");
   }
-  client.worker_id = t.worker_id;
-  client.num_workers = t.num_workers;
-  ASSIGN_OR_RETURN(client.connect_timeout, SecondsFromFlag("connect_timeout", absl::GetFlag(FLAGS_connect_timeout)));
-  ASSIGN_OR_RETURN(client.wait_timeout, SecondsFromFlag("wait_timeout", absl::GetFlag(FLAGS_wait_timeout)));
+  client.worker_id = r.worker_id;
+  client.num_workers = r.num_workers;
+  ASSIGN_OR_RETURN(client.connect_timeout,
+                   SecondsFromFlag("connect_timeout", absl::GetFlag(FLAGS_connect_timeout)));
+  ASSIGN_OR_RETURN(client.wait_timeout,
+                   SecondsFromFlag("wait_timeout", absl::GetFlag(FLAGS_wait_timeout)));
   ASSIGN_OR_RETURN(client.keepalive, SecondsFromFlag("keepalive", absl::GetFlag(FLAGS_keepalive)));
   ASSIGN_OR_RETURN(client.transport, ParseTransport(absl::GetFlag(FLAGS_transport)));
   if (absl::StatusOr<WireDtype> d = ParseWireDtype(absl::GetFlag(FLAGS_wire_dtype)); d.ok()) {
@@ -189,7 +159,8 @@ absl::StatusOr<WorkerConfig> WorkerConfigFromFlags() {
   } else {
     return absl::InvalidArgumentError(absl::StrCat("--wire_dtype: ", d.status().message()));
   }
-  ASSIGN_OR_RETURN(client.retry_timeout, SecondsFromFlag("retry_timeout", absl::GetFlag(FLAGS_retry_timeout)));
+  ASSIGN_OR_RETURN(client.retry_timeout,
+                   SecondsFromFlag("retry_timeout", absl::GetFlag(FLAGS_retry_timeout)));
   RETURN_IF_ERROR(ValidateClientOptions(client));
   return c;
 }

@@ -1,55 +1,62 @@
-// ps_worker's flags, defined here once: what to train and how (the
-// trainer's, the backend's) and how its client waits and travels
-// (--connect_timeout, --wait_timeout, --keepalive, --transport,
-// --wire_dtype, --retry_timeout), and its /metrics port (--metrics_listen,
-// --metrics_linger). The servers and security flags come from
-// client/client_flags.h and common/client_security_flags.h.
+// ps_worker's flags, defined here once: which model (--model) and the
+// flags every model shares (--worker_id, --num_workers, --batch_size,
+// --epochs, --max_steps, --seed), the run loop's (--eval_every,
+// --log_every, --save_model, --slowdown*), the reporter's (--metrics_file,
+// --progress, --metrics_listen, --metrics_linger), --standalone and its
+// --lr, and how the client waits and travels (--connect_timeout,
+// --wait_timeout, --keepalive, --transport, --wire_dtype, --retry_timeout).
+// Each model's own flags are beside it (worker/mlp/flags.h,
+// worker/ctr/flags.h), the backend's in worker/compute/flags.h, the
+// servers and security flags in client/client_flags.h and
+// common/client_security_flags.h.
 #ifndef PS_WORKER_WORKER_FLAGS_H_
 #define PS_WORKER_WORKER_FLAGS_H_
 
+#include <cstdint>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "client/client_options.h"
-#include "common/optimizer.h"
-#include "rpc/metrics_endpoint.h"
-#include "worker/backend.h"
+#include "worker/compute/backend.h"
+#include "worker/param_store.h"
 #include "worker/progress.h"
-#include "worker/trainer.h"
+#include "worker/reporter.h"
+#include "worker/run_loop.h"
 
 namespace ps {
 
 // What one ps_worker run was asked to do.
 struct WorkerConfig {
-  TrainerOptions trainer;  // log, progress_line unset: the caller picks where lines go
-  // --model=ctr: train the CTR model (worker/ctr_flags.h reads its flags);
-  // `trainer` then holds the flags both models share.
-  bool ctr = false;
+  std::string model = "mlp";  // --model: mlp, softmax or ctr
+  // The workload flags every model shares; each model's flags function
+  // reads them from here, with worker ids from `run`.
+  int batch_size = 64;
+  int epochs = 1;
+  int64_t max_steps = 0;
+  uint64_t seed = 1;
+  RunOptions run;
+  // log and progress_line unset: the caller picks where lines go.
+  ReporterOptions report;
   // --progress: whether to draw the progress line; auto = when stdout is a
   // terminal (ShowProgress, worker/progress.h).
   ProgressMode progress = ProgressMode::kAuto;
   BackendOptions backend;
-  std::string dataset_dir;
   bool standalone = false;  // train alone: `client` is unused
-  OptimizerOptions standalone_optimizer;  // --lr, --optimizer and its flags
+  // --standalone's in-process update: --lr, --optimizer and its flags (the
+  // CTR model has its own: worker/ctr/flags.h replaces them).
+  LocalStoreOptions standalone_store;
   // Checked with ValidateClientOptions; log unset.
   ClientOptions client;
-  // --metrics_listen (empty: no /metrics port), with the worker's TLS files
-  // (--tls_cert, --tls_key, --tls_ca) and --insecure; the address is
-  // checked when the port opens (MetricsEndpoint::Start).
-  MetricsEndpointOptions metrics;
-  // --metrics_linger: how long /metrics stays up after training ends.
-  absl::Duration metrics_linger;
 };
 
 // The flags' values (after absl::ParseCommandLine). INVALID_ARGUMENT naming
-// the flag for what no options type checks: an unknown --model, a bad
-// --hidden, a negative --slowdown, --standalone with several workers, an
-// empty --servers without --standalone, an unknown --transport,
-// --wire_dtype or --progress, a negative --metrics_linger, what
-// ValidateOptimizerOptions refuses (checked with or without --standalone),
-// and what ValidateClientOptions refuses. The rest of the trainer's options are
-// checked against the dataset (ValidateTrainerOptions), once it is loaded.
+// the flag for what no options type checks: an unknown --model, a negative
+// --slowdown, --standalone with several workers, an empty --servers
+// without --standalone, an unknown --transport, --wire_dtype or
+// --progress, a negative --metrics_linger, what RunOptions::Validate and
+// ValidateOptimizerOptions refuse (checked with or without --standalone),
+// and what ValidateClientOptions refuses. Each model checks its own
+// options, and the shared ones, against its data when it is made.
 absl::StatusOr<WorkerConfig> WorkerConfigFromFlags();
 
 }  // namespace ps

@@ -50,14 +50,6 @@ WorkerMetrics::WorkerMetrics(int worker_id)
                 .Help("Training loss of the last step (mean over its batch).")
                 .Register(*registry_)
                 .Add({})),
-      test_accuracy_(prometheus::BuildGauge()
-                         .Name("ps_worker_test_accuracy")
-                         .Help("Accuracy on the test set at the last evaluation (0..1).")
-                         .Register(*registry_)),
-      test_loss_(prometheus::BuildGauge()
-                     .Name("ps_worker_test_loss")
-                     .Help("Mean loss on the test set at the last evaluation.")
-                     .Register(*registry_)),
       retries_(prometheus::BuildCounter()
                    .Name("ps_worker_retries_total")
                    .Help("Calls to the servers retried after a fault (--retry_timeout).")
@@ -95,14 +87,18 @@ void WorkerMetrics::SetModelVersion(int64_t version) {
   model_version_.Set(static_cast<double>(version));
 }
 
-void WorkerMetrics::RecordEvaluation(double accuracy, double loss) {
+void WorkerMetrics::RecordEvaluation(const std::string& key, const std::string& help,
+                                     double value) {
   absl::MutexLock lock(&mu_);
-  if (test_accuracy_gauge_ == nullptr) {
-    test_accuracy_gauge_ = &test_accuracy_.Add({});
-    test_loss_gauge_ = &test_loss_.Add({});
+  prometheus::Gauge*& gauge = evaluation_[key];
+  if (gauge == nullptr) {
+    gauge = &prometheus::BuildGauge()
+                 .Name(absl::StrCat("ps_worker_", key))
+                 .Help(help)
+                 .Register(*registry_)
+                 .Add({});
   }
-  test_accuracy_gauge_->Set(accuracy);
-  test_loss_gauge_->Set(loss);
+  gauge->Set(value);
 }
 
 void WorkerMetrics::SetRetries(int64_t total) {

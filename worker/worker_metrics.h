@@ -1,6 +1,7 @@
 // WorkerMetrics: what ps_worker shows on /metrics (--metrics_listen), kept
-// in a prometheus-cpp Registry that the trainer updates once per step and
-// an endpoint (rpc/metrics_endpoint.h) serializes at each scrape.
+// in a prometheus-cpp Registry that the run's reporter (worker/reporter.h)
+// updates once per step and an endpoint (rpc/metrics_endpoint.h)
+// serializes at each scrape.
 //
 // The families (docs/metrics.md lists them with their meaning):
 //   ps_build_info{version,mode,worker}        gauge, 1 (once the mode is known)
@@ -11,21 +12,24 @@
 //                                              the other workers)
 //   ps_worker_steps_total, ps_worker_samples_total   counters: steps trained here
 //   ps_worker_loss                             gauge: the last step's training loss
-//   ps_worker_test_accuracy, ps_worker_test_loss     gauges: the last evaluation
-//                                              (worker 0; absent before one)
+//   ps_worker_<key>                            gauges: the last evaluation's fields
+//                                              (worker 0; absent before one): the
+//                                              MLP's test_accuracy and test_loss, the
+//                                              CTR model's auc, log_loss, best_auc
 //   ps_worker_retries_total                    counter: calls retried after a fault
 //   ps_worker_recoveries_total                 counter: failed calls that went through
 //                                              on a retry (faults survived)
 //   ps_worker_model_version                    gauge: version of the weights held
 //
 // Thread-safe: prometheus-cpp's metrics are atomics, and the registry may
-// be collected while the trainer records. Record* and Set* are meant for
-// one training thread (the counters' totals are set from the client's
+// be collected while the training thread records. Record* and Set* are
+// meant for one training thread (the counters' totals are set from the client's
 // totals by that thread).
 #ifndef PS_WORKER_WORKER_METRICS_H_
 #define PS_WORKER_WORKER_METRICS_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -55,7 +59,9 @@ class WorkerMetrics {
   void RecordStep(absl::Duration compute, absl::Duration communication, int64_t samples,
                   double loss);
   void SetModelVersion(int64_t version);
-  void RecordEvaluation(double accuracy, double loss);
+  // The evaluation field `key` (a Prometheus name's tail: [a-z_]+) is now
+  // `value`: the gauge ps_worker_<key>, with `help` (the first call's).
+  void RecordEvaluation(const std::string& key, const std::string& help, double value);
   // The client's totals so far (they only grow).
   void SetRetries(int64_t total);
   void SetRecoveries(int64_t total);
@@ -69,16 +75,14 @@ class WorkerMetrics {
   prometheus::Counter& steps_;
   prometheus::Counter& samples_;
   prometheus::Gauge& loss_;
-  prometheus::Family<prometheus::Gauge>& test_accuracy_;
-  prometheus::Family<prometheus::Gauge>& test_loss_;
   prometheus::Counter& retries_;
   prometheus::Counter& recoveries_;
   prometheus::Gauge& model_version_;
 
   absl::Mutex mu_;
   bool mode_set_ ABSL_GUARDED_BY(mu_) = false;
-  prometheus::Gauge* test_accuracy_gauge_ ABSL_GUARDED_BY(mu_) = nullptr;
-  prometheus::Gauge* test_loss_gauge_ ABSL_GUARDED_BY(mu_) = nullptr;
+  // The evaluation gauges, by key, registered at their first value.
+  std::map<std::string, prometheus::Gauge*> evaluation_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace ps

@@ -49,11 +49,16 @@ TEST(WorkerMetrics, BuildInfoOnceTheModeIsKnown) {
 TEST(WorkerMetrics, EvaluationAppearsAfterTheFirst) {
   WorkerMetrics m(0);
   EXPECT_EQ(Text(m).find("ps_worker_test_accuracy "), std::string::npos);
-  m.RecordEvaluation(0.5, 2.0);
-  m.RecordEvaluation(0.875, 0.25);
+  m.RecordEvaluation("test_accuracy", "Accuracy.", 0.5);
+  m.RecordEvaluation("test_loss", "Loss.", 2.0);
+  m.RecordEvaluation("test_accuracy", "Accuracy.", 0.875);
+  m.RecordEvaluation("test_loss", "Loss.", 0.25);
+  m.RecordEvaluation("auc", "Area under the ROC curve.", 0.75);
   const std::string t = Text(m);
   EXPECT_TRUE(Has(t, "ps_worker_test_accuracy 0.875")) << t;
   EXPECT_TRUE(Has(t, "ps_worker_test_loss 0.25")) << t;
+  EXPECT_TRUE(Has(t, "ps_worker_auc 0.75")) << t;
+  EXPECT_TRUE(Has(t, "# HELP ps_worker_auc Area under the ROC curve.")) << t;
 }
 
 TEST(WorkerMetrics, VersionRetriesAndRecoveriesFollowTheClientsTotals) {

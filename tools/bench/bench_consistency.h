@@ -29,7 +29,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "tools/bench/consistency_rows.h"
-#include "worker/dataset.h"
+#include "worker/mlp/dataset.h"
 
 namespace ps {
 

@@ -1,5 +1,5 @@
-// ps_bench train --model=ctr: CTR training throughput (worker/ctr_worker.h)
-// on the synthetic generator: standalone (one process, CtrLocalTrainer, the
+// ps_bench train --model=ctr: CTR training throughput (worker/ctr/workload.h)
+// on the synthetic generator: standalone (one process, a LocalParamStore, the
 // baseline), then 2 worker threads against 1 and 2 in-process servers, in
 // sync and in async mode, each row samples/s of all workers against the
 // standalone row, with worker 0's held-out AUC. The servers apply Adam

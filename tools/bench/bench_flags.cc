@@ -2,7 +2,7 @@
 
 #include "absl/flags/flag.h"
 #include "tools/process/runfiles.h"
-#include "worker/dataset.h"
+#include "worker/mlp/dataset.h"
 
 ABSL_FLAG(std::string, ops, "push,pull,push_pull", "transport, sparse: operations to measure.");
 ABSL_FLAG(double, seconds, 1.0, "transport, apply, sparse: seconds to measure each figure.");

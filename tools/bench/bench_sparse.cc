@@ -13,7 +13,7 @@
 #include "common/embedding_shard.h"
 #include "common/status_macros.h"
 #include "tools/process/local_servers.h"
-#include "worker/ctr_data.h"
+#include "worker/ctr/data.h"
 
 namespace ps {
 namespace {

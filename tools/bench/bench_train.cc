@@ -9,10 +9,11 @@
 #include "absl/strings/str_cat.h"
 #include "client/ps_client.h"
 #include "common/status_macros.h"
-#include "tools/process/local_servers.h"
 #include "tools/bench/metrics_scraper.h"
 #include "tools/bench/train_processes.h"
-#include "worker/trainer.h"
+#include "tools/process/local_servers.h"
+#include "worker/mlp/workload.h"
+#include "worker/run_loop.h"
 
 namespace ps {
 namespace {
@@ -22,31 +23,50 @@ struct TrainRun {
   double accuracy = 0;
 };
 
-TrainerOptions TrainOptions(const TrainBenchOptions& b, int worker_id, int workers, int batch) {
-  TrainerOptions o;
-  o.worker_id = worker_id;
-  o.num_workers = workers;
-  o.batch_size = batch;
-  o.epochs = b.epochs;
-  o.max_steps = b.max_steps;
-  o.log_every = 0;
-  return o;
+// One worker of `workers` with batch `batch` on `threads` OpenBLAS threads,
+// through ps_worker's run loop: against `client`'s servers, or alone.
+absl::StatusOr<RunResult> Train(const TrainBenchOptions& b,
+                                const std::shared_ptr<const FashionMnist>& data, int worker_id,
+                                int workers, int batch, int threads, const ClientOptions* client,
+                                WorkerMetrics* metrics = nullptr) {
+  MlpOptions m;
+  m.worker_id = worker_id;
+  m.num_workers = workers;
+  m.batch_size = batch;
+  m.epochs = b.epochs;
+  m.max_steps = b.max_steps;
+  m.backend = {"cpu", threads};
+  ASSIGN_OR_RETURN(std::unique_ptr<MlpWorkload> workload, MlpWorkload::Create(m, data));
+  RunOptions r;
+  r.worker_id = worker_id;
+  r.num_workers = workers;
+  r.log_every = 0;
+  ReporterOptions ro;
+  ro.worker_id = worker_id;
+  ro.external_metrics = metrics;
+  ASSIGN_OR_RETURN(std::unique_ptr<Reporter> reporter, Reporter::Create(ro));
+  LocalStoreOptions standalone;
+  standalone.dense = OptimizerOptions{"sgd", b.lr};
+  return RunWorker(r, workload.get(), client, standalone, reporter.get());
 }
 
-absl::StatusOr<TrainRun> Standalone(const TrainBenchOptions& b, const FashionMnist& data) {
-  auto r = RunWorker(TrainOptions(b, 0, 1, 128), &data, {"cpu", 2}, nullptr,
-                     OptimizerOptions{"sgd", b.lr});
-  if (!r.ok()) return r.status();
-  return TrainRun{r->samples_per_sec, r->test_accuracy};
+double Accuracy(const RunResult& r) {
+  return r.evaluation.has_value() ? r.evaluation->Get("test_accuracy").value_or(0) : 0;
+}
+
+absl::StatusOr<TrainRun> Standalone(const TrainBenchOptions& b,
+                                    const std::shared_ptr<const FashionMnist>& data) {
+  ASSIGN_OR_RETURN(RunResult r, Train(b, data, 0, 1, 128, 2, nullptr));
+  return TrainRun{r.samples_per_sec, Accuracy(r)};
 }
 
 // `fault_tolerant`: as ps_server and ps_worker run by default, with
 // checkpoints every b.checkpoint_every versions into a temporary folder.
 // `scraped`: /metrics on the servers and workers, scraped every
 // b.scrape_every.
-absl::StatusOr<TrainRun> Distributed(const TrainBenchOptions& b, const FashionMnist& data,
-                                     Mode mode, bool fault_tolerant, bool tls,
-                                     bool scraped = false) {
+absl::StatusOr<TrainRun> Distributed(const TrainBenchOptions& b,
+                                     const std::shared_ptr<const FashionMnist>& data, Mode mode,
+                                     bool fault_tolerant, bool tls, bool scraped = false) {
   constexpr int kWorkers = 2;
   ServerOptions so;
   so.security = BenchSecurity(b.tls, tls);
@@ -70,7 +90,7 @@ absl::StatusOr<TrainRun> Distributed(const TrainBenchOptions& b, const FashionMn
     ASSIGN_OR_RETURN(scrape, BenchScrape::Start({server->servers[0]->metrics_address()}, kWorkers,
                                                 b.scrape_every));
   }
-  std::vector<absl::StatusOr<TrainResult>> results(kWorkers, absl::UnknownError("not run"));
+  std::vector<absl::StatusOr<RunResult>> results(kWorkers, absl::UnknownError("not run"));
   std::vector<std::thread> threads;
   for (int w = 0; w < kWorkers; ++w) {
     threads.emplace_back([&, w] {
@@ -80,9 +100,8 @@ absl::StatusOr<TrainRun> Distributed(const TrainBenchOptions& b, const FashionMn
       co.num_workers = kWorkers;
       co.security = BenchSecurity(b.tls, tls, w);
       if (fault_tolerant) co.retry_timeout = absl::Seconds(60);
-      TrainerOptions to = TrainOptions(b, w, kWorkers, 64);
-      if (scrape != nullptr) to.metrics = scrape->worker(w);
-      results[w] = RunWorker(to, &data, {"cpu", 1}, &co, OptimizerOptions{});
+      results[w] =
+          Train(b, data, w, kWorkers, 64, 1, &co, scrape != nullptr ? scrape->worker(w) : nullptr);
     });
   }
   for (auto& t : threads) t.join();
@@ -103,7 +122,7 @@ absl::StatusOr<TrainRun> Distributed(const TrainBenchOptions& b, const FashionMn
                   ModeName(mode).c_str(), w, results[w]->compute_s, results[w]->comm_s);
     }
   }
-  run.accuracy = results[0]->test_accuracy;
+  run.accuracy = Accuracy(*results[0]);
   return run;
 }
 
@@ -114,7 +133,8 @@ absl::StatusOr<TrainRun> Distributed(const TrainBenchOptions& b, const FashionMn
 // of the machine favours a side. The row holds the means of each side's
 // samples/s over all its runs, and the standard error of the rounds' ratios
 // (their spread over sqrt(rounds)); each round's ratio is printed as it comes.
-absl::StatusOr<Row> ScrapedRow(const TrainBenchOptions& b, const FashionMnist& data,
+absl::StatusOr<Row> ScrapedRow(const TrainBenchOptions& b,
+                               const std::shared_ptr<const FashionMnist>& data,
                                const Row& plain_row, TrainRun scraped) {
   TrainRun plain{plain_row.value, plain_row.accuracy};
   double plain_sum = 0, scraped_sum = 0;
@@ -155,9 +175,9 @@ absl::StatusOr<Row> ScrapedRow(const TrainBenchOptions& b, const FashionMnist& d
 
 absl::StatusOr<std::vector<Row>> RunTrainBench(const TrainBenchOptions& b) {
   RETURN_IF_ERROR(CheckBenchTls(b.tls));
-  auto data = LoadFashionMnist(b.dataset_dir);
-  if (!data.ok()) return data.status();
-  auto standalone = Standalone(b, *data);
+  ASSIGN_OR_RETURN(FashionMnist loaded, LoadFashionMnist(b.dataset_dir));
+  const auto data = std::make_shared<const FashionMnist>(std::move(loaded));
+  auto standalone = Standalone(b, data);
   if (!standalone.ok()) return standalone.status();
   std::vector<Row> rows;
   Row base;
@@ -182,11 +202,11 @@ absl::StatusOr<std::vector<Row>> RunTrainBench(const TrainBenchOptions& b) {
     configs.push_back({Mode::kAsync, false, true});
   }
   for (const Config& c : configs) {
-    auto run = Distributed(b, *data, c.mode, c.fault_tolerant, c.tls, c.scraped);
+    auto run = Distributed(b, data, c.mode, c.fault_tolerant, c.tls, c.scraped);
     if (!run.ok()) return run.status();
     Row r;
     if (c.scraped) {
-      ASSIGN_OR_RETURN(r, ScrapedRow(b, *data, rows.back(), *run));
+      ASSIGN_OR_RETURN(r, ScrapedRow(b, data, rows.back(), *run));
       rows.push_back(r);
       continue;
     }

@@ -16,7 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "tools/bench/bench_common.h"
-#include "worker/dataset.h"
+#include "worker/mlp/dataset.h"
 
 namespace ps {
 

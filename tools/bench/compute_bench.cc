@@ -7,7 +7,7 @@
 
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
-#include "worker/model.h"
+#include "worker/mlp/model.h"
 
 namespace ps {
 namespace {

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "worker/backend.h"
+#include "worker/compute/backend.h"
 
 namespace ps {
 

@@ -56,7 +56,7 @@ class BenchScrape {
   static absl::StatusOr<std::unique_ptr<BenchScrape>> Start(
       const std::vector<std::string>& server_addresses, int workers, absl::Duration every);
 
-  // What worker w records into (TrainerOptions::metrics); lives as long as
+  // What worker w records into (ReporterOptions::external_metrics); lives as long as
   // this object.
   WorkerMetrics* worker(int w) { return metrics_[w].get(); }
   const MetricsScraper& scraper() const { return *scraper_; }

@@ -25,7 +25,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/mode.h"
-#include "worker/dataset.h"
+#include "worker/mlp/dataset.h"
 
 namespace ps {
 

@@ -5,7 +5,7 @@
 namespace ps {
 namespace {
 
-// A worker's last --metrics_file line, as worker/trainer.cc writes it.
+// A worker's last --metrics_file line, as worker/reporter.cc writes it.
 constexpr char kLine[] =
     "{\"worker_id\": 0, \"step\": 20, \"epoch\": 0, \"train_loss\": 0.912345, "
     "\"samples_per_sec\": 5123.4, \"wall_s\": 0.250, \"test_accuracy\": 0.712300, "
