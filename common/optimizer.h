@@ -2,7 +2,7 @@
 //
 // One instance per flat weight buffer that it updates: a shard's buffer on a
 // parameter server (server/core/shard.h), one tensor in the worker's
-// LocalParamStore (worker/param_store.h). It lives in common/ so that both
+// LocalParamStore (worker/train/param_store.h). It lives in common/ so that both
 // use the same code without either depending on the other, and it knows
 // nothing of gRPC. CreateOptimizer picks the rule by name: sgd, momentum,
 // nesterov, adagrad, adam, adamw, each computing what torch.optim's

@@ -13,8 +13,8 @@
 #include "worker/ctr/data.h"
 #include "worker/ctr/trainer.h"
 #include "worker/ctr/workload.h"
-#include "worker/param_store.h"
 #include "worker/run_loop.h"
+#include "worker/train/param_store.h"
 
 namespace ps {
 namespace {

@@ -42,16 +42,17 @@ declare -A allowed=(
   [server]="server/core server/checkpoint rpc common proto gRPC"
   [client]="client/internal rpc common proto gRPC"
   [client/internal]="client rpc common proto gRPC"
-  # ps_worker: its main, flags, run loop, reporter and parameter stores; rpc:
-  # its /metrics port (rpc/metrics_endpoint.h). Only the main and the flags
-  # reach into the workloads' folders.
+  # ps_worker: its main, flags, run loop and reporter, over the workloads;
+  # rpc: its /metrics port (rpc/metrics_endpoint.h).
   [worker]="worker/* client rpc common"
-  # The compute backends: dense math on the CPU or a GPU.
+  # The workloads: each builds on the training contract (worker/train/:
+  # Workload, ParamStore), never on another workload or on the loop above.
+  [worker/mlp]="worker/train worker/compute common"
+  [worker/ctr]="worker/train common"
+  # The training contract, and the compute backends (dense math on the CPU
+  # or a GPU).
+  [worker/train]="client common"
   [worker/compute]="common"
-  # The workloads: each builds on worker/'s Workload and ParamStore (and
-  # reads the shared flags from its WorkerConfig), never on another workload.
-  [worker/mlp]="worker worker/compute common"
-  [worker/ctr]="worker common"
   [python]="client common"
   # Tools and tests may use anything but each other's internals: tools never
   # tests/, nobody client/internal/.

@@ -22,8 +22,8 @@
 #include "worker/mlp/flags.h"
 #include "worker/reporter.h"
 #include "worker/run_loop.h"
+#include "worker/train/workload.h"
 #include "worker/worker_flags.h"
-#include "worker/workload.h"
 
 namespace {
 
@@ -39,9 +39,11 @@ int FailStarting(const absl::Status& s) { return Fail(s, absl::IsInvalidArgument
 // The workload --model names; with --model=ctr, also its own in-process
 // rules for --standalone.
 absl::StatusOr<std::unique_ptr<ps::Workload>> MakeWorkload(ps::WorkerConfig* config) {
-  if (config->model != "ctr") return ps::MlpWorkloadFromFlags(*config);
+  if (config->workload.model != "ctr") {
+    return ps::MlpWorkloadFromFlags(config->workload, config->backend);
+  }
   ASSIGN_OR_RETURN(config->standalone_store, ps::CtrStandaloneStoreFromFlags());
-  return ps::CtrWorkloadFromFlags(*config);
+  return ps::CtrWorkloadFromFlags(config->workload, config->backend.threads);
 }
 
 }  // namespace

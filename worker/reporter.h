@@ -41,8 +41,8 @@
 #include "common/model_spec.h"
 #include "rpc/metrics_endpoint.h"
 #include "worker/progress.h"
+#include "worker/train/workload.h"
 #include "worker/worker_metrics.h"
-#include "worker/workload.h"
 
 namespace ps {
 

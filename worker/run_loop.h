@@ -1,5 +1,5 @@
 // RunLoop: ps_worker's one training loop, the same for every workload
-// (worker/workload.h: the MLP, the CTR model, ...).
+// (worker/train/workload.h: the MLP, the CTR model, ...).
 //
 // Init the workload on the store, then step by step: Compute, Exchange,
 // a straggler's sleep (worker/straggler.h), the step reported
@@ -31,9 +31,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "client/client_options.h"
-#include "worker/param_store.h"
 #include "worker/reporter.h"
-#include "worker/workload.h"
+#include "worker/train/param_store.h"
+#include "worker/train/workload.h"
 
 namespace ps {
 

@@ -88,18 +88,20 @@ namespace ps {
 
 absl::StatusOr<WorkerConfig> WorkerConfigFromFlags() {
   WorkerConfig c;
-  c.model = absl::GetFlag(FLAGS_model);
-  if (c.model != "mlp" && c.model != "softmax" && c.model != "ctr") {
+  c.workload.model = absl::GetFlag(FLAGS_model);
+  if (c.workload.model != "mlp" && c.workload.model != "softmax" && c.workload.model != "ctr") {
     return absl::InvalidArgumentError(
-        absl::StrCat("unknown --model=", c.model, ": expected mlp, softmax or ctr"));
+        absl::StrCat("unknown --model=", c.workload.model, ": expected mlp, softmax or ctr"));
   }
-  c.batch_size = absl::GetFlag(FLAGS_batch_size);
-  c.epochs = absl::GetFlag(FLAGS_epochs);
-  c.max_steps = absl::GetFlag(FLAGS_max_steps);
-  c.seed = absl::GetFlag(FLAGS_seed);
+  c.workload.batch_size = absl::GetFlag(FLAGS_batch_size);
+  c.workload.epochs = absl::GetFlag(FLAGS_epochs);
+  c.workload.max_steps = absl::GetFlag(FLAGS_max_steps);
+  c.workload.seed = absl::GetFlag(FLAGS_seed);
   RunOptions& r = c.run;
   r.worker_id = absl::GetFlag(FLAGS_worker_id);
   r.num_workers = absl::GetFlag(FLAGS_num_workers);
+  c.workload.worker_id = r.worker_id;
+  c.workload.num_workers = r.num_workers;
   r.eval_every = absl::GetFlag(FLAGS_eval_every);
   r.log_every = absl::GetFlag(FLAGS_log_every);
   r.save_model = absl::GetFlag(FLAGS_save_model);

@@ -18,22 +18,20 @@
 #include "absl/status/statusor.h"
 #include "client/client_options.h"
 #include "worker/compute/backend.h"
-#include "worker/param_store.h"
 #include "worker/progress.h"
 #include "worker/reporter.h"
 #include "worker/run_loop.h"
+#include "worker/train/param_store.h"
+#include "worker/train/workload.h"
 
 namespace ps {
 
 // What one ps_worker run was asked to do.
 struct WorkerConfig {
-  std::string model = "mlp";  // --model: mlp, softmax or ctr
-  // The workload flags every model shares; each model's flags function
-  // reads them from here, with worker ids from `run`.
-  int batch_size = 64;
-  int epochs = 1;
-  int64_t max_steps = 0;
-  uint64_t seed = 1;
+  // The workload flags every model shares (--model, --batch_size, --epochs,
+  // --max_steps, --seed; worker ids copied from `run`), as each model's
+  // flags function takes them.
+  SharedWorkloadFlags workload;
   RunOptions run;
   // log and progress_line unset: the caller picks where lines go.
   ReporterOptions report;

@@ -43,15 +43,15 @@ ABSL_FLAG(double, ctr_sparse_lr, 0.05,
 
 namespace ps {
 
-absl::StatusOr<CtrOptions> CtrOptionsFromFlags(const WorkerConfig& config) {
+absl::StatusOr<CtrOptions> CtrOptionsFromFlags(const SharedWorkloadFlags& shared, int threads) {
   CtrOptions o;
-  o.worker_id = config.run.worker_id;
-  o.num_workers = config.run.num_workers;
-  o.batch_size = config.batch_size;
-  o.steps = config.max_steps;
-  o.epochs = config.epochs;
-  o.threads = config.backend.threads;
-  o.model.seed = config.seed;
+  o.worker_id = shared.worker_id;
+  o.num_workers = shared.num_workers;
+  o.batch_size = shared.batch_size;
+  o.steps = shared.max_steps;
+  o.epochs = shared.epochs;
+  o.threads = threads;
+  o.model.seed = shared.seed;
   o.model.dim = absl::GetFlag(FLAGS_ctr_dim);
   ASSIGN_OR_RETURN(o.model.hidden,
                    ParsePositiveIntList("ctr_hidden", absl::GetFlag(FLAGS_ctr_hidden)));
@@ -87,8 +87,9 @@ absl::StatusOr<LocalStoreOptions> CtrStandaloneStoreFromFlags() {
   return CtrStandaloneStore(dense, static_cast<float>(sparse));
 }
 
-absl::StatusOr<std::unique_ptr<Workload>> CtrWorkloadFromFlags(const WorkerConfig& config) {
-  ASSIGN_OR_RETURN(const CtrOptions options, CtrOptionsFromFlags(config));
+absl::StatusOr<std::unique_ptr<Workload>> CtrWorkloadFromFlags(const SharedWorkloadFlags& shared,
+                                                               int threads) {
+  ASSIGN_OR_RETURN(const CtrOptions options, CtrOptionsFromFlags(shared, threads));
   ASSIGN_OR_RETURN(std::unique_ptr<CtrWorkload> w, CtrWorkload::Create(options));
   return std::unique_ptr<Workload>(std::move(w));
 }

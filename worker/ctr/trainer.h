@@ -1,5 +1,5 @@
 // CtrTrainer: trains a CtrModel (worker/ctr/model.h) through a ParamStore
-// (worker/param_store.h): on the parameter servers (RemoteParamStore), or in
+// (worker/train/param_store.h): on the parameter servers (RemoteParamStore), or in
 // one process (LocalParamStore with CtrStandaloneStore's rules).
 //
 // One table, kCtrTableName, holds the rows of all 26 features (the ids
@@ -9,7 +9,7 @@
 // rows' with its --sparse_optimizer and --sparse_lr
 // (server/core/sparse_tables.h).
 //
-// A step, in the two halves the run loop times (worker/workload.h), follows
+// A step, in the two halves the run loop times (worker/train/workload.h), follows
 // the sync protocol of client/ps_client.h:
 //   Compute   PullRows of the batch's unique ids (the weights of this step
 //             are those the last PushPull returned), Forward, mean sigmoid
@@ -32,7 +32,7 @@
 #include "absl/types/span.h"
 #include "worker/ctr/data.h"
 #include "worker/ctr/model.h"
-#include "worker/param_store.h"
+#include "worker/train/param_store.h"
 
 namespace ps {
 

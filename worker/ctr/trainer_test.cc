@@ -11,7 +11,7 @@
 #include "gtest/gtest.h"
 #include "worker/ctr/auc.h"
 #include "worker/ctr/data.h"
-#include "worker/param_store.h"
+#include "worker/train/param_store.h"
 
 namespace ps {
 namespace {

@@ -1,5 +1,5 @@
 // CtrWorkload: the click-through-rate model (worker/ctr/model.h) as a
-// Workload (worker/workload.h): ps_worker --model=ctr. It trains through a
+// Workload (worker/train/workload.h): ps_worker --model=ctr. It trains through a
 // CtrTrainer (worker/ctr/trainer.h) on the synthetic generator
 // (worker/ctr/data.h) or a Criteo/libsvm file (worker/ctr/reader.h), and
 // evaluates AUC and log loss on held-out examples (worker/ctr/auc.h).
@@ -30,8 +30,8 @@
 #include "worker/ctr/model.h"
 #include "worker/ctr/reader.h"
 #include "worker/ctr/trainer.h"
-#include "worker/param_store.h"
-#include "worker/workload.h"
+#include "worker/train/param_store.h"
+#include "worker/train/workload.h"
 
 namespace ps {
 

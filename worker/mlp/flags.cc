@@ -16,28 +16,30 @@ ABSL_FLAG(bool, shuffle, true, "Reshuffle the training set every epoch.");
 
 namespace ps {
 
-absl::StatusOr<MlpOptions> MlpOptionsFromFlags(const WorkerConfig& config) {
+absl::StatusOr<MlpOptions> MlpOptionsFromFlags(const SharedWorkloadFlags& shared,
+                                               const BackendOptions& backend) {
   MlpOptions o;
-  o.worker_id = config.run.worker_id;
-  o.num_workers = config.run.num_workers;
+  o.worker_id = shared.worker_id;
+  o.num_workers = shared.num_workers;
   o.hidden.clear();
-  if (config.model == "mlp") {
+  if (shared.model == "mlp") {
     ASSIGN_OR_RETURN(o.hidden, ParsePositiveIntList("hidden", absl::GetFlag(FLAGS_hidden)));
     if (o.hidden.empty()) {
       return absl::InvalidArgumentError("--model=mlp needs at least one --hidden width");
     }
   }
-  o.batch_size = config.batch_size;
-  o.epochs = config.epochs;
-  o.max_steps = config.max_steps;
-  o.seed = config.seed;
+  o.batch_size = shared.batch_size;
+  o.epochs = shared.epochs;
+  o.max_steps = shared.max_steps;
+  o.seed = shared.seed;
   o.shuffle = absl::GetFlag(FLAGS_shuffle);
-  o.backend = config.backend;
+  o.backend = backend;
   return o;
 }
 
-absl::StatusOr<std::unique_ptr<Workload>> MlpWorkloadFromFlags(const WorkerConfig& config) {
-  ASSIGN_OR_RETURN(const MlpOptions options, MlpOptionsFromFlags(config));
+absl::StatusOr<std::unique_ptr<Workload>> MlpWorkloadFromFlags(const SharedWorkloadFlags& shared,
+                                                               const BackendOptions& backend) {
+  ASSIGN_OR_RETURN(const MlpOptions options, MlpOptionsFromFlags(shared, backend));
   ASSIGN_OR_RETURN(FashionMnist data, LoadFashionMnist(absl::GetFlag(FLAGS_dataset_dir)));
   ASSIGN_OR_RETURN(
       std::unique_ptr<MlpWorkload> w,

@@ -1,5 +1,5 @@
 // MlpWorkload: the Fashion-MNIST classifier (worker/mlp/model.h) as a
-// Workload (worker/workload.h): fully connected ReLU layers with softmax
+// Workload (worker/train/workload.h): fully connected ReLU layers with softmax
 // cross-entropy, on a ComputeBackend (worker/compute/backend.h).
 //
 // Step t trains this worker's batch t of its epoch's share of the training
@@ -25,8 +25,8 @@
 #include "worker/compute/backend.h"
 #include "worker/mlp/dataset.h"
 #include "worker/mlp/model.h"
-#include "worker/param_store.h"
-#include "worker/workload.h"
+#include "worker/train/param_store.h"
+#include "worker/train/workload.h"
 
 namespace ps {
 

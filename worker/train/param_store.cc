@@ -1,4 +1,4 @@
-#include "worker/param_store.h"
+#include "worker/train/param_store.h"
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
@@ -11,8 +11,8 @@ std::string ParamStore::mode_name() const {
   return m.has_value() ? ModeName(*m) : "standalone";
 }
 
-absl::Status RemoteParamStore::Init(const ModelSpec& spec, const TensorList& initial,
-                                    bool creator, TensorList* weights) {
+absl::Status RemoteParamStore::Init(const ModelSpec& spec, const TensorList& initial, bool creator,
+                                    TensorList* weights) {
   RETURN_IF_ERROR(client_->Init(spec, creator ? &initial : nullptr));
   return client_->Pull(/*min_version=*/0, weights);
 }

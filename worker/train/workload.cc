@@ -1,4 +1,4 @@
-#include "worker/workload.h"
+#include "worker/train/workload.h"
 
 #include "absl/strings/str_cat.h"
 

@@ -1,4 +1,4 @@
-#include "worker/local_table.h"
+#include "worker/train/local_table.h"
 
 #include <algorithm>
 #include <cmath>

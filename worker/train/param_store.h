@@ -1,4 +1,4 @@
-// ParamStore: where a workload (worker/workload.h) gets its weights and
+// ParamStore: where a workload (worker/train/workload.h) gets its weights and
 // embedding rows and sends their gradients.
 //
 // RemoteParamStore talks to the parameter servers through a PsClient, which
@@ -14,8 +14,8 @@
 // push their gradients at most once per table, then the dense PushPull.
 //
 // Not thread-safe: one training thread. ConnectParamStore picks the kind.
-#ifndef PS_WORKER_PARAM_STORE_H_
-#define PS_WORKER_PARAM_STORE_H_
+#ifndef PS_WORKER_TRAIN_PARAM_STORE_H_
+#define PS_WORKER_TRAIN_PARAM_STORE_H_
 
 #include <cstdint>
 #include <map>
@@ -35,7 +35,7 @@
 #include "common/optimizer.h"
 #include "common/sparse_optimizer.h"
 #include "common/table_spec.h"
-#include "worker/local_table.h"
+#include "worker/train/local_table.h"
 
 namespace ps {
 
@@ -184,4 +184,4 @@ absl::StatusOr<std::unique_ptr<ParamStore>> ConnectParamStore(const ClientOption
 
 }  // namespace ps
 
-#endif  // PS_WORKER_PARAM_STORE_H_
+#endif  // PS_WORKER_TRAIN_PARAM_STORE_H_

@@ -1,5 +1,5 @@
 // LocalEmbeddingTable: one embedding table's rows in this process: what
-// LocalParamStore (worker/param_store.h) keeps for a standalone run, in place
+// LocalParamStore (worker/train/param_store.h) keeps for a standalone run, in place
 // of the servers' tables.
 //
 // A hash map from id to a row and its sparse optimizer state
@@ -12,8 +12,8 @@
 // (id, gradient row), so rows change exactly as on a server table.
 //
 // Thread-compatible: no call may overlap a non-const call.
-#ifndef PS_WORKER_LOCAL_TABLE_H_
-#define PS_WORKER_LOCAL_TABLE_H_
+#ifndef PS_WORKER_TRAIN_LOCAL_TABLE_H_
+#define PS_WORKER_TRAIN_LOCAL_TABLE_H_
 
 #include <cstdint>
 #include <vector>
@@ -62,4 +62,4 @@ class LocalEmbeddingTable {
 
 }  // namespace ps
 
-#endif  // PS_WORKER_LOCAL_TABLE_H_
+#endif  // PS_WORKER_TRAIN_LOCAL_TABLE_H_

@@ -19,8 +19,8 @@
 // Implementations: MlpWorkload (worker/mlp/workload.h), CtrWorkload
 // (worker/ctr/workload.h). Not thread-safe: one training thread. The store
 // passed to Init is borrowed until the workload is destroyed.
-#ifndef PS_WORKER_WORKLOAD_H_
-#define PS_WORKER_WORKLOAD_H_
+#ifndef PS_WORKER_TRAIN_WORKLOAD_H_
+#define PS_WORKER_TRAIN_WORKLOAD_H_
 
 #include <cstdint>
 #include <optional>
@@ -31,9 +31,22 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "common/model_spec.h"
-#include "worker/param_store.h"
+#include "worker/train/param_store.h"
 
 namespace ps {
+
+// The flags every model shares, as each model's options-from-flags function
+// takes them (ps_worker reads them: worker/worker_flags.h): which model,
+// this worker's place among the workers, how long to train, and the seed.
+struct SharedWorkloadFlags {
+  std::string model = "mlp";  // --model: mlp, softmax or ctr
+  int worker_id = 0;          // 0 <= worker_id < num_workers
+  int num_workers = 1;
+  int batch_size = 64;  // examples per step on this worker
+  int epochs = 1;
+  int64_t max_steps = 0;  // 0 = no limit
+  uint64_t seed = 1;      // initialization (and the MLP's data order)
+};
 
 // One number of an evaluation: `key` in --metrics_file's JSON lines, and the
 // gauge ps_worker_<key> (with `help`) on /metrics.
@@ -107,4 +120,4 @@ class Workload {
 
 }  // namespace ps
 
-#endif  // PS_WORKER_WORKLOAD_H_
+#endif  // PS_WORKER_TRAIN_WORKLOAD_H_
