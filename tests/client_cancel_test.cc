@@ -3,19 +3,11 @@
 // CANCELLED soon after Cancel(), whether it waits for other workers (a
 // pull, a layer-wise push-pull, Init) or retries a shard that is down; and
 // the client stays usable.
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <cstdio>
-#include <cstdlib>
-#include <fstream>
 #include <functional>
 #include <future>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -26,8 +18,7 @@
 #include "absl/time/clock.h"
 #include "client/ps_client.h"
 #include "gtest/gtest.h"
-
-extern char** environ;
+#include "tools/process/server_process.h"
 
 namespace ps {
 namespace {
@@ -38,75 +29,6 @@ std::string server_binary;  // argv[1]
 // milliseconds; the margin is for a busy machine.
 constexpr absl::Duration kPrompt = absl::Seconds(3);
 
-// One ps_server process on 127.0.0.1 (a port the kernel picks, read from its
-// --port_file once it serves), its output in a log file; SIGKILLed by the
-// destructor.
-class ServerProcess {
- public:
-  static absl::StatusOr<std::unique_ptr<ServerProcess>> Start(const std::string& name,
-                                                              std::vector<std::string> flags) {
-    const char* tmp = std::getenv("TEST_TMPDIR");
-    const std::string dir = tmp != nullptr ? tmp : "/tmp";
-    auto p = std::unique_ptr<ServerProcess>(new ServerProcess());
-    p->log_ = absl::StrCat(dir, "/", name, ".log");
-    const std::string port_file = absl::StrCat(dir, "/", name, ".port");
-    std::remove(port_file.c_str());
-    std::vector<std::string> args = {server_binary, "--listen=127.0.0.1:0",
-                                     "--port_file=" + port_file};
-    args.insert(args.end(), flags.begin(), flags.end());
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, p->log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                     0644);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    const int err = posix_spawn(&p->pid_, argv[0], &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    if (err != 0) return absl::InternalError(absl::StrCat("cannot start ", argv[0]));
-    const absl::Time deadline = absl::Now() + absl::Seconds(20);
-    while (true) {
-      std::ifstream in(port_file);
-      if (in && std::getline(in, p->address_) && !p->address_.empty()) return p;
-      int status = 0;
-      if (waitpid(p->pid_, &status, WNOHANG) == p->pid_) {
-        p->pid_ = 0;
-        return absl::InternalError(absl::StrCat(name, " exited before serving: ", p->Log()));
-      }
-      if (absl::Now() > deadline) {
-        return absl::DeadlineExceededError(
-            absl::StrCat(name, " wrote no --port_file within 20 s: ", p->Log()));
-      }
-      absl::SleepFor(absl::Milliseconds(20));
-    }
-  }
-
-  ~ServerProcess() { Kill(); }
-
-  void Kill() {
-    if (pid_ == 0) return;
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-    pid_ = 0;
-  }
-
-  const std::string& address() const { return address_; }
-
-  std::string Log() const {
-    std::ifstream in(log_);
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
-  }
-
- private:
-  ServerProcess() = default;
-  pid_t pid_ = 0;
-  std::string log_;
-  std::string address_;
-};
-
 const ModelSpec kSpec = {{"w", {4}}, {"b", {2}}};
 
 class CancelTest : public ::testing::TestWithParam<ClientOptions::Transport> {
@@ -115,10 +37,18 @@ class CancelTest : public ::testing::TestWithParam<ClientOptions::Transport> {
   void SetUp() override {
     static int started = 0;
     for (int s = 0; s < 2; ++s) {
-      auto p = ServerProcess::Start(
-          absl::StrCat("server", started++),
-          {absl::StrCat("--shard_id=", s), "--num_shards=2", "--num_workers=2", "--mode=sync",
-           "--lr=0.5", "--worker_timeout=0", "--pull_timeout=60"});
+      ServerProcessOptions o;
+      o.binary = server_binary;
+      o.dir = ::testing::TempDir();
+      o.name = absl::StrCat("server", started++);
+      o.flags = {absl::StrCat("--shard_id=", s),
+                 "--num_shards=2",
+                 "--num_workers=2",
+                 "--mode=sync",
+                 "--lr=0.5",
+                 "--worker_timeout=0",
+                 "--pull_timeout=60"};
+      auto p = ServerProcess::Start(o);
       ASSERT_TRUE(p.ok()) << p.status();
       servers_.push_back(*std::move(p));
     }
@@ -218,7 +148,8 @@ TEST_P(CancelTest, AnInitWaitingForWorker0EndsCancelled) {
 TEST_P(CancelTest, ACallRetryingAShardThatIsDownEndsCancelled) {
   std::unique_ptr<PsClient> c = InitializedWorker0(/*retry_timeout=*/absl::Seconds(60));
   ASSERT_NE(c, nullptr);
-  servers_[1]->Kill();
+  servers_[1]->process().Signal(SIGKILL);
+  servers_[1]->process().Wait(absl::Now() + absl::Seconds(10));
   TensorList weights;
   // Shard 1 is gone: the pull fails and is retried, registering again and
   // backing off, for up to a minute.
@@ -248,7 +179,7 @@ INSTANTIATE_TEST_SUITE_P(Transports, CancelTest,
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   if (argc != 2) {
-    fprintf(stderr, "usage: ps_client_cancel_test PS_SERVER\n");
+    fprintf(stderr, "usage: client_cancel_test PS_SERVER\n");
     return 2;
   }
   ps::server_binary = argv[1];
