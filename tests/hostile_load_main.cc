@@ -10,17 +10,13 @@
 #include <iostream>
 #include <map>
 #include <string>
-#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "client/ps_client.h"
-#include "grpcpp/create_channel.h"
-#include "proto/ps.grpc.pb.h"
-#include "rpc/credentials.h"
+#include "tests/hostile_load.h"
 #include "tools/process/proc.h"
 
 ABSL_FLAG(std::string, server, "", "HOST:PORT of the ps_server (1 shard, 2 workers, sync).");
@@ -54,20 +50,11 @@ int main(int argc, char** argv) {
   const int pid = absl::GetFlag(FLAGS_pid);
   const std::string scenario = absl::GetFlag(FLAGS_scenario);
   const int count = absl::GetFlag(FLAGS_count);
-  std::vector<std::unique_ptr<ps::v1::ParameterServer::Stub>> stubs;
-  auto stub_for = [&](int i) -> ps::v1::ParameterServer::Stub* {
-    const size_t c = i / absl::GetFlag(FLAGS_per_channel);
-    while (stubs.size() <= c) {
-      grpc::ChannelArguments args;
-      args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // a connection each
-      stubs.push_back(ps::v1::ParameterServer::NewStub(
-          grpc::CreateCustomChannel(server, ps::MakeChannelCredentials(), args)));
-    }
-    return stubs[c].get();
-  };
-  std::map<int, int> codes;  // status code -> calls
-  absl::Mutex mu;
-
+  if (scenario != "silent_pushes" && scenario != "waiting_pulls" && scenario != "huge_init") {
+    std::cerr << "hostile_load: unknown --scenario '" << scenario
+              << "' (silent_pushes, waiting_pulls or huge_init)\n";
+    return 2;
+  }
   if (scenario != "huge_init") {
     ps::ClientOptions co;
     co.servers = {server};
@@ -80,76 +67,28 @@ int main(int argc, char** argv) {
   }
   std::cout << "before: " << Memory(pid) << std::endl;
   const absl::Time start = absl::Now();
-
-  std::vector<std::unique_ptr<grpc::ClientContext>> ctxs;
-  std::vector<std::unique_ptr<grpc::ClientReaderWriter<ps::v1::StreamRequest,
-                                                       ps::v1::StreamResponse>>> streams;
-  std::vector<std::unique_ptr<ps::v1::PullResponse>> pull_resps;
-  int done = 0;
-  if (scenario == "silent_pushes") {
-    // A valid first chunk of fc1.weight (1 MB), then nothing.
-    ps::v1::StreamRequest req;
-    req.set_call_id(1);
-    req.set_kind(ps::v1::CALL_PUSH);
-    ps::v1::TensorSlice* s = req.add_gradients();
-    s->set_name("fc1.weight");
-    s->add_shape(784);
-    s->add_shape(512);
-    s->set_length(1 << 18);
-    s->set_data(std::string(1 << 20, '\0'));
-    for (int i = 0; i < count; ++i) {
-      ctxs.push_back(std::make_unique<grpc::ClientContext>());
-      streams.push_back(stub_for(i)->Stream(ctxs.back().get()));
-      streams.back()->Write(req);
-    }
-  } else if (scenario == "waiting_pulls") {
-    for (int i = 0; i < count; ++i) {
-      ctxs.push_back(std::make_unique<grpc::ClientContext>());
-      pull_resps.push_back(std::make_unique<ps::v1::PullResponse>());
-      ps::v1::PullRequest req;
-      req.set_min_version(1);  // worker 1 never pushes: waits until --pull_timeout
-      stub_for(i)->async()->Pull(ctxs.back().get(), &req, pull_resps.back().get(),
-                                 [&](grpc::Status st) {
-                                   absl::MutexLock l(&mu);
-                                   ++codes[st.error_code()];
-                                   ++done;
-                                 });
-    }
-  } else if (scenario == "huge_init") {
-    ps::v1::InitRequest req;
-    ps::v1::TensorSpec* t = req.mutable_spec()->add_tensors();
-    t->set_name("huge");
-    t->add_shape(1 << 28);  // 1 GiB of float32
-    ps::v1::TensorSlice* v = req.add_values();
-    v->set_name("huge");
-    v->add_shape(1 << 28);
-    v->set_length(1 << 28);
-    v->set_data(std::string(4 << 20, '\0'));  // 4 MB of the declared 1 GiB
-    grpc::ClientContext ctx;
-    ps::v1::InitResponse resp;
-    grpc::Status st = stub_for(0)->InitParams(&ctx, req, &resp);
+  ps::HostileLoad load(server, absl::GetFlag(FLAGS_per_channel));
+  if (scenario == "silent_pushes") load.SilentPushes(count);
+  if (scenario == "waiting_pulls") load.WaitingPulls(count);
+  if (scenario == "huge_init") {
+    const grpc::Status st = load.HugeInit();
     std::cout << "init: " << st.error_code() << " " << st.error_message() << std::endl;
-  } else {
-    std::cerr << "unknown --scenario\n";
-    return 2;
   }
   // Let the server take it all in: until no call was answered for 2 s.
   for (int last = -1, quiet = 0, t = 0; quiet < 2 && t < 120; ++t) {
     absl::SleepFor(absl::Seconds(1));
-    absl::MutexLock l(&mu);
-    quiet = done == last ? quiet + 1 : 0;
-    last = done;
+    const int answered = load.Answered(nullptr);
+    quiet = answered == last ? quiet + 1 : 0;
+    last = answered;
   }
-  {
-    absl::MutexLock l(&mu);
-    std::cout << "after " << count << " " << scenario << " (" << absl::Now() - start
-              << "): " << Memory(pid) << "; calls already answered: " << done;
-    for (auto [code, n] : codes) std::cout << " [code " << code << ": " << n << "]";
-    std::cout << std::endl;
-  }
-  for (auto& c : ctxs) c->TryCancel();
+  std::map<int, int> codes;
+  const int answered = load.Answered(&codes);
+  std::cout << "after " << count << " " << scenario << " (" << absl::Now() - start
+            << "): " << Memory(pid) << "; calls already answered: " << answered;
+  for (auto [code, n] : codes) std::cout << " [code " << code << ": " << n << "]";
+  std::cout << std::endl;
+  load.Cancel();
   absl::SleepFor(absl::Seconds(1));
   std::cout << "after cancel: " << Memory(pid) << std::endl;
-  streams.clear();
   return 0;
 }
