@@ -54,8 +54,7 @@ double Percentile(std::vector<absl::Duration> v, double q) {
   return absl::ToDoubleMicroseconds(v[i]);
 }
 
-absl::StatusOr<std::vector<int64_t>> ParseNonEmptyList(const std::string& text,
-                                                       const char* flag) {
+absl::StatusOr<std::vector<int64_t>> ParseNonEmptyList(const std::string& text, const char* flag) {
   absl::StatusOr<std::vector<int64_t>> out = ParsePositiveList(flag, text);
   if (out.ok() && out->empty()) {
     return absl::InvalidArgumentError(absl::StrCat("--", flag, " is empty"));
@@ -91,8 +90,7 @@ std::string Json(const std::string& section, const std::vector<Row>& rows) {
     }
     objs.push_back(o + "}");
   }
-  return absl::StrCat("{\"mode\": \"", section, "\", \"rows\": [", absl::StrJoin(objs, ", "),
-                      "]}");
+  return absl::StrCat("{\"mode\": \"", section, "\", \"rows\": [", absl::StrJoin(objs, ", "), "]}");
 }
 
 void PrintTable(const std::string& section, const std::vector<Row>& rows) {
@@ -133,18 +131,29 @@ void PrintTable(const std::string& section, const std::vector<Row>& rows) {
                     r.baseline_cpu_us_per_mb, r.baseline_cpu_us_per_mb / r.cpu_us_per_mb);
       }
     }
-  } else if (section == "sparse") {
-    std::printf("%-22s %7s %8s %6s %11s %9s %9s %7s %9s %9s\n", "op dist dim", "ids",
-                "values", "uniq", "rows/s", "GB/s", "dense", "ratio", "p50 us", "dense p50");
+  } else if (section == "sparse" && !rows.empty() && rows[0].unique_fraction < 0) {
+    // The cold workload: M rows/s against ps-lite's (0: not measured).
+    std::printf("%-26s %7s %10s %10s %7s %9s %9s\n", "op dist dim socket", "ids", "Mrows/s",
+                "ps-lite", "ratio", "p50 us", "p99 us");
     for (const Row& r : rows) {
-      std::printf("%-22s %7lld %8s %6.2f %11.0f %9.3f %9.3f %7.2f %9.0f %9.0f\n",
-                  r.name.c_str(), static_cast<long long>(r.ids), HumanBytes(r.bytes).c_str(),
-                  r.unique_fraction, r.rows_per_s, r.value, r.baseline, r.value / r.baseline,
-                  r.p50_us, r.baseline_p50_us);
+      const std::string base = r.baseline > 0 ? absl::StrFormat("%.2f", r.baseline) : "-";
+      const std::string ratio =
+          r.baseline > 0 ? absl::StrFormat("%.2f", r.value / r.baseline) : "-";
+      std::printf("%-26s %7lld %10.2f %10s %7s %9.0f %9.0f\n", r.name.c_str(),
+                  static_cast<long long>(r.ids), r.value, base.c_str(), ratio.c_str(), r.p50_us,
+                  r.p99_us);
+    }
+  } else if (section == "sparse") {
+    std::printf("%-22s %7s %8s %6s %11s %9s %9s %7s %9s %9s\n", "op dist dim", "ids", "values",
+                "uniq", "rows/s", "GB/s", "dense", "ratio", "p50 us", "dense p50");
+    for (const Row& r : rows) {
+      std::printf("%-22s %7lld %8s %6.2f %11.0f %9.3f %9.3f %7.2f %9.0f %9.0f\n", r.name.c_str(),
+                  static_cast<long long>(r.ids), HumanBytes(r.bytes).c_str(), r.unique_fraction,
+                  r.rows_per_s, r.value, r.baseline, r.value / r.baseline, r.p50_us,
+                  r.baseline_p50_us);
     }
   } else if (section == "apply") {
-    std::printf("%-16s %12s %10s %10s %7s\n", "apply", "elements", "GB/s", "axpy GB/s",
-                "ratio");
+    std::printf("%-16s %12s %10s %10s %7s\n", "apply", "elements", "GB/s", "axpy GB/s", "ratio");
     for (const Row& r : rows) {
       std::printf("%-16s %12lld %10.2f %10.2f %7.2f\n", r.name.c_str(),
                   static_cast<long long>(r.bytes), r.value, r.baseline, r.value / r.baseline);
@@ -152,12 +161,11 @@ void PrintTable(const std::string& section, const std::vector<Row>& rows) {
   } else {
     std::printf("%-46s %10s %7s %9s\n", "configuration", "samples/s", "ratio", "accuracy");
     for (const Row& r : rows) {
-      std::printf("%-46s %10.0f %7.2f %9.4f%s\n", r.name.c_str(), r.value, r.value / r.baseline,
-                  r.accuracy,
-                  r.ratio_se >= 0
-                      ? absl::StrFormat("  (rounds' ratios: standard error %.4f)", r.ratio_se)
-                            .c_str()
-                      : "");
+      std::printf(
+          "%-46s %10.0f %7.2f %9.4f%s\n", r.name.c_str(), r.value, r.value / r.baseline, r.accuracy,
+          r.ratio_se >= 0
+              ? absl::StrFormat("  (rounds' ratios: standard error %.4f)", r.ratio_se).c_str()
+              : "");
     }
   }
 }

@@ -20,9 +20,9 @@ namespace ps {
 // One measured figure and its baseline.
 struct Row {
   std::string name;
-  int64_t bytes = 0;          // payload per op (transport) or elements (apply)
-  double value = 0;           // GB/s or samples/s
-  double baseline = 0;        // same unit, measured in the same run
+  int64_t bytes = 0;    // payload per op (transport) or elements (apply)
+  double value = 0;     // GB/s or samples/s
+  double baseline = 0;  // same unit, measured in the same run
   double p50_us = -1, p99_us = -1;
   double baseline_p50_us = -1;
   // Transport: process CPU time (all threads, user + system) per MB moved.
@@ -32,12 +32,13 @@ struct Row {
   // Transport --server_process: the server processes' CPU time per MB moved
   // (the fields above are then the client process's alone).
   double server_cpu_us_per_mb = -1, baseline_server_cpu_us_per_mb = -1;
-  double accuracy = -1;       // train only
+  double accuracy = -1;  // train only
   // Train's --scrape_every row over several rounds: the standard error of
   // the rounds' ratios.
   double ratio_se = -1;
   // Sparse only: ids per request, caller ids per second, and the share of a
-  // request's ids that are distinct.
+  // request's ids that are distinct (-1 in the cold workload's rows, whose
+  // value and baseline are M rows/s, ours and ps-lite's).
   int64_t ids = 0;
   double rows_per_s = -1, unique_fraction = -1;
 };
@@ -78,8 +79,7 @@ auto WithCpu(int64_t bytes_per_op, int64_t ops_beyond_timed, F f)
 double Percentile(std::vector<absl::Duration> v, double q);
 
 // A non-empty list of positive integers from --`flag`.
-absl::StatusOr<std::vector<int64_t>> ParseNonEmptyList(const std::string& text,
-                                                       const char* flag);
+absl::StatusOr<std::vector<int64_t>> ParseNonEmptyList(const std::string& text, const char* flag);
 
 // {"mode": section, "rows": [...]} on one line.
 std::string Json(const std::string& section, const std::vector<Row>& rows);

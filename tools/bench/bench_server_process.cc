@@ -20,6 +20,8 @@ absl::StatusOr<std::unique_ptr<BenchServerProcesses>> BenchServerProcesses::Star
     so.binary = o.binary;
     so.flags = {absl::StrCat("--shard_id=", s), absl::StrCat("--num_shards=", o.shards),
                 absl::StrCat("--num_workers=", o.num_workers), "--mode=async", "--lr=1e-6"};
+    so.flags.insert(so.flags.end(), o.flags.begin(), o.flags.end());
+    if (o.unix_socket) so.listen = absl::StrCat("unix:", p->dir_, "/shard-", s, ".sock");
     if (o.security.tls()) {
       so.flags.push_back(absl::StrCat("--tls_cert=", o.security.tls_cert));
       so.flags.push_back(absl::StrCat("--tls_key=", o.security.tls_key));

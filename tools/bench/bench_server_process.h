@@ -1,5 +1,6 @@
 // BenchServerProcesses: the shards of `ps_bench transport --server_process`
-// as real ps_server child processes on 127.0.0.1 (async mode, so a push is
+// (and of ps_bench sparse --sparse_workload=cold) as real ps_server child
+// processes on 127.0.0.1 or unix sockets (async mode, so a push is
 // applied at once and a pull never waits), optionally pinned to CPUs of
 // their own, so that a client process and its servers each pay only their
 // own side of the transport, as on a real cluster. Each is started and
@@ -26,11 +27,15 @@
 namespace ps {
 
 struct BenchServerProcessOptions {
-  std::string binary;              // path of ps_server
-  int shards = 1;                  // processes, --shard_id 0..shards-1
-  int num_workers = 1;             // ps_server --num_workers
-  SecurityOptions security;        // its --tls_cert, --tls_key, --tls_ca; plaintext if none
-  std::optional<cpu_set_t> cpus;   // where the processes run; unpinned if unset
+  std::string binary;             // path of ps_server
+  int shards = 1;                 // processes, --shard_id 0..shards-1
+  int num_workers = 1;            // ps_server --num_workers
+  SecurityOptions security;       // its --tls_cert, --tls_key, --tls_ca; plaintext if none
+  std::optional<cpu_set_t> cpus;  // where the processes run; unpinned if unset
+  // Listen on unix sockets in the processes' temporary folder (mode 0700)
+  // instead of loopback TCP.
+  bool unix_socket = false;
+  std::vector<std::string> flags;  // more ps_server flags (tables, optimizers)
 };
 
 class BenchServerProcesses {
@@ -45,7 +50,7 @@ class BenchServerProcesses {
   BenchServerProcesses(const BenchServerProcesses&) = delete;
   BenchServerProcesses& operator=(const BenchServerProcesses&) = delete;
 
-  // HOST:PORT of shard 0, 1, ...
+  // HOST:PORT (or unix:PATH) of shard 0, 1, ...
   const std::vector<std::string>& addresses() const { return addresses_; }
 
   // The processes' CPU time so far (user + system, all threads), in seconds,

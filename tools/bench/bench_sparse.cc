@@ -24,7 +24,7 @@ struct Measured {
 
 // Times `op` for `duration` (and at least 3 runs) after `warmup` untimed runs.
 absl::StatusOr<Measured> Measure(int warmup, absl::Duration duration,
-                                                  const std::function<absl::Status()>& op) {
+                                 const std::function<absl::Status()>& op) {
   for (int i = 0; i < warmup; ++i) RETURN_IF_ERROR(op());
   std::vector<absl::Duration> lat;
   const absl::Time start = absl::Now();
@@ -48,16 +48,15 @@ std::vector<uint64_t> DrawIds(int64_t n, int64_t vocab, bool zipf, uint64_t seed
       ids[i] = h % vocab;
       continue;
     }
-    const uint64_t rank = sampler.Sample([&](int a) {
-      return (static_cast<double>(Mix64(h + a) >> 11) + 0.5) * 0x1.0p-53;
-    });
+    const uint64_t rank = sampler.Sample(
+        [&](int a) { return (static_cast<double>(Mix64(h + a) >> 11) + 0.5) * 0x1.0p-53; });
     ids[i] = Mix64(rank) % vocab;  // hot ranks scattered over the ids
   }
   return ids;
 }
 
 absl::StatusOr<std::vector<std::string>> Names(const std::string& text, const char* flag,
-                                                std::vector<std::string> known) {
+                                               std::vector<std::string> known) {
   std::vector<std::string> out;
   for (absl::string_view s : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
     if (std::find(known.begin(), known.end(), s) == known.end()) {
@@ -72,6 +71,7 @@ absl::StatusOr<std::vector<std::string>> Names(const std::string& text, const ch
 }  // namespace
 
 absl::StatusOr<std::vector<Row>> RunSparseBench(const SparseBenchOptions& o) {
+  if (o.workload == "cold") return RunColdRowsBench(o.cold);
   ASSIGN_OR_RETURN(const std::vector<int64_t> sizes, ParseNonEmptyList(o.ids, "sparse_ids"));
   ASSIGN_OR_RETURN(const std::vector<int64_t> dims, ParseNonEmptyList(o.dims, "dims"));
   ASSIGN_OR_RETURN(const std::vector<std::string> dists,

@@ -1,6 +1,11 @@
-// ps_bench sparse: pulls and pushes of embedding rows by id against S
-// in-process gRPC shards (async, so nothing waits), each against the dense
-// path moving the same bytes of values in the same run.
+// ps_bench sparse: embedding rows by id. --sparse_workload=cold (the
+// default) is ps-lite's workload against ps_server processes
+// (tools/bench/bench_rows_cold.h); --sparse_workload=warm, this file, keeps
+// one id set per figure, so its rows stay in cache:
+//
+// Warm: pulls and pushes of embedding rows by id against S in-process gRPC
+// shards (async, so nothing waits), each against the dense path moving the
+// same bytes of values in the same run.
 //
 // For each size (ids per request), dim and id distribution, one cluster
 // holds a table of that dim and a dense tensor of ids * dim floats; one
@@ -22,17 +27,21 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "tools/bench/bench_common.h"
+#include "tools/bench/bench_rows_cold.h"
+#include "tools/bench/rows_client.h"
 
 namespace ps {
 
 struct SparseBenchOptions {
+  std::string workload = "cold";  // cold (the options in `cold`) or warm (the rest)
+  ColdRowsBenchOptions cold;
   std::string ids = "1000,10000,100000";  // ids per request
   std::string dims = "16,64";
-  std::string dists = "uniform,zipf";     // id distributions
+  std::string dists = "uniform,zipf";  // id distributions
   std::string ops = "pull,push,push_pull";
-  int shards = 2;                         // S
-  int64_t vocab = 1000000;                // ids drawn from [0, vocab)
-  int warmup = 3;                         // untimed operations per figure
+  int shards = 2;                              // S
+  int64_t vocab = 1000000;                     // ids drawn from [0, vocab)
+  int warmup = 3;                              // untimed operations per figure
   absl::Duration duration = absl::Seconds(1);  // per figure
 };
 
@@ -46,6 +55,11 @@ absl::StatusOr<std::vector<Row>> RunSparseBench(const SparseBenchOptions& option
 // naming a flag that cannot be converted. Values are checked by
 // RunSparseBench.
 absl::StatusOr<SparseBenchOptions> SparseBenchOptionsFromFlags();
+
+// Whether this ps_bench runs as a cold workload's client (--rows_client),
+// and that client's options from the flags its parent gave it.
+bool IsRowsClient();
+absl::StatusOr<RowsClientOptions> RowsClientOptionsFromFlags();
 
 }  // namespace ps
 

@@ -14,8 +14,10 @@
 //                        --processes: again as real ps_server and ps_worker
 //                        processes (tools/bench/train_processes.h)
 //   ps_bench sparse      embedding rows by id: pull / push / push-pull rows/s
-//                        and GB/s, against the dense path moving the same
-//                        bytes (tools/bench/bench_sparse.h)
+//                        on ps-lite's cold workload, against ps-lite's driver
+//                        (tools/bench/bench_rows_cold.h), or warm, against
+//                        the dense path moving the same bytes
+//                        (tools/bench/bench_sparse.h)
 //   ps_bench consistency time to accuracy of each consistency mode and
 //                        optimizer with a straggler, real ps_server and
 //                        ps_worker processes (tools/bench/bench_consistency.h)
@@ -51,6 +53,7 @@ constexpr char kUsage[] =
     "  ps_bench apply [--apply_elements=...]\n  ps_bench train [--epochs=3] [--processes]\n"
     "  ps_bench train --model=ctr [--max_steps=2000] [--ctr_batch=128]\n"
     "  ps_bench sparse [--sparse_ids=1000,10000,100000] [--dims=16,64] [--dists=uniform,zipf]\n"
+    "    [--sockets=tcp,unix] [--sparse_clients=W] [--pslite_bench=PATH] [--sparse_workload=warm]\n"
     "  ps_bench consistency [--modes=...] [--optimizers=sgd:0.1,adam:0.001] [--png=PATH] "
     "[--quick]\n"
     "TLS cost: deploy/make_certs.sh DIR --servers=1 --workers=W, then add --tls "
@@ -101,6 +104,13 @@ int main(int argc, char** argv) {
   ps::TuneAllocatorForLargeBuffers();
   const std::vector<char*> args = ps::ParseCommandLine(argc, argv, kUsage);
   const std::string mode = args.size() == 2 ? args[1] : "";
+  if (mode == "sparse" && ps::IsRowsClient()) {
+    ps::BlockGoSignal();  // before gRPC starts a thread
+    absl::StatusOr<ps::RowsClientOptions> o = ps::RowsClientOptionsFromFlags();
+    absl::Status s = o.ok() ? ps::RunRowsClient(*o) : o.status();
+    if (!s.ok()) std::cout << "error " << s.ToString() << std::endl;
+    return s.ok() ? 0 : 1;
+  }
   if (mode == "consistency") {
     absl::StatusOr<ps::ConsistencyCommand> command = ps::ConsistencyCommandFromFlags();
     if (!command.ok()) return FlagsError(command.status());

@@ -1,0 +1,264 @@
+#include "tools/bench/bench_rows_cold.h"
+
+#include <signal.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "common/status_macros.h"
+#include "tools/bench/bench_server_process.h"
+#include "tools/process/child_process.h"
+#include "tools/process/proc.h"
+
+namespace ps {
+namespace {
+
+// Longest a client may take between two lines (connect and create its
+// share of a million rows; one figure's warm-up or timed phase).
+constexpr absl::Duration kLineTimeout = absl::Minutes(5);
+
+struct Figure {
+  double rows_per_s = 0;          // all clients
+  double p50_us = 0, p99_us = 0;  // client 0's
+};
+
+absl::Status CheckOptions(const ColdRowsBenchOptions& o) {
+  for (int64_t k : o.ks) {
+    if (k < 1) return absl::InvalidArgumentError("--sparse_ids: each must be >= 1");
+  }
+  for (int64_t d : o.dims) {
+    if (d < 1 || d > 65536) return absl::InvalidArgumentError("--dims: each in [1, 65536]");
+  }
+  for (const std::string& s : o.sockets) {
+    if (s != "tcp" && s != "unix") {
+      return absl::InvalidArgumentError(absl::StrCat("--sockets: unknown '", s, "' (tcp, unix)"));
+    }
+  }
+  if (o.shards < 1) return absl::InvalidArgumentError("--sparse_shards must be >= 1");
+  if (o.clients < 1) return absl::InvalidArgumentError("--sparse_clients must be >= 1");
+  if (!(o.lr > 0)) return absl::InvalidArgumentError("--sparse_lr must be > 0");
+  if (o.duration <= absl::ZeroDuration() || o.warmup < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--seconds must be > 0 and --warmup_seconds >= 0");
+  }
+  return absl::OkStatus();
+}
+
+// The next line of `c`, or why there is none.
+absl::StatusOr<std::string> NextLine(ChildProcess& c, int client) {
+  std::optional<std::string> line = c.ReadLine(absl::Now() + kLineTimeout);
+  if (!line) {
+    return absl::UnavailableError(absl::StrCat(
+        "rows client ", client, c.timed_out() ? " said nothing for " : " exited; ",
+        c.timed_out() ? absl::FormatDuration(kLineTimeout) : "", " its log:\n", c.LogTail(15)));
+  }
+  if (absl::StartsWith(*line, "error ")) {
+    return absl::UnavailableError(absl::StrCat("rows client ", client, ": ", line->substr(6)));
+  }
+  return *line;
+}
+
+// Waits for a line starting with `word` from every client.
+absl::StatusOr<std::vector<std::string>> AllSay(std::vector<std::unique_ptr<ChildProcess>>& clients,
+                                                absl::string_view word) {
+  std::vector<std::string> lines;
+  for (size_t w = 0; w < clients.size(); ++w) {
+    ASSIGN_OR_RETURN(std::string line, NextLine(*clients[w], w));
+    if (!absl::StartsWith(line, word)) {
+      return absl::InternalError(
+          absl::StrCat("rows client ", w, ": expected '", word, "', got '", line, "'"));
+    }
+    lines.push_back(std::move(line));
+  }
+  return lines;
+}
+
+void Go(std::vector<std::unique_ptr<ChildProcess>>& clients) {
+  for (auto& c : clients) c->Signal(SIGUSR1);
+}
+
+// One cell: servers, clients, every operation.
+absl::StatusOr<std::map<std::string, Figure>> RunCell(const ColdRowsBenchOptions& o,
+                                                      const std::string& exe,
+                                                      const std::string& dist, int64_t k,
+                                                      int64_t dim, bool unix_socket) {
+  BenchServerProcessOptions so;
+  so.binary = o.server_binary;
+  so.shards = o.shards;
+  so.num_workers = o.clients;
+  so.unix_socket = unix_socket;
+  so.flags = {"--sparse_optimizer=sgd", absl::StrCat("--sparse_lr=", o.lr),
+              absl::StrCat("--max_ids_per_request=", std::max<int64_t>(k, 4096))};
+  ASSIGN_OR_RETURN(std::unique_ptr<BenchServerProcesses> servers, BenchServerProcesses::Start(so));
+  char tmpl[] = "/tmp/ps_bench_rows.XXXXXX";
+  if (mkdtemp(tmpl) == nullptr) return absl::InternalError("cannot make a temporary folder");
+  const std::string dir = tmpl;
+  std::vector<std::unique_ptr<ChildProcess>> clients;
+  for (int w = 0; w < o.clients; ++w) {
+    std::vector<std::string> argv = {
+        exe,
+        "sparse",
+        absl::StrCat("--rows_client=", w),
+        absl::StrCat("--rows_servers=", absl::StrJoin(servers->addresses(), ",")),
+        absl::StrCat("--sparse_clients=", o.clients),
+        absl::StrCat("--rows_transport=", o.transport),
+        absl::StrCat("--sparse_ids=", k),
+        absl::StrCat("--dims=", dim),
+        absl::StrCat("--dists=", dist),
+        absl::StrCat("--ops=", absl::StrJoin(o.ops, ",")),
+        absl::StrCat("--pool_rows=", o.pool_rows),
+        absl::StrCat("--id_space=", o.id_space),
+        absl::StrCat("--zipf_s=", o.zipf_s),
+        absl::StrCat("--warmup_seconds=", absl::ToDoubleSeconds(o.warmup)),
+        absl::StrCat("--seconds=", absl::ToDoubleSeconds(o.duration))};
+    ASSIGN_OR_RETURN(std::unique_ptr<ChildProcess> c,
+                     ChildProcess::Spawn(argv, absl::StrCat(dir, "/client-", w, ".log"), true));
+    clients.push_back(std::move(c));
+  }
+  auto cleanup = [&] {
+    clients.clear();
+    std::error_code ignored;
+    std::filesystem::remove_all(dir, ignored);
+  };
+  std::map<std::string, Figure> figures;
+  absl::Status s = [&]() -> absl::Status {
+    ASSIGN_OR_RETURN(const std::vector<std::string> ready, AllSay(clients, "ready"));
+    std::fprintf(stderr, "ps_bench: %s K=%lld dim=%lld %s: %s\n", dist.c_str(),
+                 static_cast<long long>(k), static_cast<long long>(dim),
+                 unix_socket ? "unix" : "tcp",
+                 absl::StrCat("working set ", ready[0].substr(6), " (distinct rows, draws/request)")
+                     .c_str());
+    for (const std::string& op : o.ops) {
+      Go(clients);
+      RETURN_IF_ERROR(AllSay(clients, "warm").status());
+      Go(clients);
+      ASSIGN_OR_RETURN(const std::vector<std::string> results, AllSay(clients, "result"));
+      Figure f;
+      for (size_t w = 0; w < results.size(); ++w) {
+        const std::vector<std::string> v = absl::StrSplit(results[w], ' ');
+        double ops = 0, secs = 0, p50 = 0, p99 = 0;
+        if (v.size() != 6 || v[1] != op || !absl::SimpleAtod(v[2], &ops) ||
+            !absl::SimpleAtod(v[3], &secs) || !absl::SimpleAtod(v[4], &p50) ||
+            !absl::SimpleAtod(v[5], &p99) || secs <= 0) {
+          return absl::InternalError(
+              absl::StrCat("rows client ", w, ": bad result line '", results[w], "'"));
+        }
+        f.rows_per_s += ops * k / secs;
+        if (w == 0) f.p50_us = p50, f.p99_us = p99;
+      }
+      figures[op] = f;
+    }
+    for (size_t w = 0; w < clients.size(); ++w) {
+      const std::optional<int> status = clients[w]->Wait(absl::Now() + kLineTimeout);
+      if (!status || !WIFEXITED(*status) || WEXITSTATUS(*status) != 0) {
+        return absl::UnavailableError(
+            absl::StrCat("rows client ", w, " did not exit cleanly:\n", clients[w]->LogTail(15)));
+      }
+    }
+    return absl::OkStatus();
+  }();
+  cleanup();
+  if (!s.ok()) return s;
+  return figures;
+}
+
+// ps-lite's figures for the same workload, by "dist K dim op" (op as ours
+// names it), from one run of its driver.
+absl::StatusOr<std::map<std::string, double>> RunPsLite(const ColdRowsBenchOptions& o) {
+  char tmpl[] = "/tmp/ps_bench_pslite.XXXXXX";
+  if (mkdtemp(tmpl) == nullptr) return absl::InternalError("cannot make a temporary folder");
+  const std::string dir = tmpl;
+  std::vector<std::string> ops;
+  for (const std::string& op : o.ops) ops.push_back(op == "push_pull" ? "pushpull" : op);
+  const std::vector<std::string> argv = {o.pslite_bench,
+                                         "--runs",
+                                         "1",
+                                         "--outdir",
+                                         dir,
+                                         "--ks",
+                                         absl::StrJoin(o.ks, ","),
+                                         "--dims",
+                                         absl::StrJoin(o.dims, ","),
+                                         "--dists",
+                                         absl::StrJoin(o.dists, ","),
+                                         "--ops",
+                                         absl::StrJoin(ops, ","),
+                                         "--seconds",
+                                         absl::StrCat(absl::ToDoubleSeconds(o.duration)),
+                                         "--warmup",
+                                         absl::StrCat(absl::ToDoubleSeconds(o.warmup)),
+                                         "--id-space",
+                                         absl::StrCat(o.id_space),
+                                         "--zipf-s",
+                                         absl::StrCat(o.zipf_s),
+                                         "--pool-keys",
+                                         absl::StrCat(o.pool_rows)};
+  std::fprintf(stderr, "ps_bench: ps-lite's driver: %s\n", absl::StrJoin(argv, " ").c_str());
+  ASSIGN_OR_RETURN(std::unique_ptr<ChildProcess> c,
+                   ChildProcess::Spawn(argv, dir + "/pslite.log", false));
+  const std::optional<int> status = c->Wait(absl::Now() + absl::Hours(1));
+  if (!status || !WIFEXITED(*status) || WEXITSTATUS(*status) != 0) {
+    return absl::UnavailableError(absl::StrCat("ps-lite's driver failed:\n", c->LogTail(20)));
+  }
+  std::ifstream csv(dir + "/run1.csv");
+  std::map<std::string, double> mrows;
+  std::string line;
+  std::getline(csv, line);  // header: dist,K,dim,op,ops,secs,ops_per_s,rows_per_s,...
+  while (std::getline(csv, line)) {
+    const std::vector<std::string> f = absl::StrSplit(line, ',');
+    double rows_per_s = 0;
+    if (f.size() < 8 || !absl::SimpleAtod(f[7], &rows_per_s)) {
+      return absl::DataLossError(absl::StrCat("ps-lite's CSV: bad line '", line, "'"));
+    }
+    const std::string op = f[3] == "pushpull" ? "push_pull" : f[3];
+    mrows[absl::StrCat(f[0], " ", f[1], " ", f[2], " ", op)] = rows_per_s / 1e6;
+  }
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
+  return mrows;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<Row>> RunColdRowsBench(const ColdRowsBenchOptions& o) {
+  RETURN_IF_ERROR(CheckOptions(o));
+  ASSIGN_OR_RETURN(const std::string exe, SelfExecutable());
+  std::map<std::string, double> pslite;
+  if (!o.pslite_bench.empty()) {
+    ASSIGN_OR_RETURN(pslite, RunPsLite(o));
+  }
+  std::vector<Row> rows;
+  for (const std::string& dist : o.dists) {
+    for (int64_t k : o.ks) {
+      for (int64_t dim : o.dims) {
+        for (const std::string& socket : o.sockets) {
+          ASSIGN_OR_RETURN(const auto figures, RunCell(o, exe, dist, k, dim, socket == "unix"));
+          for (const std::string& op : o.ops) {
+            const Figure& f = figures.at(op);
+            Row r;
+            r.name = absl::StrCat(op, " ", dist, " d", dim, " ", socket);
+            r.ids = k;
+            r.bytes = k * dim * 4;
+            r.rows_per_s = f.rows_per_s;
+            r.value = f.rows_per_s / 1e6;
+            const auto it = pslite.find(absl::StrCat(dist, " ", k, " ", dim, " ", op));
+            r.baseline = it == pslite.end() ? 0 : it->second;
+            r.p50_us = f.p50_us;
+            r.p99_us = f.p99_us;
+            rows.push_back(r);
+          }
+        }
+      }
+    }
+  }
+  return rows;
+}
+
+}  // namespace ps
