@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <utility>
 
@@ -69,6 +70,28 @@ absl::StatusOr<SparseRequest> GroupIds(absl::Span<const uint64_t> ids, int num_s
   request.shard_ids.resize(num_shards);
   request.slots.resize(ids.size());
 
+  // Ids already strictly ascending (sorted and distinct, as trainers that
+  // dedup their batch send them): each shard's list is a subsequence, in
+  // order, with no sort.
+  if (std::adjacent_find(ids.begin(), ids.end(), std::greater_equal<uint64_t>()) == ids.end()) {
+    if (num_shards == 1) {
+      request.shard_ids[0].assign(ids.begin(), ids.end());
+      for (size_t i = 0; i < ids.size(); ++i) {
+        request.slots[i] = SparseRequest::Slot{0, static_cast<int64_t>(i)};
+      }
+      request.identity = true;
+      return request;
+    }
+    for (auto& list : request.shard_ids) list.reserve(ids.size() / num_shards + 16);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const int shard = ShardOfId(ids[i], num_shards);
+      std::vector<uint64_t>& list = request.shard_ids[shard];
+      request.slots[i] = SparseRequest::Slot{shard, static_cast<int64_t>(list.size())};
+      list.push_back(ids[i]);
+    }
+    return request;
+  }
+
   // (id, caller position), sorted: each id's positions form one run, and the
   // runs come in ascending id order, so appending each run's id to its
   // shard's list keeps every list ascending.
@@ -103,11 +126,15 @@ absl::Status ScatterRows(const SparseRequest& request,
     const uint64_t want = static_cast<uint64_t>(request.shard_ids[s].size()) * dim;
     if (shard_rows[s].size() != want) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "sparse ids: shard ", s, " sent ", shard_rows[s].size(), " floats, expected ", want,
-          " (", request.shard_ids[s].size(), " ids of dim ", dim, ")"));
+          "sparse ids: shard ", s, " sent ", shard_rows[s].size(), " floats, expected ", want, " (",
+          request.shard_ids[s].size(), " ids of dim ", dim, ")"));
     }
   }
   const size_t row_bytes = static_cast<size_t>(dim) * sizeof(float);
+  if (request.identity && !request.slots.empty()) {
+    std::memcpy(out, shard_rows[0].data(), request.slots.size() * row_bytes);
+    return absl::OkStatus();
+  }
   for (size_t i = 0; i < request.slots.size(); ++i) {
     const SparseRequest::Slot& slot = request.slots[i];
     std::memcpy(out + i * dim, shard_rows[slot.shard].data() + slot.index * dim, row_bytes);
@@ -119,6 +146,10 @@ absl::StatusOr<std::vector<std::vector<float>>> SumGradients(const SparseRequest
                                                              const float* grads, int dim) {
   RETURN_IF_ERROR(SparseValueCount(request.num_ids(), dim).status());
   std::vector<std::vector<float>> sums(request.shard_ids.size());
+  if (request.identity) {
+    sums[0].assign(grads, grads + request.slots.size() * static_cast<size_t>(dim));
+    return sums;
+  }
   // seen[s][k]: unique id k of shard s already has its first row.
   std::vector<std::vector<bool>> seen(request.shard_ids.size());
   for (size_t s = 0; s < sums.size(); ++s) {

@@ -48,6 +48,9 @@ struct SparseRequest {
   std::vector<std::vector<uint64_t>> shard_ids;
   // slots[i]: caller position i; one entry per id the caller gave.
   std::vector<Slot> slots;
+  // One shard and slots[i] == {0, i}: the caller's ids were strictly
+  // ascending, so its order is the shard's and rows move in one copy.
+  bool identity = false;
 
   int num_shards() const { return static_cast<int>(shard_ids.size()); }
   size_t num_ids() const { return slots.size(); }

@@ -1,8 +1,8 @@
 #include "server/core/embedding_table.h"
 
 #include <algorithm>
-#include <functional>
 #include <cstring>
+#include <functional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -18,10 +18,11 @@ constexpr size_t kChunkTargetBytes = 64 * 1024;
 // Keeps the index's bucket choice independent of ShardOfId's high bits.
 constexpr uint64_t kIndexSalt = 0x2545f4914f6cdd1dULL;
 
-// Bytes per slot outside the index: floats, id, prev, next, adam's step.
+// Bytes per slot outside the index: floats, id, prev and next (with LRU
+// eviction), adam's step.
 size_t SlotBytes(const EmbeddingTableOptions& o) {
   const size_t floats = static_cast<size_t>(o.dim) * (1 + o.optimizer.StateFloatsPerElement());
-  return floats * sizeof(float) + sizeof(uint64_t) + 2 * sizeof(uint32_t) +
+  return floats * sizeof(float) + sizeof(uint64_t) + (o.evict_lru ? 2 * sizeof(uint32_t) : 0) +
          (o.optimizer.HasRowStep() ? sizeof(uint32_t) : 0);
 }
 
@@ -47,22 +48,23 @@ std::vector<uint64_t> Distinct(absl::Span<const uint64_t> ids) {
 struct EmbeddingTable::Chunk {
   std::unique_ptr<float[]> floats;  // row_floats per slot
   std::unique_ptr<uint64_t[]> ids;
-  std::unique_ptr<uint32_t[]> prev;  // toward the most recently used
-  std::unique_ptr<uint32_t[]> next;  // toward the least recently used
+  std::unique_ptr<uint32_t[]> prev;   // toward the most recently used (LRU only)
+  std::unique_ptr<uint32_t[]> next;   // toward the least recently used (LRU only)
   std::unique_ptr<uint32_t[]> steps;  // adam only
 };
 
 absl::Status EmbeddingTableOptions::Validate() const {
   if (name.empty()) return absl::InvalidArgumentError("embedding table name must be non-empty");
   const std::string table = absl::StrCat("embedding table \"", name, "\": ");
-  if (dim < 1) return absl::InvalidArgumentError(absl::StrCat(table, "dim must be >= 1, got ", dim));
+  if (dim < 1)
+    return absl::InvalidArgumentError(absl::StrCat(table, "dim must be >= 1, got ", dim));
   if (!(init_scale >= 0.0f) || init_scale > 3.0e38f) {
     return absl::InvalidArgumentError(
         absl::StrCat(table, "init_scale must be >= 0 and finite, got ", init_scale));
   }
   if (max_rows < 0 || max_rows > EmbeddingTable::kMaxRows) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        table, "max_rows must be in [0, ", EmbeddingTable::kMaxRows, "], got ", max_rows));
+    return absl::InvalidArgumentError(absl::StrCat(table, "max_rows must be in [0, ",
+                                                   EmbeddingTable::kMaxRows, "], got ", max_rows));
   }
   absl::Status s = optimizer.Validate();
   if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat(table, s.message()));
@@ -123,8 +125,10 @@ uint32_t EmbeddingTable::NewSlot(uint64_t id) {
       auto chunk = std::make_unique<Chunk>();
       chunk->floats.reset(new float[n * row_floats_]);
       chunk->ids.reset(new uint64_t[n]);
-      chunk->prev.reset(new uint32_t[n]);
-      chunk->next.reset(new uint32_t[n]);
+      if (options_.evict_lru) {
+        chunk->prev.reset(new uint32_t[n]);
+        chunk->next.reset(new uint32_t[n]);
+      }
       if (options_.optimizer.HasRowStep()) chunk->steps.reset(new uint32_t[n]);
       chunks_.push_back(std::move(chunk));
     }
@@ -144,6 +148,7 @@ uint32_t EmbeddingTable::NewSlot(uint64_t id) {
 uint32_t EmbeddingTable::FindOrCreate(uint64_t id) {
   uint32_t slot = Find(id);
   if (slot != kNone) {
+    if (!options_.evict_lru) return slot;
     Unlink(slot);
   } else {
     slot = NewSlot(id);
@@ -151,6 +156,7 @@ uint32_t EmbeddingTable::FindOrCreate(uint64_t id) {
     InitRow(options_.seed, id, options_.dim, options_.init_scale, row);
     InitSparseState(options_.optimizer, options_.dim, row + options_.dim);
     IndexInsert(slot);
+    if (!options_.evict_lru) return slot;
   }
   PushFront(slot);
   return slot;
@@ -160,14 +166,23 @@ uint32_t EmbeddingTable::FindOrCreate(uint64_t id) {
 
 void EmbeddingTable::Unlink(uint32_t slot) {
   const uint32_t p = PrevOf(slot), n = NextOf(slot);
-  if (p != kNone) NextOf(p) = n; else head_ = n;
-  if (n != kNone) PrevOf(n) = p; else tail_ = p;
+  if (p != kNone)
+    NextOf(p) = n;
+  else
+    head_ = n;
+  if (n != kNone)
+    PrevOf(n) = p;
+  else
+    tail_ = p;
 }
 
 void EmbeddingTable::PushFront(uint32_t slot) {
   PrevOf(slot) = kNone;
   NextOf(slot) = head_;
-  if (head_ != kNone) PrevOf(head_) = slot; else tail_ = slot;
+  if (head_ != kNone)
+    PrevOf(head_) = slot;
+  else
+    tail_ = slot;
   head_ = slot;
 }
 
@@ -230,9 +245,9 @@ absl::Status EmbeddingTable::CheckCapacity(absl::Span<const uint64_t> ids) const
     if (n <= limit) return absl::OkStatus();
     const int64_t distinct = static_cast<int64_t>(Distinct(ids).size());
     if (distinct <= limit) return absl::OkStatus();
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "embedding table \"", options_.name, "\": one call names ", distinct,
-        " distinct ids, more than max_rows ", limit, " even with LRU eviction"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("embedding table \"", options_.name, "\": one call names ", distinct,
+                     " distinct ids, more than max_rows ", limit, " even with LRU eviction"));
   }
   if (num_rows_ + n <= limit) return absl::OkStatus();
   std::vector<uint64_t> missing;
@@ -250,13 +265,17 @@ absl::Status EmbeddingTable::CheckCapacity(absl::Span<const uint64_t> ids) const
 void EmbeddingTable::PrefetchAhead(absl::Span<const uint64_t> ids, size_t i) const {
   constexpr size_t kBucketAhead = 16, kRowAhead = 8;
   if (buckets_.empty()) return;
-  if (i + kBucketAhead < ids.size()) __builtin_prefetch(&buckets_[HomeBucket(ids[i + kBucketAhead])]);
+  if (i + kBucketAhead < ids.size())
+    __builtin_prefetch(&buckets_[HomeBucket(ids[i + kBucketAhead])]);
   if (i + kRowAhead < ids.size()) {
     const uint32_t slot = buckets_[HomeBucket(ids[i + kRowAhead])];
     if (slot != kNone) {
       __builtin_prefetch(&IdOf(slot));
-      __builtin_prefetch(RowOf(slot));
-      __builtin_prefetch(&PrevOf(slot));
+      // The row's cache lines, up to four (dim 64 with SGD).
+      const char* row = reinterpret_cast<const char*>(RowOf(slot));
+      const size_t bytes = std::min<size_t>(row_floats_ * sizeof(float), 256);
+      for (size_t b = 0; b < bytes; b += 64) __builtin_prefetch(row + b);
+      if (options_.evict_lru) __builtin_prefetch(&PrevOf(slot));
     }
   }
 }
@@ -281,8 +300,8 @@ absl::Status EmbeddingTable::Apply(absl::Span<const uint64_t> ids, const float* 
     std::sort(sorted.begin(), sorted.end());
     auto dup = std::adjacent_find(sorted.begin(), sorted.end());
     if (dup != sorted.end()) {
-      return absl::InvalidArgumentError(absl::StrCat("embedding table \"", options_.name,
-                                                     "\": id ", *dup, " repeats in one push"));
+      return absl::InvalidArgumentError(absl::StrCat("embedding table \"", options_.name, "\": id ",
+                                                     *dup, " repeats in one push"));
     }
   }
   absl::Status s = CheckCapacity(ids);
@@ -292,8 +311,7 @@ absl::Status EmbeddingTable::Apply(absl::Span<const uint64_t> ids, const float* 
     PrefetchAhead(ids, i);
     const uint32_t slot = FindOrCreate(ids[i]);
     float* row = RowOf(slot);
-    ApplySparseRow(options_.optimizer, options_.dim, grads + i * dim, row, row + dim,
-                   StepOf(slot));
+    ApplySparseRow(options_.optimizer, options_.dim, grads + i * dim, row, row + dim, StepOf(slot));
   }
   return absl::OkStatus();
 }
@@ -315,12 +333,17 @@ EmbeddingTableContents EmbeddingTable::Export() const {
   c.ids.reserve(num_rows_);
   c.values.reserve(num_rows_ * dim);
   c.state.reserve(num_rows_ * state);
-  for (uint32_t slot = tail_; slot != kNone; slot = PrevOf(slot)) {
+  const auto add = [&](uint32_t slot) {
     const float* row = RowOf(slot);
     c.ids.push_back(IdOf(slot));
     c.values.insert(c.values.end(), row, row + dim);
     c.state.insert(c.state.end(), row + dim, row + row_floats_);
     if (const uint32_t* step = StepOf(slot)) c.adam_steps.push_back(*step);
+  };
+  if (options_.evict_lru) {
+    for (uint32_t slot = tail_; slot != kNone; slot = PrevOf(slot)) add(slot);  // LRU first
+  } else {
+    for (int64_t slot = 0; slot < num_rows_; ++slot) add(static_cast<uint32_t>(slot));
   }
   return c;
 }
@@ -332,9 +355,9 @@ absl::Status EmbeddingTable::Import(const EmbeddingTableContents& c) {
         absl::StrCat(table, "rows of dim ", c.dim, ", the table's is ", options_.dim));
   }
   if (c.optimizer != options_.optimizer.kind) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        table, "optimizer state of ", SparseOptimizerName(c.optimizer), ", the table uses ",
-        SparseOptimizerName(options_.optimizer.kind)));
+    return absl::InvalidArgumentError(
+        absl::StrCat(table, "optimizer state of ", SparseOptimizerName(c.optimizer),
+                     ", the table uses ", SparseOptimizerName(options_.optimizer.kind)));
   }
   const size_t n = c.ids.size();
   const size_t dim = options_.dim;
@@ -343,12 +366,10 @@ absl::Status EmbeddingTable::Import(const EmbeddingTableContents& c) {
   if (c.values.size() != n * dim || c.state.size() != n * state || c.adam_steps.size() != steps) {
     return absl::InvalidArgumentError(absl::StrCat(
         table, n, " ids need ", n * dim, " values, ", n * state, " state floats and ", steps,
-        " step counts; got ", c.values.size(), ", ", c.state.size(), " and ",
-        c.adam_steps.size()));
+        " step counts; got ", c.values.size(), ", ", c.state.size(), " and ", c.adam_steps.size()));
   }
   if (static_cast<int64_t>(n) > RowLimit()) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat(table, n, " rows pass max_rows ", RowLimit()));
+    return absl::ResourceExhaustedError(absl::StrCat(table, n, " rows pass max_rows ", RowLimit()));
   }
   std::vector<uint64_t> sorted(c.ids.begin(), c.ids.end());
   std::sort(sorted.begin(), sorted.end());
@@ -366,7 +387,7 @@ absl::Status EmbeddingTable::Import(const EmbeddingTableContents& c) {
     if (state > 0) std::memcpy(row + dim, c.state.data() + i * state, state * sizeof(float));
     if (uint32_t* step = StepOf(slot)) *step = c.adam_steps[i];
     IndexInsert(slot);
-    PushFront(slot);
+    if (options_.evict_lru) PushFront(slot);
   }
   return absl::OkStatus();
 }

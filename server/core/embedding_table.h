@@ -11,21 +11,24 @@
 // RESOURCE_EXHAUSTED naming the table, and changes nothing (capacity is
 // checked before any row is made), unless evict_lru is on; then each new
 // row past the bound replaces the least recently used row (touched last by
-// Pull, Apply or Import the longest ago).
+// Pull, Apply or Import the longest ago). Only a table with evict_lru keeps
+// the recency list: without it a row touched is not written to but for its
+// values, which is what keeps a cold working set fast.
 //
 // Layout, per row: its floats (dim values, then the optimizer's state) in
 // fixed-size chunks of slots (about 64 KiB each, so no slack grows with the
-// table), the id (8 bytes), the LRU list's prev/next slot numbers (4 + 4),
-// adam's step count (4, adam only), and an open-addressing index (linear
-// probing, backward-shift deletion) of uint32 slot numbers, kept at load
-// factor in (0.375, 0.75], so at most 10.7 bytes per row: at most 31 bytes
-// of overhead per row beyond its floats once the table is past its first
-// chunk and 16 buckets (the last chunk's unused slots add less than one
+// table), the id (8 bytes), with evict_lru the LRU list's prev/next slot
+// numbers (4 + 4), adam's step count (4, adam only), and an open-addressing
+// index (linear probing, backward-shift deletion) of uint32 slot numbers,
+// kept at load factor in (0.375, 0.75], so at most 10.7 bytes per row: at
+// most 31 bytes of overhead per row beyond its floats (23 without evict_lru)
+// once the table is past its first chunk and 16 buckets (the last chunk's unused slots add less than one
 // chunk in all). MemoryBytes counts all of it; server/core/embedding_table_test.cc
 // and tools/bench/embedding_memory_bench.cc measure it.
 //
-// Export and Import move every row with its optimizer state and the LRU
-// order, for checkpoints: Import then Pull gives the same rows bit for bit,
+// Export and Import move every row with its optimizer state and its order
+// (with evict_lru the LRU order, else the order rows were made), for
+// checkpoints: Import then Pull gives the same rows bit for bit,
 // and training continues bit for bit as it would have.
 //
 // Thread-compatible: no internal locking; the shard's lock guards it.
@@ -61,8 +64,9 @@ struct EmbeddingTableOptions {
   absl::Status Validate() const;
 };
 
-// All rows of a table, least recently used first (so Import, inserting in
-// order, rebuilds the LRU order). Row i is ids[i]; its values are
+// All rows of a table: with evict_lru least recently used first (so
+// Import, inserting in order, rebuilds the LRU order), else in the order
+// they were made. Row i is ids[i]; its values are
 // values[i*dim, (i+1)*dim), its state state[i*dim*s, (i+1)*dim*s) with s the
 // optimizer's StateFloatsPerElement, and for adam its step count
 // adam_steps[i] (empty for the other rules).
@@ -90,7 +94,7 @@ class EmbeddingTable {
   ~EmbeddingTable();
 
   // Writes row ids[i] to out[i*dim, (i+1)*dim) for each i, creating missing
-  // rows and making each the most recently used (in order). Ids may repeat.
+  // rows and (evict_lru) making each the most recently used, in order. Ids may repeat.
   // RESOURCE_EXHAUSTED naming the table, with nothing created or touched,
   // when the new rows would pass max_rows and evict_lru is off, or (with
   // evict_lru) when the call names more distinct ids than max_rows.
@@ -114,7 +118,7 @@ class EmbeddingTable {
   // the object itself, nor a call's temporary scratch).
   size_t MemoryBytes() const;
 
-  // Every row with its state, least recently used first.
+  // Every row with its state, in EmbeddingTableContents' order.
   EmbeddingTableContents Export() const;
   // Replaces every row by `contents`. INVALID_ARGUMENT (dim, optimizer or
   // sizes not this table's, a repeated id) or RESOURCE_EXHAUSTED (more rows
