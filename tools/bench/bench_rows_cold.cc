@@ -1,7 +1,10 @@
 #include "tools/bench/bench_rows_cold.h"
 
-#include <signal.h>
+#include <fcntl.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -24,6 +27,26 @@ namespace {
 // Longest a client may take between two lines (connect and create its
 // share of a million rows; one figure's warm-up or timed phase).
 constexpr absl::Duration kLineTimeout = absl::Minutes(5);
+
+// A folder of /tmp, removed with what it holds when the object goes.
+struct TempDir {
+  std::string path;
+  static absl::StatusOr<TempDir> Make(const std::string& prefix) {
+    std::string tmpl = absl::StrCat("/tmp/", prefix, ".XXXXXX");
+    if (mkdtemp(tmpl.data()) == nullptr) {
+      return absl::InternalError("cannot make a temporary folder");
+    }
+    TempDir d;
+    d.path = tmpl;
+    return d;
+  }
+  TempDir() = default;
+  TempDir(TempDir&& o) : path(std::exchange(o.path, "")) {}
+  ~TempDir() {
+    std::error_code ignored;
+    if (!path.empty()) std::filesystem::remove_all(path, ignored);
+  }
+};
 
 struct Figure {
   double rows_per_s = 0;          // all clients
@@ -80,9 +103,20 @@ absl::StatusOr<std::vector<std::string>> AllSay(std::vector<std::unique_ptr<Chil
   return lines;
 }
 
-void Go(std::vector<std::unique_ptr<ChildProcess>>& clients) {
-  for (auto& c : clients) c->Signal(SIGUSR1);
-}
+// The write ends of the clients' go FIFOs.
+struct GoFifos {
+  std::vector<int> fds;
+  ~GoFifos() {
+    for (int fd : fds) close(fd);
+  }
+  // A go byte to every client.
+  absl::Status Go() {
+    for (int fd : fds) {
+      if (write(fd, "g", 1) != 1) return absl::InternalError("cannot write a client's go FIFO");
+    }
+    return absl::OkStatus();
+  }
+};
 
 // One cell: servers, clients, every operation.
 absl::StatusOr<std::map<std::string, Figure>> RunCell(const ColdRowsBenchOptions& o,
@@ -97,16 +131,18 @@ absl::StatusOr<std::map<std::string, Figure>> RunCell(const ColdRowsBenchOptions
   so.flags = {"--sparse_optimizer=sgd", absl::StrCat("--sparse_lr=", o.lr),
               absl::StrCat("--max_ids_per_request=", std::max<int64_t>(k, 4096))};
   ASSIGN_OR_RETURN(std::unique_ptr<BenchServerProcesses> servers, BenchServerProcesses::Start(so));
-  char tmpl[] = "/tmp/ps_bench_rows.XXXXXX";
-  if (mkdtemp(tmpl) == nullptr) return absl::InternalError("cannot make a temporary folder");
-  const std::string dir = tmpl;
-  std::vector<std::unique_ptr<ChildProcess>> clients;
+  ASSIGN_OR_RETURN(const TempDir temp, TempDir::Make("ps_bench_rows"));
+  const std::string& dir = temp.path;
+  std::vector<std::unique_ptr<ChildProcess>> clients;  // stopped before `temp` goes
   for (int w = 0; w < o.clients; ++w) {
+    const std::string fifo = absl::StrCat(dir, "/go-", w);
+    if (mkfifo(fifo.c_str(), 0600) != 0) return absl::InternalError("cannot make a FIFO");
     std::vector<std::string> argv = {
         exe,
         "sparse",
         absl::StrCat("--rows_client=", w),
         absl::StrCat("--rows_servers=", absl::StrJoin(servers->addresses(), ",")),
+        absl::StrCat("--rows_go_fifo=", fifo),
         absl::StrCat("--sparse_clients=", o.clients),
         absl::StrCat("--rows_transport=", o.transport),
         absl::StrCat("--sparse_ids=", k),
@@ -122,23 +158,25 @@ absl::StatusOr<std::map<std::string, Figure>> RunCell(const ColdRowsBenchOptions
                      ChildProcess::Spawn(argv, absl::StrCat(dir, "/client-", w, ".log"), true));
     clients.push_back(std::move(c));
   }
-  auto cleanup = [&] {
-    clients.clear();
-    std::error_code ignored;
-    std::filesystem::remove_all(dir, ignored);
-  };
   std::map<std::string, Figure> figures;
+  GoFifos go;
   absl::Status s = [&]() -> absl::Status {
     ASSIGN_OR_RETURN(const std::vector<std::string> ready, AllSay(clients, "ready"));
+    // Each client holds its FIFO open (it said ready), so these opens return at once.
+    for (int w = 0; w < o.clients; ++w) {
+      const int fd = open(absl::StrCat(dir, "/go-", w).c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+      if (fd < 0) return absl::InternalError(absl::StrCat("cannot open client ", w, "'s FIFO"));
+      go.fds.push_back(fd);
+    }
     std::fprintf(stderr, "ps_bench: %s K=%lld dim=%lld %s: %s\n", dist.c_str(),
                  static_cast<long long>(k), static_cast<long long>(dim),
                  unix_socket ? "unix" : "tcp",
                  absl::StrCat("working set ", ready[0].substr(6), " (distinct rows, draws/request)")
                      .c_str());
     for (const std::string& op : o.ops) {
-      Go(clients);
+      RETURN_IF_ERROR(go.Go());
       RETURN_IF_ERROR(AllSay(clients, "warm").status());
-      Go(clients);
+      RETURN_IF_ERROR(go.Go());
       ASSIGN_OR_RETURN(const std::vector<std::string> results, AllSay(clients, "result"));
       Figure f;
       for (size_t w = 0; w < results.size(); ++w) {
@@ -164,7 +202,7 @@ absl::StatusOr<std::map<std::string, Figure>> RunCell(const ColdRowsBenchOptions
     }
     return absl::OkStatus();
   }();
-  cleanup();
+  clients.clear();
   if (!s.ok()) return s;
   return figures;
 }
@@ -172,9 +210,8 @@ absl::StatusOr<std::map<std::string, Figure>> RunCell(const ColdRowsBenchOptions
 // ps-lite's figures for the same workload, by "dist K dim op" (op as ours
 // names it), from one run of its driver.
 absl::StatusOr<std::map<std::string, double>> RunPsLite(const ColdRowsBenchOptions& o) {
-  char tmpl[] = "/tmp/ps_bench_pslite.XXXXXX";
-  if (mkdtemp(tmpl) == nullptr) return absl::InternalError("cannot make a temporary folder");
-  const std::string dir = tmpl;
+  ASSIGN_OR_RETURN(const TempDir temp, TempDir::Make("ps_bench_pslite"));
+  const std::string& dir = temp.path;
   std::vector<std::string> ops;
   for (const std::string& op : o.ops) ops.push_back(op == "push_pull" ? "pushpull" : op);
   const std::vector<std::string> argv = {o.pslite_bench,
@@ -220,8 +257,6 @@ absl::StatusOr<std::map<std::string, double>> RunPsLite(const ColdRowsBenchOptio
     const std::string op = f[3] == "pushpull" ? "push_pull" : f[3];
     mrows[absl::StrCat(f[0], " ", f[1], " ", f[2], " ", op)] = rows_per_s / 1e6;
   }
-  std::error_code ignored;
-  std::filesystem::remove_all(dir, ignored);
   return mrows;
 }
 

@@ -35,6 +35,7 @@ ABSL_FLAG(std::string, pslite_bench, "",
 ABSL_FLAG(int, rows_client, -1,
           "sparse cold, internal: run as client N of a parent ps_bench (rows_client.h).");
 ABSL_FLAG(std::string, rows_servers, "", "sparse cold, internal: the servers of --rows_client.");
+ABSL_FLAG(std::string, rows_go_fifo, "", "sparse cold, internal: the FIFO of --rows_client's gos.");
 
 namespace ps {
 namespace {
@@ -113,6 +114,8 @@ absl::StatusOr<RowsClientOptions> RowsClientOptionsFromFlags() {
   o.servers = Names(absl::GetFlag(FLAGS_rows_servers));
   if (o.servers.empty()) return absl::InvalidArgumentError("--rows_client needs --rows_servers");
   o.client = absl::GetFlag(FLAGS_rows_client);
+  o.go_fifo = absl::GetFlag(FLAGS_rows_go_fifo);
+  if (o.go_fifo.empty()) return absl::InvalidArgumentError("--rows_client needs --rows_go_fifo");
   o.clients = cold.clients;
   if (o.client >= o.clients) {
     return absl::InvalidArgumentError("--rows_client must be below --sparse_clients");

@@ -105,7 +105,6 @@ int main(int argc, char** argv) {
   const std::vector<char*> args = ps::ParseCommandLine(argc, argv, kUsage);
   const std::string mode = args.size() == 2 ? args[1] : "";
   if (mode == "sparse" && ps::IsRowsClient()) {
-    ps::BlockGoSignal();  // before gRPC starts a thread
     absl::StatusOr<ps::RowsClientOptions> o = ps::RowsClientOptionsFromFlags();
     absl::Status s = o.ok() ? ps::RunRowsClient(*o) : o.status();
     if (!s.ok()) std::cout << "error " << s.ToString() << std::endl;

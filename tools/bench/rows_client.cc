@@ -1,11 +1,13 @@
 #include "tools/bench/rows_client.h"
 
-#include <signal.h>
-#include <time.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <memory>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -19,24 +21,42 @@ namespace {
 
 constexpr char kTable[] = "rows";
 
-// Waits for the parent's SIGUSR1 until `timeout`.
-absl::Status WaitGo(absl::Duration timeout) {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGUSR1);
-  const absl::Time deadline = absl::Now() + timeout;
-  for (;;) {
-    const absl::Duration left = deadline - absl::Now();
-    if (left <= absl::ZeroDuration()) break;
-    const timespec ts = absl::ToTimespec(left);
-    if (sigtimedwait(&set, nullptr, &ts) == SIGUSR1) return absl::OkStatus();
-    if (errno != EINTR && errno != EAGAIN) {
-      return absl::InternalError(absl::StrCat("sigtimedwait: errno ", errno));
-    }
+// The read end of the parent's FIFO, opened read-write so that it never
+// reads end-of-file while the parent has not opened it yet.
+class GoFifo {
+ public:
+  static absl::StatusOr<GoFifo> Open(const std::string& path) {
+    const int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd < 0) return absl::NotFoundError(absl::StrCat("cannot open --rows_go_fifo ", path));
+    return GoFifo(fd);
   }
-  return absl::DeadlineExceededError(
-      absl::StrCat("no go from ps_bench within ", absl::FormatDuration(timeout)));
-}
+  GoFifo(GoFifo&& o) : fd_(std::exchange(o.fd_, -1)) {}
+  ~GoFifo() {
+    if (fd_ >= 0) close(fd_);
+  }
+
+  // Waits for the parent's next go byte until `timeout`.
+  absl::Status Wait(absl::Duration timeout) {
+    const absl::Time deadline = absl::Now() + timeout;
+    for (;;) {
+      const absl::Duration left = deadline - absl::Now();
+      if (left <= absl::ZeroDuration()) break;
+      pollfd p = {fd_, POLLIN, 0};
+      const int n = poll(&p, 1, static_cast<int>(absl::ToInt64Milliseconds(left)) + 1);
+      char c;
+      if (n > 0 && read(fd_, &c, 1) == 1) return absl::OkStatus();
+      if (n < 0 && errno != EINTR) {
+        return absl::InternalError(absl::StrCat("poll of the go FIFO: errno ", errno));
+      }
+    }
+    return absl::DeadlineExceededError(
+        absl::StrCat("no go from ps_bench within ", absl::FormatDuration(timeout)));
+  }
+
+ private:
+  explicit GoFifo(int fd) : fd_(fd) {}
+  int fd_;
+};
 
 void Say(const std::string& line) {
   std::fputs((line + "\n").c_str(), stdout);
@@ -45,14 +65,8 @@ void Say(const std::string& line) {
 
 }  // namespace
 
-void BlockGoSignal() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGUSR1);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-}
-
 absl::Status RunRowsClient(const RowsClientOptions& o) {
+  ASSIGN_OR_RETURN(GoFifo go, GoFifo::Open(o.go_fifo));
   ASSIGN_OR_RETURN(const RowsPool pool, MakeRowsPool(o.pool));
   ClientOptions co;
   co.servers = o.servers;
@@ -87,11 +101,11 @@ absl::Status RunRowsClient(const RowsClientOptions& o) {
       RETURN_IF_ERROR(client->PushRows(kTable, ids, grads));
       return client->PullRows(kTable, ids, absl::MakeSpan(out));
     };
-    RETURN_IF_ERROR(WaitGo(o.go_timeout));
+    RETURN_IF_ERROR(go.Wait(o.go_timeout));
     const absl::Time warm_start = absl::Now();
     for (int i = 0; i < 2 || absl::Now() - warm_start < o.warmup; ++i) RETURN_IF_ERROR(once());
     Say("warm");
-    RETURN_IF_ERROR(WaitGo(o.go_timeout));
+    RETURN_IF_ERROR(go.Wait(o.go_timeout));
     std::vector<absl::Duration> lat;
     const absl::Time start = absl::Now();
     absl::Time now = start;

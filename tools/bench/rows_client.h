@@ -3,8 +3,8 @@
 // `ps_bench sparse --rows_client=W ...` by ChildProcess, the one launcher.
 //
 // It talks to its parent on stdout, a line per step, and waits for the
-// parent's go as SIGUSR1 (blocked, taken with sigtimedwait, so a go sent
-// early is not lost and no wait is without a deadline):
+// parent's go: a byte on a FIFO the parent made (`go_fifo`), read with a
+// deadline; a go sent early waits in the FIFO.
 //   ready DISTINCT DRAWS     connected, its share of the pool's rows created
 //   warm                     (after a go) the operation's warm-up is done
 //   result OP OPS SECONDS P50_US P99_US   (after a go) the timed phase
@@ -32,12 +32,9 @@ struct RowsClientOptions {
   std::vector<std::string> ops;  // pull, push, push_pull
   absl::Duration warmup = absl::Milliseconds(500);
   absl::Duration duration = absl::Seconds(2);
+  std::string go_fifo;                            // the parent's FIFO of go bytes
   absl::Duration go_timeout = absl::Minutes(10);  // longest wait for a go
 };
-
-// Blocks SIGUSR1 in this thread, before any other thread starts, so that
-// the parent's go waits for RunRowsClient. Call first in main.
-void BlockGoSignal();
 
 // Runs the client's part; OK when every result was printed.
 absl::Status RunRowsClient(const RowsClientOptions& options);
