@@ -46,8 +46,9 @@ std::vector<uint64_t> Distinct(absl::Span<const uint64_t> ids) {
 
 // One chunk of slots: slot (c << shift) + k lives at index k of chunk c.
 struct EmbeddingTable::Chunk {
-  std::unique_ptr<float[]> floats;  // row_floats per slot
-  std::unique_ptr<uint64_t[]> ids;
+  // Per slot, slot_bytes: its id (8 bytes, unaligned), then row_floats
+  // floats, so that finding a row and reading it touch the same lines.
+  std::unique_ptr<unsigned char[]> slots;
   std::unique_ptr<uint32_t[]> prev;   // toward the most recently used (LRU only)
   std::unique_ptr<uint32_t[]> next;   // toward the least recently used (LRU only)
   std::unique_ptr<uint32_t[]> steps;  // adam only
@@ -81,6 +82,7 @@ absl::StatusOr<std::unique_ptr<EmbeddingTable>> EmbeddingTable::Create(
 EmbeddingTable::EmbeddingTable(const EmbeddingTableOptions& options)
     : options_(options),
       row_floats_(options.dim * (1 + options.optimizer.StateFloatsPerElement())),
+      slot_bytes_(sizeof(uint64_t) + row_floats_ * sizeof(float)),
       chunk_shift_(ChunkShift(options)),
       head_(kNone),
       tail_(kNone) {}
@@ -93,13 +95,23 @@ int64_t EmbeddingTable::RowLimit() const {
 
 // --- Slots -----------------------------------------------------------------
 
-uint64_t& EmbeddingTable::IdOf(uint32_t slot) const {
-  return chunks_[slot >> chunk_shift_]->ids[slot & ((1u << chunk_shift_) - 1)];
+inline unsigned char* EmbeddingTable::SlotOf(uint32_t slot) const {
+  return slot_bases_[slot >> chunk_shift_] +
+         static_cast<size_t>(slot & ((1u << chunk_shift_) - 1)) * slot_bytes_;
 }
 
-float* EmbeddingTable::RowOf(uint32_t slot) const {
-  return chunks_[slot >> chunk_shift_]->floats.get() +
-         static_cast<size_t>(slot & ((1u << chunk_shift_) - 1)) * row_floats_;
+inline uint64_t EmbeddingTable::IdOf(uint32_t slot) const {
+  uint64_t id;
+  std::memcpy(&id, SlotOf(slot), sizeof(id));
+  return id;
+}
+
+inline void EmbeddingTable::SetId(uint32_t slot, uint64_t id) {
+  std::memcpy(SlotOf(slot), &id, sizeof(id));
+}
+
+inline float* EmbeddingTable::RowOf(uint32_t slot) const {
+  return reinterpret_cast<float*>(SlotOf(slot) + sizeof(uint64_t));
 }
 
 uint32_t& EmbeddingTable::PrevOf(uint32_t slot) const {
@@ -123,13 +135,13 @@ uint32_t EmbeddingTable::NewSlot(uint64_t id) {
     if ((slot >> chunk_shift_) == chunks_.size()) {
       const size_t n = size_t{1} << chunk_shift_;
       auto chunk = std::make_unique<Chunk>();
-      chunk->floats.reset(new float[n * row_floats_]);
-      chunk->ids.reset(new uint64_t[n]);
+      chunk->slots.reset(new unsigned char[n * slot_bytes_]);
       if (options_.evict_lru) {
         chunk->prev.reset(new uint32_t[n]);
         chunk->next.reset(new uint32_t[n]);
       }
       if (options_.optimizer.HasRowStep()) chunk->steps.reset(new uint32_t[n]);
+      slot_bases_.push_back(chunk->slots.get());
       chunks_.push_back(std::move(chunk));
     }
     ++num_rows_;
@@ -140,12 +152,12 @@ uint32_t EmbeddingTable::NewSlot(uint64_t id) {
     IndexErase(IdOf(slot));
     Unlink(slot);
   }
-  IdOf(slot) = id;
+  SetId(slot, id);
   if (uint32_t* step = StepOf(slot)) *step = 0;
   return slot;
 }
 
-uint32_t EmbeddingTable::FindOrCreate(uint64_t id) {
+inline uint32_t EmbeddingTable::FindOrCreate(uint64_t id) {
   uint32_t slot = Find(id);
   if (slot != kNone) {
     if (!options_.evict_lru) return slot;
@@ -188,11 +200,11 @@ void EmbeddingTable::PushFront(uint32_t slot) {
 
 // --- Index -------------------------------------------------------------------
 
-size_t EmbeddingTable::HomeBucket(uint64_t id) const {
+inline size_t EmbeddingTable::HomeBucket(uint64_t id) const {
   return static_cast<size_t>(Mix64(id ^ kIndexSalt)) & (buckets_.size() - 1);
 }
 
-uint32_t EmbeddingTable::Find(uint64_t id) const {
+inline uint32_t EmbeddingTable::Find(uint64_t id) const {
   if (buckets_.empty()) return kNone;
   const size_t mask = buckets_.size() - 1;
   for (size_t b = HomeBucket(id);; b = (b + 1) & mask) {
@@ -262,7 +274,7 @@ absl::Status EmbeddingTable::CheckCapacity(absl::Span<const uint64_t> ids) const
       " (it holds ", num_rows_, "); raise max_rows or turn on LRU eviction"));
 }
 
-void EmbeddingTable::PrefetchAhead(absl::Span<const uint64_t> ids, size_t i) const {
+inline void EmbeddingTable::PrefetchAhead(absl::Span<const uint64_t> ids, size_t i) const {
   constexpr size_t kBucketAhead = 16, kRowAhead = 8;
   if (buckets_.empty()) return;
   if (i + kBucketAhead < ids.size())
@@ -270,11 +282,11 @@ void EmbeddingTable::PrefetchAhead(absl::Span<const uint64_t> ids, size_t i) con
   if (i + kRowAhead < ids.size()) {
     const uint32_t slot = buckets_[HomeBucket(ids[i + kRowAhead])];
     if (slot != kNone) {
-      __builtin_prefetch(&IdOf(slot));
-      // The row's cache lines, up to four (dim 64 with SGD).
-      const char* row = reinterpret_cast<const char*>(RowOf(slot));
-      const size_t bytes = std::min<size_t>(row_floats_ * sizeof(float), 256);
-      for (size_t b = 0; b < bytes; b += 64) __builtin_prefetch(row + b);
+      // The slot's cache lines (its id and row), up to five (dim 64, SGD).
+      const unsigned char* p = SlotOf(slot);
+      const size_t bytes = std::min<size_t>(slot_bytes_, 320);
+      for (size_t b = 0; b < bytes; b += 64) __builtin_prefetch(p + b);
+      __builtin_prefetch(p + bytes - 1);
       if (options_.evict_lru) __builtin_prefetch(&PrevOf(slot));
     }
   }
@@ -319,7 +331,8 @@ absl::Status EmbeddingTable::Apply(absl::Span<const uint64_t> ids, const float* 
 size_t EmbeddingTable::MemoryBytes() const {
   const size_t slots = chunks_.size() << chunk_shift_;
   return chunks_.capacity() * sizeof(std::unique_ptr<Chunk>) + chunks_.size() * sizeof(Chunk) +
-         slots * SlotBytes(options_) + buckets_.capacity() * sizeof(uint32_t);
+         slot_bases_.capacity() * sizeof(unsigned char*) + slots * SlotBytes(options_) +
+         buckets_.capacity() * sizeof(uint32_t);
 }
 
 // --- Export and Import -------------------------------------------------------
@@ -394,6 +407,7 @@ absl::Status EmbeddingTable::Import(const EmbeddingTableContents& c) {
 
 void EmbeddingTable::Clear() {
   std::vector<std::unique_ptr<Chunk>>().swap(chunks_);
+  std::vector<unsigned char*>().swap(slot_bases_);
   std::vector<uint32_t>().swap(buckets_);
   num_rows_ = 0;
   head_ = tail_ = kNone;

@@ -15,16 +15,16 @@
 // the recency list: without it a row touched is not written to but for its
 // values, which is what keeps a cold working set fast.
 //
-// Layout, per row: its floats (dim values, then the optimizer's state) in
-// fixed-size chunks of slots (about 64 KiB each, so no slack grows with the
-// table), the id (8 bytes), with evict_lru the LRU list's prev/next slot
-// numbers (4 + 4), adam's step count (4, adam only), and an open-addressing
-// index (linear probing, backward-shift deletion) of uint32 slot numbers,
-// kept at load factor in (0.375, 0.75], so at most 10.7 bytes per row: at
-// most 31 bytes of overhead per row beyond its floats (23 without evict_lru)
-// once the table is past its first chunk and 16 buckets (the last chunk's unused slots add less than one
-// chunk in all). MemoryBytes counts all of it; server/core/embedding_table_test.cc
-// and tools/bench/embedding_memory_bench.cc measure it.
+// Layout, per row: the id (8 bytes) and right after it the row's floats
+// (dim values, then the optimizer's state), so that a lookup's check of the
+// id and the row's read share cache lines, in fixed-size chunks of slots
+// (about 64 KiB each, so no slack grows with the table), with evict_lru the LRU list's prev/next
+// slot numbers (4 + 4), adam's step count (4, adam only), and an open-addressing index (linear
+// probing, backward-shift deletion) of uint32 slot numbers, kept at load factor in (0.375, 0.75],
+// so at most 10.7 bytes per row: at most 31 bytes of overhead per row beyond its floats (23 without
+// evict_lru) once the table is past its first chunk and 16 buckets (the last chunk's unused slots
+// add less than one chunk in all). MemoryBytes counts all of it;
+// server/core/embedding_table_test.cc and tools/bench/embedding_memory_bench.cc measure it.
 //
 // Export and Import move every row with its optimizer state and its order
 // (with evict_lru the LRU order, else the order rows were made), for
@@ -49,9 +49,9 @@
 namespace ps {
 
 struct EmbeddingTableOptions {
-  std::string name;  // names the table in errors; non-empty
-  int dim = 0;       // floats per row, >= 1
-  uint64_t seed = 0;  // InitRow's seed
+  std::string name;          // names the table in errors; non-empty
+  int dim = 0;               // floats per row, >= 1
+  uint64_t seed = 0;         // InitRow's seed
   float init_scale = 0.01f;  // new rows are uniform in [-init_scale, init_scale); >= 0
   // Most rows this server keeps, 0 = no bound but the slot numbers'
   // (EmbeddingTable::kMaxRows). At most kMaxRows.
@@ -139,7 +139,9 @@ class EmbeddingTable {
   uint32_t NewSlot(uint64_t id);
 
   // Slot accessors.
-  uint64_t& IdOf(uint32_t slot) const;
+  unsigned char* SlotOf(uint32_t slot) const;  // the id, then the row
+  uint64_t IdOf(uint32_t slot) const;
+  void SetId(uint32_t slot, uint64_t id);
   float* RowOf(uint32_t slot) const;  // dim values, then the state
   uint32_t& PrevOf(uint32_t slot) const;
   uint32_t& NextOf(uint32_t slot) const;
@@ -156,17 +158,19 @@ class EmbeddingTable {
   // id and the row (id, values, LRU links) of a nearer one, so that their
   // cache misses overlap instead of following one another.
   void PrefetchAhead(absl::Span<const uint64_t> ids, size_t i) const;
-  void IndexInsert(uint32_t slot);   // REQUIRES: its id absent
-  void IndexErase(uint64_t id);      // REQUIRES: present
+  void IndexInsert(uint32_t slot);  // REQUIRES: its id absent
+  void IndexErase(uint64_t id);     // REQUIRES: present
   void GrowIndexFor(int64_t rows);
 
   void Clear();
 
   const EmbeddingTableOptions options_;
-  const int row_floats_;   // dim * (1 + state floats per element)
-  const int chunk_shift_;  // slots per chunk = 1 << chunk_shift_
+  const int row_floats_;     // dim * (1 + state floats per element)
+  const size_t slot_bytes_;  // the id, then row_floats_ floats
+  const int chunk_shift_;    // slots per chunk = 1 << chunk_shift_
   std::vector<std::unique_ptr<Chunk>> chunks_;
-  int64_t num_rows_ = 0;  // slots [0, num_rows_) are in use
+  std::vector<unsigned char*> slot_bases_;  // chunks_[c]->slots, one load away
+  int64_t num_rows_ = 0;                    // slots [0, num_rows_) are in use
   uint32_t head_;
   uint32_t tail_;
   std::vector<uint32_t> buckets_;  // slot numbers; kNone = empty
