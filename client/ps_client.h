@@ -47,8 +47,8 @@
 
 #include <cstdint>
 #include <functional>
-#include <string>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -148,6 +148,13 @@ class PsClient {
   // deduplicated as Push.
   absl::Status PushRows(absl::string_view table, absl::Span<const uint64_t> ids,
                         absl::Span<const float> grads);
+  // PushRows, then the rows of the same ids after that push, written to
+  // `out` as PullRows writes them, in one round trip per shard (async and
+  // SSP; FAILED_PRECONDITION in sync, where pushed rows change only when
+  // the step closes). Retried and deduplicated as PushRows: a retry
+  // answers the rows without applying the gradient twice.
+  absl::Status PushPullRows(absl::string_view table, absl::Span<const uint64_t> ids,
+                            absl::Span<const float> grads, absl::Span<float> out);
 
   // Cancels the operation in progress (Init, a pull, push or push-pull, a
   // PendingOp or PushPullInProgress not waited on yet, a rows call): its

@@ -35,10 +35,9 @@ absl::Status PsClient::PullRows(absl::string_view table, absl::Span<const uint64
   ASSIGN_OR_RETURN(const int dim, TableDim(table));
   ASSIGN_OR_RETURN(const int64_t floats, SparseValueCount(ids.size(), dim));
   if (static_cast<int64_t>(out.size()) != floats) {
-    return absl::InvalidArgumentError(absl::StrCat("PullRows of \"", EscapeName(table), "\": ",
-                                                   ids.size(), " ids of dim ", dim, " need ",
-                                                   floats, " floats, the output holds ",
-                                                   out.size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("PullRows of \"", EscapeName(table), "\": ", ids.size(), " ids of dim ", dim,
+                     " need ", floats, " floats, the output holds ", out.size()));
   }
   ASSIGN_OR_RETURN(const SparseRequest request, GroupIds(ids, num_shards()));
   std::vector<std::vector<float>> rows;
@@ -56,18 +55,17 @@ absl::Status PsClient::PushRows(absl::string_view table, absl::Span<const uint64
   ASSIGN_OR_RETURN(const int dim, TableDim(table));
   ASSIGN_OR_RETURN(const int64_t floats, SparseValueCount(ids.size(), dim));
   if (static_cast<int64_t>(grads.size()) != floats) {
-    return absl::InvalidArgumentError(absl::StrCat("PushRows of \"", EscapeName(table), "\": ",
-                                                   ids.size(), " ids of dim ", dim, " need ",
-                                                   floats, " gradient floats, got ",
-                                                   grads.size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("PushRows of \"", EscapeName(table), "\": ", ids.size(), " ids of dim ", dim,
+                     " need ", floats, " gradient floats, got ", grads.size()));
   }
   const int64_t step = version();
   if (mode() == Mode::kSync) {
     auto it = rep_->rows_pushed_step.find(table);
     if (it != rep_->rows_pushed_step.end() && it->second == step) {
       return absl::FailedPreconditionError(absl::StrCat(
-          "PushRows of \"", EscapeName(table), "\": its rows were already pushed for step ",
-          step, " (sync: once per table per step; sum the gradients first)"));
+          "PushRows of \"", EscapeName(table), "\": its rows were already pushed for step ", step,
+          " (sync: once per table per step; sum the gradients first)"));
     }
   }
   ASSIGN_OR_RETURN(const SparseRequest request, GroupIds(ids, num_shards()));
@@ -83,6 +81,38 @@ absl::Status PsClient::PushRows(absl::string_view table, absl::Span<const uint64
   RETURN_IF_ERROR(Retry("push of rows", attempt(), attempt));
   if (mode() == Mode::kSync) rep_->rows_pushed_step[std::string(table)] = step;
   return absl::OkStatus();
+}
+
+absl::Status PsClient::PushPullRows(absl::string_view table, absl::Span<const uint64_t> ids,
+                                    absl::Span<const float> grads, absl::Span<float> out) {
+  ASSIGN_OR_RETURN(const int dim, TableDim(table));
+  ASSIGN_OR_RETURN(const int64_t floats, SparseValueCount(ids.size(), dim));
+  if (static_cast<int64_t>(grads.size()) != floats || static_cast<int64_t>(out.size()) != floats) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("PushPullRows of \"", EscapeName(table), "\": ", ids.size(), " ids of dim ",
+                     dim, " need ", floats, " gradient floats and as many for the rows, got ",
+                     grads.size(), " and ", out.size()));
+  }
+  if (mode() == Mode::kSync) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "PushPullRows of \"", EscapeName(table),
+        "\": in sync mode pushed rows change only when the step closes; use PushRows before the "
+        "step's PushPull and PullRows after it"));
+  }
+  ASSIGN_OR_RETURN(const SparseRequest request, GroupIds(ids, num_shards()));
+  ASSIGN_OR_RETURN(const std::vector<std::vector<float>> summed,
+                   SumGradients(request, grads.data(), dim));
+  const int64_t seq = ++rep_->state.row_seq;  // one for every try
+  std::vector<PushOutcome> outcomes;
+  std::vector<std::vector<float>> rows;
+  const auto attempt = [&] {
+    return rep_->transport->PushPullRows(table, dim, request.shard_ids, summed, seq, &outcomes,
+                                         &rows);
+  };
+  rep_->StartOp();
+  RETURN_IF_ERROR(Retry("push-pull of rows", attempt(), attempt));
+  std::vector<absl::Span<const float>> views(rows.begin(), rows.end());
+  return ScatterRows(request, views, dim, out.data());
 }
 
 }  // namespace ps

@@ -37,13 +37,12 @@ std::vector<std::vector<absl::string_view>> Records(absl::string_view text) {
 }
 
 bool IsWorkerCall(absl::string_view call) {
-  return call == "Register" || call == "InitParams" || call == "Push" ||
-         call == "PushPull" || call == "Heartbeat" || call == "Stream" || call == "PushRows";
+  return call == "Register" || call == "InitParams" || call == "Push" || call == "PushPull" ||
+         call == "Heartbeat" || call == "Stream" || call == "PushRows" || call == "PushPullRows";
 }
 
 // Calls that only read the parameters.
-bool IsReadCall(absl::string_view call) { return call == "Pull" || call == "PullRows";
-}
+bool IsReadCall(absl::string_view call) { return call == "Pull" || call == "PullRows"; }
 
 absl::Status Denied(const Identity& who, absl::string_view what) {
   return absl::PermissionDeniedError(absl::StrCat(who.name, " may not ", what));
@@ -70,8 +69,8 @@ absl::StatusOr<Identity> ParseIdentity(absl::string_view name) {
     id.worker_id = worker;
     return id;
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "'", id.name, "' is not an identity (worker-<id>, reader or admin)"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("'", id.name, "' is not an identity (worker-<id>, reader or admin)"));
 }
 
 absl::StatusOr<Identity> IdentityFromCertificate(absl::string_view common_name,
@@ -97,8 +96,8 @@ absl::StatusOr<Identity> IdentityFromCertificate(absl::string_view common_name,
   }
   for (const Identity& id : found) {
     if (!(id == found[0])) {
-      return absl::UnauthenticatedError(absl::StrCat(
-          "certificate names two identities: ", found[0].name, " and ", id.name));
+      return absl::UnauthenticatedError(
+          absl::StrCat("certificate names two identities: ", found[0].name, " and ", id.name));
     }
   }
   return found[0];
@@ -129,8 +128,8 @@ absl::Status AuthorizeWorker(const Identity& who, absl::string_view call, int wo
     return Denied(who, absl::StrCat("call ", call, " as worker ", worker_id));
   }
   if (creates_parameters && who.worker_id != 0) {
-    return Denied(who, absl::StrCat("call ", call,
-                                    " with values (only worker-0 creates the parameters)"));
+    return Denied(
+        who, absl::StrCat("call ", call, " with values (only worker-0 creates the parameters)"));
   }
   return absl::OkStatus();
 }
@@ -194,8 +193,8 @@ bool ConstantTimeEquals(absl::string_view a, absl::string_view b) {
   // Every byte of `a` is compared, whatever `b` is.
   volatile unsigned char diff = a.size() == b.size() ? 0 : 1;
   for (size_t i = 0; i < a.size(); ++i) {
-    diff |= static_cast<unsigned char>(a[i]) ^
-            static_cast<unsigned char>(i < b.size() ? b[i] : ~a[i]);
+    diff |=
+        static_cast<unsigned char>(a[i]) ^ static_cast<unsigned char>(i < b.size() ? b[i] : ~a[i]);
   }
   return diff == 0;
 }

@@ -4,7 +4,8 @@
 //
 // Identities (a certificate's Subject CN, or a token's name):
 //   worker-<id>  a worker (0 <= id); may Register, InitParams, Push, Pull,
-//                PushPull, Heartbeat, Stream, PullRows and PushRows, each
+//                PushPull, Heartbeat, Stream, PullRows, PushRows and
+//                PushPullRows, each
 //                only as its own id;
 //                only worker-0 may create the parameters (InitParams with
 //                values);

@@ -39,11 +39,11 @@ std::vector<std::vector<SliceRange>> ChunkSlices(const std::vector<SliceRange>& 
   return messages;
 }
 
-std::vector<grpc::ByteBuffer> EncodeStreamRequests(const StreamCallHeader& h, bool first,
-                                                   bool last, const ModelSpec& spec,
+std::vector<grpc::ByteBuffer> EncodeStreamRequests(const StreamCallHeader& h, bool first, bool last,
+                                                   const ModelSpec& spec,
                                                    const std::vector<SliceRange>& slices,
-                                                   const SliceValues& values,
-                                                   size_t chunk_bytes, WireDtype dtype) {
+                                                   const SliceValues& values, size_t chunk_bytes,
+                                                   WireDtype dtype) {
   std::vector<std::vector<SliceRange>> messages = ChunkSlices(slices, chunk_bytes, dtype);
   std::vector<grpc::ByteBuffer> out;
   for (size_t m = 0; m < messages.size(); ++m) {
@@ -60,8 +60,8 @@ std::vector<grpc::ByteBuffer> EncodeStreamRequests(const StreamCallHeader& h, bo
       WriteWeightsDtype(&w, M::kWeightsDtypeFieldNumber, h.weights_dtype);
     }
     for (const SliceRange& r : messages[m]) {
-      WriteTensorSlice(&w, M::kGradientsFieldNumber, spec[r.tensor_index], r, values(r),
-                       nullptr, dtype);
+      WriteTensorSlice(&w, M::kGradientsFieldNumber, spec[r.tensor_index], r, values(r), nullptr,
+                       dtype);
     }
     if (last && m + 1 == messages.size()) w.VarintField(M::kLastFieldNumber, 1);
     out.push_back(w.Finish());
@@ -69,13 +69,10 @@ std::vector<grpc::ByteBuffer> EncodeStreamRequests(const StreamCallHeader& h, bo
   return out;
 }
 
-std::vector<grpc::ByteBuffer> EncodeStreamWeights(uint64_t call_id, int64_t version,
-                                                  const ModelSpec& spec,
-                                                  const std::vector<SliceRange>& slices,
-                                                  const SliceValues& values,
-                                                  std::shared_ptr<const void> owner,
-                                                  size_t chunk_bytes, const ReplyInfo& info,
-                                                  WireDtype dtype) {
+std::vector<grpc::ByteBuffer> EncodeStreamWeights(
+    uint64_t call_id, int64_t version, const ModelSpec& spec, const std::vector<SliceRange>& slices,
+    const SliceValues& values, std::shared_ptr<const void> owner, size_t chunk_bytes,
+    const ReplyInfo& info, WireDtype dtype) {
   std::vector<std::vector<SliceRange>> messages = ChunkSlices(slices, chunk_bytes, dtype);
   std::vector<grpc::ByteBuffer> out;
   for (size_t m = 0; m < messages.size(); ++m) {
@@ -97,8 +94,7 @@ std::vector<grpc::ByteBuffer> EncodeStreamWeights(uint64_t call_id, int64_t vers
   return out;
 }
 
-grpc::ByteBuffer EncodeStreamRowsRequest(const StreamCallHeader& h,
-                                         absl::Span<const uint64_t> ids,
+grpc::ByteBuffer EncodeStreamRowsRequest(const StreamCallHeader& h, absl::Span<const uint64_t> ids,
                                          absl::Span<const float> grads) {
   using M = StreamRequestProto;
   ProtoWriter w;
@@ -112,7 +108,7 @@ grpc::ByteBuffer EncodeStreamRowsRequest(const StreamCallHeader& h,
   // (common/float_bytes.h assumes the same).
   w.BytesField(M::kIdsFieldNumber, absl::string_view(reinterpret_cast<const char*>(ids.data()),
                                                      ids.size() * sizeof(uint64_t)));
-  if (h.kind == StreamCall::kPushRows) {
+  if (IsRowPush(h.kind)) {
     w.BytesField(M::kRowGradsFieldNumber,
                  absl::string_view(reinterpret_cast<const char*>(grads.data()),
                                    grads.size() * sizeof(float)));
@@ -177,17 +173,32 @@ absl::Status DecodeStreamRequest(const Pieces& bytes, RawStreamRequest* out) {
       if (absl::Status s = f.Varint("bad varint", &v); !s.ok()) return s;
       StreamCallHeader& h = out->header;
       switch (field) {
-        case M::kCallIdFieldNumber: h.call_id = v; break;
+        case M::kCallIdFieldNumber:
+          h.call_id = v;
+          break;
         case M::kKindFieldNumber:
-          if (v > 4) return f.Error(absl::StrCat("unknown call kind ", v));
+          if (v > static_cast<uint64_t>(StreamCall::kPushPullRows)) {
+            return f.Error(absl::StrCat("unknown call kind ", v));
+          }
           h.kind = static_cast<StreamCall>(v);
           break;
-        case M::kWorkerIdFieldNumber: h.worker_id = static_cast<int32_t>(v); break;
-        case M::kVersionFieldNumber: h.version = static_cast<int64_t>(v); break;
-        case M::kMinVersionFieldNumber: h.min_version = static_cast<int64_t>(v); break;
-        case M::kWaitTimeoutMsFieldNumber: h.wait_timeout_ms = static_cast<int64_t>(v); break;
-        case M::kLastFieldNumber: out->last = v != 0; break;
-        default: break;  // gradients sent as a varint: read and ignored
+        case M::kWorkerIdFieldNumber:
+          h.worker_id = static_cast<int32_t>(v);
+          break;
+        case M::kVersionFieldNumber:
+          h.version = static_cast<int64_t>(v);
+          break;
+        case M::kMinVersionFieldNumber:
+          h.min_version = static_cast<int64_t>(v);
+          break;
+        case M::kWaitTimeoutMsFieldNumber:
+          h.wait_timeout_ms = static_cast<int64_t>(v);
+          break;
+        case M::kLastFieldNumber:
+          out->last = v != 0;
+          break;
+        default:
+          break;  // gradients sent as a varint: read and ignored
       }
       return absl::OkStatus();
     }

@@ -21,11 +21,24 @@
 namespace ps {
 
 // Call kinds, as CallKind in proto/ps.proto.
-enum class StreamCall { kPush = 0, kPull = 1, kPushPull = 2, kPullRows = 3, kPushRows = 4 };
+enum class StreamCall {
+  kPush = 0,
+  kPull = 1,
+  kPushPull = 2,
+  kPullRows = 3,
+  kPushRows = 4,
+  kPushPullRows = 5,
+};
 
 // The embedding-row kinds: one request message, no tensor chunks.
 inline bool IsRowsCall(StreamCall kind) {
-  return kind == StreamCall::kPullRows || kind == StreamCall::kPushRows;
+  return kind == StreamCall::kPullRows || kind == StreamCall::kPushRows ||
+         kind == StreamCall::kPushPullRows;
+}
+
+// The row kinds that carry gradients.
+inline bool IsRowPush(StreamCall kind) {
+  return kind == StreamCall::kPushRows || kind == StreamCall::kPushPullRows;
 }
 
 // Chunk size of the streaming transport: tensors are cut into sub-ranges of
@@ -40,7 +53,7 @@ struct StreamCallHeader {
   int64_t version = 0;
   int64_t min_version = 0;
   int64_t wait_timeout_ms = 0;
-  int64_t seq = 0;  // async push number; 0 = none
+  int64_t seq = 0;                            // async push number; 0 = none
   WireDtype weights_dtype = WireDtype::kF32;  // pull kinds; always a known one
   std::string table;                          // rows kinds
 };
@@ -59,23 +72,21 @@ std::vector<grpc::ByteBuffer> EncodeStreamRequests(const StreamCallHeader& heade
 
 // The weights of `slices` as chunked responses to `call_id`, `info` in the
 // first, the data as `dtype`; `owner` keeps the values alive until sent.
-std::vector<grpc::ByteBuffer> EncodeStreamWeights(uint64_t call_id, int64_t version,
-                                                  const ModelSpec& spec,
-                                                  const std::vector<SliceRange>& slices,
-                                                  const SliceValues& values,
-                                                  std::shared_ptr<const void> owner,
-                                                  size_t chunk_bytes = kStreamChunkBytes,
-                                                  const ReplyInfo& info = ReplyInfo(),
-                                                  WireDtype dtype = WireDtype::kF32);
+std::vector<grpc::ByteBuffer> EncodeStreamWeights(
+    uint64_t call_id, int64_t version, const ModelSpec& spec, const std::vector<SliceRange>& slices,
+    const SliceValues& values, std::shared_ptr<const void> owner,
+    size_t chunk_bytes = kStreamChunkBytes, const ReplyInfo& info = ReplyInfo(),
+    WireDtype dtype = WireDtype::kF32);
 
 // A rows call (IsRowsCall(header.kind)) as its one message, `last` set:
 // the header (`version` and `seq` are the row push's), `header.table`,
-// `ids` and, for kPushRows, `grads`, both copied into the message.
+// `ids` and, for the push kinds (IsRowPush), `grads`, both copied into the
+// message.
 grpc::ByteBuffer EncodeStreamRowsRequest(const StreamCallHeader& header,
                                          absl::Span<const uint64_t> ids,
                                          absl::Span<const float> grads);
 
-// A kPullRows call's rows (`rows`, kept alive by it until sent) as
+// A kPullRows or kPushPullRows call's rows (`rows`, kept alive by it until sent) as
 // responses to `call_id` of at most `chunk_bytes` (rounded down to whole
 // floats) of `rows` each, `info` in the first, `last` on the final one
 // (a single message when there are none).
@@ -102,7 +113,7 @@ struct RawStreamResponse {
   int64_t version = 0;
   ReplyInfo info;  // from the message that carries it (zero otherwise)
   std::vector<RawTensorSlice> weights;
-  Pieces rows;  // kPullRows: this message's bytes of the rows
+  Pieces rows;  // kPullRows, kPushPullRows: this message's bytes of the rows
   bool last = false;
   absl::Status status;  // from error_code / error_message
 };

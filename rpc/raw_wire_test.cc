@@ -66,7 +66,8 @@ TEST(RawWire, PushPullRequestParsesAsTheProtobufMessage) {
     const v1::TensorSlice& s = msg.push().gradients(i);
     const SliceRange& r = slices[i];
     EXPECT_EQ(s.name(), kSpec[r.tensor_index].name);
-    EXPECT_EQ(std::vector<int64_t>(s.shape().begin(), s.shape().end()), kSpec[r.tensor_index].shape);
+    EXPECT_EQ(std::vector<int64_t>(s.shape().begin(), s.shape().end()),
+              kSpec[r.tensor_index].shape);
     EXPECT_EQ(s.offset(), r.offset);
     EXPECT_EQ(s.length(), r.length);
     EXPECT_EQ(s.data(), std::string(reinterpret_cast<const char*>(From(v)(r)), r.length * 4));
@@ -81,8 +82,8 @@ TEST(RawWire, Bf16PushPullRequestParsesAsTheProtobufMessage) {
   for (std::vector<float>& t : v) {
     for (float& x : t) x += 1.0f / 1024;  // not exact in bf16
   }
-  const std::string bytes = Flatten(EncodePushPullRequest(
-      1, 2, kSpec, slices, From(v), 3, 4, 0, WireDtype::kBf16));
+  const std::string bytes =
+      Flatten(EncodePushPullRequest(1, 2, kSpec, slices, From(v), 3, 4, 0, WireDtype::kBf16));
   v1::PushPullRequest msg;
   ASSERT_TRUE(msg.ParseFromString(bytes));
   EXPECT_EQ(msg.weights_dtype(), v1::BF16);
@@ -138,8 +139,7 @@ TEST(RawWire, Bf16HalvesTheBytesOfAnMlpStep) {
   const auto [f32_req, f32_reply] = step_bytes(WireDtype::kF32);
   const auto [bf16_req, bf16_reply] = step_bytes(WireDtype::kBf16);
   std::printf("MLP step, unary push_pull: f32 %zu + %zu = %zu bytes, bf16 %zu + %zu = %zu bytes\n",
-              f32_req, f32_reply, f32_req + f32_reply, bf16_req, bf16_reply,
-              bf16_req + bf16_reply);
+              f32_req, f32_reply, f32_req + f32_reply, bf16_req, bf16_reply, bf16_req + bf16_reply);
   // The payload halves (2 bytes fewer per element); the framing grows by a
   // dtype field per slice (and weights_dtype once), and shrinks where a
   // length prefix got shorter.
@@ -251,8 +251,9 @@ TEST(RawWire, FaultFieldsRoundTripAsTheProtobufMessages) {
   EXPECT_EQ(info.outcome, PushOutcome::kDuplicate);
   EXPECT_EQ(info.incarnation, inc);
   // The stream: the first weights message carries them, later ones do not.
-  std::vector<grpc::ByteBuffer> resps = EncodeStreamWeights(
-      9, 6, kSpec, slices, From(v), nullptr, /*chunk_bytes=*/16, ReplyInfo{inc, PushOutcome::kDropped});
+  std::vector<grpc::ByteBuffer> resps =
+      EncodeStreamWeights(9, 6, kSpec, slices, From(v), nullptr, /*chunk_bytes=*/16,
+                          ReplyInfo{inc, PushOutcome::kDropped});
   ASSERT_GT(resps.size(), 1u);
   RawStreamResponse first, second;
   const std::string b0 = Flatten(resps[0]), b1 = Flatten(resps[1]);
@@ -306,6 +307,14 @@ TEST(RawWire, StreamRowsCallsRoundTripAsTheProtobufMessages) {
     CopyPieces(raw.row_grads, g.data());
     EXPECT_EQ(g, grads);
   }
+  // A push-pull of rows carries its gradients as a push does; a pull none.
+  h.kind = StreamCall::kPushPullRows;
+  ASSERT_TRUE(req.ParseFromString(Flatten(EncodeStreamRowsRequest(h, ids, grads))));
+  EXPECT_EQ(req.kind(), v1::CALL_PUSH_PULL_ROWS);
+  EXPECT_EQ(req.row_grads().size(), grads.size() * 4);
+  h.kind = StreamCall::kPullRows;
+  ASSERT_TRUE(req.ParseFromString(Flatten(EncodeStreamRowsRequest(h, ids, grads))));
+  EXPECT_TRUE(req.row_grads().empty());
   std::string unpacked;
   for (uint64_t id : ids) {
     unpacked.push_back(static_cast<char>((12 << 3) | 1));  // field 12, fixed64
@@ -316,7 +325,7 @@ TEST(RawWire, StreamRowsCallsRoundTripAsTheProtobufMessages) {
   EXPECT_EQ(raw.ids, ids);
   // Ids that are not whole fixed64s, and an unknown kind, are errors.
   v1::StreamRequest bad;
-  bad.set_kind(static_cast<v1::CallKind>(5));
+  bad.set_kind(static_cast<v1::CallKind>(6));
   EXPECT_FALSE(DecodeStreamRequest({bad.SerializeAsString()}, &raw).ok());
   const std::string short_ids = std::string("\x62\x03", 2) + "abc";  // field 12, 3 bytes
   EXPECT_FALSE(DecodeStreamRequest({short_ids}, &raw).ok());
@@ -369,7 +378,11 @@ TEST(RawWire, TruncatedAndRandomBytesAreErrorsNotCrashes) {
 // The one field loop of every decoder (rpc/proto_codec.h).
 TEST(ProtoCodec, ForEachFieldHandsOutFieldsInOrderAcrossPieces) {
   // field 1 = 150 (varint), field 2 = "abc", field 1 = 7; split mid-varint.
-  const std::string bytes("\x08\x96\x01\x12\x03" "abc" "\x08\x07", 10);
+  const std::string bytes(
+      "\x08\x96\x01\x12\x03"
+      "abc"
+      "\x08\x07",
+      10);
   Pieces pieces = {absl::string_view(bytes).substr(0, 2), absl::string_view(bytes).substr(2)};
   std::vector<std::string> seen;
   absl::Status s = ForEachField(pieces, "Msg", [&](FieldReader& f) {

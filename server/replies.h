@@ -33,14 +33,16 @@ std::vector<grpc::ByteBuffer> EncodeStreamReply(uint64_t call_id,
                                                 WireDtype weights_dtype = WireDtype::kF32);
 
 // Stream rows call `call_id` (server/stream_reactor.h): a PullRows' rows
-// in chunks, a PushRows' outcome in one StreamResponse, or the error; both
-// with `incarnation`.
+// in chunks, a PushRows' outcome in one StreamResponse, a PushPullRows'
+// outcome and rows in chunks, or the error; each with `incarnation`.
 std::vector<grpc::ByteBuffer> EncodeStreamRowsReply(uint64_t call_id,
                                                     absl::StatusOr<RowsResult> rows,
                                                     const Incarnation& incarnation);
 std::vector<grpc::ByteBuffer> EncodeStreamRowPushReply(uint64_t call_id,
                                                        const absl::StatusOr<PushResult>& push,
                                                        const Incarnation& incarnation);
+std::vector<grpc::ByteBuffer> EncodeStreamRowPushPullReply(
+    uint64_t call_id, absl::StatusOr<RowsPushPullResult> result, const Incarnation& incarnation);
 
 }  // namespace ps
 

@@ -55,7 +55,8 @@ class Factory final : public grpc::experimental::ServerInterceptorFactoryInterfa
 }  // namespace
 
 RpcMetrics::RpcMetrics()
-    : methods_({  // in ServiceMethod's order, then the other services
+    : methods_({
+          // in ServiceMethod's order, then the other services
           {"ps.v1.ParameterServer", "Register", "unary"},
           {"ps.v1.ParameterServer", "InitParams", "unary"},
           {"ps.v1.ParameterServer", "Push", "unary"},
@@ -67,6 +68,7 @@ RpcMetrics::RpcMetrics()
           {"ps.v1.ParameterServer", "Checkpoint", "unary"},
           {"ps.v1.ParameterServer", "PullRows", "unary"},
           {"ps.v1.ParameterServer", "PushRows", "unary"},
+          {"ps.v1.ParameterServer", "PushPullRows", "unary"},
           {"grpc.health.v1.Health", "Check", "unary"},
           {"grpc.health.v1.Health", "Watch", "server_stream"},
           {"grpc.reflection.v1alpha.ServerReflection", "ServerReflectionInfo", "bidi_stream"},
@@ -94,9 +96,7 @@ void RpcMetrics::RecordCall(int method, int code, absl::Duration took) {
   per_method_[method].handling.Record(took);
 }
 
-void RpcMetrics::RecordRefused(absl::string_view path, int code) {
-  Count(MethodIndex(path), code);
-}
+void RpcMetrics::RecordRefused(absl::string_view path, int code) { Count(MethodIndex(path), code); }
 
 void RpcMetrics::Count(int method, int code) {
   if (code < 0 || code >= kNumCodes) code = static_cast<int>(grpc::StatusCode::UNKNOWN);
@@ -112,10 +112,10 @@ Histogram::Snapshot RpcMetrics::handling(int method) const {
 
 const char* GrpcCodeName(int code) {
   static constexpr const char* kNames[RpcMetrics::kNumCodes] = {
-      "OK",       "Canceled",         "Unknown",          "InvalidArgument", "DeadlineExceeded",
-      "NotFound", "AlreadyExists",    "PermissionDenied", "ResourceExhausted",
-      "FailedPrecondition", "Aborted", "OutOfRange",      "Unimplemented",   "Internal",
-      "Unavailable", "DataLoss",      "Unauthenticated"};
+      "OK",       "Canceled",       "Unknown",          "InvalidArgument",   "DeadlineExceeded",
+      "NotFound", "AlreadyExists",  "PermissionDenied", "ResourceExhausted", "FailedPrecondition",
+      "Aborted",  "OutOfRange",     "Unimplemented",    "Internal",          "Unavailable",
+      "DataLoss", "Unauthenticated"};
   return code >= 0 && code < RpcMetrics::kNumCodes ? kNames[code] : "Unknown";
 }
 

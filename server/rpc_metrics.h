@@ -46,8 +46,18 @@ class RpcMetrics {
   // The indexes in methods() of ps.v1.ParameterServer's methods, for the
   // calls that record themselves.
   enum ServiceMethod : int {
-    kRegister, kInitParams, kPush, kPull, kPushPull, kStream,
-    kHeartbeat, kGetStatus, kCheckpoint, kPullRows, kPushRows,
+    kRegister,
+    kInitParams,
+    kPush,
+    kPull,
+    kPushPull,
+    kStream,
+    kHeartbeat,
+    kGetStatus,
+    kCheckpoint,
+    kPullRows,
+    kPushRows,
+    kPushPullRows,
   };
 
   // The index of `path` (":path", "/ps.v1.ParameterServer/Push") in

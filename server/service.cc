@@ -24,8 +24,12 @@ std::vector<RawTensorSlice> SlicesFromProto(
   std::vector<RawTensorSlice> out;
   out.reserve(slices.size());
   for (const v1::TensorSlice& s : slices) {
-    out.push_back(RawTensorSlice{s.name(), {s.shape().begin(), s.shape().end()}, s.offset(),
-                                 s.length(), {s.data()}, WireDtypeFromWire(s.dtype())});
+    out.push_back(RawTensorSlice{s.name(),
+                                 {s.shape().begin(), s.shape().end()},
+                                 s.offset(),
+                                 s.length(),
+                                 {s.data()},
+                                 WireDtypeFromWire(s.dtype())});
   }
   return out;
 }
@@ -101,15 +105,15 @@ void Serve(Shard* shard, const absl::StatusOr<Caller>& caller, const grpc::ByteB
       reactor->Done(ToGrpcStatus(call.status()));
       return;
     }
-    std::move(*call).Complete(wait, [resp, reactor, method,
-                                     weights_dtype](absl::StatusOr<CallResult> r) {
-      try {
-        if (r.ok()) *resp = EncodeUnaryReply(*r, weights_dtype);
-        reactor->Done(ToGrpcStatus(r.status()));
-      } catch (...) {
-        FinishWithException(reactor, method);
-      }
-    });
+    std::move(*call).Complete(wait,
+                              [resp, reactor, method, weights_dtype](absl::StatusOr<CallResult> r) {
+                                try {
+                                  if (r.ok()) *resp = EncodeUnaryReply(*r, weights_dtype);
+                                  reactor->Done(ToGrpcStatus(r.status()));
+                                } catch (...) {
+                                  FinishWithException(reactor, method);
+                                }
+                              });
   } catch (...) {
     FinishWithException(reactor, method);
   }
@@ -274,17 +278,17 @@ grpc::ServerUnaryReactor* ParameterServerService::InitParams(grpc::CallbackServe
   }
   CallReactor* reactor = NewCall(shard_, options_, RpcMetrics::kInitParams);
   try {
-    reactor->wait()->Started(shard_->Init(
-        req->worker_id(), ModelSpecFromProto(req->spec()), SlicesFromProto(req->values()),
-        Millis(req->wait_timeout_ms()),
-        [this, resp, reactor](absl::StatusOr<int64_t> version, bool created) {
-          if (version.ok()) {
-            resp->set_version(*version);
-            resp->set_created(created);
-            IncarnationToProto(shard_->incarnation(), resp->mutable_incarnation());
-          }
-          reactor->Done(ToGrpcStatus(version.status()));
-        }));
+    reactor->wait()->Started(
+        shard_->Init(req->worker_id(), ModelSpecFromProto(req->spec()),
+                     SlicesFromProto(req->values()), Millis(req->wait_timeout_ms()),
+                     [this, resp, reactor](absl::StatusOr<int64_t> version, bool created) {
+                       if (version.ok()) {
+                         resp->set_version(*version);
+                         resp->set_created(created);
+                         IncarnationToProto(shard_->incarnation(), resp->mutable_incarnation());
+                       }
+                       reactor->Done(ToGrpcStatus(version.status()));
+                     }));
   } catch (...) {
     FinishWithException(reactor, "InitParams");
   }
@@ -297,8 +301,7 @@ grpc::ServerUnaryReactor* ParameterServerService::Heartbeat(grpc::CallbackServer
   CallReactor* reactor = NewCall(shard_, options_, RpcMetrics::kHeartbeat);
   try {
     absl::Status allowed = MayActAs(authenticator(), *ctx, "Heartbeat", req->worker_id());
-    absl::StatusOr<int64_t> version =
-        allowed.ok() ? shard_->Heartbeat(req->worker_id()) : allowed;
+    absl::StatusOr<int64_t> version = allowed.ok() ? shard_->Heartbeat(req->worker_id()) : allowed;
     if (version.ok()) {
       resp->set_version(*version);
       IncarnationToProto(shard_->incarnation(), resp->mutable_incarnation());
@@ -339,21 +342,21 @@ grpc::ServerUnaryReactor* ParameterServerService::PushPull(grpc::CallbackServerC
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ParameterServerService::Stream(
     grpc::CallbackServerContext* ctx) {
-  return NewStreamReactor(shard_, options_.call_timeout,
-                          [caller = CallerOfCall(authenticator(), *ctx)](int worker_id) {
-                            return caller.ok() ? caller->MayActAs("Stream", worker_id)
-                                               : caller.status();
-                          },
-                          options_.rpc_metrics.get());
+  return NewStreamReactor(
+      shard_, options_.call_timeout,
+      [caller = CallerOfCall(authenticator(), *ctx)](int worker_id) {
+        return caller.ok() ? caller->MayActAs("Stream", worker_id) : caller.status();
+      },
+      options_.rpc_metrics.get());
 }
 
-grpc::ServerUnaryReactor* ParameterServerService::Checkpoint(
-    grpc::CallbackServerContext* ctx, const v1::CheckpointRequest* /*req*/,
-    v1::CheckpointResponse* resp) {
+grpc::ServerUnaryReactor* ParameterServerService::Checkpoint(grpc::CallbackServerContext* ctx,
+                                                             const v1::CheckpointRequest* /*req*/,
+                                                             v1::CheckpointResponse* resp) {
   CallReactor* reactor = NewCall(shard_, options_, RpcMetrics::kCheckpoint);
   if (!options_.checkpoint) {
-    reactor->Done(ToGrpcStatus(absl::FailedPreconditionError(absl::StrCat(
-        "shard ", shard_->options().shard_id, " runs without --checkpoint_dir"))));
+    reactor->Done(ToGrpcStatus(absl::FailedPreconditionError(
+        absl::StrCat("shard ", shard_->options().shard_id, " runs without --checkpoint_dir"))));
     return reactor;
   }
   try {
@@ -379,10 +382,9 @@ grpc::ServerUnaryReactor* ParameterServerService::PullRows(grpc::CallbackServerC
   try {
     absl::StatusOr<Caller> caller = CallerOfCall(authenticator(), *ctx);
     absl::Status s = caller.ok() ? caller->MayActAs("PullRows", req->worker_id()) : caller.status();
-    absl::StatusOr<RowsResult> rows =
-        s.ok() ? shard_->PullRows(req->worker_id(), req->table(), req->ids(),
-                                  caller->renews_lease())
-               : s;
+    absl::StatusOr<RowsResult> rows = s.ok() ? shard_->PullRows(req->worker_id(), req->table(),
+                                                                req->ids(), caller->renews_lease())
+                                             : s;
     if (rows.ok()) {
       EncodeFloats(rows->values, resp->mutable_values());
       resp->set_version(rows->version);
@@ -405,8 +407,8 @@ grpc::ServerUnaryReactor* ParameterServerService::PushRows(grpc::CallbackServerC
         s.ok() ? RowGradients(req->table(), {absl::string_view(req->grads())})
                : absl::StatusOr<std::vector<float>>(s);
     absl::StatusOr<PushResult> r =
-        grads.ok() ? shard_->PushRows(req->worker_id(), req->table(), req->version(),
-                                      req->seq(), req->ids(), *grads)
+        grads.ok() ? shard_->PushRows(req->worker_id(), req->table(), req->version(), req->seq(),
+                                      req->ids(), *grads)
                    : absl::StatusOr<PushResult>(grads.status());
     if (r.ok()) {
       resp->set_version(r->version);
@@ -416,6 +418,32 @@ grpc::ServerUnaryReactor* ParameterServerService::PushRows(grpc::CallbackServerC
     reactor->Done(ToGrpcStatus(r.status()));
   } catch (...) {
     FinishWithException(reactor, "PushRows");
+  }
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ParameterServerService::PushPullRows(grpc::CallbackServerContext* ctx,
+                                                               const v1::PushPullRowsRequest* req,
+                                                               v1::PushPullRowsResponse* resp) {
+  CallReactor* reactor = NewCall(shard_, options_, RpcMetrics::kPushPullRows);
+  try {
+    absl::Status s = MayActAs(authenticator(), *ctx, "PushPullRows", req->worker_id());
+    absl::StatusOr<std::vector<float>> grads =
+        s.ok() ? RowGradients(req->table(), {absl::string_view(req->grads())})
+               : absl::StatusOr<std::vector<float>>(s);
+    absl::StatusOr<RowsPushPullResult> r =
+        grads.ok() ? shard_->PushPullRows(req->worker_id(), req->table(), req->version(),
+                                          req->seq(), req->ids(), *grads)
+                   : absl::StatusOr<RowsPushPullResult>(grads.status());
+    if (r.ok()) {
+      EncodeFloats(r->rows.values, resp->mutable_values());
+      resp->set_version(r->rows.version);
+      resp->set_outcome(static_cast<v1::PushOutcome>(r->outcome));
+      IncarnationToProto(shard_->incarnation(), resp->mutable_incarnation());
+    }
+    reactor->Done(ToGrpcStatus(r.status()));
+  } catch (...) {
+    FinishWithException(reactor, "PushPullRows");
   }
   return reactor;
 }

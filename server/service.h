@@ -25,8 +25,8 @@
 #include "proto/ps.grpc.pb.h"
 #include "rpc/auth_processor.h"
 #include "server/checkpoint/checkpointer.h"
-#include "server/rpc_metrics.h"
 #include "server/core/shard.h"
+#include "server/rpc_metrics.h"
 
 namespace ps {
 
@@ -34,16 +34,17 @@ namespace ps {
 // tensors.
 using ParameterServerBase = v1::ParameterServer::WithCallbackMethod_PullRows<
     v1::ParameterServer::WithCallbackMethod_PushRows<
-    v1::ParameterServer::WithCallbackMethod_Register<
-    v1::ParameterServer::WithCallbackMethod_InitParams<
-        v1::ParameterServer::WithCallbackMethod_GetStatus<
-            v1::ParameterServer::WithCallbackMethod_Checkpoint<
-                v1::ParameterServer::WithCallbackMethod_Heartbeat<
-                    v1::ParameterServer::WithRawCallbackMethod_Push<
-                        v1::ParameterServer::WithRawCallbackMethod_Pull<
-                            v1::ParameterServer::WithRawCallbackMethod_PushPull<
-                                v1::ParameterServer::WithRawCallbackMethod_Stream<
-                                    v1::ParameterServer::Service>>>>>>>>>>>;
+        v1::ParameterServer::WithCallbackMethod_PushPullRows<
+            v1::ParameterServer::WithCallbackMethod_Register<
+                v1::ParameterServer::WithCallbackMethod_InitParams<
+                    v1::ParameterServer::WithCallbackMethod_GetStatus<
+                        v1::ParameterServer::WithCallbackMethod_Checkpoint<
+                            v1::ParameterServer::WithCallbackMethod_Heartbeat<
+                                v1::ParameterServer::WithRawCallbackMethod_Push<
+                                    v1::ParameterServer::WithRawCallbackMethod_Pull<
+                                        v1::ParameterServer::WithRawCallbackMethod_PushPull<
+                                            v1::ParameterServer::WithRawCallbackMethod_Stream<
+                                                v1::ParameterServer::Service>>>>>>>>>>>>;
 
 struct ServiceOptions {
   // Longest time a stream call may take to arrive in full (see
@@ -76,8 +77,7 @@ class ParameterServerService final : public ParameterServerBase {
                                      const v1::RegisterRequest* req,
                                      v1::RegisterResponse* resp) override;
   // With `restore`: Shard::AdoptWorkerCopy, answered at once.
-  grpc::ServerUnaryReactor* InitParams(grpc::CallbackServerContext* ctx,
-                                       const v1::InitRequest* req,
+  grpc::ServerUnaryReactor* InitParams(grpc::CallbackServerContext* ctx, const v1::InitRequest* req,
                                        v1::InitResponse* resp) override;
   grpc::ServerUnaryReactor* Heartbeat(grpc::CallbackServerContext* ctx,
                                       const v1::HeartbeatRequest* req,
@@ -89,8 +89,7 @@ class ParameterServerService final : public ParameterServerBase {
   grpc::ServerUnaryReactor* Pull(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
                                  grpc::ByteBuffer* resp) override;
   // Raw: PushPullRequest -> PullResponse.
-  grpc::ServerUnaryReactor* PushPull(grpc::CallbackServerContext* ctx,
-                                     const grpc::ByteBuffer* req,
+  grpc::ServerUnaryReactor* PushPull(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
                                      grpc::ByteBuffer* resp) override;
   // Raw: the streaming transport (server/stream_reactor.h).
   grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Stream(
@@ -101,13 +100,17 @@ class ParameterServerService final : public ParameterServerBase {
   grpc::ServerUnaryReactor* GetStatus(grpc::CallbackServerContext* ctx,
                                       const v1::StatusRequest* req,
                                       v1::StatusResponse* resp) override;
-  // Embedding rows: Shard::PullRows and PushRows, answered at once.
+  // Embedding rows: Shard::PullRows, PushRows and PushPullRows, answered
+  // at once.
   grpc::ServerUnaryReactor* PullRows(grpc::CallbackServerContext* ctx,
                                      const v1::PullRowsRequest* req,
                                      v1::PullRowsResponse* resp) override;
   grpc::ServerUnaryReactor* PushRows(grpc::CallbackServerContext* ctx,
                                      const v1::PushRowsRequest* req,
                                      v1::PushRowsResponse* resp) override;
+  grpc::ServerUnaryReactor* PushPullRows(grpc::CallbackServerContext* ctx,
+                                         const v1::PushPullRowsRequest* req,
+                                         v1::PushPullRowsResponse* resp) override;
 
  private:
   const Authenticator* authenticator() const { return options_.authenticator.get(); }

@@ -244,9 +244,9 @@ void Core::CallTimedOut(uint64_t id, absl::Duration timeout) {
   }
   // Finishing with a read outstanding is allowed: the read then fails, and
   // the read path frees the call.
-  Fail(absl::DeadlineExceededError(absl::StrCat(
-      "stream call ", id, " did not arrive in full within ", absl::FormatDuration(timeout),
-      " (--call_timeout); the stream is closed")));
+  Fail(absl::DeadlineExceededError(
+      absl::StrCat("stream call ", id, " did not arrive in full within ",
+                   absl::FormatDuration(timeout), " (--call_timeout); the stream is closed")));
 }
 
 void StreamReactor::StartAlarm(uint64_t id) {
@@ -278,9 +278,9 @@ void StreamReactor::StopAlarm() {
 
 absl::Status StreamReactor::ClientClosed() {
   if (!call_.open) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      "the client closed its stream in the middle of call ", call_.header.call_id,
-      " (its last message never came)"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("the client closed its stream in the middle of call ", call_.header.call_id,
+                   " (its last message never came)"));
 }
 
 absl::Status StreamReactor::Handle() {
@@ -305,9 +305,9 @@ absl::Status StreamReactor::Handle() {
     }
     if (IsRowsCall(req.header.kind)) {
       if (!req.last) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "stream rows call ", req.header.call_id,
-            " must be one message (with `last` set); a rows call is never chunked"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("stream rows call ", req.header.call_id,
+                         " must be one message (with `last` set); a rows call is never chunked"));
       }
       AnswerRows(req);
       return absl::OkStatus();
@@ -326,9 +326,9 @@ absl::Status StreamReactor::Handle() {
     call_.call.emplace(shard_, push, pull);
     if (!req.last) StartAlarm(req.header.call_id);
   } else if (req.header.call_id != call_.header.call_id) {
-    return absl::InvalidArgumentError(absl::StrCat("stream message for call ",
-                                                   req.header.call_id, " while call ",
-                                                   call_.header.call_id, " is incomplete"));
+    return absl::InvalidArgumentError(absl::StrCat("stream message for call ", req.header.call_id,
+                                                   " while call ", call_.header.call_id,
+                                                   " is incomplete"));
   }
   for (const RawTensorSlice& chunk : req.gradients) call_.call->AddChunk(chunk);
   if (req.last) {
@@ -344,6 +344,12 @@ void StreamReactor::AnswerRows(const RawStreamRequest& req) {
   if (h.kind == StreamCall::kPullRows) {
     reply = EncodeStreamRowsReply(h.call_id, shard_->PullRows(h.worker_id, h.table, req.ids),
                                   shard_->incarnation());
+  } else if (h.kind == StreamCall::kPushPullRows) {
+    absl::StatusOr<std::vector<float>> grads = RowGradients(h.table, req.row_grads);
+    absl::StatusOr<RowsPushPullResult> r =
+        grads.ok() ? shard_->PushPullRows(h.worker_id, h.table, h.version, h.seq, req.ids, *grads)
+                   : absl::StatusOr<RowsPushPullResult>(grads.status());
+    reply = EncodeStreamRowPushPullReply(h.call_id, std::move(r), shard_->incarnation());
   } else {
     absl::StatusOr<std::vector<float>> grads = RowGradients(h.table, req.row_grads);
     absl::StatusOr<PushResult> pushed =
@@ -361,14 +367,15 @@ void StreamReactor::Complete() {
   const WireDtype weights_dtype = call.header.weights_dtype;
   const int shard_id = shard_->options().shard_id;
   std::shared_ptr<Core> core = core_;
-  std::move(*call.call).Complete(
-      &core_->wait, [core, id, shard_id, weights_dtype](absl::StatusOr<CallResult> result) {
-        try {
-          core->Send(EncodeStreamReply(id, result, weights_dtype), /*closes_call=*/true);
-        } catch (...) {
-          core->Fail(StatusFromCurrentException(absl::StrCat("stream to shard ", shard_id)));
-        }
-      });
+  std::move(*call.call)
+      .Complete(
+          &core_->wait, [core, id, shard_id, weights_dtype](absl::StatusOr<CallResult> result) {
+            try {
+              core->Send(EncodeStreamReply(id, result, weights_dtype), /*closes_call=*/true);
+            } catch (...) {
+              core->Fail(StatusFromCurrentException(absl::StrCat("stream to shard ", shard_id)));
+            }
+          });
 }
 
 }  // namespace

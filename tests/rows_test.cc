@@ -13,11 +13,12 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "client/sparse_ids.h"
 #include "common/embedding_shard.h"
-#include "gtest/gtest.h"
-#include "proto/ps.grpc.pb.h"
 #include "grpcpp/create_channel.h"
+#include "gtest/gtest.h"
 #include "httplib.h"
+#include "proto/ps.grpc.pb.h"
 #include "server/core/embedding_table.h"
 #include "tests/test_cluster.h"
 
@@ -56,7 +57,9 @@ std::unique_ptr<PsClient> Worker(const LocalServers& servers, int w, int workers
 std::vector<uint64_t> IdsOf(int w, int t) {
   return {uint64_t(t % 3), 100 + uint64_t(w), uint64_t(t % 3), 5000000000ull + t, 42, 1};
 }
-float GradOf(int w, int t, size_t i, int j) { return 0.01f * (w + 1) * (t + 1) + 0.001f * i - 0.002f * j; }
+float GradOf(int w, int t, size_t i, int j) {
+  return 0.01f * (w + 1) * (t + 1) + 0.001f * i - 0.002f * j;
+}
 
 // The rows a worker pulled back, position by position, equal `expect`'s rows.
 void ExpectRows(const std::vector<float>& got, const std::vector<uint64_t>& ids,
@@ -128,7 +131,8 @@ TEST_P(RowsTest, SyncStepsApplyTheMeanOfTheWorkersRowsBitForBit) {
       }
       for (auto& [id, g] : mine) {
         auto [it, added] = sum.emplace(id, g);
-        if (!added) for (int j = 0; j < kDim; ++j) it->second[j] += g[j];
+        if (!added)
+          for (int j = 0; j < kDim; ++j) it->second[j] += g[j];
       }
     }
     std::vector<uint64_t> ids;
@@ -158,8 +162,8 @@ TEST_P(RowsTest, SyncStepsApplyTheMeanOfTheWorkersRowsBitForBit) {
 // (grpc_server_handled_total on /metrics, summed over the servers).
 double UnaryCallsOk(const LocalServers& servers, const std::string& method) {
   const std::string key =
-      "grpc_server_handled_total{grpc_service=\"ps.v1.ParameterServer\",grpc_method=\"" +
-      method + "\",grpc_type=\"unary\",grpc_code=\"OK\"} ";
+      "grpc_server_handled_total{grpc_service=\"ps.v1.ParameterServer\",grpc_method=\"" + method +
+      "\",grpc_type=\"unary\",grpc_code=\"OK\"} ";
   double total = 0;
   for (const auto& server : servers.servers) {
     const std::string address = server->metrics_address();
@@ -202,6 +206,61 @@ TEST_P(RowsTest, AsyncAppliesRowsOnArrival) {
     EXPECT_EQ(UnaryCallsOk(*servers, "PullRows"), 2 * 3);
     EXPECT_EQ(UnaryCallsOk(*servers, "PushRows"), 3);
   }
+}
+
+// PushPullRows: one call per shard on each transport, the rows after the
+// push (as PushRows then PullRows give them), repeated ids summed in caller
+// order and copied back to each position, large answers whole; refused in
+// sync with a message that says what to do instead.
+TEST_P(RowsTest, PushPullRowsAnswersTheRowsAfterThePushInOneCall) {
+  for (Mode mode : {Mode::kAsync, Mode::kSsp}) {
+    ServerOptions o = Base(mode, 1);
+    o.metrics_listen = "127.0.0.1:0";
+    absl::StatusOr<LocalServers> servers = LocalServers::Start(o, 3);
+    ASSERT_TRUE(servers.ok()) << servers.status();
+    std::unique_ptr<PsClient> c = Worker(*servers, 0, 1, GetParam());
+    ASSERT_TRUE(c);
+    TensorList init = {std::vector<float>(3, 0.0f)};
+    ASSERT_TRUE(c->Init({{"w", {3}}}, &init).ok());
+    const std::vector<uint64_t> ids = IdsOf(0, 1);  // repeats, any order
+    std::vector<float> before(ids.size() * kDim), got(ids.size() * kDim), g(ids.size() * kDim);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      for (int j = 0; j < kDim; ++j) g[i * kDim + j] = GradOf(0, 1, i, j);
+    }
+    ASSERT_TRUE(c->PullRows("emb", ids, absl::MakeSpan(before)).ok());
+    ASSERT_TRUE(c->PushPullRows("emb", ids, g, absl::MakeSpan(got)).ok());
+    // The reference: the same SGD on a local table from the same rows.
+    EmbeddingTableOptions to;
+    to.name = "emb";
+    to.dim = kDim;
+    to.seed = kTable.seed;
+    to.init_scale = kTable.init_scale;
+    to.optimizer = {SparseOptimizerKind::kSgd, 0.5f};
+    auto expect = EmbeddingTable::Create(to);
+    ASSERT_TRUE(expect.ok());
+    absl::StatusOr<SparseRequest> req = GroupIds(ids, 1);
+    ASSERT_TRUE(req.ok());
+    absl::StatusOr<std::vector<std::vector<float>>> sums = SumGradients(*req, g.data(), kDim);
+    ASSERT_TRUE(sums.ok());
+    ASSERT_TRUE((*expect)->Apply(req->shard_ids[0], (*sums)[0].data()).ok());
+    ExpectRows(got, ids, expect->get());
+    int shards_with_ids = 0;
+    absl::StatusOr<SparseRequest> by_shard = GroupIds(ids, 3);
+    ASSERT_TRUE(by_shard.ok());
+    for (const auto& list : by_shard->shard_ids) shards_with_ids += list.empty() ? 0 : 1;
+    EXPECT_EQ(UnaryCallsOk(*servers, "PushPullRows"),
+              GetParam() == ClientOptions::Transport::kStream ? 0 : shards_with_ids);
+  }
+  absl::StatusOr<LocalServers> sync = LocalServers::Start(Base(Mode::kSync, 1), 1);
+  ASSERT_TRUE(sync.ok()) << sync.status();
+  std::unique_ptr<PsClient> c = Worker(*sync, 0, 1, GetParam());
+  ASSERT_TRUE(c);
+  TensorList init = {std::vector<float>(3, 0.0f)};
+  ASSERT_TRUE(c->Init({{"w", {3}}}, &init).ok());
+  std::vector<float> g(kDim, 1.0f), out(kDim);
+  absl::Status s = c->PushPullRows("emb", {uint64_t{5}}, g, absl::MakeSpan(out));
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_NE(s.message().find("PullRows after it"), absl::string_view::npos) << s;
 }
 
 // Rows past one stream message's ~1 MB come back in several, in order.
@@ -251,8 +310,8 @@ class RawRows {
     v1::PushRowsRequest req;
     req.set_table(table);
     req.mutable_ids()->Add(ids.begin(), ids.end());
-    req.set_grads(std::string(reinterpret_cast<const char*>(grads.data()),
-                              grads.size() * sizeof(float)));
+    req.set_grads(
+        std::string(reinterpret_cast<const char*>(grads.data()), grads.size() * sizeof(float)));
     req.set_seq(seq);
     req.set_version(version);
     v1::PushRowsResponse resp;
@@ -338,13 +397,11 @@ TEST(Rows, BadRequestsNameTheTable) {
          absl::StatusCode::kInvalidArgument, "at most 4");
   expect(raw.Push("emb", {mine[0]}, std::vector<float>(kDim + 1), 1).status(),
          absl::StatusCode::kInvalidArgument, "embedding table \"emb\"");
-  expect(raw.Push("emb", {mine[0]}, {1, 2, 3, std::numeric_limits<float>::quiet_NaN()}, 1)
-             .status(),
+  expect(raw.Push("emb", {mine[0]}, {1, 2, 3, std::numeric_limits<float>::quiet_NaN()}, 1).status(),
          absl::StatusCode::kInvalidArgument, "not finite");
   ASSERT_TRUE(raw.Pull("emb", {mine[0], mine[1], mine[2], mine[3]}).ok());
   ASSERT_TRUE(raw.Pull("emb", {mine[4], mine[5]}).ok());
-  expect(raw.Pull("emb", {mine[6]}).status(), absl::StatusCode::kResourceExhausted,
-         "emb");
+  expect(raw.Pull("emb", {mine[6]}).status(), absl::StatusCode::kResourceExhausted, "emb");
   // A spec that disagrees with the declared tables.
   TableSpec other = kTable;
   other.dim = 8;

@@ -64,8 +64,8 @@ absl::Status ShardRows::Pull(absl::string_view table, int dim,
       [&](int s, const v1::PullRowsResponse& r) -> absl::Status {
         const size_t want = shard_ids[s].size() * static_cast<size_t>(dim) * sizeof(float);
         if (r.values().size() != want) {
-          return absl::InternalError(absl::StrCat("answered ", r.values().size(),
-                                                  " bytes of rows, expected ", want));
+          return absl::InternalError(
+              absl::StrCat("answered ", r.values().size(), " bytes of rows, expected ", want));
         }
         (*rows)[s].resize(shard_ids[s].size() * static_cast<size_t>(dim));
         CopyPieces({absl::string_view(r.values())}, (*rows)[s].data());
@@ -92,6 +92,38 @@ absl::Status ShardRows::Push(absl::string_view table,
       [this](int s, auto... args) { stubs_[s]->async()->PushRows(args...); },
       [outcomes](int s, const v1::PushRowsResponse& r) {
         (*outcomes)[s] = static_cast<PushOutcome>(r.outcome());
+        return absl::OkStatus();
+      });
+}
+
+absl::Status ShardRows::PushPull(absl::string_view table, int dim,
+                                 const std::vector<std::vector<uint64_t>>& shard_ids,
+                                 const std::vector<std::vector<float>>& grads, int64_t seq,
+                                 std::vector<PushOutcome>* outcomes,
+                                 std::vector<std::vector<float>>* rows) {
+  outcomes->assign(shard_ids.size(), PushOutcome::kApplied);
+  rows->assign(shard_ids.size(), {});
+  const ClientState& state = *state_;
+  return CallShards<v1::PushPullRowsRequest, v1::PushPullRowsResponse>(
+      state, Called(shard_ids),
+      [&](int s, v1::PushPullRowsRequest* req) {
+        req->set_worker_id(state.options.worker_id);
+        req->set_table(std::string(table));
+        req->mutable_ids()->Add(shard_ids[s].begin(), shard_ids[s].end());
+        EncodeFloats(grads[s], req->mutable_grads());
+        req->set_version(state.shard_version[s]);
+        req->set_seq(seq);
+      },
+      [this](int s, auto... args) { stubs_[s]->async()->PushPullRows(args...); },
+      [&](int s, const v1::PushPullRowsResponse& r) -> absl::Status {
+        const size_t want = shard_ids[s].size() * static_cast<size_t>(dim) * sizeof(float);
+        if (r.values().size() != want) {
+          return absl::InternalError(
+              absl::StrCat("answered ", r.values().size(), " bytes of rows, expected ", want));
+        }
+        (*outcomes)[s] = static_cast<PushOutcome>(r.outcome());
+        (*rows)[s].resize(shard_ids[s].size() * static_cast<size_t>(dim));
+        CopyPieces({absl::string_view(r.values())}, (*rows)[s].data());
         return absl::OkStatus();
       });
 }

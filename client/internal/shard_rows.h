@@ -28,8 +28,7 @@ namespace ps {
 class ShardRows {
  public:
   // Shard i's calls go over channels[i].
-  ShardRows(const std::vector<std::shared_ptr<grpc::Channel>>& channels,
-            const ClientState* state);
+  ShardRows(const std::vector<std::shared_ptr<grpc::Channel>>& channels, const ClientState* state);
 
   // Rows of `table` (dim floats each): shard s is asked for shard_ids[s]
   // (none: not called) and its rows go to rows[s], checked to be
@@ -45,6 +44,12 @@ class ShardRows {
   absl::Status Push(absl::string_view table, const std::vector<std::vector<uint64_t>>& shard_ids,
                     const std::vector<std::vector<float>>& grads, int64_t seq,
                     std::vector<PushOutcome>* outcomes);
+
+  // Push, then the rows after it (async and SSP), one call per shard.
+  absl::Status PushPull(absl::string_view table, int dim,
+                        const std::vector<std::vector<uint64_t>>& shard_ids,
+                        const std::vector<std::vector<float>>& grads, int64_t seq,
+                        std::vector<PushOutcome>* outcomes, std::vector<std::vector<float>>* rows);
 
  private:
   const ClientState* const state_;                                 // not owned

@@ -1,5 +1,5 @@
 // ShardTransport: how a PsClient's tensor traffic (push, pull, push-pull)
-// and embedding rows (PullRows, PushRows) travel to its shards. PsClient
+// and embedding rows (PullRows, PushRows, PushPullRows) travel to its shards. PsClient
 // (client/ps_client.h) picks one implementation at Connect from
 // ClientOptions::transport and is otherwise the same for both:
 //   - unary (client/internal/unary_transport.h): one unary call per shard
@@ -144,6 +144,14 @@ class ShardTransport {
                                 const std::vector<std::vector<uint64_t>>& shard_ids,
                                 const std::vector<std::vector<float>>& grads, int64_t seq,
                                 std::vector<PushOutcome>* outcomes) = 0;
+
+  // PushPullRows (async and SSP): PushRows, then each shard's rows after
+  // the push into rows[s], as PullRows, in one round trip per shard.
+  virtual absl::Status PushPullRows(absl::string_view table, int dim,
+                                    const std::vector<std::vector<uint64_t>>& shard_ids,
+                                    const std::vector<std::vector<float>>& grads, int64_t seq,
+                                    std::vector<PushOutcome>* outcomes,
+                                    std::vector<std::vector<float>>* rows) = 0;
 };
 
 // ---- Helpers of both transports.

@@ -15,8 +15,7 @@ namespace ps {
 class StreamTransport::Layerwise final : public LayerwisePushPull {
  public:
   Layerwise(StreamTransport* transport, const ConstTensorViews* grads,
-            std::vector<uint64_t> call_ids,
-            std::unique_ptr<PendingOp> op)
+            std::vector<uint64_t> call_ids, std::unique_ptr<PendingOp> op)
       : transport_(transport), grads_(grads), call_ids_(std::move(call_ids)), op_(std::move(op)) {}
 
   void Send(const std::vector<bool>& now, bool last) override {
@@ -30,17 +29,17 @@ class StreamTransport::Layerwise final : public LayerwisePushPull {
       StreamCallHeader h;
       h.call_id = call_ids_[s];
       transport_->streams_[s]->Append(
-          h.call_id, EncodeStreamRequests(h, /*first=*/false, last, state.spec, slices,
-                                          TensorValues(*grads_), kStreamChunkBytes,
-                                          state.options.wire_dtype));
+          h.call_id,
+          EncodeStreamRequests(h, /*first=*/false, last, state.spec, slices, TensorValues(*grads_),
+                               kStreamChunkBytes, state.options.wire_dtype));
     }
   }
 
   absl::Status Wait() override { return op_->Wait(); }
 
  private:
-  StreamTransport* const transport_;  // not owned
-  const ConstTensorViews* const grads_;  // not owned
+  StreamTransport* const transport_;      // not owned
+  const ConstTensorViews* const grads_;   // not owned
   const std::vector<uint64_t> call_ids_;  // by shard
   std::unique_ptr<PendingOp> op_;         // its destructor cancels and waits
 };
@@ -160,38 +159,78 @@ std::unique_ptr<PendingOp> StreamTransport::FanOut(StreamCall kind, const ConstT
   return StartCalls(kind, headers, std::move(requests), std::move(weights));
 }
 
+namespace {
+
+// Receives the rows of a stream rows call into rows[s], checking their size.
+struct RowsReceiver {
+  std::vector<std::vector<float>>* rows;
+  std::vector<size_t> received;  // bytes, by shard
+
+  RowsReceiver(const std::vector<std::vector<uint64_t>>& shard_ids, int dim,
+               std::vector<std::vector<float>>* out)
+      : rows(out), received(shard_ids.size(), 0) {
+    rows->assign(shard_ids.size(), {});
+    for (size_t s = 0; s < shard_ids.size(); ++s) {
+      (*rows)[s].resize(shard_ids[s].size() * static_cast<size_t>(dim));
+    }
+  }
+  absl::Status Add(int s, const RawStreamResponse& r) {
+    const size_t want = (*rows)[s].size() * sizeof(float);
+    const size_t size = PiecesSize(r.rows);
+    if (received[s] + size > want) {
+      return absl::InternalError(
+          absl::StrCat("answered ", received[s] + size, " bytes of rows or more, expected ", want));
+    }
+    CopyPieces(r.rows, reinterpret_cast<char*>((*rows)[s].data()) + received[s]);
+    received[s] += size;
+    return absl::OkStatus();
+  }
+  absl::Status Finish(int s) const {
+    const size_t want = (*rows)[s].size() * sizeof(float);
+    if (received[s] != want) {
+      return absl::InternalError(
+          absl::StrCat("answered ", received[s], " bytes of rows, expected ", want));
+    }
+    return absl::OkStatus();
+  }
+};
+
+}  // namespace
+
 absl::Status StreamTransport::PullRows(absl::string_view table, int dim,
                                        const std::vector<std::vector<uint64_t>>& shard_ids,
                                        std::vector<std::vector<float>>* rows) {
-  rows->assign(shard_ids.size(), {});
-  std::vector<size_t> received(shard_ids.size(), 0);  // bytes, by shard
-  for (size_t s = 0; s < shard_ids.size(); ++s) {
-    (*rows)[s].resize(shard_ids[s].size() * static_cast<size_t>(dim));
-  }
+  RowsReceiver receiver(shard_ids, dim, rows);
   return RowCalls(
       StreamCall::kPullRows, table, /*seq=*/0, shard_ids,
       [&](int s, const StreamCallHeader& h) {
         return EncodeStreamRowsRequest(h, shard_ids[s], {});
       },
-      [rows, &received](int s, const RawStreamResponse& r) -> absl::Status {
-        const size_t want = (*rows)[s].size() * sizeof(float);
-        const size_t size = PiecesSize(r.rows);
-        if (received[s] + size > want) {
-          return absl::InternalError(absl::StrCat("answered ", received[s] + size,
-                                                  " bytes of rows or more, expected ", want));
-        }
-        CopyPieces(r.rows, reinterpret_cast<char*>((*rows)[s].data()) + received[s]);
-        received[s] += size;
-        return absl::OkStatus();
+      [&receiver](int s, const RawStreamResponse& r) { return receiver.Add(s, r); },
+      [&receiver](int s) { return receiver.Finish(s); });
+}
+
+absl::Status StreamTransport::PushPullRows(absl::string_view table, int dim,
+                                           const std::vector<std::vector<uint64_t>>& shard_ids,
+                                           const std::vector<std::vector<float>>& grads,
+                                           int64_t seq, std::vector<PushOutcome>* outcomes,
+                                           std::vector<std::vector<float>>* rows) {
+  outcomes->assign(shard_ids.size(), PushOutcome::kApplied);
+  // The outcome is in a call's first reply; char, not bool: shards answer on
+  // threads of their own.
+  std::vector<char> answered(shard_ids.size(), 0);
+  RowsReceiver receiver(shard_ids, dim, rows);
+  return RowCalls(
+      StreamCall::kPushPullRows, table, seq, shard_ids,
+      [&](int s, const StreamCallHeader& h) {
+        return EncodeStreamRowsRequest(h, shard_ids[s], grads[s]);
       },
-      [rows, &received](int s) -> absl::Status {
-        const size_t want = (*rows)[s].size() * sizeof(float);
-        if (received[s] != want) {
-          return absl::InternalError(
-              absl::StrCat("answered ", received[s], " bytes of rows, expected ", want));
-        }
-        return absl::OkStatus();
-      });
+      [&](int s, const RawStreamResponse& r) {
+        if (!answered[s]) (*outcomes)[s] = r.info.outcome;
+        answered[s] = 1;
+        return receiver.Add(s, r);
+      },
+      [&receiver](int s) { return receiver.Finish(s); });
 }
 
 absl::Status StreamTransport::PushRows(absl::string_view table,
@@ -221,9 +260,11 @@ absl::Status StreamTransport::RowCalls(StreamCall kind, absl::string_view table,
   for (int s = 0; s < state_->num_shards(); ++s) {
     if (!shard_ids[s].empty() && streams_[s] != nullptr && !streams_[s]->broken() &&
         streams_[s]->busy()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "rows of \"", EscapeName(table), "\" while another operation is in flight on the "
-          "stream to shard ", s, " (", o.servers[s], "); wait for it first"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("rows of \"", EscapeName(table),
+                       "\" while another operation is in flight on the "
+                       "stream to shard ",
+                       s, " (", o.servers[s], "); wait for it first"));
     }
   }
   auto op = std::make_unique<PendingCalls>(o.servers, absl::Now() + o.rpc_timeout,
@@ -244,7 +285,7 @@ absl::Status StreamTransport::RowCalls(StreamCall kind, absl::string_view table,
     h.kind = kind;
     h.worker_id = o.worker_id;
     h.version = state_->shard_version[s];  // a sync row push's step
-    h.seq = kind == StreamCall::kPushRows && state_->mode != Mode::kSync ? seq : 0;
+    h.seq = IsRowPush(kind) && state_->mode != Mode::kSync ? seq : 0;
     h.table = std::string(table);
     std::vector<grpc::ByteBuffer> messages;
     messages.push_back(request(s, h));

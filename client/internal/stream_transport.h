@@ -11,10 +11,11 @@
 // header only, and each Send appends the chunks of the tensors it marks, so
 // that communication overlaps the rest of the backward pass.
 //
-// Embedding rows go over the same streams: a PullRows or PushRows is one
-// call per shard with ids (CALL_PULL_ROWS, CALL_PUSH_ROWS), its request one
-// message (ids and gradients copied into it), the pulled rows answered in
-// ~1 MB pieces copied into place as they arrive.
+// Embedding rows go over the same streams: a PullRows, PushRows or
+// PushPullRows is one call per shard with ids (CALL_PULL_ROWS,
+// CALL_PUSH_ROWS, CALL_PUSH_PULL_ROWS), its request one message (ids and
+// gradients copied into it), the rows answered in ~1 MB pieces copied into
+// place as they arrive.
 //
 // Thread safety as ShardTransport's. Borrows `state`, which must outlive it;
 // owns its stubs and streams. The destructor closes the streams.
@@ -38,8 +39,7 @@ namespace ps {
 class StreamTransport final : public ShardTransport {
  public:
   // Shard i's stream goes over channels[i].
-  StreamTransport(const std::vector<std::shared_ptr<grpc::Channel>>& channels,
-                  ClientState* state);
+  StreamTransport(const std::vector<std::shared_ptr<grpc::Channel>>& channels, ClientState* state);
   ~StreamTransport() override;
 
   std::unique_ptr<PendingOp> Pull(int64_t min_version, TensorViews weights) override;
@@ -54,6 +54,11 @@ class StreamTransport final : public ShardTransport {
                         const std::vector<std::vector<uint64_t>>& shard_ids,
                         const std::vector<std::vector<float>>& grads, int64_t seq,
                         std::vector<PushOutcome>* outcomes) override;
+  absl::Status PushPullRows(absl::string_view table, int dim,
+                            const std::vector<std::vector<uint64_t>>& shard_ids,
+                            const std::vector<std::vector<float>>& grads, int64_t seq,
+                            std::vector<PushOutcome>* outcomes,
+                            std::vector<std::vector<float>>* rows) override;
 
  private:
   class Layerwise;  // StartPushPull's handle
@@ -92,7 +97,7 @@ class StreamTransport final : public ShardTransport {
                         const RowsRequest& request, RowsResponse on_response,
                         std::function<absl::Status(int s)> finish);
 
-  ClientState* const state_;  // not owned
+  ClientState* const state_;                               // not owned
   std::vector<std::unique_ptr<grpc::GenericStub>> stubs_;  // by shard
   std::vector<std::unique_ptr<ShardStream>> streams_;      // by shard; opened lazily
   std::vector<uint64_t> last_call_id_;                     // by shard

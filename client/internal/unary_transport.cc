@@ -25,7 +25,7 @@ class UnaryTransport::Layerwise final : public LayerwisePushPull {
   absl::Status Wait() override { return op_->Wait(); }
 
  private:
-  UnaryTransport* const transport_;  // not owned
+  UnaryTransport* const transport_;      // not owned
   const ConstTensorViews* const grads_;  // not owned
   const TensorViews weights_;
   std::unique_ptr<PendingOp> op_;  // once the last tensor was sent
@@ -73,11 +73,10 @@ std::unique_ptr<PendingOp> UnaryTransport::PushPull(const ConstTensorViews& grad
       kPushPullMethod, o.wait_timeout + o.rpc_timeout,
       [this, &o, &grads, seq = NextSeq()](int s, grpc::ByteBuffer* req) {
         const int64_t version = state_->shard_version[s];
-        *req = EncodePushPullRequest(o.worker_id, version, state_->spec,
-                                     state_->layouts[s]->slices, TensorValues(grads),
+        *req = EncodePushPullRequest(o.worker_id, version, state_->spec, state_->layouts[s]->slices,
+                                     TensorValues(grads),
                                      state_->mode == Mode::kSync ? version + 1 : 0,
-                                     absl::ToInt64Milliseconds(o.wait_timeout), seq,
-                                     o.wire_dtype);
+                                     absl::ToInt64Milliseconds(o.wait_timeout), seq, o.wire_dtype);
       },
       ReadPullInto(std::move(weights)));
 }
@@ -95,9 +94,15 @@ absl::Status UnaryTransport::PushRows(absl::string_view table,
   return rows_.Push(table, shard_ids, grads, seq, outcomes);
 }
 
-int64_t UnaryTransport::NextSeq() {
-  return state_->mode != Mode::kSync ? ++state_->seq : 0;
+absl::Status UnaryTransport::PushPullRows(absl::string_view table, int dim,
+                                          const std::vector<std::vector<uint64_t>>& shard_ids,
+                                          const std::vector<std::vector<float>>& grads, int64_t seq,
+                                          std::vector<PushOutcome>* outcomes,
+                                          std::vector<std::vector<float>>* rows) {
+  return rows_.PushPull(table, dim, shard_ids, grads, seq, outcomes, rows);
 }
+
+int64_t UnaryTransport::NextSeq() { return state_->mode != Mode::kSync ? ++state_->seq : 0; }
 
 std::unique_ptr<LayerwisePushPull> UnaryTransport::StartPushPull(const ConstTensorViews* grads,
                                                                  TensorViews weights) {

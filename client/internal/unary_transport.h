@@ -42,6 +42,11 @@ class UnaryTransport final : public ShardTransport {
                         const std::vector<std::vector<uint64_t>>& shard_ids,
                         const std::vector<std::vector<float>>& grads, int64_t seq,
                         std::vector<PushOutcome>* outcomes) override;
+  absl::Status PushPullRows(absl::string_view table, int dim,
+                            const std::vector<std::vector<uint64_t>>& shard_ids,
+                            const std::vector<std::vector<float>>& grads, int64_t seq,
+                            std::vector<PushOutcome>* outcomes,
+                            std::vector<std::vector<float>>* rows) override;
 
  private:
   // The async seq of the next push (0 in sync mode).
@@ -59,7 +64,7 @@ class UnaryTransport final : public ShardTransport {
   // the partition, and records the shard's version.
   Reply ReadPullInto(TensorViews weights);
 
-  ClientState* const state_;  // not owned
+  ClientState* const state_;                               // not owned
   std::vector<std::unique_ptr<grpc::GenericStub>> stubs_;  // by shard
   ShardRows rows_;  // the rows calls: unary protobuf PullRows and PushRows
 };

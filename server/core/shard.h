@@ -87,6 +87,12 @@ struct PushResult {
   PushOutcome outcome = PushOutcome::kApplied;
 };
 
+// A PushPullRows: the rows after the push, and what became of the push.
+struct RowsPushPullResult {
+  RowsResult rows;
+  PushOutcome outcome = PushOutcome::kApplied;
+};
+
 class Shard {
  public:
   using SnapshotCallback = std::function<void(absl::StatusOr<WeightsSnapshot>)>;
@@ -122,13 +128,12 @@ class Shard {
   //   shard 0: restored to version 9 from worker 1's copy (the shard was empty)
   // An open step's gradients are dropped. The copy holds no optimizer
   // state: the optimizer starts afresh at `version`, and for a rule with
-  // state (not sgd) the line adds that the state was reset. With leases, every worker not heard from yet gets one from now
-  // (Membership::ExpectAll). Returns whether the copy was installed (false:
-  // the shard was at `version` or beyond, and nothing changed).
-  // FAILED_PRECONDITION for a spec other than the shard's.
+  // state (not sgd) the line adds that the state was reset. With leases, every worker not heard
+  // from yet gets one from now (Membership::ExpectAll). Returns whether the copy was installed
+  // (false: the shard was at `version` or beyond, and nothing changed). FAILED_PRECONDITION for a
+  // spec other than the shard's.
   absl::StatusOr<bool> AdoptWorkerCopy(int worker_id, const ModelSpec& spec,
-                                       const std::vector<RawTensorSlice>& values,
-                                       int64_t version);
+                                       const std::vector<RawTensorSlice>& values, int64_t version);
 
   Incarnation incarnation() const;
 
@@ -182,6 +187,14 @@ class Shard {
   absl::StatusOr<PushResult> PushRows(int worker_id, absl::string_view table, int64_t version,
                                       int64_t seq, absl::Span<const uint64_t> ids,
                                       absl::Span<const float> grads);
+  // PushRows then PullRows of the same ids under one lock (async and SSP):
+  // the rows after this push. The outcome is the push's; a duplicate still
+  // answers the rows. FAILED_PRECONDITION in sync, where a row push waits
+  // for its step to close (proto/ps.proto, PushPullRowsRequest).
+  absl::StatusOr<RowsPushPullResult> PushPullRows(int worker_id, absl::string_view table,
+                                                  int64_t version, int64_t seq,
+                                                  absl::Span<const uint64_t> ids,
+                                                  absl::Span<const float> grads);
   // The declared tables (empty: none).
   std::vector<TableSpec> Tables() const;
 
@@ -235,8 +248,7 @@ class Shard {
   // learning rate times `lr_scale` (an async gradient's staleness factor)
   // and moves to the next version, releasing the pulls it satisfies.
   void ApplyLocked(std::vector<std::vector<float>> to_apply, absl::Time now, Effects* fx,
-                   double lr_scale = 1.0)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+                   double lr_scale = 1.0) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A request from `worker_id`: renews its lease, bringing it back if it was
   // dropped. Touch takes the lock (and does nothing without leases).
   void Touch(int worker_id) ABSL_LOCKS_EXCLUDED(mu_);

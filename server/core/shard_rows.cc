@@ -44,14 +44,13 @@ absl::StatusOr<RowsResult> Shard::PullRows(int worker_id, absl::string_view tabl
   return result;
 }
 
-absl::StatusOr<PushResult> Shard::PushRows(int worker_id, absl::string_view table,
-                                           int64_t version, int64_t seq,
-                                           absl::Span<const uint64_t> ids,
+absl::StatusOr<PushResult> Shard::PushRows(int worker_id, absl::string_view table, int64_t version,
+                                           int64_t seq, absl::Span<const uint64_t> ids,
                                            absl::Span<const float> grads) {
   RETURN_IF_ERROR(options_.CheckWorker(worker_id));
   if (version < 0 || seq < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("embedding table \"", EscapeName(table),
-                                                   "\": negative version or seq"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("embedding table \"", EscapeName(table), "\": negative version or seq"));
   }
   Effects fx;
   absl::StatusOr<PushOutcome> outcome;
@@ -66,6 +65,44 @@ absl::StatusOr<PushResult> Shard::PushRows(int worker_id, absl::string_view tabl
   }
   Finish(std::move(fx));
   if (!outcome.ok()) return outcome.status();
+  result.outcome = *outcome;
+  return result;
+}
+
+absl::StatusOr<RowsPushPullResult> Shard::PushPullRows(int worker_id, absl::string_view table,
+                                                       int64_t version, int64_t seq,
+                                                       absl::Span<const uint64_t> ids,
+                                                       absl::Span<const float> grads) {
+  RETURN_IF_ERROR(options_.CheckWorker(worker_id));
+  if (options_.mode == Mode::kSync) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "embedding table \"", EscapeName(table),
+        "\": push-pull of rows is for async and SSP; in sync a step's rows change when the step "
+        "closes, after every worker's dense push: push the rows, then pull them after the dense "
+        "push-pull"));
+  }
+  if (version < 0 || seq < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("embedding table \"", EscapeName(table), "\": negative version or seq"));
+  }
+  Effects fx;
+  absl::StatusOr<PushOutcome> outcome;
+  RowsPushPullResult result;
+  absl::Status pulled;
+  {
+    absl::MutexLock l(&mu_);
+    if (closed_) return ShuttingDown();
+    TouchLocked(worker_id, Now(), &fx);
+    outcome = tables_.Push(worker_id, table, version, seq, weights_.version(), ids, grads);
+    if (outcome.ok()) {
+      membership_.MarkSeen(worker_id);
+      pulled = tables_.Pull(table, ids, &result.rows.values);
+    }
+    result.rows.version = weights_.version();
+  }
+  Finish(std::move(fx));
+  if (!outcome.ok()) return outcome.status();
+  if (!pulled.ok()) return pulled;
   result.outcome = *outcome;
   return result;
 }

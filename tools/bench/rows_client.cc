@@ -98,8 +98,7 @@ absl::Status RunRowsClient(const RowsClientOptions& o) {
       const std::vector<uint64_t>& ids = pool.requests[cursor++ % pool.requests.size()];
       if (op == "pull") return client->PullRows(kTable, ids, absl::MakeSpan(out));
       if (op == "push") return client->PushRows(kTable, ids, grads);
-      RETURN_IF_ERROR(client->PushRows(kTable, ids, grads));
-      return client->PullRows(kTable, ids, absl::MakeSpan(out));
+      return client->PushPullRows(kTable, ids, grads, absl::MakeSpan(out));
     };
     RETURN_IF_ERROR(go.Wait(o.go_timeout));
     const absl::Time warm_start = absl::Now();
