@@ -49,6 +49,16 @@ class HostileRows : public Hostile {
     v1::PushRowsResponse resp;
     return stub_->PushRows(Context().get(), req, &resp);
   }
+  grpc::Status PushPullRows(int worker, const std::string& table, const std::vector<uint64_t>& ids,
+                            std::string grads) {
+    v1::PushPullRowsRequest req;
+    req.set_worker_id(worker);
+    req.set_table(table);
+    req.mutable_ids()->Add(ids.begin(), ids.end());
+    req.set_grads(std::move(grads));
+    v1::PushPullRowsResponse resp;
+    return stub_->PushPullRows(Context().get(), req, &resp);
+  }
   static std::vector<uint64_t> Ids(uint64_t first, uint64_t n) {
     std::vector<uint64_t> ids(n);
     for (uint64_t i = 0; i < n; ++i) ids[i] = first + i;
@@ -118,7 +128,8 @@ TEST_F(HostileRows, BadRowRequestsGetCodesNamingTheTable) {
   Expect(PushRows(0, "emb", {1}, Floats({1, 2, 3, std::numeric_limits<float>::infinity()})),
          C::INVALID_ARGUMENT, {"embedding table \"emb\"", "not finite"});
   // Tables that do not exist; names past every limit are escaped, not echoed whole.
-  Expect(PullRows(0, "nope", {1}, &resp), C::NOT_FOUND, {"embedding table \"nope\" does not exist"});
+  Expect(PullRows(0, "nope", {1}, &resp), C::NOT_FOUND,
+         {"embedding table \"nope\" does not exist"});
   Expect(PushRows(0, "nope", {1}, four), C::NOT_FOUND, {"embedding table \"nope\""});
   Expect(PushRows(0, "", {1}, four), C::NOT_FOUND, {"embedding table \"\" does not exist"});
   grpc::Status long_name = PullRows(0, std::string(1 << 20, 'x'), {1}, &resp);
@@ -134,6 +145,18 @@ TEST_F(HostileRows, BadRowRequestsGetCodesNamingTheTable) {
   // Repeated ids: the set check must not be fooled by a long run of them.
   Expect(PushRows(0, "emb", std::vector<uint64_t>(1000, 9), Floats(std::vector<float>(4000, 1))),
          C::INVALID_ARGUMENT, {"embedding table \"emb\"", "id 9 appears twice"});
+  // PushPullRows checks as PushRows does.
+  Expect(PushPullRows(0, "emb", Ids(0, 1001), Floats(std::vector<float>(4004, 1.0f))),
+         C::INVALID_ARGUMENT, {"embedding table \"emb\"", "--max_ids_per_request"});
+  Expect(PushPullRows(0, "emb", {1, 2}, four), C::INVALID_ARGUMENT,
+         {"embedding table \"emb\"", "4 gradient floats for 2 ids of dim 4"});
+  Expect(PushPullRows(0, "emb", {1}, "abcdefg"), C::INVALID_ARGUMENT, {"not whole float32s"});
+  Expect(PushPullRows(0, "nope", {1}, four), C::NOT_FOUND, {"embedding table \"nope\""});
+  Expect(PushPullRows(2, "emb", {1}, four), C::INVALID_ARGUMENT, {"worker_id 2 is out of range"});
+  Expect(
+      PushPullRows(0, "emb", std::vector<uint64_t>(1000, 9), Floats(std::vector<float>(4000, 1))),
+      C::INVALID_ARGUMENT, {"id 9 appears twice"});
+  Expect(PushPullRows(0, "emb", {1}, std::string(8 << 20, '\0')), C::RESOURCE_EXHAUSTED, {});
   // 8 MB of gradients: past the receive limit, refused by gRPC.
   Expect(PushRows(0, "emb", {1}, std::string(8 << 20, '\0')), C::RESOURCE_EXHAUSTED, {});
   // The table grows to --max_rows and no further: the push that would pass

@@ -132,11 +132,10 @@ class PushPullHandle;
 // leaked.
 class Client {
  public:
-  Client(std::vector<std::string> servers, int worker_id, int num_workers,
-         std::string tls_cert, std::string tls_key, std::string tls_ca, std::string server_name,
-         std::string auth_token_file, bool insecure, std::string transport,
-         std::string wire_dtype, double connect_timeout, double wait_timeout,
-         double retry_timeout) {
+  Client(std::vector<std::string> servers, int worker_id, int num_workers, std::string tls_cert,
+         std::string tls_key, std::string tls_ca, std::string server_name,
+         std::string auth_token_file, bool insecure, std::string transport, std::string wire_dtype,
+         double connect_timeout, double wait_timeout, double retry_timeout) {
     ClientOptions o;
     o.servers = std::move(servers);
     o.worker_id = worker_id;
@@ -235,6 +234,21 @@ class Client {
     const absl::Span<const float> g(p, static_cast<size_t>(grads.size()));
     ThrowIfError(Run([table, id, g](PsClient& c) { return c.PushRows(table, id, g); },
                      KeepAlive{ids, grads}));
+  }
+
+  // Pushes `grads` and writes the rows after the push into `out` (async, SSP),
+  // which it returns.
+  py::array PushPullRows(const std::string& table, const py::array& ids, const py::array& grads,
+                         py::array out) {
+    const absl::Span<const uint64_t> id = IdData(ids, table);
+    const float* gp = FloatData(grads, "gradient rows of table '" + table + "'", /*write=*/false);
+    const absl::Span<const float> g(gp, static_cast<size_t>(grads.size()));
+    float* p = const_cast<float*>(FloatData(out, "rows of table '" + table + "'", /*write=*/true));
+    const absl::Span<float> rows(p, static_cast<size_t>(out.size()));
+    ThrowIfError(
+        Run([table, id, g, rows](PsClient& c) { return c.PushPullRows(table, id, g, rows); },
+            KeepAlive{ids, grads, out}));
+    return out;
   }
 
   // A layer-wise push-pull into `out` (below).
@@ -389,8 +403,8 @@ class PushPullHandle {
  private:
   friend class Client;  // Close() takes p_
 
-  Client* const client_;  // kept alive by py::keep_alive
-  KeepAlive keep_;        // the weights and the gradients sent
+  Client* const client_;                   // kept alive by py::keep_alive
+  KeepAlive keep_;                         // the weights and the gradients sent
   std::shared_ptr<PushPullInProgress> p_;  // null once waited on
 };
 
@@ -461,6 +475,8 @@ PYBIND11_MODULE(_ps, m) {
       .def("declare_tables", &ps::Client::DeclareTables, py::arg("tables"))
       .def("pull_rows", &ps::Client::PullRows, py::arg("table"), py::arg("ids"), py::arg("out"))
       .def("push_rows", &ps::Client::PushRows, py::arg("table"), py::arg("ids"), py::arg("grads"))
+      .def("push_pull_rows", &ps::Client::PushPullRows, py::arg("table"), py::arg("ids"),
+           py::arg("grads"), py::arg("out"))
       .def("start_push_pull", &ps::Client::StartPushPull, py::arg("out"), py::keep_alive<0, 1>())
       .def("close", &ps::Client::Close)
       .def_property_readonly("closed", &ps::Client::closed)

@@ -1,5 +1,5 @@
-"""Embedding rows from Python through real ps_server processes: Client.pull_rows
-and push_rows (rows in caller order, repeated ids summed, bit for bit as
+"""Embedding rows from Python through real ps_server processes: Client.pull_rows,
+push_rows and push_pull_rows (rows in caller order, repeated ids summed, bit for bit as
 numpy's float32 sgd), their errors, and ps.torch.Embedding training with
 DistributedOptimizer in sync (two workers against single-process torch on the
 concatenated batch) and async mode.
@@ -83,6 +83,18 @@ class RowsTest(unittest.TestCase):
                 lr = np.float32(0.5)
                 want = np.stack([before[k] - lr * sums[int(i)] for k, i in enumerate(ids)])
                 np.testing.assert_array_equal(after, want)
+                if mode == "sync":  # pushed rows change when the step closes
+                    with self.assertRaisesRegex(ps.FailedPrecondition, "pull_rows after it|"
+                                                "PullRows after it"):
+                        client.push_pull_rows("emb", ids, grads)
+                    continue
+                # Async: the same push again, and the rows after it, in one call.
+                both = client.push_pull_rows("emb", ids, grads)
+                want2 = np.stack([after[k] - lr * sums[int(i)] for k, i in enumerate(ids)])
+                np.testing.assert_array_equal(both, want2)
+                np.testing.assert_array_equal(client.pull_rows("emb", ids), want2)
+                out = np.empty((len(ids), DIM), np.float32)
+                self.assertIs(client.push_pull_rows("emb", ids, grads, out=out), out)
 
     def test_errors_name_the_table(self):
         with Cluster(shards=1, workers=1, mode="sync", lr=LR, extra=sgd_flags()) as c:

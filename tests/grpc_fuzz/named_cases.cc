@@ -24,6 +24,7 @@ constexpr char kInitParams[] = "/ps.v1.ParameterServer/InitParams";
 constexpr char kGetStatus[] = "/ps.v1.ParameterServer/GetStatus";
 constexpr char kPullRows[] = "/ps.v1.ParameterServer/PullRows";
 constexpr char kPushRows[] = "/ps.v1.ParameterServer/PushRows";
+constexpr char kPushPullRows[] = "/ps.v1.ParameterServer/PushPullRows";
 
 std::string ExpectRefused(Harness& h, const std::string& row, const std::string& method,
                           const std::string& bytes) {
@@ -259,6 +260,15 @@ std::vector<NamedCase> NamedCases() {
                      AppendVarint(uint64_t{8} << 30, &bytes);
                      bytes += std::string(64, '\0');
                      return ExpectRefused(h, "unary PushRows", kPushRows, bytes);
+                   }});
+  cases.push_back({"unary PushPullRows whose ids claim 2^30 ids (8 GiB) in a short message",
+                   [](Harness& h, CaseGen&) {
+                     std::string bytes;
+                     AppendLengthDelimited(2, "emb", &bytes);
+                     AppendTag(3, kWireLen, &bytes);
+                     AppendVarint(uint64_t{8} << 30, &bytes);
+                     bytes += std::string(64, '\0');
+                     return ExpectRefused(h, "unary PushPullRows", kPushPullRows, bytes);
                    }});
   cases.push_back({"unary PullRows and PushRows past --max_ids_per_request", [](Harness& h,
                                                                                 CaseGen&) {

@@ -259,6 +259,26 @@ class Client:
         g = float_array(f"gradient rows of table {table!r}", grads, (i.size, dim))
         self._c.push_rows(table, i, g)
 
+    def push_pull_rows(self, table: str, ids: object, grads: TensorLike, *,
+                       out: Optional[Float32Array] = None) -> Float32Array:
+        """push_rows, then the rows of the same `ids` after that push (as
+        pull_rows returns them), in one round trip per server. Async and SSP
+        only: in sync mode it raises ps.FailedPrecondition (pushed rows
+        change when the step closes; push_rows before the step's push_pull,
+        pull_rows after it)."""
+        dim = self._dim("push_pull_rows", table)
+        i = as_ids(table, ids)
+        g = float_array(f"gradient rows of table {table!r}", grads, (i.size, dim))
+        if out is None:
+            out = np.empty((i.size, dim), np.float32)
+        else:
+            out = float_array(f"rows of table {table!r}", out, (i.size, dim))
+            if not out.flags["WRITEABLE"]:
+                raise ValueError(f"rows of table {table!r}: out array is not writeable")
+        if i.size == 0:
+            return out
+        return self._c.push_pull_rows(table, i, g, out)
+
     def _arrays(self, what: str, tensors: Tensors) -> List[Float32Array]:
         if not self._names:
             raise ValueError(f"{what}: call init first")
