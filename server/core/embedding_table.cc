@@ -274,21 +274,46 @@ absl::Status EmbeddingTable::CheckCapacity(absl::Span<const uint64_t> ids) const
       " (it holds ", num_rows_, "); raise max_rows or turn on LRU eviction"));
 }
 
-inline void EmbeddingTable::PrefetchAhead(absl::Span<const uint64_t> ids, size_t i) const {
-  constexpr size_t kBucketAhead = 16, kRowAhead = 8;
-  if (buckets_.empty()) return;
-  if (i + kBucketAhead < ids.size())
-    __builtin_prefetch(&buckets_[HomeBucket(ids[i + kBucketAhead])]);
-  if (i + kRowAhead < ids.size()) {
-    const uint32_t slot = buckets_[HomeBucket(ids[i + kRowAhead])];
-    if (slot != kNone) {
-      // The slot's cache lines (its id and row), up to five (dim 64, SGD).
-      const unsigned char* p = SlotOf(slot);
-      const size_t bytes = std::min<size_t>(slot_bytes_, 320);
-      for (size_t b = 0; b < bytes; b += 64) __builtin_prefetch(p + b);
-      __builtin_prefetch(p + bytes - 1);
-      if (options_.evict_lru) __builtin_prefetch(&PrevOf(slot));
+inline void EmbeddingTable::PrefetchSlot(uint32_t slot) const {
+  // The slot's cache lines (its id and row), up to five (dim 64, SGD).
+  const unsigned char* p = SlotOf(slot);
+  const size_t bytes = std::min<size_t>(slot_bytes_, 320);
+  for (size_t b = 0; b < bytes; b += 64) __builtin_prefetch(p + b);
+  __builtin_prefetch(p + bytes - 1);
+  if (options_.evict_lru) __builtin_prefetch(&PrevOf(slot));
+}
+
+void EmbeddingTable::FindOrCreateMany(absl::Span<const uint64_t> ids, uint32_t* slots) {
+  // Three stages a group apart: group k+2's index buckets are fetched,
+  // group k+1's buckets read and their slots fetched, group k resolved, so
+  // that each group's misses overlap one another and the work before them.
+  constexpr size_t kGroup = 16;
+  const size_t n = ids.size();
+  size_t home[3][kGroup];
+  const auto fetch_buckets = [&](size_t g) {
+    if (g >= n || buckets_.empty()) return;
+    size_t* h = home[(g / kGroup) % 3];
+    for (size_t j = 0; j < kGroup && g + j < n; ++j) {
+      h[j] = HomeBucket(ids[g + j]);
+      __builtin_prefetch(&buckets_[h[j]]);
     }
+  };
+  const auto fetch_slots = [&](size_t g) {
+    if (g >= n || buckets_.empty()) return;
+    const size_t* h = home[(g / kGroup) % 3];
+    for (size_t j = 0; j < kGroup && g + j < n; ++j) {
+      if (h[j] >= buckets_.size()) continue;  // the index grew since
+      const uint32_t slot = buckets_[h[j]];
+      if (slot != kNone) PrefetchSlot(slot);
+    }
+  };
+  fetch_buckets(0);
+  fetch_buckets(kGroup);
+  fetch_slots(0);
+  for (size_t g = 0; g < n; g += kGroup) {
+    fetch_buckets(g + 2 * kGroup);
+    fetch_slots(g + kGroup);
+    for (size_t j = 0; j < kGroup && g + j < n; ++j) slots[g + j] = FindOrCreate(ids[g + j]);
   }
 }
 
@@ -296,9 +321,14 @@ absl::Status EmbeddingTable::Pull(absl::Span<const uint64_t> ids, float* out) {
   absl::Status s = CheckCapacity(ids);
   if (!s.ok()) return s;
   const size_t dim = options_.dim;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    PrefetchAhead(ids, i);
-    std::memcpy(out + i * dim, RowOf(FindOrCreate(ids[i])), dim * sizeof(float));
+  constexpr size_t kBatch = 256;  // slots looked up before their rows are read
+  uint32_t slots[kBatch];
+  for (size_t i = 0; i < ids.size(); i += kBatch) {
+    const size_t m = std::min(kBatch, ids.size() - i);
+    FindOrCreateMany(ids.subspan(i, m), slots);
+    for (size_t j = 0; j < m; ++j) {
+      std::memcpy(out + (i + j) * dim, RowOf(slots[j]), dim * sizeof(float));
+    }
   }
   return absl::OkStatus();
 }
@@ -319,11 +349,16 @@ absl::Status EmbeddingTable::Apply(absl::Span<const uint64_t> ids, const float* 
   absl::Status s = CheckCapacity(ids);
   if (!s.ok()) return s;
   const size_t dim = options_.dim;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    PrefetchAhead(ids, i);
-    const uint32_t slot = FindOrCreate(ids[i]);
-    float* row = RowOf(slot);
-    ApplySparseRow(options_.optimizer, options_.dim, grads + i * dim, row, row + dim, StepOf(slot));
+  constexpr size_t kBatch = 256;
+  uint32_t slots[kBatch];
+  for (size_t i = 0; i < ids.size(); i += kBatch) {
+    const size_t m = std::min(kBatch, ids.size() - i);
+    FindOrCreateMany(ids.subspan(i, m), slots);
+    for (size_t j = 0; j < m; ++j) {
+      float* row = RowOf(slots[j]);
+      ApplySparseRow(options_.optimizer, options_.dim, grads + (i + j) * dim, row, row + dim,
+                     StepOf(slots[j]));
+    }
   }
   return absl::OkStatus();
 }

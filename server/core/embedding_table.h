@@ -154,10 +154,12 @@ class EmbeddingTable {
   // Index.
   size_t HomeBucket(uint64_t id) const;
   uint32_t Find(uint64_t id) const;  // kNone if absent
-  // In a loop over `ids` at i: starts fetching the index bucket of a later
-  // id and the row (id, values, LRU links) of a nearer one, so that their
+  // Starts fetching a slot's cache lines (id, values, LRU links).
+  void PrefetchSlot(uint32_t slot) const;
+  // slots[i] = FindOrCreate(ids[i]) for each i, in order, in groups whose
   // cache misses overlap instead of following one another.
-  void PrefetchAhead(absl::Span<const uint64_t> ids, size_t i) const;
+  // REQUIRES: CheckCapacity passed; slots holds ids.size() entries.
+  void FindOrCreateMany(absl::Span<const uint64_t> ids, uint32_t* slots);
   void IndexInsert(uint32_t slot);  // REQUIRES: its id absent
   void IndexErase(uint64_t id);     // REQUIRES: present
   void GrowIndexFor(int64_t rows);
