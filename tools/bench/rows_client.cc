@@ -76,7 +76,8 @@ absl::Status RunRowsClient(const RowsClientOptions& o) {
   ASSIGN_OR_RETURN(std::unique_ptr<PsClient> client, PsClient::Connect(co));
   RETURN_IF_ERROR(client->DeclareTables({TableSpec{kTable, o.dim, 1, 0.01f}}));
   TensorList init = {{0.0f}};
-  RETURN_IF_ERROR(client->Init({{"unused", {1}}}, &init));
+  // Client 0 creates the (unused) dense parameter; the others join.
+  RETURN_IF_ERROR(client->Init({{"unused", {1}}}, o.client == 0 ? &init : nullptr));
   const int64_t k = o.pool.ids_per_request;
   // Gradients in [-1, 1), as ps-lite's driver pushes.
   std::vector<float> grads(static_cast<size_t>(k) * o.dim);
