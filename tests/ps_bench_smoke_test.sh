@@ -82,8 +82,28 @@ if "$BENCH" transport --server_process --tls --tls_dir="$certs" --server_cpus=x 
   fail "--server_cpus=x should be an error"
 fi
 
-# sparse: a row per op, dist and dim, each against the dense path.
-json=$("$BENCH" sparse --sparse_ids=100 --dims=4,8 --seconds=0.05 --warmup=1 --vocab=1000 --json)
+# sparse, cold (the default): ps_server processes, two client processes,
+# both sockets, a row per op, dist and socket.
+json=$("$BENCH" sparse --sparse_ids=100 --dims=4 --pool_rows=2000 --seconds=0.05 \
+  --warmup_seconds=0.05 --sparse_clients=2 --sockets=tcp,unix --json)
+echo "$json"
+/usr/bin/python3 -c '
+import json, sys
+d = json.loads(sys.argv[1])
+assert d["mode"] == "sparse" and len(d["rows"]) == 12, d
+names = {r["name"] for r in d["rows"]}
+for op in ("push", "pull", "push_pull"):
+    for dist in ("uniform", "zipf"):
+        for sock in ("tcp", "unix"):
+            assert f"{op} {dist} d4 {sock}" in names, (op, dist, sock, names)
+for r in d["rows"]:
+    assert r["value"] > 0 and r["rows_per_s"] > 0 and r["ids"] == 100, r
+' "$json"
+if "$BENCH" sparse --sockets=pipe 2>/dev/null; then fail "--sockets=pipe should be an error"; fi
+if "$BENCH" sparse --sparse_workload=hot 2>/dev/null; then fail "--sparse_workload=hot should be an error"; fi
+
+# sparse, warm: a row per op, dist and dim, each against the dense path.
+json=$("$BENCH" sparse --sparse_workload=warm --sparse_ids=100 --dims=4,8 --seconds=0.05 --warmup=1 --vocab=1000 --json)
 echo "$json"
 /usr/bin/python3 -c '
 import json, sys
@@ -93,10 +113,13 @@ for r in d["rows"]:
     assert r["value"] > 0 and r["baseline"] > 0 and r["rows_per_s"] > 0, r
     assert r["ids"] == 100 and 0 < r["unique_fraction"] <= 1, r
 ' "$json"
-out=$("$BENCH" sparse --sparse_ids=50 --dims=4 --dists=zipf --ops=pull --seconds=0.05 --warmup=1)
+out=$("$BENCH" sparse --sparse_workload=warm --sparse_ids=50 --dims=4 --dists=zipf --ops=pull --seconds=0.05 --warmup=1)
 echo "$out"
 [ "$(grep -c "^pull zipf d4 " <<<"$out")" -eq 1 ] || fail "sparse table lacks its pull zipf d4 row"
 if "$BENCH" sparse --dists=normal 2>/dev/null; then fail "--dists=normal should be an error"; fi
+if "$BENCH" sparse --sparse_workload=warm --dists=normal 2>/dev/null; then
+  fail "warm --dists=normal should be an error"
+fi
 
 out=$("$BENCH" apply --apply_elements=100000 --seconds=0.05)
 echo "$out"
