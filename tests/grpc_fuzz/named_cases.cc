@@ -24,7 +24,6 @@ constexpr char kInitParams[] = "/ps.v1.ParameterServer/InitParams";
 constexpr char kGetStatus[] = "/ps.v1.ParameterServer/GetStatus";
 constexpr char kPullRows[] = "/ps.v1.ParameterServer/PullRows";
 constexpr char kPushRows[] = "/ps.v1.ParameterServer/PushRows";
-constexpr char kPushPullRows[] = "/ps.v1.ParameterServer/PushPullRows";
 
 std::string ExpectRefused(Harness& h, const std::string& row, const std::string& method,
                           const std::string& bytes) {
@@ -252,26 +251,21 @@ std::vector<NamedCase> NamedCases() {
          return gone.ok() ? std::string() : "waiting_calls still > 0 1 s after the cancels";
        }});
   // Embedding rows (the tables DeclareTables declared).
-  cases.push_back({"unary PushRows whose ids claim 2^30 ids (8 GiB) in a short message",
+  for (const char* call : {"PushRows", "PushPullRows"}) {
+    cases.push_back(
+        {absl::StrCat("unary ", call, " whose ids claim 2^30 ids (8 GiB) in a short message"),
+         [call](Harness& h, CaseGen&) {
+           std::string bytes;
+           AppendLengthDelimited(2, "emb", &bytes);
+           AppendTag(3, kWireLen, &bytes);
+           AppendVarint(uint64_t{8} << 30, &bytes);
+           bytes += std::string(64, '\0');
+           return ExpectRefused(h, absl::StrCat("unary ", call),
+                                absl::StrCat("/ps.v1.ParameterServer/", call), bytes);
+         }});
+  }
+  cases.push_back({"unary PullRows and PushRows past --max_ids_per_request",
                    [](Harness& h, CaseGen&) {
-                     std::string bytes;
-                     AppendLengthDelimited(2, "emb", &bytes);
-                     AppendTag(3, kWireLen, &bytes);
-                     AppendVarint(uint64_t{8} << 30, &bytes);
-                     bytes += std::string(64, '\0');
-                     return ExpectRefused(h, "unary PushRows", kPushRows, bytes);
-                   }});
-  cases.push_back({"unary PushPullRows whose ids claim 2^30 ids (8 GiB) in a short message",
-                   [](Harness& h, CaseGen&) {
-                     std::string bytes;
-                     AppendLengthDelimited(2, "emb", &bytes);
-                     AppendTag(3, kWireLen, &bytes);
-                     AppendVarint(uint64_t{8} << 30, &bytes);
-                     bytes += std::string(64, '\0');
-                     return ExpectRefused(h, "unary PushPullRows", kPushPullRows, bytes);
-                   }});
-  cases.push_back({"unary PullRows and PushRows past --max_ids_per_request", [](Harness& h,
-                                                                                CaseGen&) {
                      const int n = kMaxIdsPerRequest + 1;
                      std::string problem = ExpectCode(
                          h, "unary PullRows", kPullRows, RowsPull("emb", 0, n).SerializeAsString(),

@@ -236,12 +236,7 @@ class Client:
         Sync mode: the rows of the step last pulled."""
         dim = self._dim("pull_rows", table)
         i = as_ids(table, ids)
-        if out is None:
-            out = np.empty((i.size, dim), np.float32)
-        else:
-            out = float_array(f"rows of table {table!r}", out, (i.size, dim))
-            if not out.flags["WRITEABLE"]:
-                raise ValueError(f"rows of table {table!r}: out array is not writeable")
+        out = self._rows_out(table, out, i.size, dim)
         if i.size == 0:
             return out
         return self._c.pull_rows(table, i, out)
@@ -269,15 +264,20 @@ class Client:
         dim = self._dim("push_pull_rows", table)
         i = as_ids(table, ids)
         g = float_array(f"gradient rows of table {table!r}", grads, (i.size, dim))
-        if out is None:
-            out = np.empty((i.size, dim), np.float32)
-        else:
-            out = float_array(f"rows of table {table!r}", out, (i.size, dim))
-            if not out.flags["WRITEABLE"]:
-                raise ValueError(f"rows of table {table!r}: out array is not writeable")
+        out = self._rows_out(table, out, i.size, dim)
         if i.size == 0:
             return out
         return self._c.push_pull_rows(table, i, g, out)
+
+    @staticmethod
+    def _rows_out(table: str, out: Optional[Float32Array], n: int, dim: int) -> Float32Array:
+        """`out` checked to take n rows of `dim`, or a new array for them."""
+        if out is None:
+            return np.empty((n, dim), np.float32)
+        out = float_array(f"rows of table {table!r}", out, (n, dim))
+        if not out.flags["WRITEABLE"]:
+            raise ValueError(f"rows of table {table!r}: out array is not writeable")
+        return out
 
     def _arrays(self, what: str, tensors: Tensors) -> List[Float32Array]:
         if not self._names:
