@@ -119,7 +119,8 @@ grpc::ByteBuffer EncodeStreamRowsRequest(const StreamCallHeader& h, absl::Span<c
 
 std::vector<grpc::ByteBuffer> EncodeStreamRows(uint64_t call_id, int64_t version,
                                                std::shared_ptr<const std::vector<float>> rows,
-                                               const ReplyInfo& info, size_t chunk_bytes) {
+                                               const ReplyInfo& info, size_t chunk_bytes,
+                                               bool first, bool last) {
   using M = StreamResponseProto;
   const size_t chunk = std::max<size_t>(1, chunk_bytes / sizeof(float));  // floats
   const size_t total = rows->size();
@@ -130,7 +131,7 @@ std::vector<grpc::ByteBuffer> EncodeStreamRows(uint64_t call_id, int64_t version
     ProtoWriter w;
     w.VarintField(M::kCallIdFieldNumber, call_id);
     w.VarintField(M::kVersionFieldNumber, static_cast<uint64_t>(version));
-    if (out.empty()) {
+    if (out.empty() && first) {
       WriteIncarnation(&w, M::kIncarnationFieldNumber, info.incarnation);
       WriteOutcome(&w, M::kPushOutcomeFieldNumber, info.outcome);
     }
@@ -139,7 +140,7 @@ std::vector<grpc::ByteBuffer> EncodeStreamRows(uint64_t call_id, int64_t version
       w.Data(rows->data() + done, n * sizeof(float), rows);
     }
     done += n;
-    if (done == total) w.VarintField(M::kLastFieldNumber, 1);
+    if (done == total && last) w.VarintField(M::kLastFieldNumber, 1);
     out.push_back(w.Finish());
   } while (done < total);
   return out;

@@ -90,10 +90,14 @@ grpc::ByteBuffer EncodeStreamRowsRequest(const StreamCallHeader& header,
 // responses to `call_id` of at most `chunk_bytes` (rounded down to whole
 // floats) of `rows` each, `info` in the first, `last` on the final one
 // (a single message when there are none).
+// A call's rows may also go out in several such runs (pieces read one
+// after another): `first` says this run starts the call's answer (it
+// carries `info`), `last` that it ends it.
 std::vector<grpc::ByteBuffer> EncodeStreamRows(uint64_t call_id, int64_t version,
                                                std::shared_ptr<const std::vector<float>> rows,
                                                const ReplyInfo& info,
-                                               size_t chunk_bytes = kStreamChunkBytes);
+                                               size_t chunk_bytes = kStreamChunkBytes,
+                                               bool first = true, bool last = true);
 
 // A call's single last response: its version and `info`, or its error.
 grpc::ByteBuffer EncodeStreamDone(uint64_t call_id, int64_t version, const absl::Status& status,

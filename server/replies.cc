@@ -31,23 +31,6 @@ std::vector<grpc::ByteBuffer> EncodeStreamReply(uint64_t call_id,
                              info, weights_dtype);
 }
 
-std::vector<grpc::ByteBuffer> EncodeStreamRowsReply(uint64_t call_id,
-                                                    absl::StatusOr<RowsResult> rows,
-                                                    const Incarnation& incarnation) {
-  if (!rows.ok()) return {EncodeStreamDone(call_id, 0, rows.status())};
-  auto values = std::make_shared<const std::vector<float>>(std::move(rows->values));
-  return EncodeStreamRows(call_id, rows->version, std::move(values),
-                          ReplyInfo{incarnation, PushOutcome::kApplied});
-}
-
-std::vector<grpc::ByteBuffer> EncodeStreamRowPushPullReply(
-    uint64_t call_id, absl::StatusOr<RowsPushPullResult> result, const Incarnation& incarnation) {
-  if (!result.ok()) return {EncodeStreamDone(call_id, 0, result.status())};
-  auto values = std::make_shared<const std::vector<float>>(std::move(result->rows.values));
-  return EncodeStreamRows(call_id, result->rows.version, std::move(values),
-                          ReplyInfo{incarnation, result->outcome});
-}
-
 std::vector<grpc::ByteBuffer> EncodeStreamRowPushReply(uint64_t call_id,
                                                        const absl::StatusOr<PushResult>& push,
                                                        const Incarnation& incarnation) {

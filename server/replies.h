@@ -32,17 +32,12 @@ std::vector<grpc::ByteBuffer> EncodeStreamReply(uint64_t call_id,
                                                 const absl::StatusOr<CallResult>& result,
                                                 WireDtype weights_dtype = WireDtype::kF32);
 
-// Stream rows call `call_id` (server/stream_reactor.h): a PullRows' rows
-// in chunks, a PushRows' outcome in one StreamResponse, a PushPullRows'
-// outcome and rows in chunks, or the error; each with `incarnation`.
-std::vector<grpc::ByteBuffer> EncodeStreamRowsReply(uint64_t call_id,
-                                                    absl::StatusOr<RowsResult> rows,
-                                                    const Incarnation& incarnation);
+// A stream PushRows call `call_id`'s outcome in one StreamResponse, with
+// `incarnation`, or its error. (The rows of a pull or push-pull go out in
+// pieces as they are read: server/stream_reactor.cc.)
 std::vector<grpc::ByteBuffer> EncodeStreamRowPushReply(uint64_t call_id,
                                                        const absl::StatusOr<PushResult>& push,
                                                        const Incarnation& incarnation);
-std::vector<grpc::ByteBuffer> EncodeStreamRowPushPullReply(
-    uint64_t call_id, absl::StatusOr<RowsPushPullResult> result, const Incarnation& incarnation);
 
 }  // namespace ps
 

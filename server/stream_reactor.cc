@@ -18,6 +18,10 @@
 namespace ps {
 namespace {
 
+// Ids a piece of a rows answer holds (dim 16: 512 KB), sent while the next
+// is read.
+constexpr size_t kRowsPieceIds = 8192;
+
 class StreamReactor;
 
 // What the reactor shares with the shard's callbacks and the call alarm,
@@ -340,24 +344,46 @@ absl::Status StreamReactor::Handle() {
 
 void StreamReactor::AnswerRows(const RawStreamRequest& req) {
   const StreamCallHeader& h = req.header;
-  std::vector<grpc::ByteBuffer> reply;
-  if (h.kind == StreamCall::kPullRows) {
-    reply = EncodeStreamRowsReply(h.call_id, shard_->PullRows(h.worker_id, h.table, req.ids),
-                                  shard_->incarnation());
-  } else if (h.kind == StreamCall::kPushPullRows) {
-    absl::StatusOr<std::vector<float>> grads = RowGradients(h.table, req.row_grads);
-    absl::StatusOr<RowsPushPullResult> r =
-        grads.ok() ? shard_->PushPullRows(h.worker_id, h.table, h.version, h.seq, req.ids, *grads)
-                   : absl::StatusOr<RowsPushPullResult>(grads.status());
-    reply = EncodeStreamRowPushPullReply(h.call_id, std::move(r), shard_->incarnation());
-  } else {
-    absl::StatusOr<std::vector<float>> grads = RowGradients(h.table, req.row_grads);
-    absl::StatusOr<PushResult> pushed =
-        grads.ok() ? shard_->PushRows(h.worker_id, h.table, h.version, h.seq, req.ids, *grads)
-                   : absl::StatusOr<PushResult>(grads.status());
-    reply = EncodeStreamRowPushReply(h.call_id, pushed, shard_->incarnation());
+  if (h.kind == StreamCall::kPullRows || h.kind == StreamCall::kPushPullRows) {
+    // The rows go out piece by piece as the shard reads them, so the first
+    // are on the wire while the rest are looked up.
+    bool sent = false, closed = false;
+    const Incarnation incarnation = shard_->incarnation();
+    const auto piece = [&](RowsResult rows, PushOutcome outcome, bool last) {
+      auto values = std::make_shared<const std::vector<float>>(std::move(rows.values));
+      core_->Send(EncodeStreamRows(h.call_id, rows.version, std::move(values),
+                                   ReplyInfo{incarnation, outcome}, kStreamChunkBytes,
+                                   /*first=*/!sent, last),
+                  /*closes_call=*/last);
+      sent = true;
+      closed = last;
+    };
+    absl::Status s;
+    if (h.kind == StreamCall::kPullRows) {
+      s = shard_
+              ->PullRows(h.worker_id, h.table, req.ids, /*renews_lease=*/true, kRowsPieceIds, piece)
+              .status();
+    } else {
+      absl::StatusOr<std::vector<float>> grads = RowGradients(h.table, req.row_grads);
+      s = grads.ok() ? shard_
+                           ->PushPullRows(h.worker_id, h.table, h.version, h.seq, req.ids, *grads,
+                                          kRowsPieceIds, piece)
+                           .status()
+                     : grads.status();
+    }
+    if (!closed)
+      core_->Send(
+          {EncodeStreamDone(h.call_id, 0,
+                            s.ok() ? absl::InternalError("rows call ended without its rows") : s)},
+          /*closes_call=*/true);
+    return;
   }
-  core_->Send(std::move(reply), /*closes_call=*/true);
+  absl::StatusOr<std::vector<float>> grads = RowGradients(h.table, req.row_grads);
+  absl::StatusOr<PushResult> pushed =
+      grads.ok() ? shard_->PushRows(h.worker_id, h.table, h.version, h.seq, req.ids, *grads)
+                 : absl::StatusOr<PushResult>(grads.status());
+  core_->Send(EncodeStreamRowPushReply(h.call_id, pushed, shard_->incarnation()),
+              /*closes_call=*/true);
 }
 
 void StreamReactor::Complete() {

@@ -275,9 +275,16 @@ TEST_P(RowsTest, LargePullsComeBackWhole) {
   absl::StatusOr<std::unique_ptr<PsClient>> c = PsClient::Connect(co);
   ASSERT_TRUE(c.ok()) << c.status();
   const TableSpec wide{"wide", 256, /*seed=*/3, /*init_scale=*/1.0f};
-  ASSERT_TRUE((*c)->DeclareTables({wide}).ok());
+  // Past one piece of the server's answer too (8,192 ids a piece): a
+  // narrow table's 40,000 ids come back whole, pulled and push-pulled.
+  const TableSpec narrow{"narrow", 4, /*seed=*/5, /*init_scale=*/1.0f};
+  ASSERT_TRUE((*c)->DeclareTables({wide, narrow}).ok());
   TensorList init = {std::vector<float>(2, 0.0f)};
   ASSERT_TRUE((*c)->Init({{"w", {2}}}, &init).ok());
+  std::vector<uint64_t> many;
+  for (uint64_t i = 0; i < 40000; ++i) many.push_back(i * 13 + 1);
+  std::vector<float> rows(many.size() * narrow.dim), again(many.size() * narrow.dim);
+  std::vector<float> zero(many.size() * narrow.dim, 0.0f), row(narrow.dim);
   std::vector<uint64_t> ids;  // ~2.5 MB of rows per shard
   for (uint64_t i = 0; i < 5000; ++i) ids.push_back(i * 31 + 7);
   std::vector<float> got(ids.size() * wide.dim), want(wide.dim);
@@ -286,6 +293,15 @@ TEST_P(RowsTest, LargePullsComeBackWhole) {
     InitRow(wide.seed, ids[i], wide.dim, wide.init_scale, want.data());
     for (int j = 0; j < wide.dim; ++j) {
       ASSERT_EQ(got[i * wide.dim + j], want[j]) << "id " << ids[i] << " element " << j;
+    }
+  }
+  ASSERT_TRUE((*c)->PullRows("narrow", many, absl::MakeSpan(rows)).ok());
+  ASSERT_TRUE((*c)->PushPullRows("narrow", many, zero, absl::MakeSpan(again)).ok());
+  for (size_t i = 0; i < many.size(); ++i) {
+    InitRow(narrow.seed, many[i], narrow.dim, narrow.init_scale, row.data());
+    for (int j = 0; j < narrow.dim; ++j) {
+      ASSERT_EQ(rows[i * narrow.dim + j], row[j]) << "id " << many[i] << " element " << j;
+      ASSERT_EQ(again[i * narrow.dim + j], row[j]) << "id " << many[i] << " element " << j;
     }
   }
 }

@@ -184,6 +184,16 @@ class Shard {
   absl::Status DeclareTables(const std::vector<TableSpec>& tables);
   absl::StatusOr<RowsResult> PullRows(int worker_id, absl::string_view table,
                                       absl::Span<const uint64_t> ids, bool renews_lease = true);
+  // With `piece` (PullRows and PushPullRows): the rows go to piece(rows,
+  // outcome, last) in pieces of at most `piece_ids` ids, each as soon as it
+  // is read (`outcome`: the push's, kApplied for a pull), and the result's
+  // values stay empty. `piece` runs under the shard's
+  // lock (the rows are read atomically, as one call reads them): it must
+  // not call the shard. Every check is made before the first piece.
+  using RowsPiece = std::function<void(RowsResult rows, PushOutcome outcome, bool last)>;
+  absl::StatusOr<RowsResult> PullRows(int worker_id, absl::string_view table,
+                                      absl::Span<const uint64_t> ids, bool renews_lease,
+                                      size_t piece_ids, const RowsPiece& piece);
   absl::StatusOr<PushResult> PushRows(int worker_id, absl::string_view table, int64_t version,
                                       int64_t seq, absl::Span<const uint64_t> ids,
                                       absl::Span<const float> grads);
@@ -194,7 +204,9 @@ class Shard {
   absl::StatusOr<RowsPushPullResult> PushPullRows(int worker_id, absl::string_view table,
                                                   int64_t version, int64_t seq,
                                                   absl::Span<const uint64_t> ids,
-                                                  absl::Span<const float> grads);
+                                                  absl::Span<const float> grads,
+                                                  size_t piece_ids = 0,
+                                                  const RowsPiece& piece = nullptr);
   // The declared tables (empty: none).
   std::vector<TableSpec> Tables() const;
 

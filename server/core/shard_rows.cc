@@ -8,6 +8,18 @@
 #include "server/core/shard.h"
 
 namespace ps {
+namespace {
+
+// SparseTables' piece of rows as a Shard's (with the shard's version).
+SparseTables::RowsPiece PieceOf(int64_t version, PushOutcome outcome,
+                                const Shard::RowsPiece& piece) {
+  if (!piece) return nullptr;
+  return [version, outcome, &piece](std::vector<float> rows, bool last) {
+    piece(RowsResult{std::move(rows), version}, outcome, last);
+  };
+}
+
+}  // namespace
 
 absl::Status Shard::DeclareTables(const std::vector<TableSpec>& tables) {
   absl::MutexLock l(&mu_);
@@ -28,6 +40,12 @@ std::vector<TableSpec> Shard::Tables() const {
 
 absl::StatusOr<RowsResult> Shard::PullRows(int worker_id, absl::string_view table,
                                            absl::Span<const uint64_t> ids, bool renews_lease) {
+  return PullRows(worker_id, table, ids, renews_lease, 0, nullptr);
+}
+
+absl::StatusOr<RowsResult> Shard::PullRows(int worker_id, absl::string_view table,
+                                           absl::Span<const uint64_t> ids, bool renews_lease,
+                                           size_t piece_ids, const RowsPiece& piece) {
   RETURN_IF_ERROR(options_.CheckWorker(worker_id));
   Effects fx;
   RowsResult result;
@@ -36,8 +54,9 @@ absl::StatusOr<RowsResult> Shard::PullRows(int worker_id, absl::string_view tabl
     absl::MutexLock l(&mu_);
     if (closed_) return ShuttingDown();
     if (renews_lease) TouchLocked(worker_id, Now(), &fx);
-    s = tables_.Pull(table, ids, &result.values);
     result.version = weights_.version();
+    s = tables_.Pull(table, ids, &result.values, piece_ids,
+                     PieceOf(result.version, PushOutcome::kApplied, piece));
   }
   Finish(std::move(fx));
   if (!s.ok()) return s;
@@ -72,7 +91,8 @@ absl::StatusOr<PushResult> Shard::PushRows(int worker_id, absl::string_view tabl
 absl::StatusOr<RowsPushPullResult> Shard::PushPullRows(int worker_id, absl::string_view table,
                                                        int64_t version, int64_t seq,
                                                        absl::Span<const uint64_t> ids,
-                                                       absl::Span<const float> grads) {
+                                                       absl::Span<const float> grads,
+                                                       size_t piece_ids, const RowsPiece& piece) {
   RETURN_IF_ERROR(options_.CheckWorker(worker_id));
   if (options_.mode == Mode::kSync) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -94,11 +114,12 @@ absl::StatusOr<RowsPushPullResult> Shard::PushPullRows(int worker_id, absl::stri
     if (closed_) return ShuttingDown();
     TouchLocked(worker_id, Now(), &fx);
     outcome = tables_.Push(worker_id, table, version, seq, weights_.version(), ids, grads);
+    result.rows.version = weights_.version();
     if (outcome.ok()) {
       membership_.MarkSeen(worker_id);
-      pulled = tables_.Pull(table, ids, &result.rows.values);
+      pulled = tables_.Pull(table, ids, &result.rows.values, piece_ids,
+                            PieceOf(result.rows.version, *outcome, piece));
     }
-    result.rows.version = weights_.version();
   }
   Finish(std::move(fx));
   if (!outcome.ok()) return outcome.status();

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/embedding_shard.h"
 #include "common/model_spec.h"
+#include "common/status_macros.h"
 
 namespace ps {
 namespace {
@@ -83,20 +84,19 @@ absl::StatusOr<SparseTables::Table*> SparseTables::Find(absl::string_view table)
   auto it = tables_.find(table);
   if (it == tables_.end()) {
     return absl::NotFoundError(absl::StrCat(
-        Quoted(table), " does not exist",
-        specs_.empty() ? " (the model declares no tables)" : ""));
+        Quoted(table), " does not exist", specs_.empty() ? " (the model declares no tables)" : ""));
   }
   return &it->second;
 }
 
 absl::StatusOr<int> SparseTables::DimOf(absl::string_view table) const {
   auto it = tables_.find(table);
-  if (it == tables_.end()) return absl::NotFoundError(absl::StrCat(Quoted(table), " does not exist"));
+  if (it == tables_.end())
+    return absl::NotFoundError(absl::StrCat(Quoted(table), " does not exist"));
   return it->second.rows->options().dim;
 }
 
-absl::Status SparseTables::CheckIds(absl::string_view table,
-                                    absl::Span<const uint64_t> ids) const {
+absl::Status SparseTables::CheckIds(absl::string_view table, absl::Span<const uint64_t> ids) const {
   if (static_cast<int64_t>(ids.size()) > options_.max_ids_per_request) {
     return absl::InvalidArgumentError(
         absl::StrCat(Quoted(table), ": ", ids.size(), " ids in one request; at most ",
@@ -106,9 +106,8 @@ absl::Status SparseTables::CheckIds(absl::string_view table,
   for (size_t i = 0; i < ids.size(); ++i) {
     if (num_shards_ > 1) {
       if (const int owner = ShardOfId(ids[i], num_shards_); owner != shard_id_) {
-        return absl::InvalidArgumentError(absl::StrCat(Quoted(table), ": id ", ids[i],
-                                                       " belongs to shard ", owner, ", not ",
-                                                       shard_id_));
+        return absl::InvalidArgumentError(absl::StrCat(
+            Quoted(table), ": id ", ids[i], " belongs to shard ", owner, ", not ", shard_id_));
       }
     }
     if (i > 0 && ids[i] <= ids[i - 1]) ascending = false;
@@ -126,7 +125,7 @@ absl::Status SparseTables::CheckIds(absl::string_view table,
 }
 
 absl::Status SparseTables::Pull(absl::string_view table, absl::Span<const uint64_t> ids,
-                                std::vector<float>* out) {
+                                std::vector<float>* out, size_t piece_ids, const RowsPiece& piece) {
   absl::StatusOr<Table*> t = Find(table);
   if (!t.ok()) return t.status();
   if (absl::Status s = CheckIds(table, ids); !s.ok()) return s;
@@ -134,13 +133,26 @@ absl::Status SparseTables::Pull(absl::string_view table, absl::Span<const uint64
   // of a wide table.
   const int64_t dim = (*t)->rows->options().dim;
   if (static_cast<int64_t>(ids.size()) > SparseTables::kMaxFloatsPerPull / dim) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        Quoted(table), ": ", ids.size(), " ids of dim ", dim, " in one pull; at most ",
-        SparseTables::kMaxFloatsPerPull, " floats (1 GiB) per pull"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat(Quoted(table), ": ", ids.size(), " ids of dim ", dim, " in one pull; at most ",
+                     SparseTables::kMaxFloatsPerPull, " floats (1 GiB) per pull"));
   }
   if (absl::Status s = (*t)->rows->CheckCapacity(ids); !s.ok()) return s;
-  out->resize(ids.size() * static_cast<size_t>(dim));
-  return (*t)->rows->Pull(ids, out->data());
+  if (piece_ids == 0 || !piece || ids.size() <= piece_ids) {
+    out->resize(ids.size() * static_cast<size_t>(dim));
+    RETURN_IF_ERROR((*t)->rows->Pull(ids, out->data()));
+    if (piece) piece(std::move(*out), /*last=*/true);
+    return absl::OkStatus();
+  }
+  // Every check passed on the whole request: the pieces cannot be refused
+  // for room half way (the caller holds the lock throughout).
+  for (size_t i = 0; i < ids.size(); i += piece_ids) {
+    const absl::Span<const uint64_t> part = ids.subspan(i, piece_ids);
+    std::vector<float> rows(part.size() * static_cast<size_t>(dim));
+    RETURN_IF_ERROR((*t)->rows->Pull(part, rows.data()));
+    piece(std::move(rows), i + part.size() == ids.size());
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<PushOutcome> SparseTables::Push(int worker_id, absl::string_view table,
@@ -161,8 +173,8 @@ absl::StatusOr<PushOutcome> SparseTables::Push(int worker_id, absl::string_view 
   if (reject_nonfinite_) {
     for (size_t i = 0; i < grads.size(); ++i) {
       if (!std::isfinite(grads[i])) {
-        return absl::InvalidArgumentError(absl::StrCat(Quoted(table), ": the gradient of id ",
-                                                       ids[i / dim], " is not finite"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(Quoted(table), ": the gradient of id ", ids[i / dim], " is not finite"));
       }
     }
   }
@@ -173,9 +185,9 @@ absl::StatusOr<PushOutcome> SparseTables::Push(int worker_id, absl::string_view 
     return PushOutcome::kApplied;
   }
   if (version > current_version) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        Quoted(table), ": rows pushed for step ", version, " while shard ", shard_id_,
-        " is at step ", current_version));
+    return absl::FailedPreconditionError(absl::StrCat(Quoted(table), ": rows pushed for step ",
+                                                      version, " while shard ", shard_id_,
+                                                      " is at step ", current_version));
   }
   if (version < current_version) {
     return t.applied_step[worker_id] == version ? PushOutcome::kDuplicate : PushOutcome::kDropped;
@@ -261,14 +273,12 @@ std::vector<EmbeddingTableState> SparseTables::Export() const {
 absl::Status SparseTables::Import(const std::vector<EmbeddingTableState>& tables,
                                   const std::vector<int64_t>& last_row_seq) {
   if (last_row_seq.size() > static_cast<size_t>(num_workers_)) {
-    return absl::InvalidArgumentError(absl::StrCat("the state holds row-push seqs of ",
-                                                   last_row_seq.size(), " workers, not ",
-                                                   num_workers_));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the state holds row-push seqs of ", last_row_seq.size(), " workers, not ", num_workers_));
   }
   std::vector<TableSpec> specs;
   for (const EmbeddingTableState& s : tables) {
-    specs.push_back(TableSpec{s.options.name, s.options.dim, s.options.seed,
-                              s.options.init_scale});
+    specs.push_back(TableSpec{s.options.name, s.options.dim, s.options.seed, s.options.init_scale});
   }
   if (absl::Status s = Install(std::move(specs), &tables); !s.ok()) return s;
   last_row_seq_ = last_row_seq;

@@ -28,6 +28,7 @@
 #define PS_SERVER_CORE_SPARSE_TABLES_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -95,8 +96,15 @@ class SparseTables {
   // an id this shard does not own, or a repeated one; RESOURCE_EXHAUSTED
   // for more than kMaxFloatsPerPull floats, or as EmbeddingTable::Pull,
   // either way before `out` grows. The dim is the table's (DimOf).
+  //
+  // With `piece`: the rows go to piece(rows, last) instead, in pieces of at
+  // most `piece_ids` ids (0: one piece), each as soon as it is read, so a
+  // caller can send one while the next is looked up; every check is made on
+  // the whole request first, so a refused pull hands out nothing.
+  using RowsPiece = std::function<void(std::vector<float> rows, bool last)>;
   absl::Status Pull(absl::string_view table, absl::Span<const uint64_t> ids,
-                    std::vector<float>* out);
+                    std::vector<float>* out, size_t piece_ids = 0,
+                    const RowsPiece& piece = nullptr);
 
   // A worker's row gradients: `grads` holds ids.size() * dim floats. See the
   // contract above; `current_version` is the shard's version (sync: the open
@@ -166,7 +174,7 @@ class SparseTables {
   bool reject_nonfinite_;
   std::vector<TableSpec> specs_;
   absl::flat_hash_map<std::string, Table> tables_;
-  std::vector<bool> dense_accepted_;  // sync: by worker, in the open step
+  std::vector<bool> dense_accepted_;   // sync: by worker, in the open step
   std::vector<int64_t> last_row_seq_;  // async: by worker
 };
 
