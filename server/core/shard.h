@@ -182,8 +182,6 @@ class Shard {
   // PushRowsRequest.seq). Both renew the worker's lease (a reader's pull
   // with renews_lease false does not). Errors name the table.
   absl::Status DeclareTables(const std::vector<TableSpec>& tables);
-  absl::StatusOr<RowsResult> PullRows(int worker_id, absl::string_view table,
-                                      absl::Span<const uint64_t> ids, bool renews_lease = true);
   // With `piece` (PullRows and PushPullRows): the rows go to piece(rows,
   // outcome, last) in pieces of at most `piece_ids` ids, each as soon as it
   // is read (`outcome`: the push's, kApplied for a pull), and the result's
@@ -192,8 +190,8 @@ class Shard {
   // not call the shard. Every check is made before the first piece.
   using RowsPiece = std::function<void(RowsResult rows, PushOutcome outcome, bool last)>;
   absl::StatusOr<RowsResult> PullRows(int worker_id, absl::string_view table,
-                                      absl::Span<const uint64_t> ids, bool renews_lease,
-                                      size_t piece_ids, const RowsPiece& piece);
+                                      absl::Span<const uint64_t> ids, bool renews_lease = true,
+                                      size_t piece_ids = 0, const RowsPiece& piece = nullptr);
   absl::StatusOr<PushResult> PushRows(int worker_id, absl::string_view table, int64_t version,
                                       int64_t seq, absl::Span<const uint64_t> ids,
                                       absl::Span<const float> grads);
@@ -265,6 +263,16 @@ class Shard {
   // dropped. Touch takes the lock (and does nothing without leases).
   void Touch(int worker_id) ABSL_LOCKS_EXCLUDED(mu_);
   void TouchLocked(int worker_id, absl::Time now, Effects* fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A row push's worker, version and seq (shard_rows.cc), before the lock.
+  absl::Status CheckRowPush(int worker_id, absl::string_view table, int64_t version,
+                            int64_t seq) const;
+  // The push of PushRows and PushPullRows: renews the lease, offers the
+  // rows to the tables, marks the worker seen when they take them.
+  absl::StatusOr<PushOutcome> PushRowsLocked(int worker_id, absl::string_view table,
+                                             int64_t version, int64_t seq,
+                                             absl::Span<const uint64_t> ids,
+                                             absl::Span<const float> grads, Effects* fx)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Acts on what Membership changed: tells the policy, closes a step that a
   // drop or return completes, and sets the lease alarm.
   void OnLeaseEventsLocked(LeaseEvents events, absl::Time now, Effects* fx)

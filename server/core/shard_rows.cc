@@ -39,11 +39,6 @@ std::vector<TableSpec> Shard::Tables() const {
 }
 
 absl::StatusOr<RowsResult> Shard::PullRows(int worker_id, absl::string_view table,
-                                           absl::Span<const uint64_t> ids, bool renews_lease) {
-  return PullRows(worker_id, table, ids, renews_lease, 0, nullptr);
-}
-
-absl::StatusOr<RowsResult> Shard::PullRows(int worker_id, absl::string_view table,
                                            absl::Span<const uint64_t> ids, bool renews_lease,
                                            size_t piece_ids, const RowsPiece& piece) {
   RETURN_IF_ERROR(options_.CheckWorker(worker_id));
@@ -63,23 +58,38 @@ absl::StatusOr<RowsResult> Shard::PullRows(int worker_id, absl::string_view tabl
   return result;
 }
 
-absl::StatusOr<PushResult> Shard::PushRows(int worker_id, absl::string_view table, int64_t version,
-                                           int64_t seq, absl::Span<const uint64_t> ids,
-                                           absl::Span<const float> grads) {
+absl::Status Shard::CheckRowPush(int worker_id, absl::string_view table, int64_t version,
+                                 int64_t seq) const {
   RETURN_IF_ERROR(options_.CheckWorker(worker_id));
   if (version < 0 || seq < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("embedding table \"", EscapeName(table), "\": negative version or seq"));
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<PushOutcome> Shard::PushRowsLocked(int worker_id, absl::string_view table,
+                                                  int64_t version, int64_t seq,
+                                                  absl::Span<const uint64_t> ids,
+                                                  absl::Span<const float> grads, Effects* fx) {
+  TouchLocked(worker_id, Now(), fx);
+  absl::StatusOr<PushOutcome> outcome =
+      tables_.Push(worker_id, table, version, seq, weights_.version(), ids, grads);
+  if (outcome.ok()) membership_.MarkSeen(worker_id);
+  return outcome;
+}
+
+absl::StatusOr<PushResult> Shard::PushRows(int worker_id, absl::string_view table, int64_t version,
+                                           int64_t seq, absl::Span<const uint64_t> ids,
+                                           absl::Span<const float> grads) {
+  RETURN_IF_ERROR(CheckRowPush(worker_id, table, version, seq));
   Effects fx;
   absl::StatusOr<PushOutcome> outcome;
   PushResult result;
   {
     absl::MutexLock l(&mu_);
     if (closed_) return ShuttingDown();
-    TouchLocked(worker_id, Now(), &fx);
-    outcome = tables_.Push(worker_id, table, version, seq, weights_.version(), ids, grads);
-    if (outcome.ok()) membership_.MarkSeen(worker_id);
+    outcome = PushRowsLocked(worker_id, table, version, seq, ids, grads, &fx);
     result.version = weights_.version();
   }
   Finish(std::move(fx));
@@ -93,17 +103,13 @@ absl::StatusOr<RowsPushPullResult> Shard::PushPullRows(int worker_id, absl::stri
                                                        absl::Span<const uint64_t> ids,
                                                        absl::Span<const float> grads,
                                                        size_t piece_ids, const RowsPiece& piece) {
-  RETURN_IF_ERROR(options_.CheckWorker(worker_id));
+  RETURN_IF_ERROR(CheckRowPush(worker_id, table, version, seq));
   if (options_.mode == Mode::kSync) {
     return absl::FailedPreconditionError(absl::StrCat(
         "embedding table \"", EscapeName(table),
         "\": push-pull of rows is for async and SSP; in sync a step's rows change when the step "
         "closes, after every worker's dense push: push the rows, then pull them after the dense "
         "push-pull"));
-  }
-  if (version < 0 || seq < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("embedding table \"", EscapeName(table), "\": negative version or seq"));
   }
   Effects fx;
   absl::StatusOr<PushOutcome> outcome;
@@ -112,11 +118,9 @@ absl::StatusOr<RowsPushPullResult> Shard::PushPullRows(int worker_id, absl::stri
   {
     absl::MutexLock l(&mu_);
     if (closed_) return ShuttingDown();
-    TouchLocked(worker_id, Now(), &fx);
-    outcome = tables_.Push(worker_id, table, version, seq, weights_.version(), ids, grads);
+    outcome = PushRowsLocked(worker_id, table, version, seq, ids, grads, &fx);
     result.rows.version = weights_.version();
     if (outcome.ok()) {
-      membership_.MarkSeen(worker_id);
       pulled = tables_.Pull(table, ids, &result.rows.values, piece_ids,
                             PieceOf(result.rows.version, *outcome, piece));
     }
