@@ -23,6 +23,9 @@ absl::Status ValidateClientOptions(const ClientOptions& o) {
         absl::StrCat("--keepalive must be 0 (off) or 1..86400 seconds, got ",
                      absl::ToDoubleSeconds(o.keepalive)));
   }
+  if (o.interrupt && o.interrupt_every <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("interrupt_every must be > 0 when interrupt is set");
+  }
   if (o.retry_timeout < absl::ZeroDuration()) {
     return absl::InvalidArgumentError("--retry_timeout must be >= 0");
   }

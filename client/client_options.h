@@ -66,6 +66,16 @@ struct ClientOptions {
   // Where the client says what it noticed and did about faults (one line
   // each, no newline); null: silent.
   std::function<void(absl::string_view line)> log;
+
+  // For a host language's signal handling: while an operation waits (for
+  // answers, or in a retry's backoff), the waiting thread calls
+  // interrupt() every interrupt_every, holding no lock of the client; when
+  // it returns true the operation is cancelled as by PsClient::Cancel and
+  // returns CANCELLED. The `ps` Python package checks for Ctrl-C with it on
+  // the calling thread, so that a call runs there without a handoff to
+  // another thread. Null: never called.
+  std::function<bool()> interrupt;
+  absl::Duration interrupt_every = absl::Milliseconds(100);  // > 0 when interrupt is set
 };
 
 // "stream" / "unary"; INVALID_ARGUMENT otherwise.

@@ -90,6 +90,14 @@ TEST(ValidateClientOptions, RejectsAnUnknownWireDtype) {
   EXPECT_THAT(ValidateClientOptions(o).message(), testing::HasSubstr("wire_dtype"));
 }
 
+TEST(ValidateClientOptions, RejectsAnInterruptCheckPolledNever) {
+  ClientOptions o = WithAServer();
+  o.interrupt = [] { return false; };
+  EXPECT_TRUE(ValidateClientOptions(o).ok());
+  o.interrupt_every = absl::ZeroDuration();
+  EXPECT_THAT(ValidateClientOptions(o).message(), testing::HasSubstr("interrupt_every"));
+}
+
 TEST(ValidateClientOptions, RejectsANegativeRetryTimeout) {
   ClientOptions o = WithAServer();
   o.retry_timeout = absl::Seconds(-1);

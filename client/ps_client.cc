@@ -41,6 +41,7 @@ absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Connect(const ClientOptions&
   RETURN_IF_ERROR(ValidateClientOptions(options));
   auto rep = std::make_unique<Rep>();
   rep->state.options = options;
+  rep->state.canceller.SetInterrupt(options.interrupt, options.interrupt_every);
   const int S = static_cast<int>(options.servers.size());
   std::vector<std::shared_ptr<grpc::Channel>> channels;
   for (const std::string& addr : options.servers) {

@@ -1,5 +1,6 @@
 #include "client/internal/call_canceller.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace ps {
@@ -21,10 +22,29 @@ void CallCanceller::Cancel() {
 }
 
 bool CallCanceller::SleepUnlessCancelled(absl::Duration timeout) {
-  absl::MutexLock l(&mu_);
+  const absl::Time deadline = absl::Now() + timeout;
   auto cancelled = [this]()
                        ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return cancels_ != operation_from_; };
-  return !mu_.AwaitWithTimeout(absl::Condition(&cancelled), timeout);
+  while (true) {
+    const absl::Time until = std::min(deadline, absl::Now() + interrupt_every());
+    {
+      absl::MutexLock l(&mu_);
+      if (mu_.AwaitWithDeadline(absl::Condition(&cancelled), until)) return false;
+    }
+    if (until >= deadline) return true;
+    if (PollInterrupt()) return false;
+  }
+}
+
+void CallCanceller::SetInterrupt(std::function<bool()> check, absl::Duration every) {
+  check_ = std::move(check);
+  every_ = every;
+}
+
+bool CallCanceller::PollInterrupt() {
+  if (!check_ || !check_()) return false;
+  Cancel();
+  return true;
 }
 
 CallCanceller::Registration::Registration(CallCanceller* canceller, std::function<void()> cancel)

@@ -13,6 +13,11 @@
 // (SleepUnlessCancelled). The next BeginOperation() starts afresh, so an
 // operation that begins after Cancel() returned is not affected.
 //
+// An interrupt check (ClientOptions::interrupt), set once before the first
+// operation, is polled by the waiting thread itself: PollInterrupt() every
+// interrupt_every() while a wait lasts (PendingCalls::Wait, the backoff
+// sleeps), and a true answer cancels the operation as Cancel() does.
+//
 // Thread-safe. A registered cancel must stay callable until its
 // Registration is destroyed; Cancel() runs the cancels under the
 // canceller's lock, so destroying a Registration waits for a Cancel() in
@@ -49,8 +54,18 @@ class CallCanceller {
   void Cancel();
 
   // Waits for `timeout`, or less if the operation in progress is cancelled
-  // meanwhile; returns false if it was cancelled.
+  // meanwhile (polling the interrupt check); returns false if it was
+  // cancelled.
   bool SleepUnlessCancelled(absl::Duration timeout);
+
+  // Before the first operation (PsClient::Connect): the interrupt check and
+  // how often a wait polls it (> 0). Null: none.
+  void SetInterrupt(std::function<bool()> check, absl::Duration every);
+  // How long a wait may block between polls (InfiniteDuration: no check).
+  absl::Duration interrupt_every() const { return check_ ? every_ : absl::InfiniteDuration(); }
+  // The waiting thread, holding no lock: runs the check, and when it
+  // answers true cancels the operation (Cancel()) and returns true.
+  bool PollInterrupt();
 
   // Registers `cancel` for a call in flight while it lives. With a null
   // canceller it does nothing (calls no operation owns: heartbeats).
@@ -72,6 +87,9 @@ class CallCanceller {
   uint64_t operation_from_ ABSL_GUARDED_BY(mu_) = 0;  // cancels_ at BeginOperation
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<uint64_t, std::function<void()>> calls_ ABSL_GUARDED_BY(mu_);
+  // Constant after SetInterrupt, which precedes every operation.
+  std::function<bool()> check_;
+  absl::Duration every_ = absl::InfiniteDuration();
 };
 
 }  // namespace ps

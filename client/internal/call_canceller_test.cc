@@ -67,5 +67,41 @@ TEST(CallCanceller, CancelWakesASleepAtOnce) {
   EXPECT_FALSE(canceller.SleepUnlessCancelled(absl::Seconds(30)));  // still cancelled
 }
 
+TEST(CallCanceller, WithoutAnInterruptCheckAWaitNeverPolls) {
+  CallCanceller canceller;
+  EXPECT_EQ(canceller.interrupt_every(), absl::InfiniteDuration());
+  EXPECT_FALSE(canceller.PollInterrupt());
+}
+
+TEST(CallCanceller, ASleepPollsTheInterruptCheckAndEndsWhenItAnswersTrue) {
+  CallCanceller canceller;
+  int polls = 0;
+  canceller.SetInterrupt([&polls] { return ++polls == 3; }, absl::Milliseconds(1));
+  canceller.BeginOperation();
+  int cancels = 0;
+  CallCanceller::Registration r(&canceller, [&cancels] { ++cancels; });
+  const absl::Time start = absl::Now();
+  EXPECT_FALSE(canceller.SleepUnlessCancelled(absl::Seconds(30)));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+  EXPECT_EQ(polls, 3);    // on the sleeping thread, until it said true
+  EXPECT_EQ(cancels, 1);  // the operation's calls were cancelled, as by Cancel()
+  EXPECT_TRUE(canceller.cancelled());
+}
+
+TEST(CallCanceller, ACheckThatAnswersFalseLetsTheSleepRunItsCourse) {
+  CallCanceller canceller;
+  int polls = 0;
+  canceller.SetInterrupt(
+      [&polls] {
+        ++polls;
+        return false;
+      },
+      absl::Milliseconds(5));
+  canceller.BeginOperation();
+  EXPECT_TRUE(canceller.SleepUnlessCancelled(absl::Milliseconds(60)));
+  EXPECT_GE(polls, 1);
+  EXPECT_FALSE(canceller.cancelled());
+}
+
 }  // namespace
 }  // namespace ps

@@ -1,5 +1,7 @@
 #include "client/internal/pending_calls.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -8,7 +10,7 @@ namespace ps {
 
 PendingCalls::PendingCalls(const std::vector<std::string>& servers, absl::Time deadline,
                            const char* why, CallCanceller* canceller)
-    : deadline_(deadline), deadline_why_(why) {
+    : deadline_(deadline), deadline_why_(why), canceller_(canceller) {
   {
     absl::MutexLock l(&mu_);
     for (size_t s = 0; s < servers.size(); ++s) unanswered_[static_cast<int>(s)] = servers[s];
@@ -73,8 +75,19 @@ absl::Status PendingCalls::Wait() {
   auto done_or_failed = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return unanswered_.empty() || !status_.ok();
   };
-  if (mu_.AwaitWithDeadline(absl::Condition(&done_or_failed), deadline_) && !status_.ok() &&
-      !unanswered_.empty()) {
+  bool done = false;
+  while (true) {
+    const absl::Duration every =
+        canceller_ != nullptr ? canceller_->interrupt_every() : absl::InfiniteDuration();
+    const absl::Time until = std::min(deadline_, absl::Now() + every);
+    done = mu_.AwaitWithDeadline(absl::Condition(&done_or_failed), until);
+    if (done || until >= deadline_) break;
+    // The check may take other locks (the interpreter's); its cancel takes ours.
+    mu_.Unlock();
+    canceller_->PollInterrupt();
+    mu_.Lock();
+  }
+  if (done && !status_.ok() && !unanswered_.empty()) {
     // One shard failed: the operation has, so the others' calls are ended
     // now rather than waited for. (A sync pull may wait on workers that in
     // turn wait for this one to retry the failed shard.)

@@ -54,6 +54,7 @@ class PendingCalls final : public PendingOp {
 
   // OK, or the first error naming its shard (the other calls cancelled);
   // DEADLINE_EXCEEDED naming the silent shards once the deadline passed.
+  // Polls the canceller's interrupt check while it waits.
   absl::Status Wait() override;
 
   // Shard `shard`'s call ended with `s`. Once per shard.
@@ -90,6 +91,7 @@ class PendingCalls final : public PendingOp {
   absl::Time deadline_;            // latest call deadline, plus a margin
   const char* deadline_why_ = "";  // what deadline_ is made of, for the message
   std::vector<std::unique_ptr<UnaryCall>> calls_;
+  CallCanceller* canceller_ = nullptr;  // borrowed; may be null
   // With the canceller; reset first in the destructor.
   std::unique_ptr<CallCanceller::Registration> registration_;
 };

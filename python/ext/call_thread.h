@@ -1,6 +1,7 @@
-// CallThread: the thread on which a Python ps.Client runs its blocking calls
+// CallThread: the thread on which a Python ps.Client connects
 // (python/ext/ps_module.cc), so that the interpreter's main thread stays
-// free to notice Ctrl-C while a call waits. One persistent thread per
+// free to notice Ctrl-C while Connect waits (its other calls run on the
+// caller's thread and poll for signals through ClientOptions::interrupt). One persistent thread per
 // client, one call at a time: Start() hands it a call, Wait() waits for the
 // call to finish, up to a timeout, and Take() collects its status, which
 // makes the thread idle again.

@@ -5,9 +5,9 @@
 // into the ordered lists this module takes and ids into uint64 arrays; this
 // module hands the arrays' memory to the client as views (no copy:
 // gradients are read straight into the messages, weights written straight
-// into the arrays), keeps the arrays alive while a call uses them, runs
-// every blocking call on the client's CallThread with the GIL released,
-// cancels it on Ctrl-C (PsClient::Cancel), and turns a failed absl::Status
+// into the arrays), runs every blocking call on the calling thread with the
+// GIL released, cancels it on Ctrl-C (PsClient::Cancel, through the client's
+// interrupt check), and turns a failed absl::Status
 // into the package's exception class for its code (registered by the
 // package with _register_errors).
 //
@@ -18,16 +18,20 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "client/ps_client.h"
 #include "common/mode.h"
 #include "common/mutex_checks.h"
@@ -105,6 +109,24 @@ absl::Span<const uint64_t> IdData(const py::array& ids, const std::string& table
 // copied and dropped only with the GIL held.
 using KeepAlive = std::vector<py::object>;
 
+// The call a Client runs on its caller's thread: which thread, for the
+// interrupt check, and whether one runs, for close() from another thread.
+// Shared with the check, which Connect's thread may hold past the Client.
+struct InFlight {
+  absl::Mutex mu;
+  int calls ABSL_GUARDED_BY(mu) = 0;
+  std::atomic<std::thread::id> caller{};  // the thread of the call running
+
+  // ClientOptions::interrupt: on the thread of the call running (never
+  // Connect's), runs the interpreter's signal handlers; true when one
+  // raised (Ctrl-C), its exception left set for the caller to raise.
+  bool Interrupted() {
+    if (std::this_thread::get_id() != caller.load()) return false;
+    py::gil_scoped_acquire gil;
+    return PyErr_CheckSignals() != 0;
+  }
+};
+
 // How long an interrupted or closing client waits for its cancelled call
 // to end. Cancelled calls end in milliseconds; one that has not by then is
 // left to finish on its own.
@@ -116,13 +138,13 @@ class PushPullHandle;
 // PsClient itself, except close(), which another thread may call to end a
 // blocked call. Every member is used with the GIL held.
 //
-// Each call that waits runs on the client's CallThread while the calling
-// thread, GIL released, checks for signals every 100 ms. On one (e.g.
-// Ctrl-C) it cancels the call (PsClient::Cancel), waits up to kCancelGrace
-// for it to end, and raises the signal handler's exception. A call still
-// running then (not seen: cancelled calls end at once) stays pending, its
-// arrays kept alive, and the next call waits for it first. Connect cannot
-// be cancelled: an interrupted constructor raises at once and leaves it to
+// Each call runs on the calling thread with the GIL released (no handoff
+// to another thread: a rows call costs microseconds more than in C++). The
+// PsClient polls its interrupt check (InFlight::Interrupted) every 100 ms
+// while the call waits: on a signal whose handler raises (Ctrl-C) the call
+// is cancelled (PsClient::Cancel), ends at once, and the handler's exception
+// is raised. Connect runs on a CallThread while the constructor checks for
+// signals: an interrupted constructor raises at once and leaves it to
 // finish on the detached thread, holding nothing of the caller's.
 //
 // close() (and destruction) cancels the call in flight and the layer-wise
@@ -155,6 +177,7 @@ class Client {
     o.connect_timeout = absl::Seconds(connect_timeout);
     o.wait_timeout = absl::Seconds(wait_timeout);
     o.retry_timeout = absl::Seconds(retry_timeout);
+    o.interrupt = [in_flight = in_flight_] { return in_flight->Interrupted(); };
     ThrowIfError(ValidateClientOptions(o));
     // Captures no `this`: a Ctrl-C leaves it running after we throw.
     auto c = std::make_shared<absl::StatusOr<std::unique_ptr<PsClient>>>();
@@ -162,7 +185,14 @@ class Client {
       *c = PsClient::Connect(o);
       return c->status();
     });
-    ThrowIfError(Await({}, /*cancellable=*/false));
+    while (true) {
+      {
+        py::gil_scoped_release release;
+        if (thread_.Wait(absl::Milliseconds(100))) break;
+      }
+      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+    }
+    ThrowIfError(thread_.Take());
     client_ = std::move(**c);
   }
 
@@ -174,36 +204,32 @@ class Client {
     ModelSpec spec(names.size());
     for (size_t i = 0; i < names.size(); ++i) spec[i] = TensorSpec{names[i], shapes[i]};
     if (!values) {
-      ThrowIfError(Run([spec](PsClient& c) { return c.Init(spec, nullptr); }, {}));
+      ThrowIfError(Run([spec](PsClient& c) { return c.Init(spec, nullptr); }));
       return;
     }
     ThrowIfError(
-        Run([spec, views = ConstViews(*values)](PsClient& c) { return c.Init(spec, views); },
-            KeepAlive(values->begin(), values->end())));
+        Run([spec, views = ConstViews(*values)](PsClient& c) { return c.Init(spec, views); }));
   }
 
   // Pulls into `out` (new arrays when not given) and returns it.
   std::vector<py::array> Pull(int64_t min_version, std::optional<std::vector<py::array>> out) {
     std::vector<py::array> weights = out ? std::move(*out) : NewWeights();
-    ThrowIfError(Run([views = MutableViews(weights),
-                      min_version](PsClient& c) { return c.Pull(min_version, views); },
-                     KeepAlive(weights.begin(), weights.end())));
+    ThrowIfError(Run([views = MutableViews(weights), min_version](PsClient& c) {
+      return c.Pull(min_version, views);
+    }));
     return weights;
   }
 
   void Push(const std::vector<py::array>& grads) {
-    ThrowIfError(Run([views = ConstViews(grads)](PsClient& c) { return c.Push(views); },
-                     KeepAlive(grads.begin(), grads.end())));
+    ThrowIfError(Run([views = ConstViews(grads)](PsClient& c) { return c.Push(views); }));
   }
 
   std::vector<py::array> PushPull(const std::vector<py::array>& grads,
                                   std::optional<std::vector<py::array>> out) {
     std::vector<py::array> weights = out ? std::move(*out) : NewWeights();
-    KeepAlive keep(grads.begin(), grads.end());
-    keep.insert(keep.end(), weights.begin(), weights.end());
-    ThrowIfError(Run([g = ConstViews(grads),
-                      w = MutableViews(weights)](PsClient& c) { return c.PushPull(g, w); },
-                     std::move(keep)));
+    ThrowIfError(Run([g = ConstViews(grads), w = MutableViews(weights)](PsClient& c) {
+      return c.PushPull(g, w);
+    }));
     return weights;
   }
 
@@ -222,8 +248,7 @@ class Client {
     const absl::Span<const uint64_t> id = IdData(ids, table);
     float* p = const_cast<float*>(FloatData(out, "rows of table '" + table + "'", /*write=*/true));
     const absl::Span<float> rows(p, static_cast<size_t>(out.size()));
-    ThrowIfError(Run([table, id, rows](PsClient& c) { return c.PullRows(table, id, rows); },
-                     KeepAlive{ids, out}));
+    ThrowIfError(Run([&](PsClient& c) { return c.PullRows(table, id, rows); }));
     return out;
   }
 
@@ -232,8 +257,7 @@ class Client {
     const absl::Span<const uint64_t> id = IdData(ids, table);
     const float* p = FloatData(grads, "gradient rows of table '" + table + "'", /*write=*/false);
     const absl::Span<const float> g(p, static_cast<size_t>(grads.size()));
-    ThrowIfError(Run([table, id, g](PsClient& c) { return c.PushRows(table, id, g); },
-                     KeepAlive{ids, grads}));
+    ThrowIfError(Run([&](PsClient& c) { return c.PushRows(table, id, g); }));
   }
 
   // Pushes `grads` and writes the rows after the push into `out` (async, SSP),
@@ -245,10 +269,42 @@ class Client {
     const absl::Span<const float> g(gp, static_cast<size_t>(grads.size()));
     float* p = const_cast<float*>(FloatData(out, "rows of table '" + table + "'", /*write=*/true));
     const absl::Span<float> rows(p, static_cast<size_t>(out.size()));
-    ThrowIfError(
-        Run([table, id, g, rows](PsClient& c) { return c.PushPullRows(table, id, g, rows); },
-            KeepAlive{ids, grads, out}));
+    ThrowIfError(Run([&](PsClient& c) { return c.PushPullRows(table, id, g, rows); }));
     return out;
+  }
+
+  // python/rows_bench.py's baseline: `calls` rows calls of `op` ("pull",
+  // "push" or "push_pull") on requests[i % n] with `grads` and `out` (each
+  // request's size of rows), made straight from C++ as a C++ program makes
+  // them, on this thread; each call's seconds.
+  std::vector<double> TimeRows(const std::string& table, const std::vector<py::array>& requests,
+                               const std::string& op, const py::array& grads, py::array out,
+                               int64_t calls) {
+    if (op != "pull" && op != "push" && op != "push_pull") {
+      throw py::value_error("op must be pull, push or push_pull, not " + op);
+    }
+    if (requests.empty()) throw py::value_error("no requests");
+    std::vector<absl::Span<const uint64_t>> ids;
+    for (const py::array& r : requests) ids.push_back(IdData(r, table));
+    const float* gp = FloatData(grads, "gradient rows of table '" + table + "'", /*write=*/false);
+    const absl::Span<const float> g(gp, static_cast<size_t>(grads.size()));
+    float* p = const_cast<float*>(FloatData(out, "rows of table '" + table + "'", /*write=*/true));
+    const absl::Span<float> rows(p, static_cast<size_t>(out.size()));
+    std::vector<double> seconds;
+    seconds.reserve(static_cast<size_t>(std::max<int64_t>(calls, 0)));
+    ThrowIfError(Run([&](PsClient& c) {
+      for (int64_t i = 0; i < calls; ++i) {
+        const absl::Span<const uint64_t> id = ids[static_cast<size_t>(i) % ids.size()];
+        const absl::Time start = absl::Now();
+        absl::Status s = op == "pull"   ? c.PullRows(table, id, rows)
+                         : op == "push" ? c.PushRows(table, id, g)
+                                        : c.PushPullRows(table, id, g, rows);
+        if (!s.ok()) return s;
+        seconds.push_back(absl::ToDoubleSeconds(absl::Now() - start));
+      }
+      return absl::OkStatus();
+    }));
+    return seconds;
   }
 
   // A layer-wise push-pull into `out` (below).
@@ -284,71 +340,62 @@ class Client {
     return out;
   }
 
-  // Runs `call` on the CallThread with the client and returns its status,
-  // or throws the Python error a signal handler set, having cancelled the
-  // call. `keep` holds what the call uses.
-  absl::Status Run(std::function<absl::Status(PsClient&)> call, KeepAlive keep) {
-    Drain();
-    PsClient* client = &Open();  // after Drain: close() may have come meanwhile
-    thread_.Start([client, call = std::move(call)] { return call(*client); });
-    return Await(std::move(keep), /*cancellable=*/true);
-  }
-
-  // Waits for the call on the CallThread, checking for signals every 100
-  // ms; on one, cancels the call (when `cancellable`) and throws.
-  absl::Status Await(KeepAlive keep, bool cancellable) {
-    while (true) {
-      {
-        py::gil_scoped_release release;
-        if (thread_.Wait(absl::Milliseconds(100))) break;
-      }
-      if (PyErr_CheckSignals() != 0) {
-        if (cancellable && CancelAndWait(client_.get())) {
-          thread_.Take().IgnoreError();  // the signal's exception instead
-        } else {
-          pending_keep_ = std::move(keep);  // until the call ends (Drain)
-        }
-        throw py::error_already_set();
-      }
+  // Runs `call` with the client on this thread, GIL released, and returns
+  // its status; throws the exception of a signal handler that raised
+  // meanwhile (the call was cancelled). The arrays it uses are the caller's
+  // arguments, alive until it returns.
+  absl::Status Run(const std::function<absl::Status(PsClient&)>& call) {
+    PsClient* client = &Open();
+    absl::Status s;
+    {
+      absl::MutexLock l(&in_flight_->mu);
+      ++in_flight_->calls;
     }
-    return thread_.Take();
+    in_flight_->caller = std::this_thread::get_id();
+    {
+      py::gil_scoped_release release;
+      s = call(*client);
+    }
+    in_flight_->caller = std::thread::id();
+    {
+      absl::MutexLock l(&in_flight_->mu);
+      --in_flight_->calls;
+    }
+    // close() from a signal handler during the call: destroyed now.
+    if (closed_in_call_ != nullptr) {
+      py::gil_scoped_release release;
+      abandoned_in_call_.clear();
+      closed_in_call_.reset();
+    }
+    if (PyErr_Occurred() != nullptr) throw py::error_already_set();
+    return s;
   }
 
-  // Cancels the call on the CallThread through `client` (null: closed
-  // meanwhile, by close() which cancels it), again every 100 ms (it may not
-  // have begun its operation at the first), until it ends or kCancelGrace
-  // passed; whether it ended. Leaves a Python error set as it was.
-  bool CancelAndWait(PsClient* client) {
-    py::gil_scoped_release release;
+  // close() from another thread, GIL released: cancels the call running,
+  // again every 100 ms (it may not have begun its operation at the first),
+  // until it ends or kCancelGrace passed; whether it ended.
+  bool CancelCall(PsClient* client) {
     const absl::Time deadline = absl::Now() + kCancelGrace;
-    while (true) {
-      if (client != nullptr) client->Cancel();
-      if (thread_.Wait(std::min(absl::Milliseconds(100), deadline - absl::Now()))) return true;
-      if (absl::Now() >= deadline) return false;
+    absl::MutexLock l(&in_flight_->mu);
+    auto ended = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(in_flight_->mu) {
+      return in_flight_->calls == 0;
+    };
+    while (!ended()) {
+      client->Cancel();
+      in_flight_->mu.AwaitWithTimeout(absl::Condition(&ended),
+                                      std::min(absl::Milliseconds(100), deadline - absl::Now()));
+      if (!ended() && absl::Now() >= deadline) return false;
     }
-  }
-
-  // Waits for a call that did not end when cancelled (interruptibly).
-  void Drain() {
-    while (!thread_.idle()) {
-      bool ended;
-      {
-        py::gil_scoped_release release;
-        ended = thread_.Wait(absl::Milliseconds(100));
-      }
-      if (ended) {
-        thread_.Take().IgnoreError();
-        break;
-      }
-      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-    }
-    pending_keep_.clear();
+    return true;
   }
 
   std::unique_ptr<PsClient> client_;   // null once closed
   std::set<PushPullHandle*> handles_;  // the layer-wise push-pulls alive
-  KeepAlive pending_keep_;             // the arrays of a call that did not end when cancelled
-  CallThread thread_;                  // declared last: destroyed first (it never waits)
+  std::shared_ptr<InFlight> in_flight_ = std::make_shared<InFlight>();
+  // close()d by a signal handler during its own call: destroyed after it.
+  std::vector<std::shared_ptr<PushPullInProgress>> abandoned_in_call_;
+  std::unique_ptr<PsClient> closed_in_call_;
+  CallThread thread_;  // Connect's; declared last: destroyed first (it never waits)
 };
 
 // A layer-wise push-pull (client/push_pull_in_progress.h) for Python: each
@@ -362,7 +409,6 @@ class PushPullHandle {
   PushPullHandle(Client* client, std::vector<py::array> out)
       : client_(client), keep_(out.begin(), out.end()) {
     auto views = MutableViews(out);
-    client_->Drain();
     PsClient* c = &client_->Open();
     {
       py::gil_scoped_release release;
@@ -387,7 +433,6 @@ class PushPullHandle {
     if (!p_) throw py::value_error("send after wait");
     const float* data = FloatData(grad, "tensor " + std::to_string(index), /*write=*/false);
     keep_.push_back(grad);
-    client_->Drain();
     py::gil_scoped_release release;
     p_->Send(index, absl::Span<const float>(data, static_cast<size_t>(grad.size())));
   }
@@ -397,7 +442,9 @@ class PushPullHandle {
     client_->Open();
     if (!p_) throw py::value_error("wait called twice");
     std::shared_ptr<PushPullInProgress> p = std::move(p_);
-    ThrowIfError(client_->Run([p](PsClient&) { return p->Wait(); }, std::move(keep_)));
+    const absl::Status s = client_->Run([&p](PsClient&) { return p->Wait(); });
+    keep_.clear();
+    ThrowIfError(s);
   }
 
  private:
@@ -420,14 +467,21 @@ void Client::Close() {
   for (PushPullHandle* h : handles_) {
     if (h->p_) abandoned.push_back(std::move(h->p_));
   }
-  if (!thread_.idle() && !CancelAndWait(client.get())) {
-    // Left to finish on its own: what it uses is never freed.
-    static_cast<void>(client.release());
-    static_cast<void>(new std::vector<std::shared_ptr<PushPullInProgress>>(std::move(abandoned)));
-    static_cast<void>(new KeepAlive(std::move(pending_keep_)));
+  if (in_flight_->caller.load() == std::this_thread::get_id()) {
+    // A signal handler of this thread's own call: cancel it, and destroy the
+    // client when the call returns (Run).
+    client->Cancel();  // the layer-wise push-pulls too
+    abandoned_in_call_ = std::move(abandoned);
+    closed_in_call_ = std::move(client);
     return;
   }
   py::gil_scoped_release release;
+  if (!CancelCall(client.get())) {
+    // Left to finish on its own: what it uses is never freed.
+    static_cast<void>(client.release());
+    static_cast<void>(new std::vector<std::shared_ptr<PushPullInProgress>>(std::move(abandoned)));
+    return;
+  }
   abandoned.clear();  // cancels their calls and waits for them
   client.reset();     // closes the streams
 }
@@ -477,6 +531,8 @@ PYBIND11_MODULE(_ps, m) {
       .def("push_rows", &ps::Client::PushRows, py::arg("table"), py::arg("ids"), py::arg("grads"))
       .def("push_pull_rows", &ps::Client::PushPullRows, py::arg("table"), py::arg("ids"),
            py::arg("grads"), py::arg("out"))
+      .def("_time_rows", &ps::Client::TimeRows, py::arg("table"), py::arg("requests"),
+           py::arg("op"), py::arg("grads"), py::arg("out"), py::arg("calls"))
       .def("start_push_pull", &ps::Client::StartPushPull, py::arg("out"), py::keep_alive<0, 1>())
       .def("close", &ps::Client::Close)
       .def_property_readonly("closed", &ps::Client::closed)

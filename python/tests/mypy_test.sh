@@ -9,4 +9,4 @@ cd "${TEST_SRCDIR:?}/${TEST_WORKSPACE:?}/python"
 unset PYTHONPATH MYPYPATH
 exec /usr/bin/python3 -m mypy --strict --config-file pyproject.toml \
   --cache-dir "${TEST_TMPDIR:?}/mypy_cache" \
-  src/ps examples/fashion_mnist_cnn.py bench.py bench_worker.py server_process.py make_wheel.py
+  src/ps examples/fashion_mnist_cnn.py bench.py bench_worker.py rows_bench.py server_process.py make_wheel.py
