@@ -20,7 +20,9 @@ class AsyncCancel {
     if (t_) t_->join();
   }
   void operator()() {
-    if (!t_) t_ = std::make_unique<std::thread>([op = op_] { op->Done(0, absl::CancelledError("cancelled")); });
+    if (!t_)
+      t_ = std::make_unique<std::thread>(
+          [op = op_] { op->Done(0, absl::CancelledError("cancelled")); });
   }
 
  private:

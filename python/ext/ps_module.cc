@@ -117,6 +117,26 @@ struct InFlight {
   int calls ABSL_GUARDED_BY(mu) = 0;
   std::atomic<std::thread::id> caller{};  // the thread of the call running
 
+  // Marks this thread's call as running while it lives.
+  class Call {
+   public:
+    explicit Call(InFlight* f) : f_(f) {
+      absl::MutexLock l(&f_->mu);
+      ++f_->calls;
+      f_->caller = std::this_thread::get_id();
+    }
+    ~Call() {
+      absl::MutexLock l(&f_->mu);
+      --f_->calls;
+      f_->caller = std::thread::id();
+    }
+    Call(const Call&) = delete;
+    Call& operator=(const Call&) = delete;
+
+   private:
+    InFlight* const f_;
+  };
+
   // ClientOptions::interrupt: on the thread of the call running (never
   // Connect's), runs the interpreter's signal handlers; true when one
   // raised (Ctrl-C), its exception left set for the caller to raise.
@@ -348,18 +368,9 @@ class Client {
     PsClient* client = &Open();
     absl::Status s;
     {
-      absl::MutexLock l(&in_flight_->mu);
-      ++in_flight_->calls;
-    }
-    in_flight_->caller = std::this_thread::get_id();
-    {
+      InFlight::Call in_call(in_flight_.get());  // ended even if the call throws
       py::gil_scoped_release release;
       s = call(*client);
-    }
-    in_flight_->caller = std::thread::id();
-    {
-      absl::MutexLock l(&in_flight_->mu);
-      --in_flight_->calls;
     }
     // close() from a signal handler during the call: destroyed now.
     if (closed_in_call_ != nullptr) {
