@@ -38,6 +38,7 @@
 #include "common/table_spec.h"
 #include "common/wire_dtype.h"
 #include "python/ext/call_thread.h"
+#include "python/ext/in_flight.h"
 
 namespace py = pybind11;
 
@@ -108,44 +109,6 @@ absl::Span<const uint64_t> IdData(const py::array& ids, const std::string& table
 // Keeps Python objects alive while a call may use their memory; made,
 // copied and dropped only with the GIL held.
 using KeepAlive = std::vector<py::object>;
-
-// The call a Client runs on its caller's thread: which thread, for the
-// interrupt check, and whether one runs, for close() from another thread.
-// Shared with the check, which Connect's thread may hold past the Client.
-struct InFlight {
-  absl::Mutex mu;
-  int calls ABSL_GUARDED_BY(mu) = 0;
-  std::atomic<std::thread::id> caller{};  // the thread of the call running
-
-  // Marks this thread's call as running while it lives.
-  class Call {
-   public:
-    explicit Call(InFlight* f) : f_(f) {
-      absl::MutexLock l(&f_->mu);
-      ++f_->calls;
-      f_->caller = std::this_thread::get_id();
-    }
-    ~Call() {
-      absl::MutexLock l(&f_->mu);
-      --f_->calls;
-      f_->caller = std::thread::id();
-    }
-    Call(const Call&) = delete;
-    Call& operator=(const Call&) = delete;
-
-   private:
-    InFlight* const f_;
-  };
-
-  // ClientOptions::interrupt: on the thread of the call running (never
-  // Connect's), runs the interpreter's signal handlers; true when one
-  // raised (Ctrl-C), its exception left set for the caller to raise.
-  bool Interrupted() {
-    if (std::this_thread::get_id() != caller.load()) return false;
-    py::gil_scoped_acquire gil;
-    return PyErr_CheckSignals() != 0;
-  }
-};
 
 // How long an interrupted or closing client waits for its cancelled call
 // to end. Cancelled calls end in milliseconds; one that has not by then is
