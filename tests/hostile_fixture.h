@@ -60,7 +60,9 @@ class Hostile : public ::testing::Test {
     // Worker 0 creates the model with a real client.
     client_ = Connect(0);
     ASSERT_NE(client_, nullptr);
-    if (!tables.empty()) ASSERT_TRUE(client_->DeclareTables(tables).ok());
+    if (!tables.empty()) {
+      ASSERT_TRUE(client_->DeclareTables(tables).ok());
+    }
     TensorList init = {std::vector<float>(40, 1.0f), std::vector<float>(10, 1.0f)};
     ASSERT_TRUE(client_->Init(kSpec, &init).ok());
   }

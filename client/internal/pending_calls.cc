@@ -76,15 +76,17 @@ absl::Status PendingCalls::Wait() {
     return unanswered_.empty() || !status_.ok();
   };
   bool done = false;
+  bool interrupted = false;  // once cancelled, the calls' ends are only waited for
   while (true) {
-    const absl::Duration every =
-        canceller_ != nullptr ? canceller_->interrupt_every() : absl::InfiniteDuration();
+    const absl::Duration every = canceller_ != nullptr && !interrupted
+                                     ? canceller_->interrupt_every()
+                                     : absl::InfiniteDuration();
     const absl::Time until = std::min(deadline_, absl::Now() + every);
     done = mu_.AwaitWithDeadline(absl::Condition(&done_or_failed), until);
     if (done || until >= deadline_) break;
     // The check may take other locks (the interpreter's); its cancel takes ours.
     mu_.Unlock();
-    canceller_->PollInterrupt();
+    interrupted = canceller_->PollInterrupt();
     mu_.Lock();
   }
   if (done && !status_.ok() && !unanswered_.empty()) {

@@ -54,7 +54,8 @@ class PendingCalls final : public PendingOp {
 
   // OK, or the first error naming its shard (the other calls cancelled);
   // DEADLINE_EXCEEDED naming the silent shards once the deadline passed.
-  // Polls the canceller's interrupt check while it waits.
+  // Polls the canceller's interrupt check while it waits, until it answers
+  // true once (the calls are cancelled; their ends are waited for).
   absl::Status Wait() override;
 
   // Shard `shard`'s call ended with `s`. Once per shard.
