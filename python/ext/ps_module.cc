@@ -37,6 +37,7 @@
 #include "common/mutex_checks.h"
 #include "common/table_spec.h"
 #include "common/wire_dtype.h"
+#include "python/ext/arrays.h"
 #include "python/ext/call_thread.h"
 #include "python/ext/in_flight.h"
 
@@ -59,56 +60,6 @@ std::map<int, py::object>* error_classes = nullptr;
 void ThrowIfError(const absl::Status& s) {
   if (!s.ok()) throw StatusError{static_cast<int>(s.code()), std::string(s.message())};
 }
-
-// `a`'s memory as float32 elements, without a copy: TypeError unless it is
-// a float32 array, ValueError unless C-contiguous (and, for weights to
-// write, writeable). The package checks the same with tensor names first.
-const float* FloatData(const py::array& a, const std::string& what, bool write) {
-  if (!a.dtype().is(py::dtype::of<float>())) {
-    throw py::type_error(what + ": dtype " + std::string(py::str(a.dtype())) +
-                         ", expected float32");
-  }
-  if ((a.flags() & py::array::c_style) == 0) throw py::value_error(what + ": not C-contiguous");
-  if (write && !a.writeable()) throw py::value_error(what + ": not writeable");
-  return static_cast<const float*>(a.data());
-}
-
-ConstTensorViews ConstViews(const std::vector<py::array>& arrays) {
-  ConstTensorViews out;
-  for (size_t i = 0; i < arrays.size(); ++i) {
-    const float* p = FloatData(arrays[i], "tensor " + std::to_string(i), /*write=*/false);
-    out.emplace_back(p, static_cast<size_t>(arrays[i].size()));
-  }
-  return out;
-}
-
-TensorViews MutableViews(const std::vector<py::array>& arrays) {
-  TensorViews out;
-  for (size_t i = 0; i < arrays.size(); ++i) {
-    float* p = const_cast<float*>(
-        FloatData(arrays[i], "weights tensor " + std::to_string(i), /*write=*/true));
-    out.emplace_back(p, static_cast<size_t>(arrays[i].size()));
-  }
-  return out;
-}
-
-// `ids`' memory as uint64 ids, without a copy: TypeError unless a uint64
-// array, ValueError unless one-dimensional and C-contiguous.
-absl::Span<const uint64_t> IdData(const py::array& ids, const std::string& table) {
-  if (!ids.dtype().is(py::dtype::of<uint64_t>())) {
-    throw py::type_error("ids of table '" + table + "': dtype " +
-                         std::string(py::str(ids.dtype())) + ", expected uint64");
-  }
-  if (ids.ndim() != 1 || (ids.flags() & py::array::c_style) == 0) {
-    throw py::value_error("ids of table '" + table + "': not a C-contiguous 1-D array");
-  }
-  return absl::Span<const uint64_t>(static_cast<const uint64_t*>(ids.data()),
-                                    static_cast<size_t>(ids.size()));
-}
-
-// Keeps Python objects alive while a call may use their memory; made,
-// copied and dropped only with the GIL held.
-using KeepAlive = std::vector<py::object>;
 
 // How long an interrupted or closing client waits for its cancelled call
 // to end. Cancelled calls end in milliseconds; one that has not by then is
