@@ -25,6 +25,8 @@ PACKAGES=(
   # /metrics: prometheus-cpp's data model and text format, served over
   # HTTP(S) by cpp-httplib (with OpenSSL).
   prometheus-cpp-dev libcpp-httplib-dev libssl-dev
+  # The embedding tables' on-disk tier.
+  librocksdb-dev
 )
 if [ "$build_only" -eq 0 ]; then
   PACKAGES+=(

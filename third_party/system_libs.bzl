@@ -30,6 +30,7 @@ def _system_libs_impl(ctx):
     absl = _pkg_config_libs(ctx, _ABSL_MODULES)
     prometheus = _pkg_config_libs(ctx, ["prometheus-cpp-core"])
     httplib = _pkg_config_libs(ctx, ["cpp-httplib", "openssl"])
+    rocksdb = _pkg_config_libs(ctx, ["rocksdb"])
     build = """
 package(default_visibility = ["//visibility:public"])
 
@@ -41,6 +42,8 @@ cc_library(name = "gtest_main", linkopts = ["-lgtest_main", "-lgtest", "-lpthrea
 cc_library(name = "gmock", linkopts = ["-lgmock", "-lgtest", "-lpthread"])
 cc_library(name = "openblas", linkopts = ["-lopenblas"])
 cc_library(name = "zlib", linkopts = ["-lz"])
+# The embedding tables' on-disk tier (server/tier/).
+cc_library(name = "rocksdb", linkopts = {rocksdb})
 # /metrics: prometheus-cpp's data model and text format (core only; the
 # serving is cpp-httplib's, built by Debian with OpenSSL, zlib and brotli).
 cc_library(name = "prometheus_cpp", linkopts = {prometheus})
@@ -49,7 +52,7 @@ cc_library(
     defines = ["CPPHTTPLIB_OPENSSL_SUPPORT", "CPPHTTPLIB_ZLIB_SUPPORT", "CPPHTTPLIB_BROTLI_SUPPORT"],
     linkopts = {httplib},
 )
-""".format(absl = repr(absl), grpc = repr(grpc), prometheus = repr(prometheus), httplib = repr(httplib))
+""".format(absl = repr(absl), grpc = repr(grpc), prometheus = repr(prometheus), httplib = repr(httplib), rocksdb = repr(rocksdb))
     ctx.file("BUILD", build)
     ctx.file("WORKSPACE", 'workspace(name = "system_libs")\n')
 

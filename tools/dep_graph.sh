@@ -38,8 +38,11 @@ declare -A allowed=(
   [server/core]="common common/testing"
   # The checkpoint format (protobuf), files and writer.
   [server/checkpoint]="server/core common common/testing proto rpc"
+  # The embedding tables' on-disk tier (RocksDB) behind server/core's
+  # RowTier interface.
+  [server/tier]="server/core common"
   # The gRPC front of a shard: service, stream reactor, metrics, the process.
-  [server]="server/core server/checkpoint rpc common proto gRPC"
+  [server]="server/core server/checkpoint server/tier rpc common proto gRPC"
   [client]="client/internal rpc common proto gRPC"
   [client/internal]="client rpc common proto gRPC"
   # ps_worker: its main, flags, run loop and reporter, over the workloads;

@@ -96,7 +96,7 @@ ShardState StateWithTables(std::vector<std::unique_ptr<EmbeddingTable>>* tables)
   for (SparseOptimizerKind kind : kAllKinds) {
     tables->push_back(Make(Options(kind)));
     for (int step = 0; step < 30; ++step) Train(tables->back().get(), step);
-    s.tables.push_back({tables->back()->options(), tables->back()->Export()});
+    s.tables.push_back({tables->back()->options(), *tables->back()->Export()});
   }
   return s;
 }
@@ -134,7 +134,7 @@ TEST(EmbeddingCheckpoint, EachOptimizerRestoresBitForBitAndTrainsOn) {
     auto b = Make(o);
     ASSERT_NE(b, nullptr);
     ASSERT_TRUE(b->Import(t.contents).ok());
-    const EmbeddingTableContents saved = a->Export();
+    const EmbeddingTableContents saved = *a->Export();
     ASSERT_EQ(saved.ids.size(), 20u);
     EXPECT_EQ(t.contents.ids, saved.ids);  // the LRU order too
     EXPECT_EQ(t.contents.adam_steps.size(),
@@ -144,7 +144,7 @@ TEST(EmbeddingCheckpoint, EachOptimizerRestoresBitForBitAndTrainsOn) {
       Train(a, step);
       Train(b.get(), step);
     }
-    const EmbeddingTableContents ea = a->Export(), eb = b->Export();
+    const EmbeddingTableContents ea = *a->Export(), eb = *b->Export();
     EXPECT_EQ(ea.ids, eb.ids);
     EXPECT_EQ(Bits(ea.values), Bits(eb.values));
     EXPECT_EQ(Bits(ea.state), Bits(eb.state));
@@ -155,7 +155,7 @@ TEST(EmbeddingCheckpoint, EachOptimizerRestoresBitForBitAndTrainsOn) {
 TEST(EmbeddingCheckpoint, EmptyTableRoundTrips) {
   ShardState s = TestShardState();
   auto t = Make(Options(SparseOptimizerKind::kAdam));
-  s.tables.push_back({t->options(), t->Export()});
+  s.tables.push_back({t->options(), *t->Export()});
   absl::StatusOr<ShardState> decoded = DecodeShardState(EncodeShardState(s), SpecLimits());
   ASSERT_TRUE(decoded.ok()) << decoded.status();
   ASSERT_EQ(decoded->tables.size(), 1u);
@@ -181,7 +181,7 @@ v1::ShardSnapshot GoodSnapshot() {
   ShardState s = TestShardState();
   auto t = Make(Options(SparseOptimizerKind::kAdam));
   PullAll(t.get(), {5, 6, 7});
-  s.tables.push_back({t->options(), t->Export()});
+  s.tables.push_back({t->options(), *t->Export()});
   v1::ShardSnapshot snap;
   EXPECT_TRUE(snap.ParseFromString(EncodeShardState(s)));
   return snap;

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/embedding_shard.h"
+#include "common/status_macros.h"
 
 namespace ps {
 
@@ -67,6 +68,10 @@ absl::Status EmbeddingTableOptions::Validate() const {
     return absl::InvalidArgumentError(absl::StrCat(table, "max_rows must be in [0, ",
                                                    EmbeddingTable::kMaxRows, "], got ", max_rows));
   }
+  if (tier != nullptr && (!evict_lru || max_rows == 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        table, "a tier needs LRU eviction and max_rows > 0 (the rows kept in memory)"));
+  }
   absl::Status s = optimizer.Validate();
   if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat(table, s.message()));
   return absl::OkStatus();
@@ -85,7 +90,9 @@ EmbeddingTable::EmbeddingTable(const EmbeddingTableOptions& options)
       slot_bytes_(sizeof(uint64_t) + row_floats_ * sizeof(float)),
       chunk_shift_(ChunkShift(options)),
       head_(kNone),
-      tail_(kNone) {}
+      tail_(kNone) {
+  if (options_.tier != nullptr) tier_row_.resize(row_floats_);
+}
 
 EmbeddingTable::~EmbeddingTable() = default;
 
@@ -129,7 +136,19 @@ uint32_t* EmbeddingTable::StepOf(uint32_t slot) const {
 
 uint32_t EmbeddingTable::NewSlot(uint64_t id) {
   uint32_t slot;
-  if (num_rows_ < RowLimit()) {
+  bool grow = num_rows_ < RowLimit();
+  if (!grow && options_.tier != nullptr) {
+    // The least recently used row goes to the tier; one the tier cannot
+    // take stays in memory, past the budget.
+    const uint32_t* step = StepOf(tail_);
+    absl::Status s = options_.tier->Put(
+        IdOf(tail_), absl::Span<const float>(RowOf(tail_), row_floats_), step ? *step : 0);
+    if (!s.ok()) {
+      tier_error_ = std::move(s);
+      grow = num_rows_ < kMaxRows;
+    }
+  }
+  if (grow) {
     GrowIndexFor(num_rows_ + 1);
     slot = static_cast<uint32_t>(num_rows_);
     if ((slot >> chunk_shift_) == chunks_.size()) {
@@ -163,10 +182,25 @@ inline uint32_t EmbeddingTable::FindOrCreate(uint64_t id) {
     if (!options_.evict_lru) return slot;
     Unlink(slot);
   } else {
+    bool stored = false;
+    uint32_t stored_step = 0;
+    if (options_.tier != nullptr) {
+      absl::StatusOr<bool> got = options_.tier->Get(id, absl::MakeSpan(tier_row_), &stored_step);
+      if (!got.ok()) {
+        read_error_ = got.status();
+        return kNone;
+      }
+      stored = *got;
+    }
     slot = NewSlot(id);
     float* row = RowOf(slot);
-    InitRow(options_.seed, id, options_.dim, options_.init_scale, row);
-    InitSparseState(options_.optimizer, options_.dim, row + options_.dim);
+    if (stored) {
+      std::memcpy(row, tier_row_.data(), row_floats_ * sizeof(float));
+      if (uint32_t* step = StepOf(slot)) *step = stored_step;
+    } else {
+      InitRow(options_.seed, id, options_.dim, options_.init_scale, row);
+      InitSparseState(options_.optimizer, options_.dim, row + options_.dim);
+    }
     IndexInsert(slot);
     if (!options_.evict_lru) return slot;
   }
@@ -317,10 +351,31 @@ void EmbeddingTable::FindOrCreateMany(absl::Span<const uint64_t> ids, uint32_t* 
   }
 }
 
+absl::Status EmbeddingTable::FindOrCreateAll(absl::Span<const uint64_t> ids,
+                                             std::vector<uint32_t>* slots) {
+  slots->resize(ids.size());
+  read_error_ = absl::OkStatus();
+  constexpr size_t kBatch = 256;
+  for (size_t i = 0; i < ids.size() && read_error_.ok(); i += kBatch) {
+    FindOrCreateMany(ids.subspan(i, std::min(kBatch, ids.size() - i)), slots->data() + i);
+  }
+  // The call's rows are its most recently used, and no more than the
+  // budget (CheckCapacity): none of them was evicted by a later one.
+  return read_error_;
+}
+
 absl::Status EmbeddingTable::Pull(absl::Span<const uint64_t> ids, float* out) {
   absl::Status s = CheckCapacity(ids);
   if (!s.ok()) return s;
   const size_t dim = options_.dim;
+  if (options_.tier != nullptr) {
+    std::vector<uint32_t> slots;
+    RETURN_IF_ERROR(FindOrCreateAll(ids, &slots));
+    for (size_t i = 0; i < ids.size(); ++i) {
+      std::memcpy(out + i * dim, RowOf(slots[i]), dim * sizeof(float));
+    }
+    return absl::OkStatus();
+  }
   constexpr size_t kBatch = 256;  // slots looked up before their rows are read
   uint32_t slots[kBatch];
   for (size_t i = 0; i < ids.size(); i += kBatch) {
@@ -349,6 +404,16 @@ absl::Status EmbeddingTable::Apply(absl::Span<const uint64_t> ids, const float* 
   absl::Status s = CheckCapacity(ids);
   if (!s.ok()) return s;
   const size_t dim = options_.dim;
+  if (options_.tier != nullptr) {
+    std::vector<uint32_t> slots;
+    RETURN_IF_ERROR(FindOrCreateAll(ids, &slots));
+    for (size_t i = 0; i < ids.size(); ++i) {
+      float* row = RowOf(slots[i]);
+      ApplySparseRow(options_.optimizer, options_.dim, grads + i * dim, row, row + dim,
+                     StepOf(slots[i]));
+    }
+    return absl::OkStatus();
+  }
   constexpr size_t kBatch = 256;
   uint32_t slots[kBatch];
   for (size_t i = 0; i < ids.size(); i += kBatch) {
@@ -372,7 +437,7 @@ size_t EmbeddingTable::MemoryBytes() const {
 
 // --- Export and Import -------------------------------------------------------
 
-EmbeddingTableContents EmbeddingTable::Export() const {
+absl::StatusOr<EmbeddingTableContents> EmbeddingTable::Export() const {
   EmbeddingTableContents c;
   c.dim = options_.dim;
   c.optimizer = options_.optimizer.kind;
@@ -388,6 +453,17 @@ EmbeddingTableContents EmbeddingTable::Export() const {
     c.state.insert(c.state.end(), row + dim, row + row_floats_);
     if (const uint32_t* step = StepOf(slot)) c.adam_steps.push_back(*step);
   };
+  if (options_.tier != nullptr) {
+    // The tier's copy of a row in memory is older: memory's wins.
+    RETURN_IF_ERROR(
+        options_.tier->ForEach([&](uint64_t id, absl::Span<const float> row, uint32_t step) {
+          if (Find(id) != kNone) return;
+          c.ids.push_back(id);
+          c.values.insert(c.values.end(), row.begin(), row.begin() + dim);
+          c.state.insert(c.state.end(), row.begin() + dim, row.end());
+          if (options_.optimizer.HasRowStep()) c.adam_steps.push_back(step);
+        }));
+  }
   if (options_.evict_lru) {
     for (uint32_t slot = tail_; slot != kNone; slot = PrevOf(slot)) add(slot);  // LRU first
   } else {
@@ -416,7 +492,7 @@ absl::Status EmbeddingTable::Import(const EmbeddingTableContents& c) {
         table, n, " ids need ", n * dim, " values, ", n * state, " state floats and ", steps,
         " step counts; got ", c.values.size(), ", ", c.state.size(), " and ", c.adam_steps.size()));
   }
-  if (static_cast<int64_t>(n) > RowLimit()) {
+  if (options_.tier == nullptr && static_cast<int64_t>(n) > RowLimit()) {
     return absl::ResourceExhaustedError(absl::StrCat(table, n, " rows pass max_rows ", RowLimit()));
   }
   std::vector<uint64_t> sorted(c.ids.begin(), c.ids.end());
@@ -427,7 +503,8 @@ absl::Status EmbeddingTable::Import(const EmbeddingTableContents& c) {
   }
 
   Clear();
-  GrowIndexFor(static_cast<int64_t>(n));
+  if (options_.tier != nullptr) RETURN_IF_ERROR(options_.tier->Clear());
+  GrowIndexFor(std::min(static_cast<int64_t>(n), RowLimit()));
   for (size_t i = 0; i < n; ++i) {
     const uint32_t slot = NewSlot(c.ids[i]);
     float* row = RowOf(slot);

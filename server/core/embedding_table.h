@@ -26,6 +26,16 @@
 // add less than one chunk in all). MemoryBytes counts all of it;
 // server/core/embedding_table_test.cc and tools/bench/embedding_memory_bench.cc measure it.
 //
+// With a tier (options.tier, server/core/row_tier.h) max_rows is the memory
+// budget, not a bound: the row evicted from memory is written to the tier,
+// and a row missing from memory is read back from it (values, state and
+// step bit for bit) before it would be created, so a tiered table answers
+// exactly as one that kept every row in memory. A tier that fails to
+// write keeps the row in memory (past the budget; tier_error() says why)
+// and the call goes on; one that fails to read fails the call with its
+// error, before any row is written to `out` or updated (the rows it moved
+// between memory and the tier stay as they are: that changes no answer).
+//
 // Export and Import move every row with its optimizer state and its order
 // (with evict_lru the LRU order, else the order rows were made), for
 // checkpoints: Import then Pull gives the same rows bit for bit,
@@ -45,6 +55,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "common/sparse_optimizer.h"
+#include "server/core/row_tier.h"
 
 namespace ps {
 
@@ -59,6 +70,10 @@ struct EmbeddingTableOptions {
   // At max_rows, replace the least recently used row instead of failing.
   bool evict_lru = false;
   SparseOptimizerOptions optimizer;
+  // Not owned; null: none. Where the rows past max_rows live: requires
+  // evict_lru and max_rows > 0. Must outlive the table, which may write it
+  // in any call (and Clear it in Import).
+  RowTier* tier = nullptr;
 
   // INVALID_ARGUMENT naming the table and the first bad field.
   absl::Status Validate() const;
@@ -111,18 +126,25 @@ class EmbeddingTable {
   // allocates the call's output).
   absl::Status CheckCapacity(absl::Span<const uint64_t> ids) const;
 
+  // Rows in memory (with a tier, the tier holds the rest, and more).
   int64_t num_rows() const { return num_rows_; }
+  // The tier's last write error since the table was made (OK: none): rows
+  // kept in memory past the budget because the tier could not take them.
+  const absl::Status& tier_error() const { return tier_error_; }
   const EmbeddingTableOptions& options() const { return options_; }
 
   // Bytes this table has allocated on the heap for its rows and index (not
   // the object itself, nor a call's temporary scratch).
   size_t MemoryBytes() const;
 
-  // Every row with its state, in EmbeddingTableContents' order.
-  EmbeddingTableContents Export() const;
+  // Every row with its state, in EmbeddingTableContents' order (with a
+  // tier: the tier's rows not in memory first, in id order, then memory's,
+  // least recently used first), or the tier's read error.
+  absl::StatusOr<EmbeddingTableContents> Export() const;
   // Replaces every row by `contents`. INVALID_ARGUMENT (dim, optimizer or
   // sizes not this table's, a repeated id) or RESOURCE_EXHAUSTED (more rows
-  // than max_rows), leaving the table as it was.
+  // than max_rows, without a tier), leaving the table as it was; with a
+  // tier, the tier's error (the table then holds part of `contents`).
   absl::Status Import(const EmbeddingTableContents& contents);
 
  private:
@@ -132,11 +154,17 @@ class EmbeddingTable {
 
   int64_t RowLimit() const;
   // The slot of `id`, creating the row (evicting if needed) when missing,
-  // made the most recently used. REQUIRES: CheckCapacity passed.
+  // made the most recently used. REQUIRES: CheckCapacity passed. kNone
+  // when the tier failed to read it (read_error_ says why; nothing changed
+  // for `id`).
   uint32_t FindOrCreate(uint64_t id);
-  // A fresh slot for `id` (initial values and state), not yet in the LRU
-  // list or the index.
+  // A slot for `id` (its step 0), not yet in the LRU list or the index:
+  // a new one, or the least recently used row's once full (written to the
+  // tier first, if there is one and it takes it).
   uint32_t NewSlot(uint64_t id);
+  // Pull's and Apply's lookups with a tier: slots[i] for every id, or the
+  // tier's read error before any row is used.
+  absl::Status FindOrCreateAll(absl::Span<const uint64_t> ids, std::vector<uint32_t>* slots);
 
   // Slot accessors.
   unsigned char* SlotOf(uint32_t slot) const;  // the id, then the row
@@ -176,6 +204,9 @@ class EmbeddingTable {
   uint32_t head_;
   uint32_t tail_;
   std::vector<uint32_t> buckets_;  // slot numbers; kNone = empty
+  absl::Status tier_error_;        // the tier's last write error
+  absl::Status read_error_;        // the current call's tier read error
+  std::vector<float> tier_row_;    // a row read from the tier
 };
 
 }  // namespace ps

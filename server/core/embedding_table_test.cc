@@ -109,7 +109,7 @@ TEST(EmbeddingTable, MaxRowsRefusesNewRowsAndChangesNothing) {
   o.max_rows = 4;
   auto t = Make(o);
   PullAll(t.get(), {1, 2, 3});
-  const EmbeddingTableContents before = t->Export();
+  const EmbeddingTableContents before = *t->Export();
   std::vector<float> out(6);
   // Rows 1 and 2 exist; 10 and 11 are two new rows: one too many.
   absl::Status s = t->Pull({1, 10, 11}, out.data());
@@ -119,7 +119,7 @@ TEST(EmbeddingTable, MaxRowsRefusesNewRowsAndChangesNothing) {
   s = t->Apply({10, 11}, grads.data());
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(s.message(), HasSubstr("users"));
-  const EmbeddingTableContents after = t->Export();
+  const EmbeddingTableContents after = *t->Export();
   EXPECT_EQ(t->num_rows(), 3);
   EXPECT_EQ(after.ids, before.ids);  // nothing created, LRU order unchanged
   EXPECT_EQ(Bits(after.values), Bits(before.values));
@@ -141,9 +141,9 @@ TEST(EmbeddingTable, EvictLruReplacesTheLeastRecentlyUsedRows) {
   const std::vector<float> row1 = PullAll(t.get(), {1});
   PullAll(t.get(), {3});                      // order, oldest first: 2 1 3
   PullAll(t.get(), {4});                      // evicts 2
-  EXPECT_THAT(t->Export().ids, ElementsAre(1, 3, 4));
+  EXPECT_THAT(t->Export()->ids, ElementsAre(1, 3, 4));
   PullAll(t.get(), {5, 6});  // evicts 1, then 3
-  EXPECT_THAT(t->Export().ids, ElementsAre(4, 5, 6));
+  EXPECT_THAT(t->Export()->ids, ElementsAre(4, 5, 6));
   EXPECT_EQ(t->num_rows(), 3);
   // A row that comes back starts over from its initial values.
   std::vector<float> init(3);
@@ -155,7 +155,7 @@ TEST(EmbeddingTable, EvictLruReplacesTheLeastRecentlyUsedRows) {
   absl::Status s = t->Pull({7, 8, 9, 10}, out.data());
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(s.message(), HasSubstr("users"));
-  EXPECT_THAT(t->Export().ids, ElementsAre(5, 6, 1));
+  EXPECT_THAT(t->Export()->ids, ElementsAre(5, 6, 1));
 }
 
 // Many evictions against a reference LRU list: the index (with its
@@ -184,7 +184,7 @@ TEST(EmbeddingTable, EvictionChurnMatchesAReferenceLru) {
     }
   }
   EXPECT_EQ(t->num_rows(), 300);
-  EXPECT_EQ(t->Export().ids, std::vector<uint64_t>(lru.rbegin(), lru.rend()));
+  EXPECT_EQ(t->Export()->ids, std::vector<uint64_t>(lru.rbegin(), lru.rend()));
 }
 
 TEST(EmbeddingTable, ApplyRejectsRepeatedIds) {
@@ -280,7 +280,7 @@ TEST(EmbeddingTable, EachOptimizerMatchesItsDenseRuleOnTouchedRowsOnly) {
       ASSERT_EQ(Bits(PullAll(t.get(), all)), Bits(ref.w)) << "after step " << step;
     }
     if (kind == SparseOptimizerKind::kAdam) {
-      EmbeddingTableContents c = t->Export();
+      EmbeddingTableContents c = *t->Export();
       std::unordered_map<uint64_t, uint32_t> steps;
       for (size_t i = 0; i < c.ids.size(); ++i) steps[c.ids[i]] = c.adam_steps[i];
       for (int r = 0; r < kRows; ++r) EXPECT_EQ(steps[all[r]], ref.t[r]) << "row " << r;
@@ -309,7 +309,7 @@ TEST(EmbeddingTable, ExportImportContinuesBitForBit) {
       ASSERT_TRUE(t->Apply(ids, g.data()).ok());
     };
     for (int step = 0; step < 30; ++step) train(a.get(), step);
-    const EmbeddingTableContents saved = a->Export();
+    const EmbeddingTableContents saved = *a->Export();
     ASSERT_EQ(saved.ids.size(), 20u);
     EXPECT_EQ(saved.adam_steps.size(), kind == SparseOptimizerKind::kAdam ? 20u : 0u);
     auto b = Make(o);
@@ -321,7 +321,7 @@ TEST(EmbeddingTable, ExportImportContinuesBitForBit) {
       train(a.get(), step);
       train(b.get(), step);
     }
-    const EmbeddingTableContents ea = a->Export(), eb = b->Export();
+    const EmbeddingTableContents ea = *a->Export(), eb = *b->Export();
     EXPECT_EQ(ea.ids, eb.ids);
     EXPECT_EQ(Bits(ea.values), Bits(eb.values));
     EXPECT_EQ(Bits(ea.state), Bits(eb.state));
@@ -332,7 +332,7 @@ TEST(EmbeddingTable, ExportImportContinuesBitForBit) {
 TEST(EmbeddingTable, ImportRejectsContentsThatDoNotFit) {
   auto t = Make(Options(2, SparseOptimizerKind::kAdam));
   PullAll(t.get(), {1, 2});
-  EmbeddingTableContents c = t->Export();
+  EmbeddingTableContents c = *t->Export();
   EmbeddingTableContents bad = c;
   bad.dim = 3;
   EXPECT_THAT(t->Import(bad).message(), HasSubstr("dim"));
@@ -348,7 +348,7 @@ TEST(EmbeddingTable, ImportRejectsContentsThatDoNotFit) {
   EmbeddingTableOptions small = Options(2, SparseOptimizerKind::kAdam);
   small.max_rows = 1;
   EXPECT_EQ(Make(small)->Import(c).code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_EQ(t->Export().ids, c.ids);
+  EXPECT_EQ(t->Export()->ids, c.ids);
   EXPECT_EQ(t->num_rows(), 2);
 }
 

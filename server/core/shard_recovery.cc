@@ -100,7 +100,7 @@ absl::StatusOr<ShardState> Shard::ExportStateLocked() const {
   state.workers_seen = membership_.seen();
   state.incarnation = incarnation_;
   state.last_seq = policy_->LastSeqs();
-  state.tables = tables_.Export();
+  ASSIGN_OR_RETURN(state.tables, tables_.Export());
   if (options_.mode != Mode::kSync) state.last_row_seq = tables_.LastRowSeqs();
   return state;
 }

@@ -260,12 +260,13 @@ std::vector<TableUsage> SparseTables::Usage() const {
   return out;
 }
 
-std::vector<EmbeddingTableState> SparseTables::Export() const {
+absl::StatusOr<std::vector<EmbeddingTableState>> SparseTables::Export() const {
   std::vector<EmbeddingTableState> out;
   out.reserve(specs_.size());
   for (const TableSpec& spec : specs_) {
     const Table& t = tables_.at(spec.name);
-    out.push_back(EmbeddingTableState{t.rows->options(), t.rows->Export()});
+    ASSIGN_OR_RETURN(EmbeddingTableContents rows, t.rows->Export());
+    out.push_back(EmbeddingTableState{t.rows->options(), std::move(rows)});
   }
   return out;
 }

@@ -130,8 +130,9 @@ class SparseTables {
   // Each table's rows and memory, in declaration order.
   std::vector<TableUsage> Usage() const;
 
-  // Checkpoints: every table with its rows, and the async row-push seqs.
-  std::vector<EmbeddingTableState> Export() const;
+  // Checkpoints: every table with its rows (or a tier's read error), and
+  // the async row-push seqs.
+  absl::StatusOr<std::vector<EmbeddingTableState>> Export() const;
   const std::vector<int64_t>& LastRowSeqs() const { return last_row_seq_; }
   // Replaces the tables by `tables` (made with their own options, as saved)
   // and the seqs by `last_row_seq` (by worker; missing ones are 0); the open

@@ -62,7 +62,9 @@ bool OneOf(const absl::Status& s, std::initializer_list<absl::StatusCode> codes)
 // No table past its bound; every table's rows counted.
 void CheckBounds(const SparseTables& t) {
   for (const TableUsage& u : t.Usage()) FUZZ_CHECK(u.rows >= 0 && u.rows <= kMaxRows);
-  for (const EmbeddingTableState& s : t.Export()) {
+  const absl::StatusOr<std::vector<EmbeddingTableState>> tables = t.Export();
+  FUZZ_CHECK(tables.ok());
+  for (const EmbeddingTableState& s : *tables) {
     FUZZ_CHECK(static_cast<int64_t>(s.contents.ids.size()) <= kMaxRows);
   }
 }

@@ -1,0 +1,165 @@
+#include "server/tier/rocksdb_row_tier.h"
+
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "rocksdb/cache.h"
+#include "rocksdb/db.h"
+#include "rocksdb/options.h"
+#include "rocksdb/table.h"
+
+namespace ps {
+namespace {
+
+// Memtables of this size, two at most: the tier's writes cost a bounded
+// 16 MiB of memory beyond the table's budget, not RocksDB's 64 MiB default.
+constexpr size_t kWriteBufferBytes = 8 << 20;
+
+std::string KeyOf(uint64_t id) {
+  std::string k(8, '\0');
+  for (int i = 0; i < 8; ++i) k[i] = static_cast<char>(id >> (56 - 8 * i));
+  return k;
+}
+
+uint64_t IdOfKey(const rocksdb::Slice& k) {
+  uint64_t id = 0;
+  for (size_t i = 0; i < 8 && i < k.size(); ++i) {
+    id = (id << 8) | static_cast<unsigned char>(k.data()[i]);
+  }
+  return id;
+}
+
+rocksdb::Options DbOptions(const RocksDbRowTierOptions& o) {
+  rocksdb::Options options;
+  options.create_if_missing = true;
+  options.write_buffer_size = kWriteBufferBytes;
+  options.max_write_buffer_number = 2;
+  if (o.block_cache_bytes > 0) {
+    rocksdb::BlockBasedTableOptions table;
+    table.block_cache = rocksdb::NewLRUCache(static_cast<size_t>(o.block_cache_bytes));
+    options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+  }
+  return options;
+}
+
+rocksdb::WriteOptions NoLog() {
+  rocksdb::WriteOptions w;
+  w.disableWAL = true;  // the checkpoints are what survives a crash
+  return w;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<RocksDbRowTier>> RocksDbRowTier::Open(
+    const RocksDbRowTierOptions& options) {
+  if (options.dir.empty()) return absl::InvalidArgumentError("row tier: empty directory");
+  if (options.row_floats < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("row tier ", options.dir, ": row_floats must be >= 1, got ",
+                     options.row_floats));
+  }
+  if (options.block_cache_bytes < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "row tier ", options.dir, ": negative block cache of ", options.block_cache_bytes));
+  }
+  const rocksdb::Options db_options = DbOptions(options);
+  // An earlier run's rows are not this run's: the shard's state comes from
+  // its checkpoint.
+  rocksdb::Status s = rocksdb::DestroyDB(options.dir, db_options);
+  if (!s.ok() && !s.IsNotFound() && !s.IsPathNotFound()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("row tier ", options.dir, ": cannot empty it: ", s.ToString()));
+  }
+  rocksdb::DB* db = nullptr;
+  s = rocksdb::DB::Open(db_options, options.dir, &db);
+  if (!s.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("row tier ", options.dir, ": cannot open it: ", s.ToString()));
+  }
+  return std::unique_ptr<RocksDbRowTier>(
+      new RocksDbRowTier(options, std::unique_ptr<rocksdb::DB>(db)));
+}
+
+RocksDbRowTier::RocksDbRowTier(const RocksDbRowTierOptions& options,
+                               std::unique_ptr<rocksdb::DB> db)
+    : options_(options), db_(std::move(db)) {}
+
+RocksDbRowTier::~RocksDbRowTier() {
+  if (db_) static_cast<void>(db_->Close());
+}
+
+absl::Status RocksDbRowTier::Error(const char* what, const std::string& message) const {
+  return absl::UnavailableError(absl::StrCat("row tier ", options_.dir, ": ", what, ": ", message));
+}
+
+absl::Status RocksDbRowTier::Put(uint64_t id, absl::Span<const float> row, uint32_t step) {
+  if (static_cast<int>(row.size()) != options_.row_floats) {
+    return absl::InvalidArgumentError(absl::StrCat("row tier ", options_.dir, ": a row of ",
+                                                   row.size(), " floats, the tier's have ",
+                                                   options_.row_floats));
+  }
+  const size_t bytes = row.size() * sizeof(float);
+  value_.resize(bytes + sizeof(step));
+  std::memcpy(&value_[0], row.data(), bytes);
+  std::memcpy(&value_[bytes], &step, sizeof(step));
+  rocksdb::Status s = db_->Put(NoLog(), KeyOf(id), value_);
+  if (!s.ok()) return Error("write", s.ToString());
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> RocksDbRowTier::Get(uint64_t id, absl::Span<float> row, uint32_t* step) {
+  rocksdb::PinnableSlice value;
+  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), db_->DefaultColumnFamily(), KeyOf(id), &value);
+  if (s.IsNotFound()) return false;
+  if (!s.ok()) return Error("read", s.ToString());
+  const size_t bytes = static_cast<size_t>(options_.row_floats) * sizeof(float);
+  if (value.size() != bytes + sizeof(uint32_t) || row.size() * sizeof(float) != bytes) {
+    return absl::DataLossError(absl::StrCat("row tier ", options_.dir, ": row ", id, " holds ",
+                                            value.size(), " bytes, expected ",
+                                            bytes + sizeof(uint32_t)));
+  }
+  std::memcpy(row.data(), value.data(), bytes);
+  std::memcpy(step, value.data() + bytes, sizeof(*step));
+  return true;
+}
+
+absl::Status RocksDbRowTier::ForEach(
+    const std::function<void(uint64_t id, absl::Span<const float> row, uint32_t step)>& visit)
+    const {
+  const size_t bytes = static_cast<size_t>(options_.row_floats) * sizeof(float);
+  std::vector<float> row(options_.row_floats);
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    const rocksdb::Slice v = it->value();
+    if (v.size() != bytes + sizeof(uint32_t)) {
+      return absl::DataLossError(absl::StrCat("row tier ", options_.dir, ": row ",
+                                              IdOfKey(it->key()), " holds ", v.size(),
+                                              " bytes, expected ", bytes + sizeof(uint32_t)));
+    }
+    uint32_t step;
+    std::memcpy(row.data(), v.data(), bytes);
+    std::memcpy(&step, v.data() + bytes, sizeof(step));
+    visit(IdOfKey(it->key()), row, step);
+  }
+  if (!it->status().ok()) return Error("scan", it->status().ToString());
+  return absl::OkStatus();
+}
+
+absl::Status RocksDbRowTier::Clear() {
+  // Every key is 8 bytes: [0^8, 0xff^8) and then 0xff^8 itself.
+  const std::string lo(8, '\0'), hi(8, '\xff');
+  rocksdb::Status s = db_->DeleteRange(NoLog(), db_->DefaultColumnFamily(), lo, hi);
+  if (s.ok()) s = db_->Delete(NoLog(), hi);
+  if (!s.ok()) return Error("clear", s.ToString());
+  return absl::OkStatus();
+}
+
+int64_t RocksDbRowTier::num_rows() const {
+  uint64_t n = 0;
+  if (!db_->GetIntProperty("rocksdb.estimate-num-keys", &n)) return 0;
+  return static_cast<int64_t>(n);
+}
+
+}  // namespace ps
