@@ -1,10 +1,17 @@
 #include "server/table_flags.h"
 
+#include <cctype>
 #include <cstdint>
+#include <filesystem>
+#include <memory>
 #include <string>
+#include <system_error>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/status_macros.h"
+#include "server/tier/rocksdb_row_tier.h"
 
 ABSL_FLAG(int64_t, max_rows, 0,
           "Embedding tables: most rows one table keeps on this shard. A pull or push that "
@@ -25,11 +32,56 @@ ABSL_FLAG(double, sparse_initial_accumulator, 0.1,
 ABSL_FLAG(double, ftrl_l1, 0, "Embedding tables, --sparse_optimizer=ftrl: L1 strength (>= 0).");
 ABSL_FLAG(double, ftrl_l2, 0, "Embedding tables, --sparse_optimizer=ftrl: L2 strength (>= 0).");
 ABSL_FLAG(double, ftrl_beta, 1, "Embedding tables, --sparse_optimizer=ftrl: beta (>= 0).");
+ABSL_FLAG(int64_t, table_memory_budget, 0,
+          "Embedding tables: bytes of memory each table's rows may take on this shard (its "
+          "index included; docs/embeddings.md has the bytes per row). The least recently "
+          "used rows past it are kept on disk in RocksDB under --table_dir and read back on "
+          "their next touch, so answers are as with every row in memory. 0 = no budget "
+          "(--max_rows and --evict_lru rule).");
+ABSL_FLAG(std::string, table_dir, "",
+          "Embedding tables, with --table_memory_budget: the directory of the on-disk tier "
+          "(one RocksDB database per table and shard, under shard-<id>/). Emptied at start: "
+          "the rows' state survives a restart through --checkpoint_dir, not here.");
 ABSL_FLAG(int64_t, max_ids_per_request, int64_t{1} << 20,
           "Embedding tables: most ids one PullRows or PushRows may name (INVALID_ARGUMENT "
           "past it).");
 
 namespace ps {
+namespace {
+
+// `table` as one path component: letters, digits, '_' and '-' kept, every
+// other byte (and a leading '.') as %XX.
+std::string PathComponent(const std::string& table) {
+  std::string out;
+  for (size_t i = 0; i < table.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(table[i]);
+    if (std::isalnum(c) || c == '_' || c == '-' || (c == '.' && i > 0)) {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out += absl::StrFormat("%%%02X", c);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+SparseTablesOptions::TierFactory RocksDbTiersUnder(const std::string& dir) {
+  return [dir](int shard_id, const std::string& table,
+               int row_floats) -> absl::StatusOr<std::unique_ptr<RowTier>> {
+    const std::string shard = absl::StrCat(dir, "/shard-", shard_id);
+    std::error_code ec;
+    std::filesystem::create_directories(shard, ec);
+    if (ec) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("--table_dir: cannot make ", shard, ": ", ec.message()));
+    }
+    ASSIGN_OR_RETURN(
+        std::unique_ptr<RocksDbRowTier> tier,
+        RocksDbRowTier::Open({absl::StrCat(shard, "/", PathComponent(table)), row_floats, 0}));
+    return std::unique_ptr<RowTier>(std::move(tier));
+  };
+}
 
 absl::StatusOr<SparseTablesOptions> SparseTablesOptionsFromFlags() {
   SparseTablesOptions o;
@@ -44,6 +96,18 @@ absl::StatusOr<SparseTablesOptions> SparseTablesOptionsFromFlags() {
   o.optimizer.ftrl_l2 = static_cast<float>(absl::GetFlag(FLAGS_ftrl_l2));
   o.optimizer.ftrl_beta = static_cast<float>(absl::GetFlag(FLAGS_ftrl_beta));
   o.max_ids_per_request = absl::GetFlag(FLAGS_max_ids_per_request);
+  o.memory_budget_bytes = absl::GetFlag(FLAGS_table_memory_budget);
+  const std::string dir = absl::GetFlag(FLAGS_table_dir);
+  if (!dir.empty() && o.memory_budget_bytes == 0) {
+    return absl::InvalidArgumentError("--table_dir needs --table_memory_budget > 0");
+  }
+  if (o.memory_budget_bytes > 0) {
+    if (dir.empty()) {
+      return absl::InvalidArgumentError(
+          "--table_memory_budget needs --table_dir, where the rows past it are kept");
+    }
+    o.make_tier = RocksDbTiersUnder(dir);
+  }
   return o;
 }
 

@@ -1,19 +1,27 @@
 // ps_server's embedding-table flags (--max_rows, --evict_lru,
-// --sparse_optimizer and its hyperparameters, --max_ids_per_request),
+// --sparse_optimizer and its hyperparameters, --max_ids_per_request,
+// --table_memory_budget and --table_dir),
 // defined here once, and SparseTablesOptionsFromFlags, which turns them
 // into server/core/sparse_tables.h's SparseTablesOptions. What the values may
 // be is checked by SparseTablesOptions::Validate (in Shard::Create).
 #ifndef PS_SERVER_TABLE_FLAGS_H_
 #define PS_SERVER_TABLE_FLAGS_H_
 
+#include <string>
+
 #include "absl/status/statusor.h"
 #include "server/core/sparse_tables.h"
 
 namespace ps {
 
-// The flags' values (after absl::ParseCommandLine). INVALID_ARGUMENT only
-// for an unknown --sparse_optimizer.
+// The flags' values (after absl::ParseCommandLine). INVALID_ARGUMENT for
+// an unknown --sparse_optimizer, and for --table_memory_budget without
+// --table_dir or the reverse.
 absl::StatusOr<SparseTablesOptions> SparseTablesOptionsFromFlags();
+
+// Tiers on RocksDB (server/tier/rocksdb_row_tier.h), one database per
+// table and shard: `dir`/shard-<id>/<table name, escaped>.
+SparseTablesOptions::TierFactory RocksDbTiersUnder(const std::string& dir);
 
 }  // namespace ps
 

@@ -291,6 +291,14 @@ absl::Status EmbeddingTable::CheckCapacity(absl::Span<const uint64_t> ids) const
     if (n <= limit) return absl::OkStatus();
     const int64_t distinct = static_cast<int64_t>(Distinct(ids).size());
     if (distinct <= limit) return absl::OkStatus();
+    if (options_.tier != nullptr) {
+      // A call's rows are in memory at once.
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "embedding table \"", options_.name, "\": one call names ", distinct,
+          " distinct ids, more than the ", limit,
+          " rows its memory budget holds on this shard; raise --table_memory_budget or send "
+          "fewer ids a call"));
+    }
     return absl::ResourceExhaustedError(
         absl::StrCat("embedding table \"", options_.name, "\": one call names ", distinct,
                      " distinct ids, more than max_rows ", limit, " even with LRU eviction"));
@@ -426,6 +434,10 @@ absl::Status EmbeddingTable::Apply(absl::Span<const uint64_t> ids, const float* 
     }
   }
   return absl::OkStatus();
+}
+
+size_t EmbeddingTable::MemoryBytesPerRow(const EmbeddingTableOptions& options) {
+  return SlotBytes(options) + 11;  // 4 bytes a bucket, at least 0.375 used
 }
 
 size_t EmbeddingTable::MemoryBytes() const {

@@ -35,6 +35,8 @@
 // and the call goes on; one that fails to read fails the call with its
 // error, before any row is written to `out` or updated (the rows it moved
 // between memory and the tier stay as they are: that changes no answer).
+// A call's rows are in memory at once: one that names more distinct ids
+// than max_rows is RESOURCE_EXHAUSTED, as with evict_lru alone.
 //
 // Export and Import move every row with its optimizer state and its order
 // (with evict_lru the LRU order, else the order rows were made), for
@@ -136,6 +138,9 @@ class EmbeddingTable {
   // Bytes this table has allocated on the heap for its rows and index (not
   // the object itself, nor a call's temporary scratch).
   size_t MemoryBytes() const;
+  // At most this many bytes of MemoryBytes per row, past the first chunk:
+  // the slot and the index's share at its fullest (4 / 0.375 bytes).
+  static size_t MemoryBytesPerRow(const EmbeddingTableOptions& options);
 
   // Every row with its state, in EmbeddingTableContents' order (with a
   // tier: the tier's rows not in memory first, in id order, then memory's,

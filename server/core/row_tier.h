@@ -33,9 +33,8 @@ class RowTier {
   // `*step`: true; false (row untouched) when none is stored.
   virtual absl::StatusOr<bool> Get(uint64_t id, absl::Span<float> row, uint32_t* step) = 0;
   // Calls visit(id, row, step) for every stored row, in ascending id order.
-  virtual absl::Status ForEach(
-      const std::function<void(uint64_t id, absl::Span<const float> row, uint32_t step)>& visit)
-      const = 0;
+  virtual absl::Status ForEach(const std::function<void(uint64_t id, absl::Span<const float> row,
+                                                        uint32_t step)>& visit) const = 0;
   // Forgets every row.
   virtual absl::Status Clear() = 0;
   // Rows stored (RocksDB: its estimate, exact after Clear and Puts alone).

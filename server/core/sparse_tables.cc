@@ -27,6 +27,14 @@ absl::Status SparseTablesOptions::Validate() const {
     return absl::InvalidArgumentError(
         absl::StrCat("--max_ids_per_request must be >= 1, got ", max_ids_per_request));
   }
+  if (memory_budget_bytes < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--table_memory_budget must be >= 0, got ", memory_budget_bytes));
+  }
+  if (memory_budget_bytes > 0 && !make_tier) {
+    return absl::InvalidArgumentError(
+        "--table_memory_budget needs a tier for the other rows (--table_dir)");
+  }
   return optimizer.Validate();
 }
 
@@ -50,6 +58,13 @@ EmbeddingTableOptions SparseTables::TableOptions(const TableSpec& spec) const {
   o.max_rows = options_.max_rows;
   o.evict_lru = options_.evict_lru;
   o.optimizer = options_.optimizer;
+  if (options_.memory_budget_bytes > 0) {
+    // The rows the budget holds, at least one; the tier holds the rest.
+    o.evict_lru = true;
+    o.max_rows = std::clamp<int64_t>(
+        options_.memory_budget_bytes / static_cast<int64_t>(EmbeddingTable::MemoryBytesPerRow(o)),
+        1, EmbeddingTable::kMaxRows);
+  }
   return o;
 }
 
@@ -65,13 +80,21 @@ absl::Status SparseTables::Install(std::vector<TableSpec> specs,
   absl::flat_hash_map<std::string, Table> made;
   for (size_t i = 0; i < specs.size(); ++i) {
     // The servers' settings now, the table's own spec (and rows).
-    absl::StatusOr<std::unique_ptr<EmbeddingTable>> rows =
-        EmbeddingTable::Create(TableOptions(specs[i]));
+    EmbeddingTableOptions options = TableOptions(specs[i]);
+    std::unique_ptr<RowTier> tier;
+    if (options_.memory_budget_bytes > 0) {
+      ASSIGN_OR_RETURN(
+          tier, options_.make_tier(shard_id_, specs[i].name,
+                                   options.dim * (1 + options.optimizer.StateFloatsPerElement())));
+      options.tier = tier.get();
+    }
+    absl::StatusOr<std::unique_ptr<EmbeddingTable>> rows = EmbeddingTable::Create(options);
     if (!rows.ok()) return rows.status();
     if (contents != nullptr) {
       if (absl::Status s = (*rows)->Import((*contents)[i].contents); !s.ok()) return s;
     }
     Table& t = made[specs[i].name];
+    t.tier = std::move(tier);
     t.rows = *std::move(rows);
     t.applied_step.assign(num_workers_, -1);
   }

@@ -44,6 +44,7 @@
 #include "common/sparse_optimizer.h"
 #include "common/table_spec.h"
 #include "server/core/embedding_table.h"
+#include "server/core/row_tier.h"
 #include "server/core/shard_state.h"
 
 namespace ps {
@@ -62,6 +63,17 @@ struct SparseTablesOptions {
   int64_t max_ids_per_request = 1 << 20;
   // What a model may declare.
   TableLimits limits;
+  // Bytes of memory one table's rows may take on this shard
+  // (--table_memory_budget; EmbeddingTable::MemoryBytesPerRow each); the
+  // rest live in a tier that make_tier opens. 0: no budget (max_rows and
+  // evict_lru rule). With a budget, max_rows and evict_lru are unused.
+  int64_t memory_budget_bytes = 0;
+  // Opens the tier of table `table` (rows of `row_floats` floats) on shard
+  // `shard_id` (ps_server: RocksDB under --table_dir). Required with a
+  // budget.
+  using TierFactory = std::function<absl::StatusOr<std::unique_ptr<RowTier>>(
+      int shard_id, const std::string& table, int row_floats)>;
+  TierFactory make_tier;
 
   // INVALID_ARGUMENT naming the first bad field.
   absl::Status Validate() const;
@@ -148,6 +160,7 @@ class SparseTables {
     std::vector<float> grads;
   };
   struct Table {
+    std::unique_ptr<RowTier> tier;  // with a budget; outlives rows
     std::unique_ptr<EmbeddingTable> rows;
     // Sync: by worker, this step's held gradient (absent: none yet).
     std::map<int, Held> held;

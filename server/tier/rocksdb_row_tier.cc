@@ -56,9 +56,8 @@ absl::StatusOr<std::unique_ptr<RocksDbRowTier>> RocksDbRowTier::Open(
     const RocksDbRowTierOptions& options) {
   if (options.dir.empty()) return absl::InvalidArgumentError("row tier: empty directory");
   if (options.row_floats < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("row tier ", options.dir, ": row_floats must be >= 1, got ",
-                     options.row_floats));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "row tier ", options.dir, ": row_floats must be >= 1, got ", options.row_floats));
   }
   if (options.block_cache_bytes < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -111,7 +110,8 @@ absl::Status RocksDbRowTier::Put(uint64_t id, absl::Span<const float> row, uint3
 
 absl::StatusOr<bool> RocksDbRowTier::Get(uint64_t id, absl::Span<float> row, uint32_t* step) {
   rocksdb::PinnableSlice value;
-  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), db_->DefaultColumnFamily(), KeyOf(id), &value);
+  rocksdb::Status s =
+      db_->Get(rocksdb::ReadOptions(), db_->DefaultColumnFamily(), KeyOf(id), &value);
   if (s.IsNotFound()) return false;
   if (!s.ok()) return Error("read", s.ToString());
   const size_t bytes = static_cast<size_t>(options_.row_floats) * sizeof(float);

@@ -65,13 +65,15 @@ TEST(RocksDbRowTier, StoresRowsBitForBitAndScansThemInIdOrder) {
   ASSERT_TRUE(tier->ForEach([&](uint64_t id, absl::Span<const float> r, uint32_t s) {
                     seen.emplace_back(id, s);
                     if (id == 5) EXPECT_EQ(r[2], 8.0f);
-                  }).ok());
+                  })
+                  .ok());
   EXPECT_EQ(seen, (std::vector<std::pair<uint64_t, uint32_t>>{{5, 2}, {0xfffffffffffffffful, 7}}));
   ASSERT_TRUE(tier->Clear().ok());
   seen.clear();
   ASSERT_TRUE(tier->ForEach([&](uint64_t id, absl::Span<const float>, uint32_t s) {
                     seen.emplace_back(id, s);
-                  }).ok());
+                  })
+                  .ok());
   EXPECT_TRUE(seen.empty());
   EXPECT_FALSE(tier->Put(1, {1.0f}, 0).ok());  // a row of the wrong size
 }
@@ -210,8 +212,8 @@ class FailingTier final : public RowTier {
     *step = it->second.second;
     return true;
   }
-  absl::Status ForEach(const std::function<void(uint64_t, absl::Span<const float>, uint32_t)>& v)
-      const override {
+  absl::Status ForEach(
+      const std::function<void(uint64_t, absl::Span<const float>, uint32_t)>& v) const override {
     for (const auto& [id, r] : rows_) v(id, r.first, r.second);
     return absl::OkStatus();
   }

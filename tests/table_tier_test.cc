@@ -1,0 +1,124 @@
+// Embedding tables with a memory budget (--table_memory_budget, the rest in
+// RocksDB under --table_dir) through real servers and PsClient: the rows
+// pulled are bit for bit those of servers that keep every row in memory,
+// in async and in sync steps, while each shard keeps at most its budget's
+// rows in memory.
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "server/core/embedding_table.h"
+#include "server/table_flags.h"
+#include "tests/test_cluster.h"
+
+namespace ps {
+namespace {
+
+constexpr int kDim = 8;
+constexpr int kBudgetRows = 40;  // per table and shard, of ~1,000 rows each
+const TableSpec kTable{"clicks", kDim, /*seed=*/11, /*init_scale=*/0.5f};
+
+std::string TempDir() {
+  const char* root = std::getenv("TEST_TMPDIR");
+  std::string dir = std::string(root != nullptr ? root : "/tmp") + "/table_tier_XXXXXX";
+  EXPECT_NE(mkdtemp(dir.data()), nullptr);
+  return dir;
+}
+
+ServerOptions Base(Mode mode, const std::string& tier_dir) {
+  ServerOptions o;
+  o.shard.num_workers = 1;
+  o.shard.mode = mode;
+  o.shard.optimizer.learning_rate = 0.1f;
+  o.shard.tables.optimizer.kind = SparseOptimizerKind::kAdam;  // state and a step per row
+  o.shard.tables.optimizer.lr = 0.05f;
+  if (!tier_dir.empty()) {
+    EmbeddingTableOptions row;
+    row.dim = kDim;
+    row.evict_lru = true;
+    row.optimizer = o.shard.tables.optimizer;
+    o.shard.tables.memory_budget_bytes =
+        kBudgetRows * static_cast<int64_t>(EmbeddingTable::MemoryBytesPerRow(row));
+    o.shard.tables.make_tier = RocksDbTiersUnder(tier_dir);
+  }
+  return o;
+}
+
+std::unique_ptr<PsClient> Connect(const LocalServers& servers) {
+  ClientOptions o;
+  o.servers = servers.addresses;
+  o.worker_id = 0;
+  o.num_workers = 1;
+  o.wait_timeout = absl::Seconds(30);
+  absl::StatusOr<std::unique_ptr<PsClient>> c = PsClient::Connect(o);
+  EXPECT_TRUE(c.ok()) << c.status();
+  if (!c.ok()) return nullptr;
+  EXPECT_TRUE((*c)->DeclareTables({kTable}).ok());
+  TensorList init = {std::vector<float>(4, 0.0f)};
+  EXPECT_TRUE((*c)->Init({{"w", {4}}}, &init).ok());
+  return *std::move(c);
+}
+
+class TableTierTest : public ::testing::TestWithParam<Mode> {};
+
+TEST_P(TableTierTest, ServersWithABudgetAnswerBitForBitAsServersWithout) {
+  const std::string dir = TempDir();
+  absl::StatusOr<LocalServers> all = LocalServers::Start(Base(GetParam(), ""), 2);
+  absl::StatusOr<LocalServers> tiered = LocalServers::Start(Base(GetParam(), dir), 2);
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_TRUE(tiered.ok()) << tiered.status();
+  std::unique_ptr<PsClient> a = Connect(*all), b = Connect(*tiered);
+  ASSERT_TRUE(a && b);
+  std::mt19937_64 rng(7);
+  for (int step = 0; step < 60; ++step) {
+    std::vector<uint64_t> ids;
+    const int n = 5 + static_cast<int>(rng() % 35);  // repeats on purpose
+    for (int i = 0; i < n; ++i) ids.push_back(rng() % 2000);
+    std::vector<float> grads(ids.size() * kDim);
+    for (float& g : grads) g = static_cast<float>(static_cast<int>(rng() % 2001) - 1000) / 1000;
+    std::vector<float> ra(grads.size()), rb(grads.size());
+    for (PsClient* c : {a.get(), b.get()}) {
+      std::vector<float>& rows = c == a.get() ? ra : rb;
+      const absl::Status pulled = c->PullRows("clicks", ids, absl::MakeSpan(rows));
+      ASSERT_TRUE(pulled.ok()) << pulled;
+      ASSERT_TRUE(c->PushRows("clicks", ids, grads).ok());
+      if (GetParam() == Mode::kSync) {  // the step closes with the dense push
+        TensorList dense = {std::vector<float>(4, 0.0f)}, weights;
+        ASSERT_TRUE(c->PushPull(dense, &weights).ok());
+      }
+    }
+    for (size_t i = 0; i < ra.size(); ++i) {
+      ASSERT_EQ(ra[i], rb[i]) << "step " << step << " id " << ids[i / kDim];
+    }
+  }
+  // Every row touched, once more, after the last push.
+  std::vector<uint64_t> every(2000);
+  for (uint64_t i = 0; i < every.size(); ++i) every[i] = i;
+  std::vector<float> ra(every.size() * kDim), rb(every.size() * kDim);
+  ASSERT_TRUE(a->PullRows("clicks", every, absl::MakeSpan(ra)).ok());
+  // 2,000 ids are more than the budget holds at once: refused, saying so,
+  // and pulled in pieces.
+  const absl::Status whole = b->PullRows("clicks", every, absl::MakeSpan(rb));
+  EXPECT_EQ(whole.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(whole.message().find("--table_memory_budget"), absl::string_view::npos) << whole;
+  for (size_t i = 0; i < every.size(); i += kBudgetRows) {
+    const size_t m = std::min<size_t>(kBudgetRows, every.size() - i);
+    ASSERT_TRUE(b->PullRows("clicks", absl::MakeSpan(every).subspan(i, m),
+                            absl::MakeSpan(rb).subspan(i * kDim, m * kDim))
+                    .ok());
+  }
+  EXPECT_EQ(ra, rb);
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, TableTierTest, ::testing::Values(Mode::kAsync, Mode::kSync),
+                         [](const ::testing::TestParamInfo<Mode>& m) {
+                           return std::string(ModeName(m.param));
+                         });
+
+}  // namespace
+}  // namespace ps
