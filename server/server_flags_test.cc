@@ -1,5 +1,6 @@
 #include "server/server_flags.h"
 
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <optional>
@@ -27,6 +28,8 @@ ABSL_DECLARE_FLAG(std::string, lr_schedule);
 ABSL_DECLARE_FLAG(int64_t, decay_steps);
 ABSL_DECLARE_FLAG(std::string, staleness_lr);
 ABSL_DECLARE_FLAG(std::string, port_file);
+ABSL_DECLARE_FLAG(int64_t, table_memory_budget);
+ABSL_DECLARE_FLAG(std::string, table_dir);
 
 namespace ps {
 namespace {
@@ -45,6 +48,28 @@ TEST(ServerOptionsFromFlags, TheDefaultFlagsGiveValidOptions) {
   EXPECT_EQ(o->shard.mode, Mode::kSync);
   EXPECT_EQ(o->shard.default_wait, absl::Seconds(120));
   EXPECT_EQ(o->security.reload_interval, absl::Seconds(10));
+}
+
+TEST(ServerOptionsFromFlags, ATableBudgetNeedsADirectoryThatCanBeMade) {
+  absl::FlagSaver saver;
+  absl::SetFlag(&FLAGS_table_memory_budget, 1 << 20);
+  EXPECT_THAT(Message(ServerOptionsFromFlags().status()), HasSubstr("needs --table_dir"));
+  const std::string tmp =
+      std::getenv("TEST_TMPDIR") != nullptr ? std::getenv("TEST_TMPDIR") : "/tmp";
+  const std::string file = tmp + "/table_dir_is_a_file";
+  std::ofstream(file) << "x";
+  absl::SetFlag(&FLAGS_table_dir, file + "/tier");
+  absl::StatusOr<ServerOptions> o = ServerOptionsFromFlags();
+  EXPECT_EQ(o.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(Message(o.status()), HasSubstr(file + "/tier"));
+  absl::SetFlag(&FLAGS_table_dir, tmp + "/tier");
+  o = ServerOptionsFromFlags();
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->shard.tables.memory_budget_bytes, 1 << 20);
+  EXPECT_TRUE(o->shard.tables.make_tier != nullptr);
+  absl::SetFlag(&FLAGS_table_memory_budget, 0);
+  EXPECT_THAT(Message(ServerOptionsFromFlags().status()),
+              HasSubstr("--table_dir needs --table_memory_budget"));
 }
 
 TEST(ServerOptionsFromFlags, ConvertsSecondsAndSharedSecurityFlags) {

@@ -106,6 +106,13 @@ absl::StatusOr<SparseTablesOptions> SparseTablesOptionsFromFlags() {
       return absl::InvalidArgumentError(
           "--table_memory_budget needs --table_dir, where the rows past it are kept");
     }
+    // Made now, so that a directory that cannot be is an error at start.
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("--table_dir: cannot make ", dir, ": ", ec.message()));
+    }
     o.make_tier = RocksDbTiersUnder(dir);
   }
   return o;

@@ -16,7 +16,8 @@ namespace ps {
 
 // The flags' values (after absl::ParseCommandLine). INVALID_ARGUMENT for
 // an unknown --sparse_optimizer, and for --table_memory_budget without
-// --table_dir or the reverse.
+// --table_dir or the reverse; FAILED_PRECONDITION naming --table_dir when
+// it cannot be made.
 absl::StatusOr<SparseTablesOptions> SparseTablesOptionsFromFlags();
 
 // Tiers on RocksDB (server/tier/rocksdb_row_tier.h), one database per
