@@ -196,15 +196,51 @@ std::vector<MetricFamily> ServerCollector::Collect() const {
       "Heap bytes of each embedding table's rows (values, optimizer state, id, LRU links) and "
       "index on this shard.",
       MetricType::Gauge);
+  // With --table_memory_budget: the on-disk tier.
+  MetricFamily disk_rows =
+      Family("ps_server_embedding_disk_rows",
+             "Rows of each embedding table in its on-disk tier on this shard (RocksDB's "
+             "estimate; rows in memory may have an older copy there).",
+             MetricType::Gauge);
+  MetricFamily lookups =
+      Family("ps_server_embedding_lookups_total",
+             "Rows that pulls and pushes touched, by where each was: memory, disk (read back from "
+             "the tier) or none (created). The hot tier's hit rate is memory over the sum.",
+             MetricType::Counter);
+  MetricFamily evictions =
+      Family("ps_server_embedding_tier_writes_total",
+             "Rows written to the on-disk tier as they left memory, by result: ok, or failed (the "
+             "row stays in memory past the budget; the log says why).",
+             MetricType::Counter);
+  bool tiered = false;
   for (const TableUsage& t : st.tables) {
     rows.metric.push_back(Value(MetricType::Gauge, static_cast<double>(t.rows),
                                 {{"table", t.name}}));
     memory.metric.push_back(Value(MetricType::Gauge, static_cast<double>(t.memory_bytes),
                                   {{"table", t.name}}));
+    if (!t.tiered) continue;
+    tiered = true;
+    disk_rows.metric.push_back(
+        Value(MetricType::Gauge, static_cast<double>(t.tier_rows), {{"table", t.name}}));
+    for (const auto& [where, n] : {std::pair<const char*, int64_t>{"memory", t.tier.in_memory},
+                                   {"disk", t.tier.from_tier},
+                                   {"none", t.tier.created}}) {
+      lookups.metric.push_back(Value(MetricType::Counter, static_cast<double>(n),
+                                     {{"table", t.name}, {"where", where}}));
+    }
+    evictions.metric.push_back(Value(MetricType::Counter, static_cast<double>(t.tier.written),
+                                     {{"table", t.name}, {"result", "ok"}}));
+    evictions.metric.push_back(Value(MetricType::Counter, static_cast<double>(t.tier.write_errors),
+                                     {{"table", t.name}, {"result", "failed"}}));
   }
   if (!st.tables.empty()) {  // a model without tables shows no empty families
     out.push_back(std::move(rows));
     out.push_back(std::move(memory));
+  }
+  if (tiered) {
+    out.push_back(std::move(disk_rows));
+    out.push_back(std::move(lookups));
+    out.push_back(std::move(evictions));
   }
   out.push_back(Single("ps_server_waiting_calls", "Pulls and inits waiting for a version.",
                        MetricType::Gauge, static_cast<double>(st.waiting_calls)));

@@ -11,7 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "gtest/gtest.h"
+#include "httplib.h"
 #include "server/core/embedding_table.h"
 #include "server/table_flags.h"
 #include "tests/test_cluster.h"
@@ -32,6 +36,7 @@ std::string TempDir() {
 
 ServerOptions Base(Mode mode, const std::string& tier_dir) {
   ServerOptions o;
+  o.metrics_listen = "127.0.0.1:0";
   o.shard.num_workers = 1;
   o.shard.mode = mode;
   o.shard.optimizer.learning_rate = 0.1f;
@@ -62,6 +67,24 @@ std::unique_ptr<PsClient> Connect(const LocalServers& servers) {
   TensorList init = {std::vector<float>(4, 0.0f)};
   EXPECT_TRUE((*c)->Init({{"w", {4}}}, &init).ok());
   return *std::move(c);
+}
+
+// Sum over the servers of /metrics' sample `key` (name and labels).
+double Metric(const LocalServers& servers, const std::string& key) {
+  double total = 0;
+  for (const auto& server : servers.servers) {
+    const std::string address = server->metrics_address();
+    const size_t colon = address.rfind(':');
+    httplib::Client client(address.substr(0, colon), std::stoi(address.substr(colon + 1)));
+    httplib::Result res = client.Get("/metrics");
+    EXPECT_TRUE(res && res->status == 200) << key;
+    if (!res) continue;
+    for (absl::string_view line : absl::StrSplit(res->body, '\n')) {
+      double v = 0;
+      if (absl::ConsumePrefix(&line, key + " ") && absl::SimpleAtod(line, &v)) total += v;
+    }
+  }
+  return total;
 }
 
 class TableTierTest : public ::testing::TestWithParam<Mode> {};
@@ -96,6 +119,25 @@ TEST_P(TableTierTest, ServersWithABudgetAnswerBitForBitAsServersWithout) {
       ASSERT_EQ(ra[i], rb[i]) << "step " << step << " id " << ids[i / kDim];
     }
   }
+  // /metrics: rows in memory within the budget, the rest on disk, and
+  // where the lookups found their rows.
+  EXPECT_LE(Metric(*tiered, "ps_server_embedding_rows{table=\"clicks\"}"), 2 * kBudgetRows);
+  EXPECT_GT(Metric(*tiered, "ps_server_embedding_disk_rows{table=\"clicks\"}"), 2 * kBudgetRows);
+  const double memory =
+      Metric(*tiered, "ps_server_embedding_lookups_total{table=\"clicks\",where=\"memory\"}");
+  const double disk =
+      Metric(*tiered, "ps_server_embedding_lookups_total{table=\"clicks\",where=\"disk\"}");
+  const double none =
+      Metric(*tiered, "ps_server_embedding_lookups_total{table=\"clicks\",where=\"none\"}");
+  EXPECT_GT(memory, 0);
+  EXPECT_GT(disk, 0);
+  EXPECT_GT(none, 0);
+  EXPECT_GT(
+      Metric(*tiered, "ps_server_embedding_tier_writes_total{table=\"clicks\",result=\"ok\"}"), 0);
+  EXPECT_EQ(
+      Metric(*tiered, "ps_server_embedding_tier_writes_total{table=\"clicks\",result=\"failed\"}"),
+      0);
+  EXPECT_EQ(Metric(*all, "ps_server_embedding_disk_rows{table=\"clicks\"}"), 0);
   // Every row touched, once more, after the last push.
   std::vector<uint64_t> every(2000);
   for (uint64_t i = 0; i < every.size(); ++i) every[i] = i;

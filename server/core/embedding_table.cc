@@ -143,7 +143,10 @@ uint32_t EmbeddingTable::NewSlot(uint64_t id) {
     const uint32_t* step = StepOf(tail_);
     absl::Status s = options_.tier->Put(
         IdOf(tail_), absl::Span<const float>(RowOf(tail_), row_floats_), step ? *step : 0);
-    if (!s.ok()) {
+    if (s.ok()) {
+      ++counters_.written;
+    } else {
+      ++counters_.write_errors;
       tier_error_ = std::move(s);
       grow = num_rows_ < kMaxRows;
     }
@@ -191,6 +194,7 @@ inline uint32_t EmbeddingTable::FindOrCreate(uint64_t id) {
         return kNone;
       }
       stored = *got;
+      ++(stored ? counters_.from_tier : counters_.created);
     }
     slot = NewSlot(id);
     float* row = RowOf(slot);
@@ -363,12 +367,17 @@ absl::Status EmbeddingTable::FindOrCreateAll(absl::Span<const uint64_t> ids,
                                              std::vector<uint32_t>* slots) {
   slots->resize(ids.size());
   read_error_ = absl::OkStatus();
+  const int64_t before = counters_.from_tier + counters_.created;
   constexpr size_t kBatch = 256;
   for (size_t i = 0; i < ids.size() && read_error_.ok(); i += kBatch) {
     FindOrCreateMany(ids.subspan(i, std::min(kBatch, ids.size() - i)), slots->data() + i);
   }
   // The call's rows are its most recently used, and no more than the
   // budget (CheckCapacity): none of them was evicted by a later one.
+  if (read_error_.ok()) {
+    counters_.in_memory +=
+        static_cast<int64_t>(ids.size()) - (counters_.from_tier + counters_.created - before);
+  }
   return read_error_;
 }
 

@@ -87,6 +87,17 @@ struct EmbeddingTableOptions {
 // values[i*dim, (i+1)*dim), its state state[i*dim*s, (i+1)*dim*s) with s the
 // optimizer's StateFloatsPerElement, and for adam its step count
 // adam_steps[i] (empty for the other rules).
+// What a table with a tier did since it was made, for operators: rows its
+// Pull and Apply touched, by where they were (memory, the tier, nowhere:
+// created), and its writes to the tier.
+struct TierCounters {
+  int64_t in_memory = 0;
+  int64_t from_tier = 0;
+  int64_t created = 0;
+  int64_t written = 0;       // rows evicted to the tier
+  int64_t write_errors = 0;  // rows the tier refused (kept in memory)
+};
+
 struct EmbeddingTableContents {
   int dim = 0;
   SparseOptimizerKind optimizer = SparseOptimizerKind::kSgd;
@@ -133,6 +144,8 @@ class EmbeddingTable {
   // The tier's last write error since the table was made (OK: none): rows
   // kept in memory past the budget because the tier could not take them.
   const absl::Status& tier_error() const { return tier_error_; }
+  // Zero without a tier.
+  const TierCounters& tier_counters() const { return counters_; }
   const EmbeddingTableOptions& options() const { return options_; }
 
   // Bytes this table has allocated on the heap for its rows and index (not
@@ -210,8 +223,9 @@ class EmbeddingTable {
   uint32_t tail_;
   std::vector<uint32_t> buckets_;  // slot numbers; kNone = empty
   absl::Status tier_error_;        // the tier's last write error
-  absl::Status read_error_;        // the current call's tier read error
-  std::vector<float> tier_row_;    // a row read from the tier
+  TierCounters counters_;
+  absl::Status read_error_;      // the current call's tier read error
+  std::vector<float> tier_row_;  // a row read from the tier
 };
 
 }  // namespace ps

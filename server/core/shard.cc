@@ -270,6 +270,7 @@ void Shard::ApplyLocked(std::vector<std::vector<float>> to_apply, absl::Time now
   for (std::string& l : tables_.CloseStep(weights_.version(), static_cast<int>(to_apply.size()))) {
     fx->lines.push_back(std::move(l));
   }
+  for (std::string& l : tables_.TierNews()) fx->lines.push_back(std::move(l));
   weights_.ApplyMean(to_apply, lr_scale);
   for (std::vector<float>& g : to_apply) gradient_pool_->Give(std::move(g));
   untouched_checkpoint_ = false;

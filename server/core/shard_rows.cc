@@ -52,6 +52,7 @@ absl::StatusOr<RowsResult> Shard::PullRows(int worker_id, absl::string_view tabl
     result.version = weights_.version();
     s = tables_.Pull(table, ids, &result.values, piece_ids,
                      PieceOf(result.version, PushOutcome::kApplied, piece));
+    for (std::string& line : tables_.TierNews()) fx.lines.push_back(std::move(line));
   }
   Finish(std::move(fx));
   if (!s.ok()) return s;
@@ -75,6 +76,7 @@ absl::StatusOr<PushOutcome> Shard::PushRowsLocked(int worker_id, absl::string_vi
   TouchLocked(worker_id, Now(), fx);
   absl::StatusOr<PushOutcome> outcome =
       tables_.Push(worker_id, table, version, seq, weights_.version(), ids, grads);
+  for (std::string& line : tables_.TierNews()) fx->lines.push_back(std::move(line));
   if (outcome.ok()) membership_.MarkSeen(worker_id);
   return outcome;
 }

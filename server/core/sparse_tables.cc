@@ -269,6 +269,24 @@ std::vector<std::string> SparseTables::CloseStep(int64_t step, int applied) {
   return lines;
 }
 
+std::vector<std::string> SparseTables::TierNews() {
+  std::vector<std::string> lines;
+  for (const TableSpec& spec : specs_) {
+    Table& t = tables_.at(spec.name);
+    const int64_t errors = t.rows->tier_counters().write_errors;
+    if (errors == t.logged_write_errors ||
+        (t.logged_write_errors > 0 && errors - t.logged_write_errors < 10000)) {
+      continue;
+    }
+    t.logged_write_errors = errors;
+    lines.push_back(absl::StrCat(Quoted(spec.name), ": ", errors,
+                                 " rows kept in memory past --table_memory_budget since start, "
+                                 "the tier refused them: ",
+                                 t.rows->tier_error().message()));
+  }
+  return lines;
+}
+
 void SparseTables::DropOpenStep() {
   for (auto& [name, t] : tables_) t.held.clear();
   dense_accepted_.assign(num_workers_, false);
@@ -277,8 +295,10 @@ void SparseTables::DropOpenStep() {
 std::vector<TableUsage> SparseTables::Usage() const {
   std::vector<TableUsage> out;
   for (const TableSpec& spec : specs_) {
-    const EmbeddingTable& rows = *tables_.at(spec.name).rows;
-    out.push_back(TableUsage{spec.name, rows.num_rows(), rows.MemoryBytes()});
+    const Table& t = tables_.at(spec.name);
+    const EmbeddingTable& rows = *t.rows;
+    out.push_back(TableUsage{spec.name, rows.num_rows(), rows.MemoryBytes(), t.tier != nullptr,
+                             t.tier != nullptr ? t.tier->num_rows() : 0, rows.tier_counters()});
   }
   return out;
 }

@@ -82,8 +82,11 @@ struct SparseTablesOptions {
 // One table's size on this shard, for operators.
 struct TableUsage {
   std::string name;
-  int64_t rows = 0;
+  int64_t rows = 0;         // in memory
   size_t memory_bytes = 0;  // EmbeddingTable::MemoryBytes
+  bool tiered = false;      // with --table_memory_budget: the fields below
+  int64_t tier_rows = 0;    // RowTier::num_rows
+  TierCounters tier;
 };
 
 class SparseTables {
@@ -133,6 +136,10 @@ class SparseTables {
   // could not be applied (with evict_lru, a step whose workers together
   // named more rows than max_rows). Async: no-op.
   std::vector<std::string> CloseStep(int64_t step, int applied);
+  // Lines for the log when a table's tier refused rows since the last call
+  // (the first refusal, then one line per 10,000), naming the table, the
+  // rows kept in memory past the budget and the tier's error.
+  std::vector<std::string> TierNews();
   // The parameters were replaced (a restore or checkpoint): the open step's
   // held gradients are forgotten.
   void DropOpenStep();
@@ -160,7 +167,8 @@ class SparseTables {
     std::vector<float> grads;
   };
   struct Table {
-    std::unique_ptr<RowTier> tier;  // with a budget; outlives rows
+    std::unique_ptr<RowTier> tier;    // with a budget; outlives rows
+    int64_t logged_write_errors = 0;  // TierNews' last count
     std::unique_ptr<EmbeddingTable> rows;
     // Sync: by worker, this step's held gradient (absent: none yet).
     std::map<int, Held> held;

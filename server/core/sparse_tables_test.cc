@@ -4,10 +4,16 @@
 // a table is in server/checkpoint/embedding_checkpoint_test.cc.
 #include "server/core/sparse_tables.h"
 
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "common/embedding_shard.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/core/row_tier.h"
 #include "server/core/shard.h"
 
 namespace ps {
@@ -107,6 +113,54 @@ TEST(SparseTables, RefusesWhatIsNotThisShards) {
   EXPECT_EQ(t.Pull("x", {}, &out).code(), absl::StatusCode::kNotFound);
   const std::vector<uint64_t> four = {1, 2, 3, 4};
   EXPECT_EQ(t.Pull("t", four, &out).code(), absl::StatusCode::kInvalidArgument);
+}
+
+// A tier that takes nothing (a full disk), counting the tables it was
+// opened for.
+class RefusingTier final : public RowTier {
+ public:
+  absl::Status Put(uint64_t, absl::Span<const float>, uint32_t) override {
+    return absl::UnavailableError("row tier /d: write: No space left on device");
+  }
+  absl::StatusOr<bool> Get(uint64_t, absl::Span<float>, uint32_t*) override { return false; }
+  absl::Status ForEach(
+      const std::function<void(uint64_t, absl::Span<const float>, uint32_t)>&) const override {
+    return absl::OkStatus();
+  }
+  absl::Status Clear() override { return absl::OkStatus(); }
+  int64_t num_rows() const override { return 0; }
+};
+
+TEST(SparseTables, ABudgetOpensATierPerTableAndLogsItsRefusalsOnce) {
+  SparseTablesOptions o = Sgd();
+  o.memory_budget_bytes = 1;  // one row
+  EXPECT_THAT(std::string(o.Validate().message()), testing::HasSubstr("--table_dir"));
+  std::vector<std::string> opened;
+  o.make_tier = [&opened](int shard, const std::string& table,
+                          int row_floats) -> absl::StatusOr<std::unique_ptr<RowTier>> {
+    opened.push_back(table + "@" + std::to_string(shard) + "/" + std::to_string(row_floats));
+    return std::unique_ptr<RowTier>(new RefusingTier);
+  };
+  ASSERT_TRUE(o.Validate().ok());
+  SparseTables t(o, Mode::kAsync, 0, 1, 1, true);
+  ASSERT_TRUE(t.Declare({kSpec}).ok());
+  EXPECT_EQ(opened, std::vector<std::string>{"t@0/2"});
+  Row(t, 1);
+  EXPECT_TRUE(t.TierNews().empty());
+  Row(t, 2);  // row 1 cannot leave: kept, past the budget
+  Row(t, 3);
+  const std::vector<std::string> news = t.TierNews();
+  ASSERT_EQ(news.size(), 1u);
+  EXPECT_THAT(news[0], testing::HasSubstr("\"t\": 2 rows kept in memory past"));
+  EXPECT_THAT(news[0], testing::HasSubstr("No space left on device"));
+  Row(t, 4);
+  EXPECT_TRUE(t.TierNews().empty());  // the next line after 10,000 more
+  const std::vector<TableUsage> usage = t.Usage();
+  ASSERT_EQ(usage.size(), 1u);
+  EXPECT_TRUE(usage[0].tiered);
+  EXPECT_EQ(usage[0].rows, 4);
+  EXPECT_EQ(usage[0].tier.write_errors, 3);
+  EXPECT_EQ(usage[0].tier.created, 4);
 }
 
 }  // namespace
