@@ -1,15 +1,12 @@
 #include "server/table_flags.h"
 
-#include <cctype>
 #include <cstdint>
 #include <filesystem>
-#include <memory>
 #include <string>
 #include <system_error>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "common/status_macros.h"
 #include "server/tier/rocksdb_row_tier.h"
 
@@ -47,42 +44,6 @@ ABSL_FLAG(int64_t, max_ids_per_request, int64_t{1} << 20,
           "past it).");
 
 namespace ps {
-namespace {
-
-// `table` as one path component: letters, digits, '_' and '-' kept, every
-// other byte (and a leading '.') as %XX.
-std::string PathComponent(const std::string& table) {
-  std::string out;
-  for (size_t i = 0; i < table.size(); ++i) {
-    const unsigned char c = static_cast<unsigned char>(table[i]);
-    if (std::isalnum(c) || c == '_' || c == '-' || (c == '.' && i > 0)) {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out += absl::StrFormat("%%%02X", c);
-    }
-  }
-  return out;
-}
-
-}  // namespace
-
-SparseTablesOptions::TierFactory RocksDbTiersUnder(const std::string& dir) {
-  return [dir](int shard_id, const std::string& table,
-               int row_floats) -> absl::StatusOr<std::unique_ptr<RowTier>> {
-    const std::string shard = absl::StrCat(dir, "/shard-", shard_id);
-    std::error_code ec;
-    std::filesystem::create_directories(shard, ec);
-    if (ec) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("--table_dir: cannot make ", shard, ": ", ec.message()));
-    }
-    ASSIGN_OR_RETURN(
-        std::unique_ptr<RocksDbRowTier> tier,
-        RocksDbRowTier::Open({absl::StrCat(shard, "/", PathComponent(table)), row_floats, 0}));
-    return std::unique_ptr<RowTier>(std::move(tier));
-  };
-}
-
 absl::StatusOr<SparseTablesOptions> SparseTablesOptionsFromFlags() {
   SparseTablesOptions o;
   o.max_rows = absl::GetFlag(FLAGS_max_rows);

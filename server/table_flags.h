@@ -7,8 +7,6 @@
 #ifndef PS_SERVER_TABLE_FLAGS_H_
 #define PS_SERVER_TABLE_FLAGS_H_
 
-#include <string>
-
 #include "absl/status/statusor.h"
 #include "server/core/sparse_tables.h"
 
@@ -19,10 +17,6 @@ namespace ps {
 // --table_dir or the reverse; FAILED_PRECONDITION naming --table_dir when
 // it cannot be made.
 absl::StatusOr<SparseTablesOptions> SparseTablesOptionsFromFlags();
-
-// Tiers on RocksDB (server/tier/rocksdb_row_tier.h), one database per
-// table and shard: `dir`/shard-<id>/<table name, escaped>.
-SparseTablesOptions::TierFactory RocksDbTiersUnder(const std::string& dir);
 
 }  // namespace ps
 

@@ -191,7 +191,8 @@ kept=$(sed -n 's/^(logs kept in \(.*\))$/\1/p' "$TEST_TMPDIR/false.txt")
 [ -n "$kept" ] && [ -f "$kept/server.log" ] || fail "the failed row's logs were not kept"
 rm -rf "$kept"
 
-# train --model=ctr: standalone, then 1 and 2 servers x sync and async, as a
+# train --model=ctr: standalone, then 1 and 2 servers x sync and async (and
+# the one-server runs again with the table past its memory budget), as a
 # table and as JSON (tiny sizes: the figures are not checked).
 out=$("$BENCH" train --model=ctr --max_steps=5 --ctr_batch=16 --ctr_eval_examples=100 \
   --ctr_vocab=100)
@@ -201,13 +202,18 @@ for row in "sync (1 server," "async (1 server," "sync (2 servers," "async (2 ser
   [ "$(grep -cF "ctr $row 2 workers" <<<"$out")" -eq 1 ] ||
     fail "train --model=ctr: no '$row' row"
 done
+# The tiered reruns: the table past its memory budget, rows on disk.
+for mode in sync async; do
+  [ "$(grep -cE "^ctr $mode \(1 server, table [0-9]+ rows = [0-9.]+x its memory budget .*hit rate [0-9.]+%, reads from disk [0-9.]+%\) vs all in memory" <<<"$out")" -eq 1 ] ||
+    fail "train --model=ctr: no tiered $mode row"
+done
 json=$("$BENCH" train --model=ctr --max_steps=5 --ctr_batch=16 --ctr_eval_examples=100 \
   --ctr_vocab=100 --json)
 echo "$json"
 /usr/bin/python3 -c '
 import json, sys
 d = json.loads(sys.argv[1])
-assert d["mode"] == "train" and len(d["rows"]) == 5, d
+assert d["mode"] == "train" and len(d["rows"]) == 7, d
 for r in d["rows"]:
     assert r["value"] > 0 and r["baseline"] > 0 and 0 <= r["test_accuracy"] <= 1, r
 ' "$json"

@@ -134,24 +134,36 @@ uint32_t* EmbeddingTable::StepOf(uint32_t slot) const {
   return &chunks_[slot >> chunk_shift_]->steps[slot & ((1u << chunk_shift_) - 1)];
 }
 
+bool EmbeddingTable::SpillTail() {
+  const uint32_t* step = StepOf(tail_);
+  absl::Status s = options_.tier->Put(
+      IdOf(tail_), absl::Span<const float>(RowOf(tail_), row_floats_), step ? *step : 0);
+  if (s.ok()) {
+    ++counters_.written;
+    return true;
+  }
+  ++counters_.write_errors;
+  tier_error_ = std::move(s);
+  return false;
+}
+
 uint32_t EmbeddingTable::NewSlot(uint64_t id) {
   uint32_t slot;
-  bool grow = num_rows_ < RowLimit();
-  if (!grow && options_.tier != nullptr) {
-    // The least recently used row goes to the tier; one the tier cannot
-    // take stays in memory, past the budget.
-    const uint32_t* step = StepOf(tail_);
-    absl::Status s = options_.tier->Put(
-        IdOf(tail_), absl::Span<const float>(RowOf(tail_), row_floats_), step ? *step : 0);
-    if (s.ok()) {
-      ++counters_.written;
-    } else {
-      ++counters_.write_errors;
-      tier_error_ = std::move(s);
-      grow = num_rows_ < kMaxRows;
-    }
-  }
-  if (grow) {
+  const int64_t limit = std::max(RowLimit(), call_rows_);
+  // Full: the least recently used row gives up its slot (with evict_lru;
+  // CheckCapacity let no other case through), once the tier has it. One
+  // the tier cannot take stays in memory, past the budget, while slots last.
+  const bool full = num_rows_ >= limit;
+  if (full && (options_.tier == nullptr || SpillTail() || num_rows_ >= kMaxRows)) {
+    slot = tail_;
+    IndexErase(IdOf(slot));
+    Unlink(slot);
+  } else if (!free_slots_.empty()) {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+    GrowIndexFor(num_rows_ + 1);
+    ++num_rows_;
+  } else {
     GrowIndexFor(num_rows_ + 1);
     slot = static_cast<uint32_t>(num_rows_);
     if ((slot >> chunk_shift_) == chunks_.size()) {
@@ -167,16 +179,20 @@ uint32_t EmbeddingTable::NewSlot(uint64_t id) {
       chunks_.push_back(std::move(chunk));
     }
     ++num_rows_;
-  } else {
-    // Full, with evict_lru on (CheckCapacity let no other case through):
-    // the least recently used row gives up its slot.
-    slot = tail_;
-    IndexErase(IdOf(slot));
-    Unlink(slot);
   }
   SetId(slot, id);
   if (uint32_t* step = StepOf(slot)) *step = 0;
   return slot;
+}
+
+void EmbeddingTable::ShrinkToBudget() {
+  while (num_rows_ > RowLimit() && tail_ != kNone && SpillTail()) {
+    const uint32_t slot = tail_;
+    IndexErase(IdOf(slot));
+    Unlink(slot);
+    free_slots_.push_back(slot);
+    --num_rows_;
+  }
 }
 
 inline uint32_t EmbeddingTable::FindOrCreate(uint64_t id) {
@@ -291,18 +307,12 @@ void EmbeddingTable::GrowIndexFor(int64_t rows) {
 absl::Status EmbeddingTable::CheckCapacity(absl::Span<const uint64_t> ids) const {
   const int64_t limit = RowLimit();
   const int64_t n = static_cast<int64_t>(ids.size());
+  // With a tier, a call's rows fit in memory past the budget until it ends.
+  if (options_.tier != nullptr) return absl::OkStatus();
   if (options_.evict_lru) {
     if (n <= limit) return absl::OkStatus();
     const int64_t distinct = static_cast<int64_t>(Distinct(ids).size());
     if (distinct <= limit) return absl::OkStatus();
-    if (options_.tier != nullptr) {
-      // A call's rows are in memory at once.
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "embedding table \"", options_.name, "\": one call names ", distinct,
-          " distinct ids, more than the ", limit,
-          " rows its memory budget holds on this shard; raise --table_memory_budget or send "
-          "fewer ids a call"));
-    }
     return absl::ResourceExhaustedError(
         absl::StrCat("embedding table \"", options_.name, "\": one call names ", distinct,
                      " distinct ids, more than max_rows ", limit, " even with LRU eviction"));
@@ -367,13 +377,15 @@ absl::Status EmbeddingTable::FindOrCreateAll(absl::Span<const uint64_t> ids,
                                              std::vector<uint32_t>* slots) {
   slots->resize(ids.size());
   read_error_ = absl::OkStatus();
+  // The call's rows stay in memory together, past the budget if they must
+  // (its distinct ids are at most ids.size()): it is its most recently
+  // used rows, so the tail is never one of them. ShrinkToBudget after.
+  call_rows_ = static_cast<int64_t>(ids.size());
   const int64_t before = counters_.from_tier + counters_.created;
   constexpr size_t kBatch = 256;
   for (size_t i = 0; i < ids.size() && read_error_.ok(); i += kBatch) {
     FindOrCreateMany(ids.subspan(i, std::min(kBatch, ids.size() - i)), slots->data() + i);
   }
-  // The call's rows are its most recently used, and no more than the
-  // budget (CheckCapacity): none of them was evicted by a later one.
   if (read_error_.ok()) {
     counters_.in_memory +=
         static_cast<int64_t>(ids.size()) - (counters_.from_tier + counters_.created - before);
@@ -387,11 +399,15 @@ absl::Status EmbeddingTable::Pull(absl::Span<const uint64_t> ids, float* out) {
   const size_t dim = options_.dim;
   if (options_.tier != nullptr) {
     std::vector<uint32_t> slots;
-    RETURN_IF_ERROR(FindOrCreateAll(ids, &slots));
-    for (size_t i = 0; i < ids.size(); ++i) {
-      std::memcpy(out + i * dim, RowOf(slots[i]), dim * sizeof(float));
+    s = FindOrCreateAll(ids, &slots);
+    if (s.ok()) {
+      for (size_t i = 0; i < ids.size(); ++i) {
+        std::memcpy(out + i * dim, RowOf(slots[i]), dim * sizeof(float));
+      }
     }
-    return absl::OkStatus();
+    call_rows_ = 0;
+    ShrinkToBudget();
+    return s;
   }
   constexpr size_t kBatch = 256;  // slots looked up before their rows are read
   uint32_t slots[kBatch];
@@ -423,13 +439,17 @@ absl::Status EmbeddingTable::Apply(absl::Span<const uint64_t> ids, const float* 
   const size_t dim = options_.dim;
   if (options_.tier != nullptr) {
     std::vector<uint32_t> slots;
-    RETURN_IF_ERROR(FindOrCreateAll(ids, &slots));
-    for (size_t i = 0; i < ids.size(); ++i) {
-      float* row = RowOf(slots[i]);
-      ApplySparseRow(options_.optimizer, options_.dim, grads + i * dim, row, row + dim,
-                     StepOf(slots[i]));
+    s = FindOrCreateAll(ids, &slots);
+    if (s.ok()) {
+      for (size_t i = 0; i < ids.size(); ++i) {
+        float* row = RowOf(slots[i]);
+        ApplySparseRow(options_.optimizer, options_.dim, grads + i * dim, row, row + dim,
+                       StepOf(slots[i]));
+      }
     }
-    return absl::OkStatus();
+    call_rows_ = 0;
+    ShrinkToBudget();
+    return s;
   }
   constexpr size_t kBatch = 256;
   uint32_t slots[kBatch];
@@ -543,6 +563,7 @@ void EmbeddingTable::Clear() {
   std::vector<unsigned char*>().swap(slot_bases_);
   std::vector<uint32_t>().swap(buckets_);
   num_rows_ = 0;
+  std::vector<uint32_t>().swap(free_slots_);
   head_ = tail_ = kNone;
 }
 

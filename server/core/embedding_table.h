@@ -35,8 +35,10 @@
 // and the call goes on; one that fails to read fails the call with its
 // error, before any row is written to `out` or updated (the rows it moved
 // between memory and the tier stay as they are: that changes no answer).
-// A call's rows are in memory at once: one that names more distinct ids
-// than max_rows is RESOURCE_EXHAUSTED, as with evict_lru alone.
+// A call's rows are in memory together: one that names more distinct ids
+// than the budget holds takes memory past it until it returns (then the
+// least recently used rows go back to the tier, and their slots are reused:
+// the chunks stay allocated).
 //
 // Export and Import move every row with its optimizer state and its order
 // (with evict_lru the LRU order, else the order rows were made), for
@@ -177,12 +179,18 @@ class EmbeddingTable {
   // for `id`).
   uint32_t FindOrCreate(uint64_t id);
   // A slot for `id` (its step 0), not yet in the LRU list or the index:
-  // a new one, or the least recently used row's once full (written to the
-  // tier first, if there is one and it takes it).
+  // the least recently used row's once full (written to the tier first, if
+  // there is one and it takes it), else a freed one or a new one.
   uint32_t NewSlot(uint64_t id);
   // Pull's and Apply's lookups with a tier: slots[i] for every id, or the
-  // tier's read error before any row is used.
+  // tier's read error before any row is used. Lets the call's rows exceed
+  // the budget (call_rows_): the caller resets it and calls ShrinkToBudget.
   absl::Status FindOrCreateAll(absl::Span<const uint64_t> ids, std::vector<uint32_t>* slots);
+  // Writes the tail row to the tier: false (counted, tier_error_) if refused.
+  bool SpillTail();
+  // With a tier: least recently used rows to the tier, their slots to
+  // free_slots_, until max_rows are left or the tier refuses one.
+  void ShrinkToBudget();
 
   // Slot accessors.
   unsigned char* SlotOf(uint32_t slot) const;  // the id, then the row
@@ -218,7 +226,11 @@ class EmbeddingTable {
   const int chunk_shift_;    // slots per chunk = 1 << chunk_shift_
   std::vector<std::unique_ptr<Chunk>> chunks_;
   std::vector<unsigned char*> slot_bases_;  // chunks_[c]->slots, one load away
-  int64_t num_rows_ = 0;                    // slots [0, num_rows_) are in use
+  // Rows in memory. Slots [0, num_rows_ + free_slots_.size()) are made;
+  // only a table with a tier frees slots.
+  int64_t num_rows_ = 0;
+  std::vector<uint32_t> free_slots_;
+  int64_t call_rows_ = 0;  // the rows a tiered call may hold past max_rows
   uint32_t head_;
   uint32_t tail_;
   std::vector<uint32_t> buckets_;  // slot numbers; kNone = empty

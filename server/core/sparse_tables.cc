@@ -279,9 +279,10 @@ std::vector<std::string> SparseTables::TierNews() {
       continue;
     }
     t.logged_write_errors = errors;
-    lines.push_back(absl::StrCat(Quoted(spec.name), ": ", errors,
-                                 " rows kept in memory past --table_memory_budget since start, "
-                                 "the tier refused them: ",
+    lines.push_back(absl::StrCat(Quoted(spec.name), ": the tier refused ", errors,
+                                 " row writes since start; ", t.rows->num_rows(),
+                                 " rows in memory, past --table_memory_budget until it takes "
+                                 "them: ",
                                  t.rows->tier_error().message()));
   }
   return lines;

@@ -138,7 +138,7 @@ class SparseTables {
   std::vector<std::string> CloseStep(int64_t step, int applied);
   // Lines for the log when a table's tier refused rows since the last call
   // (the first refusal, then one line per 10,000), naming the table, the
-  // rows kept in memory past the budget and the tier's error.
+  // refusals, the rows in memory and the tier's error.
   std::vector<std::string> TierNews();
   // The parameters were replaced (a restore or checkpoint): the open step's
   // held gradients are forgotten.

@@ -1,10 +1,15 @@
 #include "server/tier/rocksdb_row_tier.h"
 
+#include <cctype>
 #include <cstring>
+#include <filesystem>
+#include <system_error>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/status_macros.h"
 #include "rocksdb/cache.h"
 #include "rocksdb/db.h"
 #include "rocksdb/options.h"
@@ -48,6 +53,21 @@ rocksdb::WriteOptions NoLog() {
   rocksdb::WriteOptions w;
   w.disableWAL = true;  // the checkpoints are what survives a crash
   return w;
+}
+
+// `table` as one path component: letters, digits, '_' and '-' kept, every
+// other byte (and a leading '.') as %XX.
+std::string PathComponent(const std::string& table) {
+  std::string out;
+  for (size_t i = 0; i < table.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(table[i]);
+    if (std::isalnum(c) || c == '_' || c == '-' || (c == '.' && i > 0)) {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out += absl::StrFormat("%%%02X", c);
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -160,6 +180,23 @@ int64_t RocksDbRowTier::num_rows() const {
   uint64_t n = 0;
   if (!db_->GetIntProperty("rocksdb.estimate-num-keys", &n)) return 0;
   return static_cast<int64_t>(n);
+}
+
+SparseTablesOptions::TierFactory RocksDbTiersUnder(const std::string& dir) {
+  return [dir](int shard_id, const std::string& table,
+               int row_floats) -> absl::StatusOr<std::unique_ptr<RowTier>> {
+    const std::string shard = absl::StrCat(dir, "/shard-", shard_id);
+    std::error_code ec;
+    std::filesystem::create_directories(shard, ec);
+    if (ec) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("--table_dir: cannot make ", shard, ": ", ec.message()));
+    }
+    ASSIGN_OR_RETURN(
+        std::unique_ptr<RocksDbRowTier> tier,
+        RocksDbRowTier::Open({absl::StrCat(shard, "/", PathComponent(table)), row_floats, 0}));
+    return std::unique_ptr<RowTier>(std::move(tier));
+  };
 }
 
 }  // namespace ps

@@ -27,6 +27,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "server/core/row_tier.h"
+#include "server/core/sparse_tables.h"
 
 namespace rocksdb {
 class DB;
@@ -66,6 +67,12 @@ class RocksDbRowTier final : public RowTier {
   std::unique_ptr<rocksdb::DB> db_;
   std::string value_;  // Put's and Get's buffer
 };
+
+// SparseTables' tiers (--table_dir): one RocksDbRowTier per table and
+// shard, in `dir`/shard-<id>/<table name> (letters, digits, '_', '-' and
+// '.' past the first byte kept, other bytes as %XX), the shard's folder
+// made if missing (an error naming it otherwise).
+SparseTablesOptions::TierFactory RocksDbTiersUnder(const std::string& dir);
 
 }  // namespace ps
 

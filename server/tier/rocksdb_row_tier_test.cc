@@ -173,6 +173,20 @@ TEST(TieredEmbeddingTable, WithFivePercentInMemoryAnswersBitForBitAsAllInMemory)
     EXPECT_TRUE(b->tier_error().ok());
     EXPECT_EQ(Rows(*a), Rows(*b));
 
+    // One call of 2,000 ids, 20 times the budget: its rows in memory for
+    // the call, the budget's after it.
+    std::vector<uint64_t> every(2000);
+    for (uint64_t i = 0; i < every.size(); ++i) every[i] = 1999 - i;
+    std::vector<float> ga(every.size() * all.dim), gb(ga.size());
+    ASSERT_TRUE(a->Pull(every, ga.data()).ok());
+    ASSERT_TRUE(b->Pull(every, gb.data()).ok());
+    EXPECT_EQ(Bits(ga.data(), ga.size()), Bits(gb.data(), gb.size()));
+    EXPECT_EQ(b->num_rows(), 100);
+    ASSERT_TRUE(a->Apply(every, ga.data()).ok());  // the rows as gradients
+    ASSERT_TRUE(b->Apply(every, gb.data()).ok());
+    EXPECT_EQ(b->num_rows(), 100);
+    EXPECT_EQ(Rows(*a), Rows(*b));
+
     // Export then Import into a fresh tiered table: the same rows again.
     auto tier2 = OpenTier(TempDir(), RowFloats(all));
     EmbeddingTableOptions budget2 = budget;
@@ -242,8 +256,9 @@ TEST(TieredEmbeddingTable, ATierThatCannotWriteKeepsTheRowsInMemory) {
   EXPECT_EQ(tier.num_rows(), 0);
   EXPECT_THAT(t->tier_error().message(), HasSubstr("No space left"));
   tier.fail_put = false;
-  ASSERT_TRUE(t->Pull({5}, out.data()).ok());  // the tier takes rows again
-  EXPECT_EQ(tier.num_rows(), 1);
+  ASSERT_TRUE(t->Pull({5}, out.data()).ok());  // the tier takes rows again: back to the budget
+  EXPECT_EQ(tier.num_rows(), 3);
+  EXPECT_EQ(t->num_rows(), 2);
   EXPECT_EQ(Rows(*t).size(), 5u);
 }
 

@@ -1,9 +1,12 @@
 #include "tools/bench/bench_common.h"
 
+#include <stdlib.h>
 #include <sys/resource.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
+#include <system_error>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -168,6 +171,21 @@ void PrintTable(const std::string& section, const std::vector<Row>& rows) {
               : "");
     }
   }
+}
+
+absl::StatusOr<TempDir> TempDir::Make(const std::string& prefix) {
+  std::string tmpl = absl::StrCat("/tmp/", prefix, ".XXXXXX");
+  if (mkdtemp(tmpl.data()) == nullptr) {
+    return absl::InternalError(absl::StrCat("cannot make a temporary folder ", tmpl));
+  }
+  TempDir d;
+  d.path = tmpl;
+  return d;
+}
+
+TempDir::~TempDir() {
+  std::error_code ignored;
+  if (!path.empty()) std::filesystem::remove_all(path, ignored);
 }
 
 }  // namespace ps

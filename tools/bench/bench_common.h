@@ -87,6 +87,17 @@ std::string Json(const std::string& section, const std::vector<Row>& rows);
 // The human-readable table of a mode ("transport", "apply" or "train").
 void PrintTable(const std::string& section, const std::vector<Row>& rows);
 
+// A folder of /tmp, removed with what it holds when the object goes.
+struct TempDir {
+  std::string path;
+  // /tmp/<prefix>.XXXXXX, or INTERNAL.
+  static absl::StatusOr<TempDir> Make(const std::string& prefix);
+  TempDir() = default;
+  TempDir(TempDir&& o) : path(std::exchange(o.path, "")) {}
+  TempDir& operator=(TempDir&&) = delete;
+  ~TempDir();
+};
+
 }  // namespace ps
 
 #endif  // PS_TOOLS_BENCH_BENCH_COMMON_H_

@@ -1,10 +1,17 @@
 #include "tools/bench/bench_ctr_train.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/status_macros.h"
+#include "server/core/embedding_table.h"
+#include "server/tier/rocksdb_row_tier.h"
 #include "tools/process/local_servers.h"
 #include "worker/ctr/trainer.h"
 #include "worker/ctr/workload.h"
@@ -16,6 +23,14 @@ namespace {
 struct CtrRun {
   double samples_per_sec = 0;  // all workers together
   double auc = 0;
+  int64_t table_rows = 0;  // in memory, all shards
+  TierCounters tier;       // with a budget, all shards
+};
+
+// The tiered runs' budget: bytes per table and shard, and the tiers' folder.
+struct Budget {
+  int64_t bytes = 0;
+  std::string dir;
 };
 
 // One worker of `workers` with batch `batch`, through ps_worker's run loop:
@@ -43,13 +58,18 @@ double Auc(const RunResult& r) {
   return r.evaluation.has_value() ? r.evaluation->Get("auc").value_or(0) : 0;
 }
 
-absl::StatusOr<CtrRun> Distributed(const CtrTrainBenchOptions& b, Mode mode, int servers) {
+absl::StatusOr<CtrRun> Distributed(const CtrTrainBenchOptions& b, Mode mode, int servers,
+                                   const Budget* budget = nullptr) {
   constexpr int kWorkers = 2;
   ServerOptions so;
   so.shard.num_workers = kWorkers;
   so.shard.mode = mode;
   so.shard.optimizer.name = "adam";
   so.shard.optimizer.learning_rate = b.dense_lr;
+  if (budget != nullptr) {
+    so.shard.tables.memory_budget_bytes = budget->bytes;
+    so.shard.tables.make_tier = RocksDbTiersUnder(budget->dir);
+  }
   ASSIGN_OR_RETURN(LocalServers local, LocalServers::Start(so, servers));
   std::vector<absl::StatusOr<RunResult>> results(kWorkers, absl::UnknownError("not run"));
   std::vector<std::thread> threads;
@@ -73,7 +93,45 @@ absl::StatusOr<CtrRun> Distributed(const CtrTrainBenchOptions& b, Mode mode, int
     }
   }
   run.auc = Auc(*results[0]);
+  for (const auto& server : local.servers) {
+    for (const TableUsage& t : server->shard()->Stats().tables) {
+      run.table_rows += t.rows;
+      run.tier.in_memory += t.tier.in_memory;
+      run.tier.from_tier += t.tier.from_tier;
+      run.tier.created += t.tier.created;
+    }
+  }
   return run;
+}
+
+// The tiered rerun of `mode` with one server, against `all_memory`: the
+// table's rows over tier_ratio as the budget.
+absl::StatusOr<Row> Tiered(const CtrTrainBenchOptions& b, Mode mode, const CtrRun& all_memory) {
+  ASSIGN_OR_RETURN(const TempDir temp, TempDir::Make("ps_bench_tier"));
+  EmbeddingTableOptions row;
+  row.dim = CtrOptions().model.dim;
+  row.evict_lru = true;
+  row.optimizer.kind = SparseOptimizerKind::kAdagrad;  // the servers' default
+  const int64_t budget_rows = std::max<int64_t>(
+      1, static_cast<int64_t>(static_cast<double>(all_memory.table_rows) / b.tier_ratio));
+  const Budget budget{budget_rows * static_cast<int64_t>(EmbeddingTable::MemoryBytesPerRow(row)),
+                      temp.path};
+  ASSIGN_OR_RETURN(CtrRun run, Distributed(b, mode, 1, &budget));
+  const TierCounters& t = run.tier;
+  const double lookups = static_cast<double>(t.in_memory + t.from_tier + t.created);
+  Row r;
+  r.name = absl::StrFormat(
+      "ctr %s (1 server, table %lld rows = %.1fx its memory budget of %.1f MiB; hit rate "
+      "%.1f%%, reads from disk %.1f%%) vs all in memory",
+      ModeName(mode), static_cast<long long>(all_memory.table_rows),
+      static_cast<double>(all_memory.table_rows) / static_cast<double>(budget_rows),
+      static_cast<double>(budget.bytes) / (1 << 20),
+      lookups > 0 ? 100.0 * static_cast<double>(t.in_memory) / lookups : 0.0,
+      lookups > 0 ? 100.0 * static_cast<double>(t.from_tier) / lookups : 0.0);
+  r.value = run.samples_per_sec;
+  r.baseline = all_memory.samples_per_sec;
+  r.accuracy = run.auc;
+  return r;
 }
 
 }  // namespace
@@ -88,6 +146,7 @@ absl::StatusOr<std::vector<Row>> RunCtrTrainBench(const CtrTrainBenchOptions& b)
   base.value = base.baseline = standalone.samples_per_sec;
   base.accuracy = Auc(standalone);
   rows.push_back(base);
+  std::vector<std::pair<Mode, CtrRun>> one_server;
   for (int servers : {1, 2}) {
     for (Mode mode : {Mode::kSync, Mode::kAsync}) {
       ASSIGN_OR_RETURN(CtrRun run, Distributed(b, mode, servers));
@@ -97,6 +156,13 @@ absl::StatusOr<std::vector<Row>> RunCtrTrainBench(const CtrTrainBenchOptions& b)
       r.value = run.samples_per_sec;
       r.baseline = standalone.samples_per_sec;
       r.accuracy = run.auc;
+      rows.push_back(r);
+      if (servers == 1) one_server.emplace_back(mode, run);
+    }
+  }
+  if (b.tier_ratio > 0) {
+    for (const auto& [mode, run] : one_server) {
+      ASSIGN_OR_RETURN(Row r, Tiered(b, mode, run));
       rows.push_back(r);
     }
   }

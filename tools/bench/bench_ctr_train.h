@@ -4,7 +4,11 @@
 // sync and in async mode, each row samples/s of all workers against the
 // standalone row, with worker 0's held-out AUC. The servers apply Adam
 // (dense_lr) to the MLP and AdaGrad (the servers' default, lr 0.05) to the
-// rows, as the standalone trainer does. Not thread-safe.
+// rows, as the standalone trainer does. With tier_ratio > 0, the async and
+// sync one-server runs are run again with the embedding table tier_ratio
+// times its memory budget (the rows past it in RocksDB, server/tier/), each
+// against its all-memory run, with the hot tier's hit rate. Not
+// thread-safe.
 #ifndef PS_TOOLS_BENCH_BENCH_CTR_TRAIN_H_
 #define PS_TOOLS_BENCH_BENCH_CTR_TRAIN_H_
 
@@ -24,6 +28,9 @@ struct CtrTrainBenchOptions {
   int eval_examples = 10000;    // held-out examples for the AUC, >= 2
   double dense_lr = 1e-3;       // Adam, on the servers and standalone
   bool print_workers = true;    // each worker's samples/s to stdout
+  // Rows of the table over rows its memory budget holds, for the tiered
+  // runs (--ctr_tier_ratio); 0: none.
+  double tier_ratio = 10;
 };
 
 // The standalone row first (its own baseline), then one row per

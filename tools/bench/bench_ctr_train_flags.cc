@@ -8,6 +8,10 @@ ABSL_FLAG(double, ctr_dense_lr, 1e-3, "train --model=ctr: Adam's learning rate f
 ABSL_FLAG(int, ctr_batch, 128, "train --model=ctr: examples per step per worker.");
 ABSL_FLAG(uint64_t, ctr_vocab, 1000000, "train --model=ctr: generator ids per feature.");
 ABSL_FLAG(int, ctr_eval_examples, 10000, "train --model=ctr: held-out examples of worker 0's AUC.");
+ABSL_FLAG(double, ctr_tier_ratio, 10,
+          "train --model=ctr: also train with the embedding table this many times its memory "
+          "budget (--table_memory_budget; the rest on disk in RocksDB), against the same run "
+          "all in memory. 0 = skip.");
 
 namespace ps {
 
@@ -18,6 +22,10 @@ absl::StatusOr<CtrTrainBenchOptions> CtrTrainBenchOptionsFromFlags() {
   o.vocab = absl::GetFlag(FLAGS_ctr_vocab);
   o.eval_examples = absl::GetFlag(FLAGS_ctr_eval_examples);
   o.dense_lr = absl::GetFlag(FLAGS_ctr_dense_lr);
+  o.tier_ratio = absl::GetFlag(FLAGS_ctr_tier_ratio);
+  if (!(o.tier_ratio == 0 || o.tier_ratio >= 1)) {
+    return absl::InvalidArgumentError("--ctr_tier_ratio must be 0 or >= 1");
+  }
   o.print_workers = !absl::GetFlag(FLAGS_json);
   return o;
 }

@@ -28,26 +28,6 @@ namespace {
 // share of a million rows; one figure's warm-up or timed phase).
 constexpr absl::Duration kLineTimeout = absl::Minutes(5);
 
-// A folder of /tmp, removed with what it holds when the object goes.
-struct TempDir {
-  std::string path;
-  static absl::StatusOr<TempDir> Make(const std::string& prefix) {
-    std::string tmpl = absl::StrCat("/tmp/", prefix, ".XXXXXX");
-    if (mkdtemp(tmpl.data()) == nullptr) {
-      return absl::InternalError("cannot make a temporary folder");
-    }
-    TempDir d;
-    d.path = tmpl;
-    return d;
-  }
-  TempDir() = default;
-  TempDir(TempDir&& o) : path(std::exchange(o.path, "")) {}
-  ~TempDir() {
-    std::error_code ignored;
-    if (!path.empty()) std::filesystem::remove_all(path, ignored);
-  }
-};
-
 struct Figure {
   double rows_per_s = 0;          // all clients
   double p50_us = 0, p99_us = 0;  // client 0's
