@@ -99,6 +99,15 @@ for op in ("push", "pull", "push_pull"):
 for r in d["rows"]:
     assert r["value"] > 0 and r["rows_per_s"] > 0 and r["ids"] == 100, r
 ' "$json"
+# With a memory budget: rows past it on disk, the tier's figures in each row.
+out=$("$BENCH" sparse --sparse_ids=100 --dims=4 --dists=zipf --ops=pull,push --pool_rows=2000 \
+  --seconds=0.05 --warmup_seconds=0.05 --sparse_table_budget=2000)
+echo "$out"
+[ "$(grep -cE "^(pull|push) zipf d4 tcp; budget 0.0 MiB: hit rate [0-9.]+% \(disk [0-9.]+%, new [0-9.]+%\), [0-9]+ rows on disk, server peak RSS [0-9.]+ MiB" <<<"$out")" -eq 2 ] ||
+  fail "sparse --sparse_table_budget: no tier figures in the rows"
+if "$BENCH" sparse --sparse_table_budget=-1 2>/dev/null; then
+  fail "--sparse_table_budget=-1 should be an error"
+fi
 if "$BENCH" sparse --sockets=pipe 2>/dev/null; then fail "--sockets=pipe should be an error"; fi
 if "$BENCH" sparse --sparse_workload=hot 2>/dev/null; then fail "--sparse_workload=hot should be an error"; fi
 

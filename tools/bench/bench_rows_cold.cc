@@ -14,9 +14,12 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "common/status_macros.h"
+#include "httplib.h"
 #include "tools/bench/bench_server_process.h"
 #include "tools/process/child_process.h"
 #include "tools/process/proc.h"
@@ -33,6 +36,44 @@ struct Figure {
   double p50_us = 0, p99_us = 0;  // client 0's
 };
 
+// What a cell's servers say of their tier, with a budget.
+struct TierFigures {
+  double lookups[3] = {0, 0, 0};  // memory, disk, none
+  double disk_rows = 0;
+  int64_t peak_rss = 0;
+};
+
+// The tier's counters on the servers' /metrics, and their peak RSS.
+absl::StatusOr<TierFigures> ReadTier(const BenchServerProcesses& servers) {
+  TierFigures t;
+  ASSIGN_OR_RETURN(const std::vector<std::string> addresses, servers.MetricsAddresses());
+  const std::string lookups = "ps_server_embedding_lookups_total{table=\"rows\",where=\"";
+  const std::string disk = "ps_server_embedding_disk_rows{table=\"rows\"} ";
+  for (const std::string& address : addresses) {
+    httplib::Client client("http://" + address);
+    httplib::Result r = client.Get("/metrics");
+    if (!r || r->status != 200) {
+      return absl::UnavailableError(absl::StrCat("no /metrics from ", address));
+    }
+    for (absl::string_view line : absl::StrSplit(r->body, '\n')) {
+      double v = 0;
+      absl::string_view rest = line;
+      if (absl::ConsumePrefix(&rest, disk) && absl::SimpleAtod(rest, &v)) t.disk_rows += v;
+      rest = line;
+      if (!absl::ConsumePrefix(&rest, lookups)) continue;
+      const char* where[] = {"memory\"} ", "disk\"} ", "none\"} "};
+      for (int i = 0; i < 3; ++i) {
+        absl::string_view value = rest;
+        if (absl::ConsumePrefix(&value, where[i]) && absl::SimpleAtod(value, &v)) {
+          t.lookups[i] += v;
+        }
+      }
+    }
+  }
+  ASSIGN_OR_RETURN(t.peak_rss, servers.PeakRssBytes());
+  return t;
+}
+
 absl::Status CheckOptions(const ColdRowsBenchOptions& o) {
   for (int64_t k : o.ks) {
     if (k < 1) return absl::InvalidArgumentError("--sparse_ids: each must be >= 1");
@@ -48,6 +89,7 @@ absl::Status CheckOptions(const ColdRowsBenchOptions& o) {
   if (o.shards < 1) return absl::InvalidArgumentError("--sparse_shards must be >= 1");
   if (o.clients < 1) return absl::InvalidArgumentError("--sparse_clients must be >= 1");
   if (!(o.lr > 0)) return absl::InvalidArgumentError("--sparse_lr must be > 0");
+  if (o.table_budget < 0) return absl::InvalidArgumentError("--sparse_table_budget must be >= 0");
   if (o.duration <= absl::ZeroDuration() || o.warmup < absl::ZeroDuration()) {
     return absl::InvalidArgumentError("--seconds must be > 0 and --warmup_seconds >= 0");
   }
@@ -98,11 +140,13 @@ struct GoFifos {
   }
 };
 
-// One cell: servers, clients, every operation.
+// One cell: servers, clients, every operation. With a budget, `tier_note`
+// says what the tier did over the cell (all operations).
 absl::StatusOr<std::map<std::string, Figure>> RunCell(const ColdRowsBenchOptions& o,
                                                       const std::string& exe,
                                                       const std::string& dist, int64_t k,
-                                                      int64_t dim, bool unix_socket) {
+                                                      int64_t dim, bool unix_socket,
+                                                      std::string* tier_note) {
   BenchServerProcessOptions so;
   so.binary = o.server_binary;
   so.shards = o.shards;
@@ -110,6 +154,12 @@ absl::StatusOr<std::map<std::string, Figure>> RunCell(const ColdRowsBenchOptions
   so.unix_socket = unix_socket;
   so.flags = {"--sparse_optimizer=sgd", absl::StrCat("--sparse_lr=", o.lr),
               absl::StrCat("--max_ids_per_request=", std::max<int64_t>(k, 4096))};
+  ASSIGN_OR_RETURN(const TempDir tier, TempDir::Make("ps_bench_tier"));
+  if (o.table_budget > 0) {
+    so.flags.push_back(absl::StrCat("--table_memory_budget=", o.table_budget));
+    so.flags.push_back(absl::StrCat("--table_dir=", tier.path));
+    so.flags.push_back("--metrics_listen=127.0.0.1:0");
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<BenchServerProcesses> servers, BenchServerProcesses::Start(so));
   ASSIGN_OR_RETURN(const TempDir temp, TempDir::Make("ps_bench_rows"));
   const std::string& dir = temp.path;
@@ -172,6 +222,18 @@ absl::StatusOr<std::map<std::string, Figure>> RunCell(const ColdRowsBenchOptions
         if (w == 0) f.p50_us = p50, f.p99_us = p99;
       }
       figures[op] = f;
+    }
+    if (o.table_budget > 0) {
+      ASSIGN_OR_RETURN(const TierFigures t, ReadTier(*servers));
+      const double all = t.lookups[0] + t.lookups[1] + t.lookups[2];
+      *tier_note = absl::StrFormat(
+          "; budget %.1f MiB: hit rate %.1f%% (disk %.1f%%, new %.1f%%), %.0f rows on disk, "
+          "server peak RSS %.1f MiB",
+          static_cast<double>(o.table_budget) / (1 << 20), all > 0 ? 100 * t.lookups[0] / all : 0,
+          all > 0 ? 100 * t.lookups[1] / all : 0, all > 0 ? 100 * t.lookups[2] / all : 0,
+          t.disk_rows, static_cast<double>(t.peak_rss) / (1 << 20));
+      std::fprintf(stderr, "ps_bench: %s K=%lld dim=%lld%s\n", dist.c_str(),
+                   static_cast<long long>(k), static_cast<long long>(dim), tier_note->c_str());
     }
     for (size_t w = 0; w < clients.size(); ++w) {
       const std::optional<int> status = clients[w]->Wait(absl::Now() + kLineTimeout);
@@ -254,11 +316,13 @@ absl::StatusOr<std::vector<Row>> RunColdRowsBench(const ColdRowsBenchOptions& o)
     for (int64_t k : o.ks) {
       for (int64_t dim : o.dims) {
         for (const std::string& socket : o.sockets) {
-          ASSIGN_OR_RETURN(const auto figures, RunCell(o, exe, dist, k, dim, socket == "unix"));
+          std::string tier_note;
+          ASSIGN_OR_RETURN(const auto figures,
+                           RunCell(o, exe, dist, k, dim, socket == "unix", &tier_note));
           for (const std::string& op : o.ops) {
             const Figure& f = figures.at(op);
             Row r;
-            r.name = absl::StrCat(op, " ", dist, " d", dim, " ", socket);
+            r.name = absl::StrCat(op, " ", dist, " d", dim, " ", socket, tier_note);
             r.ids = k;
             r.bytes = k * dim * 4;
             r.rows_per_s = f.rows_per_s;

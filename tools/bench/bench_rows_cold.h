@@ -47,6 +47,9 @@ struct ColdRowsBenchOptions {
   absl::Duration warmup = absl::Milliseconds(500);  // per figure, untimed
   absl::Duration duration = absl::Seconds(2);       // per figure, timed
   std::string pslite_bench;                         // ps-lite's driver; "" = no baseline
+  // The servers' --table_memory_budget, bytes (0: none); with one, each
+  // row's name adds the hot tier's hit rate and the servers' peak RSS.
+  int64_t table_budget = 0;
 };
 
 // A row per distribution, K, dim, socket and operation: value in M rows/s

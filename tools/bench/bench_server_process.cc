@@ -2,6 +2,7 @@
 
 #include <stdlib.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
@@ -50,6 +51,32 @@ absl::StatusOr<double> BenchServerProcesses::CpuSeconds() const {
     total += cpu;
   }
   return absl::ToDoubleSeconds(total);
+}
+
+absl::StatusOr<std::vector<std::string>> BenchServerProcesses::MetricsAddresses() const {
+  std::vector<std::string> out;
+  for (const auto& s : servers_) {
+    // ps_server's description line: "...; metrics on http://HOST:PORT/metrics".
+    const std::string log = s->process().LogTail(100);
+    const std::string kMark = "metrics on http://";
+    const size_t at = log.find(kMark);
+    const size_t end = at == std::string::npos ? at : log.find("/metrics", at + kMark.size());
+    if (end == std::string::npos) {
+      return absl::NotFoundError(
+          absl::StrCat("no plaintext /metrics port in the log of ", s->command_line()));
+    }
+    out.push_back(log.substr(at + kMark.size(), end - at - kMark.size()));
+  }
+  return out;
+}
+
+absl::StatusOr<int64_t> BenchServerProcesses::PeakRssBytes() const {
+  int64_t peak = 0;
+  for (const auto& s : servers_) {
+    ASSIGN_OR_RETURN(const int64_t hwm, ProcStatusBytes(s->pid(), "VmHWM"));
+    peak = std::max(peak, hwm);
+  }
+  return peak;
 }
 
 absl::StatusOr<std::string> BenchServerProcesses::AllowedCpus() const {

@@ -15,6 +15,7 @@
 
 #include <sched.h>
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -59,6 +60,12 @@ class BenchServerProcesses {
 
   // "0-1": the CPUs shard 0 may run on, as the kernel reports them.
   absl::StatusOr<std::string> AllowedCpus() const;
+
+  // HOST:PORT of each shard's /metrics port, as its log states it (the
+  // shards need --metrics_listen among the flags); NOT_FOUND otherwise.
+  absl::StatusOr<std::vector<std::string>> MetricsAddresses() const;
+  // The largest peak resident set (VmHWM) of the processes, in bytes.
+  absl::StatusOr<int64_t> PeakRssBytes() const;
 
  private:
   explicit BenchServerProcesses(std::string dir) : dir_(std::move(dir)) {}

@@ -28,6 +28,10 @@ ABSL_FLAG(int64_t, pool_rows, 1000000, "sparse cold: ids in a pool of requests (
 ABSL_FLAG(int64_t, id_space, 10000000, "sparse cold: ids are drawn from [0, id_space).");
 ABSL_FLAG(double, zipf_s, 1.05, "sparse cold: the Zipf exponent of --dists=zipf.");
 ABSL_FLAG(double, sparse_lr, 0.01, "sparse cold: the servers' SGD rate for rows.");
+ABSL_FLAG(int64_t, sparse_table_budget, 0,
+          "sparse cold: the servers' --table_memory_budget in bytes (the rows past it on disk "
+          "in RocksDB); each row then names the hot tier's hit rate and the servers' peak RSS. "
+          "0 = every row in memory.");
 ABSL_FLAG(double, warmup_seconds, 0.5, "sparse cold: untimed seconds before each figure.");
 ABSL_FLAG(std::string, pslite_bench, "",
           "sparse cold: ps-lite's driver (../shared/pslite/build.sh builds it); when given, it "
@@ -58,6 +62,7 @@ absl::StatusOr<ColdRowsBenchOptions> ColdFromFlags() {
   o.id_space = absl::GetFlag(FLAGS_id_space);
   o.zipf_s = absl::GetFlag(FLAGS_zipf_s);
   o.lr = absl::GetFlag(FLAGS_sparse_lr);
+  o.table_budget = absl::GetFlag(FLAGS_sparse_table_budget);
   ASSIGN_OR_RETURN(o.warmup,
                    SecondsFromFlag("warmup_seconds", absl::GetFlag(FLAGS_warmup_seconds)));
   ASSIGN_OR_RETURN(o.duration, SecondsFromFlag("seconds", absl::GetFlag(FLAGS_seconds)));
