@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -147,6 +149,51 @@ TEST_P(TableTierTest, ServersWithABudgetAnswerBitForBitAsServersWithout) {
   ASSERT_TRUE(b->PullRows("clicks", every, absl::MakeSpan(rb)).ok());
   EXPECT_EQ(ra, rb);
   EXPECT_LE(Metric(*tiered, "ps_server_embedding_rows{table=\"clicks\"}"), 2 * kBudgetRows);
+}
+
+// The rows of shard `s`'s checkpoint state, by id, as bits (values, state,
+// step): equal iff the shards hold the same rows.
+std::map<uint64_t, std::vector<uint32_t>> CheckpointRows(LocalServers& servers, int s) {
+  std::map<uint64_t, std::vector<uint32_t>> rows;
+  absl::StatusOr<ShardState> state = servers.servers[s]->shard()->ExportState();
+  EXPECT_TRUE(state.ok()) << state.status();
+  if (!state.ok() || state->tables.size() != 1) return rows;
+  const EmbeddingTableContents& c = state->tables[0].contents;
+  const size_t n = c.ids.size(), dim = c.dim, st = n == 0 ? 0 : c.state.size() / n;
+  for (size_t i = 0; i < n; ++i) {
+    std::vector<uint32_t> r(dim + st + 1);
+    std::memcpy(r.data(), c.values.data() + i * dim, dim * sizeof(float));
+    std::memcpy(r.data() + dim, c.state.data() + i * st, st * sizeof(float));
+    r.back() = c.adam_steps.empty() ? 0 : c.adam_steps[i];
+    rows[c.ids[i]] = r;
+  }
+  return rows;
+}
+
+TEST(TableTier, ACheckpointHoldsTheRowsOnDiskAndRestoresIntoATieredShard) {
+  const std::string dir = TempDir();
+  absl::StatusOr<LocalServers> all = LocalServers::Start(Base(Mode::kAsync, ""), 1);
+  absl::StatusOr<LocalServers> tiered = LocalServers::Start(Base(Mode::kAsync, dir + "/a"), 1);
+  ASSERT_TRUE(all.ok() && tiered.ok());
+  std::unique_ptr<PsClient> a = Connect(*all), b = Connect(*tiered);
+  ASSERT_TRUE(a && b);
+  std::vector<uint64_t> ids(500);
+  for (uint64_t i = 0; i < ids.size(); ++i) ids[i] = i * 7;
+  const std::vector<float> grads(ids.size() * kDim, 0.25f);
+  for (PsClient* c : {a.get(), b.get()}) {
+    for (int round = 0; round < 3; ++round) ASSERT_TRUE(c->PushRows("clicks", ids, grads).ok());
+  }
+  const auto want = CheckpointRows(*all, 0);
+  ASSERT_EQ(want.size(), ids.size());
+  EXPECT_EQ(CheckpointRows(*tiered, 0), want);  // 40 rows in memory, 460 on disk
+
+  absl::StatusOr<ShardState> state = tiered->servers[0]->shard()->ExportState();
+  ASSERT_TRUE(state.ok());
+  absl::StatusOr<LocalServers> restored = LocalServers::Start(Base(Mode::kAsync, dir + "/b"), 1);
+  ASSERT_TRUE(restored.ok());
+  ASSERT_TRUE(restored->servers[0]->shard()->LoadCheckpoint(*state).ok());
+  EXPECT_EQ(CheckpointRows(*restored, 0), want);
+  EXPECT_LE(restored->servers[0]->shard()->Stats().tables[0].rows, kBudgetRows);
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, TableTierTest, ::testing::Values(Mode::kAsync, Mode::kSync),
