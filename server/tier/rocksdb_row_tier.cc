@@ -44,6 +44,10 @@ rocksdb::Options DbOptions(const RocksDbRowTierOptions& o) {
   options.max_write_buffer_number = 2;
   // Floats barely compress; the CPU is the training's.
   options.compression = rocksdb::kNoCompression;
+  // A Bloom filter of the memtables' keys: a row never written costs no
+  // skiplist search either.
+  options.memtable_prefix_bloom_size_ratio = 0.05;
+  options.memtable_whole_key_filtering = true;
   rocksdb::BlockBasedTableOptions table;
   // Most misses are rows never stored (new ids): a Bloom filter (10 bits a
   // key, ~1% false positives) answers those without reading a block.
