@@ -10,16 +10,13 @@
 #include <thread>
 #include <vector>
 
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
 #include "client/sparse_ids.h"
 #include "common/embedding_shard.h"
 #include "grpcpp/create_channel.h"
 #include "gtest/gtest.h"
-#include "httplib.h"
 #include "proto/ps.grpc.pb.h"
 #include "server/core/embedding_table.h"
+#include "tests/metrics_sum.h"
 #include "tests/test_cluster.h"
 
 namespace ps {
@@ -161,23 +158,9 @@ TEST_P(RowsTest, SyncStepsApplyTheMeanOfTheWorkersRowsBitForBit) {
 // The servers' count of unary `method` calls answered OK
 // (grpc_server_handled_total on /metrics, summed over the servers).
 double UnaryCallsOk(const LocalServers& servers, const std::string& method) {
-  const std::string key =
-      "grpc_server_handled_total{grpc_service=\"ps.v1.ParameterServer\",grpc_method=\"" + method +
-      "\",grpc_type=\"unary\",grpc_code=\"OK\"} ";
-  double total = 0;
-  for (const auto& server : servers.servers) {
-    const std::string address = server->metrics_address();
-    const size_t colon = address.rfind(':');
-    httplib::Client client(address.substr(0, colon), std::stoi(address.substr(colon + 1)));
-    httplib::Result res = client.Get("/metrics");
-    EXPECT_TRUE(res && res->status == 200) << method;
-    if (!res) continue;
-    for (absl::string_view line : absl::StrSplit(res->body, '\n')) {
-      double v = 0;
-      if (absl::ConsumePrefix(&line, key) && absl::SimpleAtod(line, &v)) total += v;
-    }
-  }
-  return total;
+  return SumMetric(
+      servers, "grpc_server_handled_total{grpc_service=\"ps.v1.ParameterServer\",grpc_method=\"" +
+                   method + "\",grpc_type=\"unary\",grpc_code=\"OK\"}");
 }
 
 TEST_P(RowsTest, AsyncAppliesRowsOnArrival) {

@@ -13,13 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
 #include "gtest/gtest.h"
-#include "httplib.h"
 #include "server/core/embedding_table.h"
 #include "server/tier/rocksdb_row_tier.h"
+#include "tests/metrics_sum.h"
 #include "tests/test_cluster.h"
 
 namespace ps {
@@ -71,24 +68,6 @@ std::unique_ptr<PsClient> Connect(const LocalServers& servers) {
   return *std::move(c);
 }
 
-// Sum over the servers of /metrics' sample `key` (name and labels).
-double Metric(const LocalServers& servers, const std::string& key) {
-  double total = 0;
-  for (const auto& server : servers.servers) {
-    const std::string address = server->metrics_address();
-    const size_t colon = address.rfind(':');
-    httplib::Client client(address.substr(0, colon), std::stoi(address.substr(colon + 1)));
-    httplib::Result res = client.Get("/metrics");
-    EXPECT_TRUE(res && res->status == 200) << key;
-    if (!res) continue;
-    for (absl::string_view line : absl::StrSplit(res->body, '\n')) {
-      double v = 0;
-      if (absl::ConsumePrefix(&line, key + " ") && absl::SimpleAtod(line, &v)) total += v;
-    }
-  }
-  return total;
-}
-
 class TableTierTest : public ::testing::TestWithParam<Mode> {};
 
 TEST_P(TableTierTest, ServersWithABudgetAnswerBitForBitAsServersWithout) {
@@ -123,23 +102,24 @@ TEST_P(TableTierTest, ServersWithABudgetAnswerBitForBitAsServersWithout) {
   }
   // /metrics: rows in memory within the budget, the rest on disk, and
   // where the lookups found their rows.
-  EXPECT_LE(Metric(*tiered, "ps_server_embedding_rows{table=\"clicks\"}"), 2 * kBudgetRows);
-  EXPECT_GT(Metric(*tiered, "ps_server_embedding_disk_rows{table=\"clicks\"}"), 2 * kBudgetRows);
+  EXPECT_LE(SumMetric(*tiered, "ps_server_embedding_rows{table=\"clicks\"}"), 2 * kBudgetRows);
+  EXPECT_GT(SumMetric(*tiered, "ps_server_embedding_disk_rows{table=\"clicks\"}"), 2 * kBudgetRows);
   const double memory =
-      Metric(*tiered, "ps_server_embedding_lookups_total{table=\"clicks\",where=\"memory\"}");
+      SumMetric(*tiered, "ps_server_embedding_lookups_total{table=\"clicks\",where=\"memory\"}");
   const double disk =
-      Metric(*tiered, "ps_server_embedding_lookups_total{table=\"clicks\",where=\"disk\"}");
+      SumMetric(*tiered, "ps_server_embedding_lookups_total{table=\"clicks\",where=\"disk\"}");
   const double none =
-      Metric(*tiered, "ps_server_embedding_lookups_total{table=\"clicks\",where=\"none\"}");
+      SumMetric(*tiered, "ps_server_embedding_lookups_total{table=\"clicks\",where=\"none\"}");
   EXPECT_GT(memory, 0);
   EXPECT_GT(disk, 0);
   EXPECT_GT(none, 0);
   EXPECT_GT(
-      Metric(*tiered, "ps_server_embedding_tier_writes_total{table=\"clicks\",result=\"ok\"}"), 0);
-  EXPECT_EQ(
-      Metric(*tiered, "ps_server_embedding_tier_writes_total{table=\"clicks\",result=\"failed\"}"),
+      SumMetric(*tiered, "ps_server_embedding_tier_writes_total{table=\"clicks\",result=\"ok\"}"),
       0);
-  EXPECT_EQ(Metric(*all, "ps_server_embedding_disk_rows{table=\"clicks\"}"), 0);
+  EXPECT_EQ(SumMetric(*tiered,
+                      "ps_server_embedding_tier_writes_total{table=\"clicks\",result=\"failed\"}"),
+            0);
+  EXPECT_EQ(SumMetric(*all, "ps_server_embedding_disk_rows{table=\"clicks\"}"), 0);
   // Every row touched, once more, after the last push.
   std::vector<uint64_t> every(2000);
   for (uint64_t i = 0; i < every.size(); ++i) every[i] = i;
@@ -148,7 +128,7 @@ TEST_P(TableTierTest, ServersWithABudgetAnswerBitForBitAsServersWithout) {
   // 2,000 ids, far more than the budget holds: in memory for the call only.
   ASSERT_TRUE(b->PullRows("clicks", every, absl::MakeSpan(rb)).ok());
   EXPECT_EQ(ra, rb);
-  EXPECT_LE(Metric(*tiered, "ps_server_embedding_rows{table=\"clicks\"}"), 2 * kBudgetRows);
+  EXPECT_LE(SumMetric(*tiered, "ps_server_embedding_rows{table=\"clicks\"}"), 2 * kBudgetRows);
 }
 
 // The rows of shard `s`'s checkpoint state, by id, as bits (values, state,

@@ -241,13 +241,18 @@ class FailingTier final : public RowTier {
   std::map<uint64_t, std::pair<std::vector<float>, uint32_t>> rows_;
 };
 
-TEST(TieredEmbeddingTable, ATierThatCannotWriteKeepsTheRowsInMemory) {
-  FailingTier tier;
+// An SGD table of dim 4 that keeps 2 rows in memory, the rest on `tier`.
+std::unique_ptr<EmbeddingTable> TwoRowsOn(RowTier* tier) {
   EmbeddingTableOptions o = TableOptions(SparseOptimizerKind::kSgd);
   o.max_rows = 2;
   o.evict_lru = true;
-  o.tier = &tier;
-  auto t = *EmbeddingTable::Create(o);
+  o.tier = tier;
+  return *EmbeddingTable::Create(o);
+}
+
+TEST(TieredEmbeddingTable, ATierThatCannotWriteKeepsTheRowsInMemory) {
+  FailingTier tier;
+  auto t = TwoRowsOn(&tier);
   std::vector<float> out(4 * 4);
   ASSERT_TRUE(t->Pull({1, 2}, out.data()).ok());
   tier.fail_put = true;
@@ -264,11 +269,7 @@ TEST(TieredEmbeddingTable, ATierThatCannotWriteKeepsTheRowsInMemory) {
 
 TEST(TieredEmbeddingTable, ATierThatCannotReadFailsTheCallBeforeAnyRowIsUsed) {
   FailingTier tier;
-  EmbeddingTableOptions o = TableOptions(SparseOptimizerKind::kSgd);
-  o.max_rows = 2;
-  o.evict_lru = true;
-  o.tier = &tier;
-  auto t = *EmbeddingTable::Create(o);
+  auto t = TwoRowsOn(&tier);
   std::vector<float> before(2 * 4), out(2 * 4, 7.0f);
   ASSERT_TRUE(t->Pull({1, 2}, before.data()).ok());
   const auto rows = Rows(*t);
