@@ -174,6 +174,14 @@ TEST(TableTier, ACheckpointHoldsTheRowsOnDiskAndRestoresIntoATieredShard) {
   ASSERT_TRUE(restored->servers[0]->shard()->LoadCheckpoint(*state).ok());
   EXPECT_EQ(CheckpointRows(*restored, 0), want);
   EXPECT_LE(restored->servers[0]->shard()->Stats().tables[0].rows, kBudgetRows);
+
+  // A shard whose tables are tiered already installs a checkpoint over
+  // them: the new tiers do not share the old ones' databases.
+  ASSERT_TRUE(b->PushRows("clicks", ids, grads).ok());
+  EXPECT_NE(CheckpointRows(*tiered, 0), want);
+  const absl::Status loaded = tiered->servers[0]->shard()->LoadCheckpoint(*state);
+  ASSERT_TRUE(loaded.ok()) << loaded;
+  EXPECT_EQ(CheckpointRows(*tiered, 0), want);
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, TableTierTest, ::testing::Values(Mode::kAsync, Mode::kSync),

@@ -3,12 +3,14 @@
 #include <cctype>
 #include <cstring>
 #include <filesystem>
+#include <set>
 #include <system_error>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
 #include "common/status_macros.h"
 #include "rocksdb/cache.h"
 #include "rocksdb/db.h"
@@ -118,6 +120,11 @@ RocksDbRowTier::RocksDbRowTier(const RocksDbRowTierOptions& options,
 
 RocksDbRowTier::~RocksDbRowTier() {
   if (db_) static_cast<void>(db_->Close());
+  db_.reset();
+  if (options_.remove_when_closed) {
+    std::error_code ignored;
+    std::filesystem::remove_all(options_.dir, ignored);
+  }
 }
 
 absl::Status RocksDbRowTier::Error(const char* what, const std::string& message) const {
@@ -194,18 +201,35 @@ int64_t RocksDbRowTier::num_rows() const {
 }
 
 SparseTablesOptions::TierFactory RocksDbTiersUnder(const std::string& dir) {
-  return [dir](int shard_id, const std::string& table,
-               int row_floats) -> absl::StatusOr<std::unique_ptr<RowTier>> {
+  struct Opened {
+    absl::Mutex mu;
+    std::set<int> shards ABSL_GUARDED_BY(mu);  // whose folder was emptied
+    int64_t count ABSL_GUARDED_BY(mu) = 0;
+  };
+  auto opened = std::make_shared<Opened>();
+  return [dir, opened](int shard_id, const std::string& table,
+                       int row_floats) -> absl::StatusOr<std::unique_ptr<RowTier>> {
     const std::string shard = absl::StrCat(dir, "/shard-", shard_id);
+    int64_t n;
     std::error_code ec;
-    std::filesystem::create_directories(shard, ec);
+    {
+      absl::MutexLock l(&opened->mu);
+      // An earlier run's databases are not this run's.
+      if (opened->shards.insert(shard_id).second) std::filesystem::remove_all(shard, ec);
+      n = ++opened->count;
+    }
+    if (!ec) std::filesystem::create_directories(shard, ec);
     if (ec) {
       return absl::FailedPreconditionError(
-          absl::StrCat("--table_dir: cannot make ", shard, ": ", ec.message()));
+          absl::StrCat("--table_dir: cannot empty or make ", shard, ": ", ec.message()));
     }
-    ASSIGN_OR_RETURN(
-        std::unique_ptr<RocksDbRowTier> tier,
-        RocksDbRowTier::Open({absl::StrCat(shard, "/", PathComponent(table)), row_floats, 0}));
+    // A folder of its own: a table installed again (a rollback) opens its
+    // new tier while the old one is still open.
+    RocksDbRowTierOptions o;
+    o.dir = absl::StrCat(shard, "/", PathComponent(table), ".", n);
+    o.row_floats = row_floats;
+    o.remove_when_closed = true;
+    ASSIGN_OR_RETURN(std::unique_ptr<RocksDbRowTier> tier, RocksDbRowTier::Open(o));
     return std::unique_ptr<RowTier>(std::move(tier));
   };
 }

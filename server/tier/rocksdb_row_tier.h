@@ -41,6 +41,8 @@ struct RocksDbRowTierOptions {
   // RocksDB's block cache, bytes (0: RocksDB's default, 8 MiB). Counts
   // against the shard's memory beyond the table's budget.
   int64_t block_cache_bytes = 0;
+  // Remove `dir` when the tier is destroyed.
+  bool remove_when_closed = false;
 };
 
 class RocksDbRowTier final : public RowTier {
@@ -69,9 +71,12 @@ class RocksDbRowTier final : public RowTier {
 };
 
 // SparseTables' tiers (--table_dir): one RocksDbRowTier per table and
-// shard, in `dir`/shard-<id>/<table name> (letters, digits, '_', '-' and
-// '.' past the first byte kept, other bytes as %XX), the shard's folder
-// made if missing (an error naming it otherwise).
+// shard, in `dir`/shard-<id>/<table name>.<n> (letters, digits, '_', '-'
+// and '.' past the first byte kept, other bytes as %XX; n counts the tiers
+// this factory opened, so that a table installed again, by a rollback,
+// never opens a database its old tier holds), removed when the tier goes.
+// The shard's folder is emptied at its first tier (an earlier run's) and
+// made if missing (an error naming it otherwise). Thread-safe.
 SparseTablesOptions::TierFactory RocksDbTiersUnder(const std::string& dir);
 
 }  // namespace ps
