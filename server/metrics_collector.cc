@@ -196,7 +196,8 @@ std::vector<MetricFamily> ServerCollector::Collect() const {
       "Heap bytes of each embedding table's rows (values, optimizer state, id, LRU links) and "
       "index on this shard.",
       MetricType::Gauge);
-  // With --table_memory_budget: the on-disk tier.
+  // With --table_memory_budget: the on-disk tier; with --table_admission:
+  // the ids waiting for a row.
   MetricFamily disk_rows =
       Family("ps_server_embedding_disk_rows",
              "Rows of each embedding table in its on-disk tier on this shard (RocksDB's "
@@ -204,43 +205,73 @@ std::vector<MetricFamily> ServerCollector::Collect() const {
              MetricType::Gauge);
   MetricFamily lookups =
       Family("ps_server_embedding_lookups_total",
-             "Rows that pulls and pushes touched, by where each was: memory, disk (read back from "
-             "the tier) or none (created). The hot tier's hit rate is memory over the sum.",
+             "Rows that pulls and pushes looked up, by where each was: memory, disk (read back "
+             "from the tier), none (created: admitted) or not_admitted (a pull answered the "
+             "initial value). The hot tier's hit rate is memory over memory + disk + none.",
              MetricType::Counter);
   MetricFamily evictions =
       Family("ps_server_embedding_tier_writes_total",
              "Rows written to the on-disk tier as they left memory, by result: ok, or failed (the "
              "row stays in memory past the budget; the log says why).",
              MetricType::Counter);
-  bool tiered = false;
+  MetricFamily dropped = Family("ps_server_embedding_dropped_gradients_total",
+                                "Row gradients dropped because their id was not admitted yet "
+                                "(--table_admission).",
+                                MetricType::Counter);
+  MetricFamily waiting =
+      Family("ps_server_embedding_admission_pending_ids",
+             "Ids seen but not admitted yet (--table_admission=count:N only).", MetricType::Gauge);
+  MetricFamily filter_bytes =
+      Family("ps_server_embedding_admission_memory_bytes",
+             "Heap bytes of each table's admission filter on this shard.", MetricType::Gauge);
+  bool tiered = false, admits = false;
   for (const TableUsage& t : st.tables) {
     rows.metric.push_back(Value(MetricType::Gauge, static_cast<double>(t.rows),
                                 {{"table", t.name}}));
     memory.metric.push_back(Value(MetricType::Gauge, static_cast<double>(t.memory_bytes),
                                   {{"table", t.name}}));
+    if (t.admits) {
+      admits = true;
+      dropped.metric.push_back(Value(
+          MetricType::Counter, static_cast<double>(t.counters.dropped_grads), {{"table", t.name}}));
+      if (t.admission_pending_ids >= 0) {
+        waiting.metric.push_back(Value(
+            MetricType::Gauge, static_cast<double>(t.admission_pending_ids), {{"table", t.name}}));
+      }
+      filter_bytes.metric.push_back(
+          Value(MetricType::Gauge, static_cast<double>(t.admission_bytes), {{"table", t.name}}));
+    }
+    if (!t.tiered && !t.admits) continue;
+    for (const auto& [where, n] : {std::pair<const char*, int64_t>{"memory", t.counters.in_memory},
+                                   {"disk", t.counters.from_tier},
+                                   {"none", t.counters.created},
+                                   {"not_admitted", t.counters.not_admitted}}) {
+      lookups.metric.push_back(Value(MetricType::Counter, static_cast<double>(n),
+                                     {{"table", t.name}, {"where", where}}));
+    }
     if (!t.tiered) continue;
     tiered = true;
     disk_rows.metric.push_back(
         Value(MetricType::Gauge, static_cast<double>(t.tier_rows), {{"table", t.name}}));
-    for (const auto& [where, n] : {std::pair<const char*, int64_t>{"memory", t.tier.in_memory},
-                                   {"disk", t.tier.from_tier},
-                                   {"none", t.tier.created}}) {
-      lookups.metric.push_back(Value(MetricType::Counter, static_cast<double>(n),
-                                     {{"table", t.name}, {"where", where}}));
-    }
-    evictions.metric.push_back(Value(MetricType::Counter, static_cast<double>(t.tier.written),
+    evictions.metric.push_back(Value(MetricType::Counter, static_cast<double>(t.counters.written),
                                      {{"table", t.name}, {"result", "ok"}}));
-    evictions.metric.push_back(Value(MetricType::Counter, static_cast<double>(t.tier.write_errors),
+    evictions.metric.push_back(Value(MetricType::Counter,
+                                     static_cast<double>(t.counters.write_errors),
                                      {{"table", t.name}, {"result", "failed"}}));
   }
   if (!st.tables.empty()) {  // a model without tables shows no empty families
     out.push_back(std::move(rows));
     out.push_back(std::move(memory));
   }
+  if (tiered || admits) out.push_back(std::move(lookups));
   if (tiered) {
     out.push_back(std::move(disk_rows));
-    out.push_back(std::move(lookups));
     out.push_back(std::move(evictions));
+  }
+  if (admits) {
+    out.push_back(std::move(dropped));
+    if (!waiting.metric.empty()) out.push_back(std::move(waiting));
+    out.push_back(std::move(filter_bytes));
   }
   out.push_back(Single("ps_server_waiting_calls", "Pulls and inits waiting for a version.",
                        MetricType::Gauge, static_cast<double>(st.waiting_calls)));

@@ -30,6 +30,8 @@ ABSL_DECLARE_FLAG(std::string, staleness_lr);
 ABSL_DECLARE_FLAG(std::string, port_file);
 ABSL_DECLARE_FLAG(int64_t, table_memory_budget);
 ABSL_DECLARE_FLAG(std::string, table_dir);
+ABSL_DECLARE_FLAG(std::string, table_admission);
+ABSL_DECLARE_FLAG(int64_t, admission_bloom_bytes);
 
 namespace ps {
 namespace {
@@ -70,6 +72,25 @@ TEST(ServerOptionsFromFlags, ATableBudgetNeedsADirectoryThatCanBeMade) {
   absl::SetFlag(&FLAGS_table_memory_budget, 0);
   EXPECT_THAT(Message(ServerOptionsFromFlags().status()),
               HasSubstr("--table_dir needs --table_memory_budget"));
+}
+
+TEST(ServerOptionsFromFlags, TableAdmissionSetsEveryTableAndNamedOnes) {
+  absl::FlagSaver saver;
+  absl::SetFlag(&FLAGS_table_admission, "count:2,ads=bloom:3");
+  absl::SetFlag(&FLAGS_admission_bloom_bytes, 4096);
+  absl::StatusOr<ServerOptions> o = ServerOptionsFromFlags();
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(AdmissionToString(o->shard.tables.admission), "count:2");
+  ASSERT_EQ(o->shard.tables.admission_by_table.count("ads"), 1u);
+  EXPECT_EQ(AdmissionToString(o->shard.tables.admission_by_table.at("ads")), "bloom:3");
+  EXPECT_EQ(o->shard.tables.admission_by_table.at("ads").bloom_bytes, 4096);
+  for (const char* bad : {"count:2,ads=bloom:3,ads=count:2", "=count:2", "ads=bloom:99", "often"}) {
+    absl::SetFlag(&FLAGS_table_admission, bad);
+    EXPECT_THAT(Message(ServerOptionsFromFlags().status()), HasSubstr("--table_admission")) << bad;
+  }
+  absl::SetFlag(&FLAGS_table_admission, "bloom:2");
+  absl::SetFlag(&FLAGS_admission_bloom_bytes, 0);
+  EXPECT_THAT(Message(ServerOptionsFromFlags().status()), HasSubstr("bytes"));
 }
 
 TEST(ServerOptionsFromFlags, ConvertsSecondsAndSharedSecurityFlags) {

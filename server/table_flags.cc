@@ -7,6 +7,8 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "common/status_macros.h"
 #include "server/tier/rocksdb_row_tier.h"
 
@@ -39,11 +41,48 @@ ABSL_FLAG(std::string, table_dir, "",
           "Embedding tables, with --table_memory_budget: the directory of the on-disk tier "
           "(one RocksDB database per table and shard, under shard-<id>/). Emptied at start: "
           "the rows' state survives a restart through --checkpoint_dir, not here.");
+ABSL_FLAG(std::string, table_admission, "none",
+          "Embedding tables: feature admission, which ids get a row. none; count:N (an id's "
+          "row is made at its Nth pull, counted exactly: ~20 bytes per id waiting); bloom:N (a "
+          "counting Bloom filter of --admission_bloom_bytes per table and shard, N <= 15; may "
+          "admit an id early, never late). Until admitted, a pull answers the row's initial "
+          "value and its gradients are dropped (counted on /metrics). Per table: "
+          "TABLE=KIND:N, comma-separated, e.g. count:2,ads=bloom:3.");
+ABSL_FLAG(int64_t, admission_bloom_bytes, int64_t{1} << 20,
+          "Embedding tables, --table_admission=bloom:N: the filter's bytes per table and shard; "
+          "4 bytes per distinct id keep ids seen once from passing bloom:2 early to about 3% "
+          "(docs/embeddings.md).");
 ABSL_FLAG(int64_t, max_ids_per_request, int64_t{1} << 20,
           "Embedding tables: most ids one PullRows or PushRows may name (INVALID_ARGUMENT "
           "past it).");
 
 namespace ps {
+
+namespace {
+
+// --table_admission's value into o->admission and o->admission_by_table.
+absl::Status ParseTableAdmission(absl::string_view text, SparseTablesOptions* o) {
+  for (absl::string_view entry : absl::StrSplit(text, ',')) {
+    const size_t eq = entry.find('=');
+    AdmissionOptions a;
+    a.bloom_bytes = absl::GetFlag(FLAGS_admission_bloom_bytes);
+    absl::Status s =
+        ParseAdmissionKind(entry.substr(eq == absl::string_view::npos ? 0 : eq + 1), &a);
+    if (!s.ok())
+      return absl::InvalidArgumentError(absl::StrCat("--table_admission: ", s.message()));
+    if (eq == absl::string_view::npos) {
+      o->admission = a;
+    } else if (eq == 0 ||
+               !o->admission_by_table.emplace(std::string(entry.substr(0, eq)), a).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--table_admission: \"", entry, "\" names no table or one named before"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<SparseTablesOptions> SparseTablesOptionsFromFlags() {
   SparseTablesOptions o;
   o.max_rows = absl::GetFlag(FLAGS_max_rows);
@@ -57,6 +96,7 @@ absl::StatusOr<SparseTablesOptions> SparseTablesOptionsFromFlags() {
   o.optimizer.ftrl_l2 = static_cast<float>(absl::GetFlag(FLAGS_ftrl_l2));
   o.optimizer.ftrl_beta = static_cast<float>(absl::GetFlag(FLAGS_ftrl_beta));
   o.max_ids_per_request = absl::GetFlag(FLAGS_max_ids_per_request);
+  RETURN_IF_ERROR(ParseTableAdmission(absl::GetFlag(FLAGS_table_admission), &o));
   o.memory_budget_bytes = absl::GetFlag(FLAGS_table_memory_budget);
   const std::string dir = absl::GetFlag(FLAGS_table_dir);
   if (!dir.empty() && o.memory_budget_bytes == 0) {

@@ -13,19 +13,10 @@ namespace ps {
 
 namespace {
 
-constexpr uint32_t kNone = 0xffffffffu;
 // Bytes of floats a chunk of slots aims at.
 constexpr size_t kChunkTargetBytes = 64 * 1024;
 // Keeps the index's bucket choice independent of ShardOfId's high bits.
 constexpr uint64_t kIndexSalt = 0x2545f4914f6cdd1dULL;
-
-// Bytes per slot outside the index: floats, id, prev and next (with LRU
-// eviction), adam's step.
-size_t SlotBytes(const EmbeddingTableOptions& o) {
-  const size_t floats = static_cast<size_t>(o.dim) * (1 + o.optimizer.StateFloatsPerElement());
-  return floats * sizeof(float) + sizeof(uint64_t) + (o.evict_lru ? 2 * sizeof(uint32_t) : 0) +
-         (o.optimizer.HasRowStep() ? sizeof(uint32_t) : 0);
-}
 
 int ChunkShift(const EmbeddingTableOptions& o) {
   const size_t row_bytes =
@@ -33,14 +24,6 @@ int ChunkShift(const EmbeddingTableOptions& o) {
   int shift = 0;
   while (row_bytes << (shift + 1) <= kChunkTargetBytes && shift < 20) ++shift;
   return shift;
-}
-
-// Sorted distinct copy of `ids`.
-std::vector<uint64_t> Distinct(absl::Span<const uint64_t> ids) {
-  std::vector<uint64_t> v(ids.begin(), ids.end());
-  std::sort(v.begin(), v.end());
-  v.erase(std::unique(v.begin(), v.end()), v.end());
-  return v;
 }
 
 }  // namespace
@@ -55,28 +38,6 @@ struct EmbeddingTable::Chunk {
   std::unique_ptr<uint32_t[]> steps;  // adam only
 };
 
-absl::Status EmbeddingTableOptions::Validate() const {
-  if (name.empty()) return absl::InvalidArgumentError("embedding table name must be non-empty");
-  const std::string table = absl::StrCat("embedding table \"", name, "\": ");
-  if (dim < 1)
-    return absl::InvalidArgumentError(absl::StrCat(table, "dim must be >= 1, got ", dim));
-  if (!(init_scale >= 0.0f) || init_scale > 3.0e38f) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(table, "init_scale must be >= 0 and finite, got ", init_scale));
-  }
-  if (max_rows < 0 || max_rows > EmbeddingTable::kMaxRows) {
-    return absl::InvalidArgumentError(absl::StrCat(table, "max_rows must be in [0, ",
-                                                   EmbeddingTable::kMaxRows, "], got ", max_rows));
-  }
-  if (tier != nullptr && (!evict_lru || max_rows == 0)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        table, "a tier needs LRU eviction and max_rows > 0 (the rows kept in memory)"));
-  }
-  absl::Status s = optimizer.Validate();
-  if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat(table, s.message()));
-  return absl::OkStatus();
-}
-
 absl::StatusOr<std::unique_ptr<EmbeddingTable>> EmbeddingTable::Create(
     const EmbeddingTableOptions& options) {
   absl::Status s = options.Validate();
@@ -89,9 +50,14 @@ EmbeddingTable::EmbeddingTable(const EmbeddingTableOptions& options)
       row_floats_(options.dim * (1 + options.optimizer.StateFloatsPerElement())),
       slot_bytes_(sizeof(uint64_t) + row_floats_ * sizeof(float)),
       chunk_shift_(ChunkShift(options)),
+      slow_path_(options.tier != nullptr ||
+                 options.admission.kind != AdmissionOptions::Kind::kNone),
       head_(kNone),
       tail_(kNone) {
   if (options_.tier != nullptr) tier_row_.resize(row_floats_);
+  if (options_.admission.kind != AdmissionOptions::Kind::kNone) {
+    admission_ = AdmissionFilter::Create(options_.admission);
+  }
 }
 
 EmbeddingTable::~EmbeddingTable() = default;
@@ -102,12 +68,12 @@ int64_t EmbeddingTable::RowLimit() const {
 
 // --- Slots -----------------------------------------------------------------
 
-inline unsigned char* EmbeddingTable::SlotOf(uint32_t slot) const {
+unsigned char* EmbeddingTable::SlotOf(uint32_t slot) const {
   return slot_bases_[slot >> chunk_shift_] +
          static_cast<size_t>(slot & ((1u << chunk_shift_) - 1)) * slot_bytes_;
 }
 
-inline uint64_t EmbeddingTable::IdOf(uint32_t slot) const {
+uint64_t EmbeddingTable::IdOf(uint32_t slot) const {
   uint64_t id;
   std::memcpy(&id, SlotOf(slot), sizeof(id));
   return id;
@@ -117,7 +83,7 @@ inline void EmbeddingTable::SetId(uint32_t slot, uint64_t id) {
   std::memcpy(SlotOf(slot), &id, sizeof(id));
 }
 
-inline float* EmbeddingTable::RowOf(uint32_t slot) const {
+float* EmbeddingTable::RowOf(uint32_t slot) const {
   return reinterpret_cast<float*>(SlotOf(slot) + sizeof(uint64_t));
 }
 
@@ -210,8 +176,14 @@ inline uint32_t EmbeddingTable::FindOrCreate(uint64_t id) {
         return kNone;
       }
       stored = *got;
-      ++(stored ? counters_.from_tier : counters_.created);
     }
+    if (!stored && admission_ != nullptr) {
+      if (!(lookup_ == Lookup::kPull ? admission_->Sight(id) : admission_->Admitted(id))) {
+        return kPending;
+      }
+      admission_->Forget(id);
+    }
+    ++(stored ? counters_.from_tier : counters_.created);
     slot = NewSlot(id);
     float* row = RowOf(slot);
     if (stored) {
@@ -258,7 +230,7 @@ inline size_t EmbeddingTable::HomeBucket(uint64_t id) const {
   return static_cast<size_t>(Mix64(id ^ kIndexSalt)) & (buckets_.size() - 1);
 }
 
-inline uint32_t EmbeddingTable::Find(uint64_t id) const {
+uint32_t EmbeddingTable::Find(uint64_t id) const {
   if (buckets_.empty()) return kNone;
   const size_t mask = buckets_.size() - 1;
   for (size_t b = HomeBucket(id);; b = (b + 1) & mask) {
@@ -303,32 +275,6 @@ void EmbeddingTable::GrowIndexFor(int64_t rows) {
 }
 
 // --- Calls -------------------------------------------------------------------
-
-absl::Status EmbeddingTable::CheckCapacity(absl::Span<const uint64_t> ids) const {
-  const int64_t limit = RowLimit();
-  const int64_t n = static_cast<int64_t>(ids.size());
-  // With a tier, a call's rows fit in memory past the budget until it ends.
-  if (options_.tier != nullptr) return absl::OkStatus();
-  if (options_.evict_lru) {
-    if (n <= limit) return absl::OkStatus();
-    const int64_t distinct = static_cast<int64_t>(Distinct(ids).size());
-    if (distinct <= limit) return absl::OkStatus();
-    return absl::ResourceExhaustedError(
-        absl::StrCat("embedding table \"", options_.name, "\": one call names ", distinct,
-                     " distinct ids, more than max_rows ", limit, " even with LRU eviction"));
-  }
-  if (num_rows_ + n <= limit) return absl::OkStatus();
-  std::vector<uint64_t> missing;
-  for (uint64_t id : ids) {
-    if (Find(id) == kNone) missing.push_back(id);
-  }
-  if (num_rows_ + static_cast<int64_t>(missing.size()) <= limit) return absl::OkStatus();
-  const int64_t fresh = static_cast<int64_t>(Distinct(missing).size());
-  if (num_rows_ + fresh <= limit) return absl::OkStatus();
-  return absl::ResourceExhaustedError(absl::StrCat(
-      "embedding table \"", options_.name, "\": ", fresh, " new rows would pass max_rows ", limit,
-      " (it holds ", num_rows_, "); raise max_rows or turn on LRU eviction"));
-}
 
 inline void EmbeddingTable::PrefetchSlot(uint32_t slot) const {
   // The slot's cache lines (its id and row), up to five (dim 64, SGD).
@@ -380,34 +326,47 @@ absl::Status EmbeddingTable::FindOrCreateAll(absl::Span<const uint64_t> ids,
   // The call's rows stay in memory together, past the budget if they must
   // (its distinct ids are at most ids.size()): it is its most recently
   // used rows, so the tail is never one of them. ShrinkToBudget after.
-  call_rows_ = static_cast<int64_t>(ids.size());
+  if (options_.tier != nullptr) call_rows_ = static_cast<int64_t>(ids.size());
   const int64_t before = counters_.from_tier + counters_.created;
   constexpr size_t kBatch = 256;
   for (size_t i = 0; i < ids.size() && read_error_.ok(); i += kBatch) {
     FindOrCreateMany(ids.subspan(i, std::min(kBatch, ids.size() - i)), slots->data() + i);
   }
   if (read_error_.ok()) {
-    counters_.in_memory +=
-        static_cast<int64_t>(ids.size()) - (counters_.from_tier + counters_.created - before);
+    const int64_t pending = std::count(slots->begin(), slots->end(), kPending);
+    counters_.in_memory += static_cast<int64_t>(ids.size()) - pending -
+                           (counters_.from_tier + counters_.created - before);
   }
   return read_error_;
+}
+
+template <typename Use>
+absl::Status EmbeddingTable::CallWithLookups(absl::Span<const uint64_t> ids, Lookup lookup,
+                                             Use use) {
+  std::vector<uint32_t> slots;
+  lookup_ = lookup;
+  absl::Status s = FindOrCreateAll(ids, &slots);
+  if (s.ok()) {
+    for (size_t i = 0; i < ids.size(); ++i) use(i, slots[i]);
+  }
+  call_rows_ = 0;
+  ShrinkToBudget();
+  return s;
 }
 
 absl::Status EmbeddingTable::Pull(absl::Span<const uint64_t> ids, float* out) {
   absl::Status s = CheckCapacity(ids);
   if (!s.ok()) return s;
   const size_t dim = options_.dim;
-  if (options_.tier != nullptr) {
-    std::vector<uint32_t> slots;
-    s = FindOrCreateAll(ids, &slots);
-    if (s.ok()) {
-      for (size_t i = 0; i < ids.size(); ++i) {
-        std::memcpy(out + i * dim, RowOf(slots[i]), dim * sizeof(float));
+  if (slow_path_) {
+    return CallWithLookups(ids, Lookup::kPull, [&](size_t i, uint32_t slot) {
+      if (slot != kPending) {
+        std::memcpy(out + i * dim, RowOf(slot), dim * sizeof(float));
+        return;
       }
-    }
-    call_rows_ = 0;
-    ShrinkToBudget();
-    return s;
+      InitRow(options_.seed, ids[i], options_.dim, options_.init_scale, out + i * dim);
+      ++counters_.not_admitted;
+    });
   }
   constexpr size_t kBatch = 256;  // slots looked up before their rows are read
   uint32_t slots[kBatch];
@@ -437,19 +396,16 @@ absl::Status EmbeddingTable::Apply(absl::Span<const uint64_t> ids, const float* 
   absl::Status s = CheckCapacity(ids);
   if (!s.ok()) return s;
   const size_t dim = options_.dim;
-  if (options_.tier != nullptr) {
-    std::vector<uint32_t> slots;
-    s = FindOrCreateAll(ids, &slots);
-    if (s.ok()) {
-      for (size_t i = 0; i < ids.size(); ++i) {
-        float* row = RowOf(slots[i]);
-        ApplySparseRow(options_.optimizer, options_.dim, grads + i * dim, row, row + dim,
-                       StepOf(slots[i]));
+  if (slow_path_) {
+    return CallWithLookups(ids, Lookup::kApply, [&](size_t i, uint32_t slot) {
+      if (slot == kPending) {
+        ++counters_.dropped_grads;
+        return;
       }
-    }
-    call_rows_ = 0;
-    ShrinkToBudget();
-    return s;
+      float* row = RowOf(slot);
+      ApplySparseRow(options_.optimizer, options_.dim, grads + i * dim, row, row + dim,
+                     StepOf(slot));
+    });
   }
   constexpr size_t kBatch = 256;
   uint32_t slots[kBatch];
@@ -465,8 +421,16 @@ absl::Status EmbeddingTable::Apply(absl::Span<const uint64_t> ids, const float* 
   return absl::OkStatus();
 }
 
-size_t EmbeddingTable::MemoryBytesPerRow(const EmbeddingTableOptions& options) {
-  return SlotBytes(options) + 11;  // 4 bytes a bucket, at least 0.375 used
+absl::Status EmbeddingTable::Prepare(absl::Span<const uint64_t> ids) {
+  absl::Status s = CheckCapacity(ids);
+  if (!s.ok()) return s;
+  if (slow_path_) return CallWithLookups(ids, Lookup::kApply, [](size_t, uint32_t) {});
+  constexpr size_t kBatch = 256;
+  uint32_t slots[kBatch];
+  for (size_t i = 0; i < ids.size(); i += kBatch) {
+    FindOrCreateMany(ids.subspan(i, std::min(kBatch, ids.size() - i)), slots);
+  }
+  return absl::OkStatus();
 }
 
 size_t EmbeddingTable::MemoryBytes() const {
@@ -474,88 +438,6 @@ size_t EmbeddingTable::MemoryBytes() const {
   return chunks_.capacity() * sizeof(std::unique_ptr<Chunk>) + chunks_.size() * sizeof(Chunk) +
          slot_bases_.capacity() * sizeof(unsigned char*) + slots * SlotBytes(options_) +
          buckets_.capacity() * sizeof(uint32_t);
-}
-
-// --- Export and Import -------------------------------------------------------
-
-absl::StatusOr<EmbeddingTableContents> EmbeddingTable::Export() const {
-  EmbeddingTableContents c;
-  c.dim = options_.dim;
-  c.optimizer = options_.optimizer.kind;
-  const size_t dim = options_.dim;
-  const size_t state = row_floats_ - dim;
-  c.ids.reserve(num_rows_);
-  c.values.reserve(num_rows_ * dim);
-  c.state.reserve(num_rows_ * state);
-  const auto add = [&](uint32_t slot) {
-    const float* row = RowOf(slot);
-    c.ids.push_back(IdOf(slot));
-    c.values.insert(c.values.end(), row, row + dim);
-    c.state.insert(c.state.end(), row + dim, row + row_floats_);
-    if (const uint32_t* step = StepOf(slot)) c.adam_steps.push_back(*step);
-  };
-  if (options_.tier != nullptr) {
-    // The tier's copy of a row in memory is older: memory's wins.
-    RETURN_IF_ERROR(
-        options_.tier->ForEach([&](uint64_t id, absl::Span<const float> row, uint32_t step) {
-          if (Find(id) != kNone) return;
-          c.ids.push_back(id);
-          c.values.insert(c.values.end(), row.begin(), row.begin() + dim);
-          c.state.insert(c.state.end(), row.begin() + dim, row.end());
-          if (options_.optimizer.HasRowStep()) c.adam_steps.push_back(step);
-        }));
-  }
-  if (options_.evict_lru) {
-    for (uint32_t slot = tail_; slot != kNone; slot = PrevOf(slot)) add(slot);  // LRU first
-  } else {
-    for (int64_t slot = 0; slot < num_rows_; ++slot) add(static_cast<uint32_t>(slot));
-  }
-  return c;
-}
-
-absl::Status EmbeddingTable::Import(const EmbeddingTableContents& c) {
-  const std::string table = absl::StrCat("embedding table \"", options_.name, "\": import: ");
-  if (c.dim != options_.dim) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(table, "rows of dim ", c.dim, ", the table's is ", options_.dim));
-  }
-  if (c.optimizer != options_.optimizer.kind) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(table, "optimizer state of ", SparseOptimizerName(c.optimizer),
-                     ", the table uses ", SparseOptimizerName(options_.optimizer.kind)));
-  }
-  const size_t n = c.ids.size();
-  const size_t dim = options_.dim;
-  const size_t state = row_floats_ - dim;
-  const size_t steps = options_.optimizer.HasRowStep() ? n : 0;
-  if (c.values.size() != n * dim || c.state.size() != n * state || c.adam_steps.size() != steps) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        table, n, " ids need ", n * dim, " values, ", n * state, " state floats and ", steps,
-        " step counts; got ", c.values.size(), ", ", c.state.size(), " and ", c.adam_steps.size()));
-  }
-  if (options_.tier == nullptr && static_cast<int64_t>(n) > RowLimit()) {
-    return absl::ResourceExhaustedError(absl::StrCat(table, n, " rows pass max_rows ", RowLimit()));
-  }
-  std::vector<uint64_t> sorted(c.ids.begin(), c.ids.end());
-  std::sort(sorted.begin(), sorted.end());
-  auto dup = std::adjacent_find(sorted.begin(), sorted.end());
-  if (dup != sorted.end()) {
-    return absl::InvalidArgumentError(absl::StrCat(table, "id ", *dup, " repeats"));
-  }
-
-  Clear();
-  if (options_.tier != nullptr) RETURN_IF_ERROR(options_.tier->Clear());
-  GrowIndexFor(std::min(static_cast<int64_t>(n), RowLimit()));
-  for (size_t i = 0; i < n; ++i) {
-    const uint32_t slot = NewSlot(c.ids[i]);
-    float* row = RowOf(slot);
-    std::memcpy(row, c.values.data() + i * dim, dim * sizeof(float));
-    if (state > 0) std::memcpy(row + dim, c.state.data() + i * state, state * sizeof(float));
-    if (uint32_t* step = StepOf(slot)) *step = c.adam_steps[i];
-    IndexInsert(slot);
-    if (options_.evict_lru) PushFront(slot);
-  }
-  return absl::OkStatus();
 }
 
 void EmbeddingTable::Clear() {

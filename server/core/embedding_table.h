@@ -40,6 +40,13 @@
 // least recently used rows go back to the tier, and their slots are reused:
 // the chunks stay allocated).
 //
+// With admission (options.admission, server/core/admission.h) a row is
+// created only for an id its filter admits: each id a Pull names is one
+// sighting, and until an id's sightings reach the filter's count a Pull
+// answers the row's initial value (what the row will start from) without
+// making it, and Apply drops its gradient (both counted in counters()).
+// An existing row (in memory or the tier) needs no admission.
+//
 // Export and Import move every row with its optimizer state and its order
 // (with evict_lru the LRU order, else the order rows were made), for
 // checkpoints: Import then Pull gives the same rows bit for bit,
@@ -59,6 +66,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "common/sparse_optimizer.h"
+#include "server/core/admission.h"
 #include "server/core/row_tier.h"
 
 namespace ps {
@@ -78,6 +86,8 @@ struct EmbeddingTableOptions {
   // evict_lru and max_rows > 0. Must outlive the table, which may write it
   // in any call (and Clear it in Import).
   RowTier* tier = nullptr;
+  // Which ids get a row (none: every id at first touch).
+  AdmissionOptions admission;
 
   // INVALID_ARGUMENT naming the table and the first bad field.
   absl::Status Validate() const;
@@ -89,15 +99,18 @@ struct EmbeddingTableOptions {
 // values[i*dim, (i+1)*dim), its state state[i*dim*s, (i+1)*dim*s) with s the
 // optimizer's StateFloatsPerElement, and for adam its step count
 // adam_steps[i] (empty for the other rules).
-// What a table with a tier did since it was made, for operators: rows its
-// Pull and Apply touched, by where they were (memory, the tier, nowhere:
-// created), and its writes to the tier.
-struct TierCounters {
+// What a table with a tier or admission did since it was made, for
+// operators (zero for a table with neither): the rows its Pull and Apply
+// looked up, by where they were (memory, the tier, nowhere: created, or
+// not admitted), and its writes to the tier.
+struct TableCounters {
   int64_t in_memory = 0;
   int64_t from_tier = 0;
   int64_t created = 0;
-  int64_t written = 0;       // rows evicted to the tier
-  int64_t write_errors = 0;  // rows the tier refused (kept in memory)
+  int64_t not_admitted = 0;   // Pull answered the initial value
+  int64_t dropped_grads = 0;  // Apply dropped a row's gradient: not admitted
+  int64_t written = 0;        // rows evicted to the tier
+  int64_t write_errors = 0;   // rows the tier refused (kept in memory)
 };
 
 struct EmbeddingTableContents {
@@ -136,6 +149,11 @@ class EmbeddingTable {
   // repeats; RESOURCE_EXHAUSTED as Pull; either way nothing changes.
   absl::Status Apply(absl::Span<const uint64_t> ids, const float* grads);
 
+  // Makes the rows of `ids` that Apply would make, counting no sighting
+  // (a sync push's rows, made when it arrives so that its step's close
+  // finds room). RESOURCE_EXHAUSTED or the tier's error as Pull.
+  absl::Status Prepare(absl::Span<const uint64_t> ids);
+
   // The RESOURCE_EXHAUSTED that Pull or Apply of `ids` would return for
   // want of room, or OK; changes nothing (so a caller can check before it
   // allocates the call's output).
@@ -146,8 +164,10 @@ class EmbeddingTable {
   // The tier's last write error since the table was made (OK: none): rows
   // kept in memory past the budget because the tier could not take them.
   const absl::Status& tier_error() const { return tier_error_; }
-  // Zero without a tier.
-  const TierCounters& tier_counters() const { return counters_; }
+  // Zero without a tier or admission.
+  const TableCounters& counters() const { return counters_; }
+  // Null without admission.
+  const AdmissionFilter* admission() const { return admission_.get(); }
   const EmbeddingTableOptions& options() const { return options_; }
 
   // Bytes this table has allocated on the heap for its rows and index (not
@@ -170,13 +190,24 @@ class EmbeddingTable {
  private:
   struct Chunk;
 
+  // Not slots (kMaxRows slots are 0 .. kMaxRows - 1): no row; a row
+  // admission refused to make.
+  static constexpr uint32_t kNone = 0xffffffffu;
+  static constexpr uint32_t kPending = 0xfffffffeu;
+
   explicit EmbeddingTable(const EmbeddingTableOptions& options);
 
   int64_t RowLimit() const;
+  // Bytes per slot outside the index: floats, id, LRU links, adam's step.
+  static size_t SlotBytes(const EmbeddingTableOptions& options);
+  // What a call's lookups are for: a Pull's count sightings; a Pull's and
+  // Prepare's make rows the filter admits, Apply's too.
+  enum class Lookup { kPull, kApply };
+
   // The slot of `id`, creating the row (evicting if needed) when missing,
   // made the most recently used. REQUIRES: CheckCapacity passed. kNone
   // when the tier failed to read it (read_error_ says why; nothing changed
-  // for `id`).
+  // for `id`); kPending when admission refused to make it.
   uint32_t FindOrCreate(uint64_t id);
   // A slot for `id` (its step 0), not yet in the LRU list or the index:
   // the least recently used row's once full (written to the tier first, if
@@ -219,8 +250,13 @@ class EmbeddingTable {
   void GrowIndexFor(int64_t rows);
 
   void Clear();
+  // Pull, Apply and Prepare with a tier or admission: their rows are
+  // looked up first (FindOrCreateAll), then `use(i, slot)` for each.
+  template <typename Use>
+  absl::Status CallWithLookups(absl::Span<const uint64_t> ids, Lookup lookup, Use use);
 
   const EmbeddingTableOptions options_;
+  const bool slow_path_;     // a tier or admission: FindOrCreateAll
   const int row_floats_;     // dim * (1 + state floats per element)
   const size_t slot_bytes_;  // the id, then row_floats_ floats
   const int chunk_shift_;    // slots per chunk = 1 << chunk_shift_
@@ -235,9 +271,11 @@ class EmbeddingTable {
   uint32_t tail_;
   std::vector<uint32_t> buckets_;  // slot numbers; kNone = empty
   absl::Status tier_error_;        // the tier's last write error
-  TierCounters counters_;
-  absl::Status read_error_;      // the current call's tier read error
-  std::vector<float> tier_row_;  // a row read from the tier
+  TableCounters counters_;
+  std::unique_ptr<AdmissionFilter> admission_;  // null: none
+  Lookup lookup_ = Lookup::kApply;              // the current call's
+  absl::Status read_error_;                     // the current call's tier read error
+  std::vector<float> tier_row_;                 // a row read from the tier
 };
 
 }  // namespace ps

@@ -35,6 +35,12 @@ absl::Status SparseTablesOptions::Validate() const {
     return absl::InvalidArgumentError(
         "--table_memory_budget needs a tier for the other rows (--table_dir)");
   }
+  RETURN_IF_ERROR(admission.Validate());
+  for (const auto& [table, a] : admission_by_table) {
+    if (absl::Status s = a.Validate(); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("table \"", table, "\": ", s.message()));
+    }
+  }
   return optimizer.Validate();
 }
 
@@ -58,6 +64,8 @@ EmbeddingTableOptions SparseTables::TableOptions(const TableSpec& spec) const {
   o.max_rows = options_.max_rows;
   o.evict_lru = options_.evict_lru;
   o.optimizer = options_.optimizer;
+  auto a = options_.admission_by_table.find(spec.name);
+  o.admission = a != options_.admission_by_table.end() ? a->second : options_.admission;
   if (options_.memory_budget_bytes > 0) {
     // The rows the budget holds, at least one; the tier holds the rest.
     o.evict_lru = true;
@@ -217,8 +225,7 @@ absl::StatusOr<PushOutcome> SparseTables::Push(int worker_id, absl::string_view 
   }
   if (t.held.count(worker_id) > 0) return PushOutcome::kDuplicate;
   // Create the rows now, so that the step's close cannot run out of room.
-  std::vector<float> scratch(grads.size());
-  if (absl::Status s = t.rows->Pull(ids, scratch.data()); !s.ok()) return s;
+  if (absl::Status s = t.rows->Prepare(ids); !s.ok()) return s;
   Held& h = t.held[worker_id];
   h.ids.assign(ids.begin(), ids.end());
   h.grads.assign(grads.begin(), grads.end());
@@ -273,7 +280,7 @@ std::vector<std::string> SparseTables::TierNews() {
   std::vector<std::string> lines;
   for (const TableSpec& spec : specs_) {
     Table& t = tables_.at(spec.name);
-    const int64_t errors = t.rows->tier_counters().write_errors;
+    const int64_t errors = t.rows->counters().write_errors;
     if (errors == t.logged_write_errors ||
         (t.logged_write_errors > 0 && errors - t.logged_write_errors < 10000)) {
       continue;
@@ -298,8 +305,16 @@ std::vector<TableUsage> SparseTables::Usage() const {
   for (const TableSpec& spec : specs_) {
     const Table& t = tables_.at(spec.name);
     const EmbeddingTable& rows = *t.rows;
-    out.push_back(TableUsage{spec.name, rows.num_rows(), rows.MemoryBytes(), t.tier != nullptr,
-                             t.tier != nullptr ? t.tier->num_rows() : 0, rows.tier_counters()});
+    TableUsage u{spec.name, rows.num_rows(), rows.MemoryBytes()};
+    u.tiered = t.tier != nullptr;
+    if (u.tiered) u.tier_rows = t.tier->num_rows();
+    if (const AdmissionFilter* a = rows.admission()) {
+      u.admits = true;
+      u.admission_pending_ids = a->pending_ids();
+      u.admission_bytes = a->MemoryBytes();
+    }
+    u.counters = rows.counters();
+    out.push_back(std::move(u));
   }
   return out;
 }

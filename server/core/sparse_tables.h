@@ -43,6 +43,7 @@
 #include "common/mode.h"
 #include "common/sparse_optimizer.h"
 #include "common/table_spec.h"
+#include "server/core/admission.h"
 #include "server/core/embedding_table.h"
 #include "server/core/row_tier.h"
 #include "server/core/shard_state.h"
@@ -74,6 +75,10 @@ struct SparseTablesOptions {
   using TierFactory = std::function<absl::StatusOr<std::unique_ptr<RowTier>>(
       int shard_id, const std::string& table, int row_floats)>;
   TierFactory make_tier;
+  // Which ids get a row, for every table (--table_admission), but those
+  // named in admission_by_table.
+  AdmissionOptions admission;
+  std::map<std::string, AdmissionOptions> admission_by_table;
 
   // INVALID_ARGUMENT naming the first bad field.
   absl::Status Validate() const;
@@ -84,9 +89,12 @@ struct TableUsage {
   std::string name;
   int64_t rows = 0;         // in memory
   size_t memory_bytes = 0;  // EmbeddingTable::MemoryBytes
-  bool tiered = false;      // with --table_memory_budget: the fields below
+  bool tiered = false;      // with --table_memory_budget
   int64_t tier_rows = 0;    // RowTier::num_rows
-  TierCounters tier;
+  bool admits = false;      // with admission (--table_admission)
+  int64_t admission_pending_ids = -1;  // AdmissionFilter::pending_ids
+  size_t admission_bytes = 0;          // AdmissionFilter::MemoryBytes
+  TableCounters counters;              // zero unless tiered or admits
 };
 
 class SparseTables {

@@ -160,8 +160,8 @@ TEST(SparseTables, ABudgetOpensATierPerTableAndLogsItsRefusalsOnce) {
   ASSERT_EQ(usage.size(), 1u);
   EXPECT_TRUE(usage[0].tiered);
   EXPECT_EQ(usage[0].rows, 4);
-  EXPECT_EQ(usage[0].tier.write_errors, 6);
-  EXPECT_EQ(usage[0].tier.created, 4);
+  EXPECT_EQ(usage[0].counters.write_errors, 6);
+  EXPECT_EQ(usage[0].counters.created, 4);
 }
 
 }  // namespace

@@ -24,13 +24,15 @@ struct CtrRun {
   double samples_per_sec = 0;  // all workers together
   double auc = 0;
   int64_t table_rows = 0;  // in memory, all shards
-  TierCounters tier;       // with a budget, all shards
+  TableCounters tier;      // with a budget, all shards
 };
 
-// The tiered runs' budget: bytes per table and shard, and the tiers' folder.
-struct Budget {
-  int64_t bytes = 0;
+// The servers' table settings of a run beyond the defaults: a budget
+// (bytes per table and shard, and the tiers' folder), admission.
+struct TableSettings {
+  int64_t budget_bytes = 0;
   std::string dir;
+  AdmissionOptions admission;
 };
 
 // One worker of `workers` with batch `batch`, through ps_worker's run loop:
@@ -59,17 +61,18 @@ double Auc(const RunResult& r) {
 }
 
 absl::StatusOr<CtrRun> Distributed(const CtrTrainBenchOptions& b, Mode mode, int servers,
-                                   const Budget* budget = nullptr) {
+                                   const TableSettings& tables = {}) {
   constexpr int kWorkers = 2;
   ServerOptions so;
   so.shard.num_workers = kWorkers;
   so.shard.mode = mode;
   so.shard.optimizer.name = "adam";
   so.shard.optimizer.learning_rate = b.dense_lr;
-  if (budget != nullptr) {
-    so.shard.tables.memory_budget_bytes = budget->bytes;
-    so.shard.tables.make_tier = RocksDbTiersUnder(budget->dir);
+  if (tables.budget_bytes > 0) {
+    so.shard.tables.memory_budget_bytes = tables.budget_bytes;
+    so.shard.tables.make_tier = RocksDbTiersUnder(tables.dir);
   }
+  so.shard.tables.admission = tables.admission;
   ASSIGN_OR_RETURN(LocalServers local, LocalServers::Start(so, servers));
   std::vector<absl::StatusOr<RunResult>> results(kWorkers, absl::UnknownError("not run"));
   std::vector<std::thread> threads;
@@ -96,9 +99,9 @@ absl::StatusOr<CtrRun> Distributed(const CtrTrainBenchOptions& b, Mode mode, int
   for (const auto& server : local.servers) {
     for (const TableUsage& t : server->shard()->Stats().tables) {
       run.table_rows += t.rows;
-      run.tier.in_memory += t.tier.in_memory;
-      run.tier.from_tier += t.tier.from_tier;
-      run.tier.created += t.tier.created;
+      run.tier.in_memory += t.counters.in_memory;
+      run.tier.from_tier += t.counters.from_tier;
+      run.tier.created += t.counters.created;
     }
   }
   return run;
@@ -114,10 +117,11 @@ absl::StatusOr<Row> Tiered(const CtrTrainBenchOptions& b, Mode mode, const CtrRu
   row.optimizer.kind = SparseOptimizerKind::kAdagrad;  // the servers' default
   const int64_t budget_rows = std::max<int64_t>(
       1, static_cast<int64_t>(static_cast<double>(all_memory.table_rows) / b.tier_ratio));
-  const Budget budget{budget_rows * static_cast<int64_t>(EmbeddingTable::MemoryBytesPerRow(row)),
-                      temp.path};
-  ASSIGN_OR_RETURN(CtrRun run, Distributed(b, mode, 1, &budget));
-  const TierCounters& t = run.tier;
+  TableSettings budget;
+  budget.budget_bytes = budget_rows * static_cast<int64_t>(EmbeddingTable::MemoryBytesPerRow(row));
+  budget.dir = temp.path;
+  ASSIGN_OR_RETURN(CtrRun run, Distributed(b, mode, 1, budget));
+  const TableCounters& t = run.tier;
   const double lookups = static_cast<double>(t.in_memory + t.from_tier + t.created);
   Row r;
   r.name = absl::StrFormat(
@@ -125,9 +129,31 @@ absl::StatusOr<Row> Tiered(const CtrTrainBenchOptions& b, Mode mode, const CtrRu
       "%.1f%%, reads from disk %.1f%%) vs all in memory",
       ModeName(mode), static_cast<long long>(all_memory.table_rows),
       static_cast<double>(all_memory.table_rows) / static_cast<double>(budget_rows),
-      static_cast<double>(budget.bytes) / (1 << 20),
+      static_cast<double>(budget.budget_bytes) / (1 << 20),
       lookups > 0 ? 100.0 * static_cast<double>(t.in_memory) / lookups : 0.0,
       lookups > 0 ? 100.0 * static_cast<double>(t.from_tier) / lookups : 0.0);
+  r.value = run.samples_per_sec;
+  r.baseline = all_memory.samples_per_sec;
+  r.accuracy = run.auc;
+  return r;
+}
+
+// The rerun of `mode` with one server and admission, against `all_memory`:
+// the rows each keeps and the AUC.
+absl::StatusOr<Row> Admitted(const CtrTrainBenchOptions& b, Mode mode, const CtrRun& all_memory) {
+  TableSettings settings;
+  settings.admission = b.admission;
+  ASSIGN_OR_RETURN(CtrRun run, Distributed(b, mode, 1, settings));
+  Row r;
+  r.name = absl::StrFormat(
+      "ctr %s (1 server, admission %s: %lld rows resident vs %lld, %.1f%% fewer; AUC %.4f vs "
+      "%.4f) vs no admission",
+      ModeName(mode), AdmissionToString(b.admission), static_cast<long long>(run.table_rows),
+      static_cast<long long>(all_memory.table_rows),
+      all_memory.table_rows > 0 ? 100.0 * (1.0 - static_cast<double>(run.table_rows) /
+                                                     static_cast<double>(all_memory.table_rows))
+                                : 0.0,
+      run.auc, all_memory.auc);
   r.value = run.samples_per_sec;
   r.baseline = all_memory.samples_per_sec;
   r.accuracy = run.auc;
@@ -163,6 +189,12 @@ absl::StatusOr<std::vector<Row>> RunCtrTrainBench(const CtrTrainBenchOptions& b)
   if (b.tier_ratio > 0) {
     for (const auto& [mode, run] : one_server) {
       ASSIGN_OR_RETURN(Row r, Tiered(b, mode, run));
+      rows.push_back(r);
+    }
+  }
+  if (b.admission.kind != AdmissionOptions::Kind::kNone) {
+    for (const auto& [mode, run] : one_server) {
+      ASSIGN_OR_RETURN(Row r, Admitted(b, mode, run));
       rows.push_back(r);
     }
   }

@@ -7,8 +7,9 @@
 // rows, as the standalone trainer does. With tier_ratio > 0, the async and
 // sync one-server runs are run again with the embedding table tier_ratio
 // times its memory budget (the rows past it in RocksDB, server/tier/), each
-// against its all-memory run, with the hot tier's hit rate. Not
-// thread-safe.
+// against its all-memory run, with the hot tier's hit rate; with admission,
+// again all in memory with that admission, against the same run without
+// (resident rows and AUC). Not thread-safe.
 #ifndef PS_TOOLS_BENCH_BENCH_CTR_TRAIN_H_
 #define PS_TOOLS_BENCH_BENCH_CTR_TRAIN_H_
 
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "server/core/admission.h"
 #include "tools/bench/bench_common.h"
 
 namespace ps {
@@ -31,6 +33,8 @@ struct CtrTrainBenchOptions {
   // Rows of the table over rows its memory budget holds, for the tiered
   // runs (--ctr_tier_ratio); 0: none.
   double tier_ratio = 10;
+  // The admission of the admission runs (--ctr_admission); none: no runs.
+  AdmissionOptions admission;
 };
 
 // The standalone row first (its own baseline), then one row per
