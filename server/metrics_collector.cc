@@ -224,6 +224,10 @@ std::vector<MetricFamily> ServerCollector::Collect() const {
   MetricFamily filter_bytes =
       Family("ps_server_embedding_admission_memory_bytes",
              "Heap bytes of each table's admission filter on this shard.", MetricType::Gauge);
+  MetricFamily evicted = Family("ps_server_embedding_evictions_total",
+                                "Rows removed from each table (memory and disk) by --table_ttl_* "
+                                "(reason=ttl) or --table_evict_l2_below (reason=score).",
+                                MetricType::Counter);
   bool tiered = false, admits = false;
   for (const TableUsage& t : st.tables) {
     rows.metric.push_back(Value(MetricType::Gauge, static_cast<double>(t.rows),
@@ -240,6 +244,14 @@ std::vector<MetricFamily> ServerCollector::Collect() const {
       }
       filter_bytes.metric.push_back(
           Value(MetricType::Gauge, static_cast<double>(t.admission_bytes), {{"table", t.name}}));
+    }
+    if (t.evicts) {
+      for (const auto& [reason, n] :
+           {std::pair<const char*, int64_t>{"ttl", t.counters.evicted_ttl},
+            {"score", t.counters.evicted_score}}) {
+        evicted.metric.push_back(Value(MetricType::Counter, static_cast<double>(n),
+                                       {{"table", t.name}, {"reason", reason}}));
+      }
     }
     if (!t.tiered && !t.admits) continue;
     for (const auto& [where, n] : {std::pair<const char*, int64_t>{"memory", t.counters.in_memory},
@@ -268,6 +280,7 @@ std::vector<MetricFamily> ServerCollector::Collect() const {
     out.push_back(std::move(disk_rows));
     out.push_back(std::move(evictions));
   }
+  if (!evicted.metric.empty()) out.push_back(std::move(evicted));
   if (admits) {
     out.push_back(std::move(dropped));
     if (!waiting.metric.empty()) out.push_back(std::move(waiting));

@@ -32,6 +32,9 @@ ABSL_DECLARE_FLAG(int64_t, table_memory_budget);
 ABSL_DECLARE_FLAG(std::string, table_dir);
 ABSL_DECLARE_FLAG(std::string, table_admission);
 ABSL_DECLARE_FLAG(int64_t, admission_bloom_bytes);
+ABSL_DECLARE_FLAG(int64_t, table_ttl_steps);
+ABSL_DECLARE_FLAG(int64_t, table_ttl_secs);
+ABSL_DECLARE_FLAG(double, table_evict_l2_below);
 
 namespace ps {
 namespace {
@@ -91,6 +94,24 @@ TEST(ServerOptionsFromFlags, TableAdmissionSetsEveryTableAndNamedOnes) {
   absl::SetFlag(&FLAGS_table_admission, "bloom:2");
   absl::SetFlag(&FLAGS_admission_bloom_bytes, 0);
   EXPECT_THAT(Message(ServerOptionsFromFlags().status()), HasSubstr("bytes"));
+}
+
+TEST(ServerOptionsFromFlags, TableTtlIsInStepsOrSecondsNotBoth) {
+  absl::FlagSaver saver;
+  absl::SetFlag(&FLAGS_table_ttl_steps, 100);
+  absl::SetFlag(&FLAGS_table_evict_l2_below, 0.01);
+  absl::StatusOr<ServerOptions> o = ServerOptionsFromFlags();
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->shard.tables.ttl_steps, 100);
+  EXPECT_FLOAT_EQ(o->shard.tables.min_l2, 0.01f);
+  absl::SetFlag(&FLAGS_table_ttl_secs, 60);
+  o = ServerOptionsFromFlags();
+  ASSERT_TRUE(o.ok());  // checked where the shard is made (Shard::Create)
+  EXPECT_THAT(Message(o->shard.tables.Validate()), HasSubstr("at most one"));
+  absl::SetFlag(&FLAGS_table_ttl_steps, 0);
+  absl::SetFlag(&FLAGS_table_evict_l2_below, -1);
+  EXPECT_THAT(Message(ServerOptionsFromFlags()->shard.tables.Validate()),
+              HasSubstr("--table_evict_l2_below"));
 }
 
 TEST(ServerOptionsFromFlags, ConvertsSecondsAndSharedSecurityFlags) {

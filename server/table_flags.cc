@@ -52,6 +52,17 @@ ABSL_FLAG(int64_t, admission_bloom_bytes, int64_t{1} << 20,
           "Embedding tables, --table_admission=bloom:N: the filter's bytes per table and shard; "
           "4 bytes per distinct id keep ids seen once from passing bloom:2 early to about 3% "
           "(docs/embeddings.md).");
+ABSL_FLAG(
+    int64_t, table_ttl_steps, 0,
+    "Embedding tables: evict rows not updated for more than this many steps of the shard "
+    "(its version: a sync step, an async dense push). Incremental: each rows call looks at a few "
+    "rows (docs/embeddings.md). 0 = off; not with --table_ttl_secs.");
+ABSL_FLAG(int64_t, table_ttl_secs, 0,
+          "Embedding tables: evict rows not updated for more than this many seconds. 0 = off; "
+          "not with --table_ttl_steps.");
+ABSL_FLAG(double, table_evict_l2_below, 0,
+          "Embedding tables: evict rows whose values' L2 norm is below this (rows that learned "
+          "little), incrementally as --table_ttl_steps. 0 = off.");
 ABSL_FLAG(int64_t, max_ids_per_request, int64_t{1} << 20,
           "Embedding tables: most ids one PullRows or PushRows may name (INVALID_ARGUMENT "
           "past it).");
@@ -97,6 +108,9 @@ absl::StatusOr<SparseTablesOptions> SparseTablesOptionsFromFlags() {
   o.optimizer.ftrl_beta = static_cast<float>(absl::GetFlag(FLAGS_ftrl_beta));
   o.max_ids_per_request = absl::GetFlag(FLAGS_max_ids_per_request);
   RETURN_IF_ERROR(ParseTableAdmission(absl::GetFlag(FLAGS_table_admission), &o));
+  o.ttl_steps = absl::GetFlag(FLAGS_table_ttl_steps);
+  o.ttl_seconds = absl::GetFlag(FLAGS_table_ttl_secs);
+  o.min_l2 = static_cast<float>(absl::GetFlag(FLAGS_table_evict_l2_below));
   o.memory_budget_bytes = absl::GetFlag(FLAGS_table_memory_budget);
   const std::string dir = absl::GetFlag(FLAGS_table_dir);
   if (!dir.empty() && o.memory_budget_bytes == 0) {

@@ -1,7 +1,8 @@
 // ps_server's embedding-table flags (--max_rows, --evict_lru,
 // --sparse_optimizer and its hyperparameters, --max_ids_per_request,
 // --table_memory_budget and --table_dir, --table_admission and
-// --admission_bloom_bytes),
+// --admission_bloom_bytes, --table_ttl_steps, --table_ttl_secs and
+// --table_evict_l2_below),
 // defined here once, and SparseTablesOptionsFromFlags, which turns them
 // into server/core/sparse_tables.h's SparseTablesOptions. What the values may
 // be is checked by SparseTablesOptions::Validate (in Shard::Create).

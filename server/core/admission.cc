@@ -95,9 +95,9 @@ absl::Status AdmissionOptions::Validate() const {
         absl::StrCat("admission: the sightings that admit an id must be >= 1, got ", min_count));
   }
   if (kind == Kind::kBloom && min_count > kBloomMaxCount) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "admission: a bloom filter counts to ", kBloomMaxCount, "; got bloom:", min_count,
-        " (use count:", min_count, ")"));
+    return absl::InvalidArgumentError(absl::StrCat("admission: a bloom filter counts to ",
+                                                   kBloomMaxCount, "; got bloom:", min_count,
+                                                   " (use count:", min_count, ")"));
   }
   if (kind == Kind::kBloom && (bloom_bytes < 1 || bloom_bytes > (int64_t{1} << 34))) {
     return absl::InvalidArgumentError(

@@ -15,8 +15,6 @@ namespace {
 
 // Bytes of floats a chunk of slots aims at.
 constexpr size_t kChunkTargetBytes = 64 * 1024;
-// Keeps the index's bucket choice independent of ShardOfId's high bits.
-constexpr uint64_t kIndexSalt = 0x2545f4914f6cdd1dULL;
 
 int ChunkShift(const EmbeddingTableOptions& o) {
   const size_t row_bytes =
@@ -36,6 +34,7 @@ struct EmbeddingTable::Chunk {
   std::unique_ptr<uint32_t[]> prev;   // toward the most recently used (LRU only)
   std::unique_ptr<uint32_t[]> next;   // toward the least recently used (LRU only)
   std::unique_ptr<uint32_t[]> steps;  // adam only
+  std::unique_ptr<uint32_t[]> stamps;  // ttl only: the clock at its last update
 };
 
 absl::StatusOr<std::unique_ptr<EmbeddingTable>> EmbeddingTable::Create(
@@ -51,10 +50,13 @@ EmbeddingTable::EmbeddingTable(const EmbeddingTableOptions& options)
       slot_bytes_(sizeof(uint64_t) + row_floats_ * sizeof(float)),
       chunk_shift_(ChunkShift(options)),
       slow_path_(options.tier != nullptr ||
-                 options.admission.kind != AdmissionOptions::Kind::kNone),
+                 options.admission.kind != AdmissionOptions::Kind::kNone || options.ttl > 0 ||
+                 options.min_l2 > 0),
+      tier_floats_(row_floats_ + (options.ttl > 0 ? 1 : 0)),
       head_(kNone),
       tail_(kNone) {
-  if (options_.tier != nullptr) tier_row_.resize(row_floats_);
+  if (options_.tier != nullptr) tier_row_.resize(tier_floats_);
+  if (options_.tier != nullptr && options_.ttl > 0) spill_row_.resize(tier_floats_);
   if (options_.admission.kind != AdmissionOptions::Kind::kNone) {
     admission_ = AdmissionFilter::Create(options_.admission);
   }
@@ -68,23 +70,8 @@ int64_t EmbeddingTable::RowLimit() const {
 
 // --- Slots -----------------------------------------------------------------
 
-unsigned char* EmbeddingTable::SlotOf(uint32_t slot) const {
-  return slot_bases_[slot >> chunk_shift_] +
-         static_cast<size_t>(slot & ((1u << chunk_shift_) - 1)) * slot_bytes_;
-}
-
-uint64_t EmbeddingTable::IdOf(uint32_t slot) const {
-  uint64_t id;
-  std::memcpy(&id, SlotOf(slot), sizeof(id));
-  return id;
-}
-
 inline void EmbeddingTable::SetId(uint32_t slot, uint64_t id) {
   std::memcpy(SlotOf(slot), &id, sizeof(id));
-}
-
-float* EmbeddingTable::RowOf(uint32_t slot) const {
-  return reinterpret_cast<float*>(SlotOf(slot) + sizeof(uint64_t));
 }
 
 uint32_t& EmbeddingTable::PrevOf(uint32_t slot) const {
@@ -95,6 +82,11 @@ uint32_t& EmbeddingTable::NextOf(uint32_t slot) const {
   return chunks_[slot >> chunk_shift_]->next[slot & ((1u << chunk_shift_) - 1)];
 }
 
+uint32_t* EmbeddingTable::StampOf(uint32_t slot) const {
+  if (options_.ttl <= 0) return nullptr;
+  return &chunks_[slot >> chunk_shift_]->stamps[slot & ((1u << chunk_shift_) - 1)];
+}
+
 uint32_t* EmbeddingTable::StepOf(uint32_t slot) const {
   if (!options_.optimizer.HasRowStep()) return nullptr;
   return &chunks_[slot >> chunk_shift_]->steps[slot & ((1u << chunk_shift_) - 1)];
@@ -102,8 +94,13 @@ uint32_t* EmbeddingTable::StepOf(uint32_t slot) const {
 
 bool EmbeddingTable::SpillTail() {
   const uint32_t* step = StepOf(tail_);
-  absl::Status s = options_.tier->Put(
-      IdOf(tail_), absl::Span<const float>(RowOf(tail_), row_floats_), step ? *step : 0);
+  absl::Span<const float> row(RowOf(tail_), row_floats_);
+  if (const uint32_t* stamp = StampOf(tail_)) {  // the stamp travels as the last float's bits
+    std::memcpy(spill_row_.data(), row.data(), row_floats_ * sizeof(float));
+    std::memcpy(&spill_row_[row_floats_], stamp, sizeof(*stamp));
+    row = spill_row_;
+  }
+  absl::Status s = options_.tier->Put(IdOf(tail_), row, step ? *step : 0);
   if (s.ok()) {
     ++counters_.written;
     return true;
@@ -141,6 +138,7 @@ uint32_t EmbeddingTable::NewSlot(uint64_t id) {
         chunk->next.reset(new uint32_t[n]);
       }
       if (options_.optimizer.HasRowStep()) chunk->steps.reset(new uint32_t[n]);
+      if (options_.ttl > 0) chunk->stamps.reset(new uint32_t[n]);
       slot_bases_.push_back(chunk->slots.get());
       chunks_.push_back(std::move(chunk));
     }
@@ -148,6 +146,7 @@ uint32_t EmbeddingTable::NewSlot(uint64_t id) {
   }
   SetId(slot, id);
   if (uint32_t* step = StepOf(slot)) *step = 0;
+  if (uint32_t* stamp = StampOf(slot)) *stamp = static_cast<uint32_t>(clock_);
   return slot;
 }
 
@@ -176,6 +175,16 @@ inline uint32_t EmbeddingTable::FindOrCreate(uint64_t id) {
         return kNone;
       }
       stored = *got;
+      uint32_t stamp = 0;
+      if (stored && options_.ttl > 0) std::memcpy(&stamp, &tier_row_[row_floats_], sizeof(stamp));
+      if (stored && (options_.ttl > 0 || options_.min_l2 > 0)) {
+        const Expiry why = ExpiryOf(tier_row_.data(), stamp);
+        if (why != Expiry::kKeep) {  // gone: made anew
+          CountEviction(why);
+          (void)options_.tier->Delete(id);  // if it fails, it is expired again next time
+          stored = false;
+        }
+      }
     }
     if (!stored && admission_ != nullptr) {
       if (!(lookup_ == Lookup::kPull ? admission_->Sight(id) : admission_->Admitted(id))) {
@@ -189,6 +198,9 @@ inline uint32_t EmbeddingTable::FindOrCreate(uint64_t id) {
     if (stored) {
       std::memcpy(row, tier_row_.data(), row_floats_ * sizeof(float));
       if (uint32_t* step = StepOf(slot)) *step = stored_step;
+      if (uint32_t* stamp = StampOf(slot)) {
+        std::memcpy(stamp, &tier_row_[row_floats_], sizeof(*stamp));
+      }
     } else {
       InitRow(options_.seed, id, options_.dim, options_.init_scale, row);
       InitSparseState(options_.optimizer, options_.dim, row + options_.dim);
@@ -225,19 +237,6 @@ void EmbeddingTable::PushFront(uint32_t slot) {
 }
 
 // --- Index -------------------------------------------------------------------
-
-inline size_t EmbeddingTable::HomeBucket(uint64_t id) const {
-  return static_cast<size_t>(Mix64(id ^ kIndexSalt)) & (buckets_.size() - 1);
-}
-
-uint32_t EmbeddingTable::Find(uint64_t id) const {
-  if (buckets_.empty()) return kNone;
-  const size_t mask = buckets_.size() - 1;
-  for (size_t b = HomeBucket(id);; b = (b + 1) & mask) {
-    const uint32_t slot = buckets_[b];
-    if (slot == kNone || IdOf(slot) == id) return slot;
-  }
-}
 
 void EmbeddingTable::IndexInsert(uint32_t slot) {
   const size_t mask = buckets_.size() - 1;
@@ -343,6 +342,7 @@ absl::Status EmbeddingTable::FindOrCreateAll(absl::Span<const uint64_t> ids,
 template <typename Use>
 absl::Status EmbeddingTable::CallWithLookups(absl::Span<const uint64_t> ids, Lookup lookup,
                                              Use use) {
+  if (options_.ttl > 0 || options_.min_l2 > 0) Sweep(ids.size() + 16);
   std::vector<uint32_t> slots;
   lookup_ = lookup;
   absl::Status s = FindOrCreateAll(ids, &slots);
@@ -405,6 +405,7 @@ absl::Status EmbeddingTable::Apply(absl::Span<const uint64_t> ids, const float* 
       float* row = RowOf(slot);
       ApplySparseRow(options_.optimizer, options_.dim, grads + i * dim, row, row + dim,
                      StepOf(slot));
+      if (uint32_t* stamp = StampOf(slot)) *stamp = static_cast<uint32_t>(clock_);
     });
   }
   constexpr size_t kBatch = 256;
@@ -447,6 +448,7 @@ void EmbeddingTable::Clear() {
   num_rows_ = 0;
   std::vector<uint32_t>().swap(free_slots_);
   head_ = tail_ = kNone;
+  hand_ = 0;
 }
 
 }  // namespace ps

@@ -22,8 +22,8 @@
 // slot numbers (4 + 4), adam's step count (4, adam only), and an open-addressing index (linear
 // probing, backward-shift deletion) of uint32 slot numbers, kept at load factor in (0.375, 0.75],
 // so at most 10.7 bytes per row: at most 31 bytes of overhead per row beyond its floats (23 without
-// evict_lru) once the table is past its first chunk and 16 buckets (the last chunk's unused slots
-// add less than one chunk in all). MemoryBytes counts all of it;
+// evict_lru; 4 more with ttl, its stamp) once the table is past its first chunk and 16 buckets (the
+// last chunk's unused slots add less than one chunk in all). MemoryBytes counts all of it;
 // server/core/embedding_table_test.cc and tools/bench/embedding_memory_bench.cc measure it.
 //
 // With a tier (options.tier, server/core/row_tier.h) max_rows is the memory
@@ -47,6 +47,16 @@
 // making it, and Apply drops its gradient (both counted in counters()).
 // An existing row (in memory or the tier) needs no admission.
 //
+// Eviction beyond LRU, by age (ttl: a row not updated, by Apply, Import or
+// its creation, for more than ttl units of the table's clock, SetClock) and
+// by score (min_l2: a row whose values' L2 norm is below it), is
+// incremental: each Pull, Apply and Prepare first looks at a few slots
+// (one per id the call names, and 16) past where the last one left off, so
+// a table of R rows is looked through every R / (K + 16) calls of K ids and
+// no call sweeps it. An evicted row is gone, from memory and the tier (it
+// comes back as a new row). A row read back from the tier is checked as
+// it arrives. Counted in counters(): evicted_ttl, evicted_score.
+//
 // Export and Import move every row with its optimizer state and its order
 // (with evict_lru the LRU order, else the order rows were made), for
 // checkpoints: Import then Pull gives the same rows bit for bit,
@@ -58,6 +68,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -65,6 +76,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "common/embedding_shard.h"
 #include "common/sparse_optimizer.h"
 #include "server/core/admission.h"
 #include "server/core/row_tier.h"
@@ -88,6 +100,11 @@ struct EmbeddingTableOptions {
   RowTier* tier = nullptr;
   // Which ids get a row (none: every id at first touch).
   AdmissionOptions admission;
+  // > 0: evict rows not updated for more than this many clock units (see
+  // SetClock), in [0, 2^31).
+  int64_t ttl = 0;
+  // > 0: evict rows whose values' L2 norm is below this; finite, >= 0.
+  float min_l2 = 0;
 
   // INVALID_ARGUMENT naming the table and the first bad field.
   absl::Status Validate() const;
@@ -111,6 +128,8 @@ struct TableCounters {
   int64_t dropped_grads = 0;  // Apply dropped a row's gradient: not admitted
   int64_t written = 0;        // rows evicted to the tier
   int64_t write_errors = 0;   // rows the tier refused (kept in memory)
+  int64_t evicted_ttl = 0;    // rows removed: not updated within ttl
+  int64_t evicted_score = 0;  // rows removed: L2 norm under min_l2
 };
 
 struct EmbeddingTableContents {
@@ -159,6 +178,10 @@ class EmbeddingTable {
   // allocates the call's output).
   absl::Status CheckCapacity(absl::Span<const uint64_t> ids) const;
 
+  // The table's clock for ttl (the shard's step or seconds: its owner
+  // chooses the unit); rows are stamped with it when made or updated.
+  void SetClock(int64_t now);
+
   // Rows in memory (with a tier, the tier holds the rest, and more).
   int64_t num_rows() const { return num_rows_; }
   // The tier's last write error since the table was made (OK: none): rows
@@ -176,6 +199,9 @@ class EmbeddingTable {
   // At most this many bytes of MemoryBytes per row, past the first chunk:
   // the slot and the index's share at its fullest (4 / 0.375 bytes).
   static size_t MemoryBytesPerRow(const EmbeddingTableOptions& options);
+  // Floats a row takes in the tier (RowTier's row_floats): its values and
+  // state, and with ttl one more, its stamp's bits.
+  static int TierRowFloats(const EmbeddingTableOptions& options);
 
   // Every row with its state, in EmbeddingTableContents' order (with a
   // tier: the tier's rows not in memory first, in id order, then memory's,
@@ -194,6 +220,8 @@ class EmbeddingTable {
   // admission refused to make.
   static constexpr uint32_t kNone = 0xffffffffu;
   static constexpr uint32_t kPending = 0xfffffffeu;
+  // Keeps the index's bucket choice independent of ShardOfId's high bits.
+  static constexpr uint64_t kIndexSalt = 0x2545f4914f6cdd1dULL;
 
   explicit EmbeddingTable(const EmbeddingTableOptions& options);
 
@@ -231,6 +259,17 @@ class EmbeddingTable {
   uint32_t& PrevOf(uint32_t slot) const;
   uint32_t& NextOf(uint32_t slot) const;
   uint32_t* StepOf(uint32_t slot) const;  // null unless adam
+  uint32_t* StampOf(uint32_t slot) const;  // null unless ttl
+  // Why a row (its values; stamp: when it was last updated) is to be
+  // evicted, or kKeep.
+  enum class Expiry { kKeep, kTtl, kScore };
+  Expiry ExpiryOf(const float* row, uint32_t stamp) const;
+  void CountEviction(Expiry why);
+  // Looks at `n` slots past hand_, evicting those Expired.
+  void Sweep(size_t n);
+  // Removes the row in `slot` from memory and the tier: false (nothing
+  // changed) when the tier refuses to forget it.
+  bool Evict(uint32_t slot);
 
   // LRU list: head_ most recent, tail_ least.
   void Unlink(uint32_t slot);
@@ -256,14 +295,16 @@ class EmbeddingTable {
   absl::Status CallWithLookups(absl::Span<const uint64_t> ids, Lookup lookup, Use use);
 
   const EmbeddingTableOptions options_;
-  const bool slow_path_;     // a tier or admission: FindOrCreateAll
   const int row_floats_;     // dim * (1 + state floats per element)
   const size_t slot_bytes_;  // the id, then row_floats_ floats
   const int chunk_shift_;    // slots per chunk = 1 << chunk_shift_
+  const bool slow_path_;     // a tier, admission, ttl or min_l2: FindOrCreateAll
+  // Floats a row takes in the tier: row_floats_, and with ttl its stamp.
+  const int tier_floats_;
   std::vector<std::unique_ptr<Chunk>> chunks_;
   std::vector<unsigned char*> slot_bases_;  // chunks_[c]->slots, one load away
   // Rows in memory. Slots [0, num_rows_ + free_slots_.size()) are made;
-  // only a table with a tier frees slots.
+  // a table with a tier, ttl or min_l2 frees slots.
   int64_t num_rows_ = 0;
   std::vector<uint32_t> free_slots_;
   int64_t call_rows_ = 0;  // the rows a tiered call may hold past max_rows
@@ -276,7 +317,40 @@ class EmbeddingTable {
   Lookup lookup_ = Lookup::kApply;              // the current call's
   absl::Status read_error_;                     // the current call's tier read error
   std::vector<float> tier_row_;                 // a row read from the tier
+  std::vector<float> spill_row_;                // with ttl: a row and its stamp for the tier
+  int64_t clock_ = 0;                           // SetClock's
+  uint32_t hand_ = 0;                           // Sweep's next slot
 };
+
+// The lookups' accessors, inline in every file of the class.
+
+inline unsigned char* EmbeddingTable::SlotOf(uint32_t slot) const {
+  return slot_bases_[slot >> chunk_shift_] +
+         static_cast<size_t>(slot & ((1u << chunk_shift_) - 1)) * slot_bytes_;
+}
+
+inline uint64_t EmbeddingTable::IdOf(uint32_t slot) const {
+  uint64_t id;
+  std::memcpy(&id, SlotOf(slot), sizeof(id));
+  return id;
+}
+
+inline float* EmbeddingTable::RowOf(uint32_t slot) const {
+  return reinterpret_cast<float*>(SlotOf(slot) + sizeof(uint64_t));
+}
+
+inline size_t EmbeddingTable::HomeBucket(uint64_t id) const {
+  return static_cast<size_t>(Mix64(id ^ kIndexSalt)) & (buckets_.size() - 1);
+}
+
+inline uint32_t EmbeddingTable::Find(uint64_t id) const {
+  if (buckets_.empty()) return kNone;
+  const size_t mask = buckets_.size() - 1;
+  for (size_t b = HomeBucket(id);; b = (b + 1) & mask) {
+    const uint32_t slot = buckets_[b];
+    if (slot == kNone || IdOf(slot) == id) return slot;
+  }
+}
 
 }  // namespace ps
 

@@ -24,6 +24,8 @@ absl::StatusOr<EmbeddingTableContents> EmbeddingTable::Export() const {
   c.state.reserve(num_rows_ * state);
   const auto add = [&](uint32_t slot) {
     const float* row = RowOf(slot);
+    const uint32_t* stamp = StampOf(slot);
+    if (ExpiryOf(row, stamp ? *stamp : 0) != Expiry::kKeep) return;  // a sweep's to evict
     c.ids.push_back(IdOf(slot));
     c.values.insert(c.values.end(), row, row + dim);
     c.state.insert(c.state.end(), row + dim, row + row_floats_);
@@ -34,16 +36,23 @@ absl::StatusOr<EmbeddingTableContents> EmbeddingTable::Export() const {
     RETURN_IF_ERROR(
         options_.tier->ForEach([&](uint64_t id, absl::Span<const float> row, uint32_t step) {
           if (Find(id) != kNone) return;
+          uint32_t stamp = 0;  // with ttl, the row's last float's bits
+          if (options_.ttl > 0) std::memcpy(&stamp, &row[row_floats_], sizeof(stamp));
+          if (ExpiryOf(row.data(), stamp) != Expiry::kKeep) return;  // evicted when read
           c.ids.push_back(id);
           c.values.insert(c.values.end(), row.begin(), row.begin() + dim);
-          c.state.insert(c.state.end(), row.begin() + dim, row.end());
+          c.state.insert(c.state.end(), row.begin() + dim, row.begin() + row_floats_);
           if (options_.optimizer.HasRowStep()) c.adam_steps.push_back(step);
         }));
   }
   if (options_.evict_lru) {
     for (uint32_t slot = tail_; slot != kNone; slot = PrevOf(slot)) add(slot);  // LRU first
   } else {
-    for (int64_t slot = 0; slot < num_rows_; ++slot) add(static_cast<uint32_t>(slot));
+    // In the order made; slots freed by ttl or min_l2 hold no row.
+    const int64_t made = num_rows_ + static_cast<int64_t>(free_slots_.size());
+    for (int64_t slot = 0; slot < made; ++slot) {
+      if (Find(IdOf(static_cast<uint32_t>(slot))) == slot) add(static_cast<uint32_t>(slot));
+    }
   }
   return c;
 }

@@ -11,7 +11,11 @@ namespace ps {
 size_t EmbeddingTable::SlotBytes(const EmbeddingTableOptions& o) {
   const size_t floats = static_cast<size_t>(o.dim) * (1 + o.optimizer.StateFloatsPerElement());
   return floats * sizeof(float) + sizeof(uint64_t) + (o.evict_lru ? 2 * sizeof(uint32_t) : 0) +
-         (o.optimizer.HasRowStep() ? sizeof(uint32_t) : 0);
+         (o.optimizer.HasRowStep() ? sizeof(uint32_t) : 0) + (o.ttl > 0 ? sizeof(uint32_t) : 0);
+}
+
+int EmbeddingTable::TierRowFloats(const EmbeddingTableOptions& o) {
+  return o.dim * (1 + o.optimizer.StateFloatsPerElement()) + (o.ttl > 0 ? 1 : 0);
 }
 
 namespace {
@@ -42,6 +46,13 @@ absl::Status EmbeddingTableOptions::Validate() const {
   if (tier != nullptr && (!evict_lru || max_rows == 0)) {
     return absl::InvalidArgumentError(absl::StrCat(
         table, "a tier needs LRU eviction and max_rows > 0 (the rows kept in memory)"));
+  }
+  if (ttl < 0 || ttl >= (int64_t{1} << 31)) {
+    return absl::InvalidArgumentError(absl::StrCat(table, "ttl must be in [0, 2^31), got ", ttl));
+  }
+  if (!(min_l2 >= 0.0f) || min_l2 > 3.0e38f) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(table, "min_l2 must be >= 0 and finite, got ", min_l2));
   }
   absl::Status s = optimizer.Validate();
   if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat(table, s.message()));
@@ -79,6 +90,5 @@ absl::Status EmbeddingTable::CheckCapacity(absl::Span<const uint64_t> ids) const
 size_t EmbeddingTable::MemoryBytesPerRow(const EmbeddingTableOptions& options) {
   return SlotBytes(options) + 11;  // 4 bytes a bucket, at least 0.375 used
 }
-
 
 }  // namespace ps

@@ -35,6 +35,8 @@ class RowTier {
   // Calls visit(id, row, step) for every stored row, in ascending id order.
   virtual absl::Status ForEach(const std::function<void(uint64_t id, absl::Span<const float> row,
                                                         uint32_t step)>& visit) const = 0;
+  // Forgets id's row, if stored.
+  virtual absl::Status Delete(uint64_t id) = 0;
   // Forgets every row.
   virtual absl::Status Clear() = 0;
   // Rows stored (RocksDB: its estimate, exact after Clear and Puts alone).

@@ -267,6 +267,7 @@ void Shard::ApplyLocked(std::vector<std::vector<float>> to_apply, absl::Time now
   if (options_.mode == Mode::kSync) metrics_->barrier_wait.Record(stalls_.OpenFor(now));
   std::optional<std::string> line = stalls_.OnStepClosed(now, weights_.version());
   if (line.has_value()) fx->lines.push_back(*std::move(line));
+  tables_.SetClock(weights_.version(), now);
   for (std::string& l : tables_.CloseStep(weights_.version(), static_cast<int>(to_apply.size()))) {
     fx->lines.push_back(std::move(l));
   }

@@ -50,6 +50,7 @@ absl::StatusOr<RowsResult> Shard::PullRows(int worker_id, absl::string_view tabl
     if (closed_) return ShuttingDown();
     if (renews_lease) TouchLocked(worker_id, Now(), &fx);
     result.version = weights_.version();
+    tables_.SetClock(result.version, Now());
     s = tables_.Pull(table, ids, &result.values, piece_ids,
                      PieceOf(result.version, PushOutcome::kApplied, piece));
     for (std::string& line : tables_.TierNews()) fx.lines.push_back(std::move(line));
@@ -74,6 +75,7 @@ absl::StatusOr<PushOutcome> Shard::PushRowsLocked(int worker_id, absl::string_vi
                                                   absl::Span<const uint64_t> ids,
                                                   absl::Span<const float> grads, Effects* fx) {
   TouchLocked(worker_id, Now(), fx);
+  tables_.SetClock(weights_.version(), Now());
   absl::StatusOr<PushOutcome> outcome =
       tables_.Push(worker_id, table, version, seq, weights_.version(), ids, grads);
   for (std::string& line : tables_.TierNews()) fx->lines.push_back(std::move(line));

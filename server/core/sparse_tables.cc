@@ -35,6 +35,16 @@ absl::Status SparseTablesOptions::Validate() const {
     return absl::InvalidArgumentError(
         "--table_memory_budget needs a tier for the other rows (--table_dir)");
   }
+  if (ttl_steps < 0 || ttl_seconds < 0 || (ttl_steps > 0 && ttl_seconds > 0) ||
+      ttl_steps >= (int64_t{1} << 31) || ttl_seconds >= (int64_t{1} << 31)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--table_ttl_steps and --table_ttl_secs: at most one, in [0, 2^31); got ",
+                     ttl_steps, " and ", ttl_seconds));
+  }
+  if (!(min_l2 >= 0.0f) || min_l2 > 3.0e38f) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--table_evict_l2_below must be >= 0 and finite, got ", min_l2));
+  }
   RETURN_IF_ERROR(admission.Validate());
   for (const auto& [table, a] : admission_by_table) {
     if (absl::Status s = a.Validate(); !s.ok()) {
@@ -64,6 +74,8 @@ EmbeddingTableOptions SparseTables::TableOptions(const TableSpec& spec) const {
   o.max_rows = options_.max_rows;
   o.evict_lru = options_.evict_lru;
   o.optimizer = options_.optimizer;
+  o.ttl = options_.ttl_steps > 0 ? options_.ttl_steps : options_.ttl_seconds;
+  o.min_l2 = options_.min_l2;
   auto a = options_.admission_by_table.find(spec.name);
   o.admission = a != options_.admission_by_table.end() ? a->second : options_.admission;
   if (options_.memory_budget_bytes > 0) {
@@ -91,9 +103,8 @@ absl::Status SparseTables::Install(std::vector<TableSpec> specs,
     EmbeddingTableOptions options = TableOptions(specs[i]);
     std::unique_ptr<RowTier> tier;
     if (options_.memory_budget_bytes > 0) {
-      ASSIGN_OR_RETURN(
-          tier, options_.make_tier(shard_id_, specs[i].name,
-                                   options.dim * (1 + options.optimizer.StateFloatsPerElement())));
+      ASSIGN_OR_RETURN(tier, options_.make_tier(shard_id_, specs[i].name,
+                                                EmbeddingTable::TierRowFloats(options)));
       options.tier = tier.get();
     }
     absl::StatusOr<std::unique_ptr<EmbeddingTable>> rows = EmbeddingTable::Create(options);
@@ -276,6 +287,12 @@ std::vector<std::string> SparseTables::CloseStep(int64_t step, int applied) {
   return lines;
 }
 
+void SparseTables::SetClock(int64_t version, absl::Time now) {
+  if (options_.ttl_steps <= 0 && options_.ttl_seconds <= 0) return;
+  const int64_t clock = options_.ttl_steps > 0 ? version : absl::ToUnixSeconds(now);
+  for (auto& [name, t] : tables_) t.rows->SetClock(clock);
+}
+
 std::vector<std::string> SparseTables::TierNews() {
   std::vector<std::string> lines;
   for (const TableSpec& spec : specs_) {
@@ -313,6 +330,7 @@ std::vector<TableUsage> SparseTables::Usage() const {
       u.admission_pending_ids = a->pending_ids();
       u.admission_bytes = a->MemoryBytes();
     }
+    u.evicts = rows.options().ttl > 0 || rows.options().min_l2 > 0;
     u.counters = rows.counters();
     out.push_back(std::move(u));
   }

@@ -38,6 +38,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "common/incarnation.h"
 #include "common/mode.h"
@@ -75,6 +76,13 @@ struct SparseTablesOptions {
   using TierFactory = std::function<absl::StatusOr<std::unique_ptr<RowTier>>(
       int shard_id, const std::string& table, int row_floats)>;
   TierFactory make_tier;
+  // Eviction beyond LRU (EmbeddingTable's ttl and min_l2): rows not
+  // updated for more than ttl_steps steps of the shard (--table_ttl_steps)
+  // or ttl_seconds (--table_ttl_secs), at most one of them; rows whose
+  // values' L2 norm is below min_l2 (--table_evict_l2_below). 0: off.
+  int64_t ttl_steps = 0;
+  int64_t ttl_seconds = 0;
+  float min_l2 = 0;
   // Which ids get a row, for every table (--table_admission), but those
   // named in admission_by_table.
   AdmissionOptions admission;
@@ -94,7 +102,8 @@ struct TableUsage {
   bool admits = false;      // with admission (--table_admission)
   int64_t admission_pending_ids = -1;  // AdmissionFilter::pending_ids
   size_t admission_bytes = 0;          // AdmissionFilter::MemoryBytes
-  TableCounters counters;              // zero unless tiered or admits
+  bool evicts = false;                 // with a ttl or --table_evict_l2_below
+  TableCounters counters;              // zero unless tiered, admits or evicts
 };
 
 class SparseTables {
@@ -144,6 +153,10 @@ class SparseTables {
   // could not be applied (with evict_lru, a step whose workers together
   // named more rows than max_rows). Async: no-op.
   std::vector<std::string> CloseStep(int64_t step, int applied);
+  // The shard's step and time now, for the tables' ttl (their clock: the
+  // step with ttl_steps, Unix seconds with ttl_seconds). Call before
+  // Pull, Push and CloseStep.
+  void SetClock(int64_t version, absl::Time now);
   // Lines for the log when a table's tier refused rows since the last call
   // (the first refusal, then one line per 10,000), naming the table, the
   // refusals, the rows in memory and the tier's error.

@@ -127,6 +127,7 @@ class RefusingTier final : public RowTier {
       const std::function<void(uint64_t, absl::Span<const float>, uint32_t)>&) const override {
     return absl::OkStatus();
   }
+  absl::Status Delete(uint64_t) override { return absl::OkStatus(); }
   absl::Status Clear() override { return absl::OkStatus(); }
   int64_t num_rows() const override { return 0; }
 };

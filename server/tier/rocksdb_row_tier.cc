@@ -185,6 +185,12 @@ absl::Status RocksDbRowTier::ForEach(
   return absl::OkStatus();
 }
 
+absl::Status RocksDbRowTier::Delete(uint64_t id) {
+  rocksdb::Status s = db_->Delete(NoLog(), KeyOf(id));
+  if (!s.ok()) return Error("delete", s.ToString());
+  return absl::OkStatus();
+}
+
 absl::Status RocksDbRowTier::Clear() {
   // Every key is 8 bytes: [0^8, 0xff^8) and then 0xff^8 itself.
   const std::string lo(8, '\0'), hi(8, '\xff');

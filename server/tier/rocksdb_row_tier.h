@@ -55,6 +55,7 @@ class RocksDbRowTier final : public RowTier {
   absl::StatusOr<bool> Get(uint64_t id, absl::Span<float> row, uint32_t* step) override;
   absl::Status ForEach(const std::function<void(uint64_t id, absl::Span<const float> row,
                                                 uint32_t step)>& visit) const override;
+  absl::Status Delete(uint64_t id) override;
   absl::Status Clear() override;
   int64_t num_rows() const override;
 

@@ -165,7 +165,8 @@ TEST(TieredEmbeddingTable, WithFivePercentInMemoryAnswersBitForBitAsAllInMemory)
         std::vector<float> grads(floats);
         for (float& g : grads) g = static_cast<float>(static_cast<int>(rng() % 2001) - 1000) / 500;
         ASSERT_TRUE(a->Apply(ids, grads.data()).ok());
-        ASSERT_TRUE(b->Apply(ids, grads.data()).ok());
+        const absl::Status applied = b->Apply(ids, grads.data());
+        ASSERT_TRUE(applied.ok()) << applied;
       }
       ASSERT_LE(b->num_rows(), 100);
     }
@@ -209,6 +210,45 @@ TEST(TieredEmbeddingTable, NeedsLruEvictionAndABudget) {
   EXPECT_FALSE(EmbeddingTable::Create(o).ok());
 }
 
+TEST(TieredTable, RowsPastTheirTtlOnDiskAreGoneAsTheyAreReadAndFromCheckpoints) {
+  EmbeddingTableOptions o = TableOptions(SparseOptimizerKind::kSgd);
+  o.ttl = 5;
+  o.max_rows = 10;
+  o.evict_lru = true;
+  std::unique_ptr<RocksDbRowTier> tier =
+      OpenTier(TempDir(), EmbeddingTable::TierRowFloats(o));  // the stamp too
+  ASSERT_NE(tier, nullptr);
+  o.tier = tier.get();
+  auto table = EmbeddingTable::Create(o);
+  ASSERT_TRUE(table.ok());
+  EmbeddingTable& t = **table;
+  const int dim = o.dim;
+  std::vector<uint64_t> all(100), learned(10);
+  for (uint64_t i = 0; i < 100; ++i) all[i] = i;
+  for (uint64_t i = 0; i < 10; ++i) learned[i] = 50 + i;
+  std::vector<float> fresh(all.size() * dim), out(all.size() * dim);
+  t.SetClock(0);
+  ASSERT_TRUE(t.Pull(all, fresh.data()).ok());  // 90 rows to disk, stamped 0
+  t.SetClock(3);
+  const std::vector<float> grads(learned.size() * dim, -1.0f);
+  ASSERT_TRUE(t.Apply(learned, grads.data()).ok());  // read back, learned, stamped 3
+  t.SetClock(7);
+  absl::StatusOr<EmbeddingTableContents> c = t.Export();
+  ASSERT_TRUE(c.ok()) << c.status();
+  std::vector<uint64_t> kept = c->ids;
+  std::sort(kept.begin(), kept.end());
+  EXPECT_EQ(kept, learned);  // the others are past their ttl, on disk or not
+  ASSERT_TRUE(t.Pull(all, out.data()).ok());
+  for (size_t i = 0; i < all.size(); ++i) {
+    const bool was_learned = all[i] >= 50 && all[i] < 60;
+    for (int j = 0; j < dim; ++j) {
+      const float want = fresh[i * dim + j] + (was_learned ? o.optimizer.lr : 0.0f);
+      ASSERT_EQ(out[i * dim + j], want) << "id " << all[i];
+    }
+  }
+  EXPECT_EQ(t.counters().evicted_ttl, 90);
+}
+
 // A tier that fails on demand (for what RocksDB does on a full disk).
 class FailingTier final : public RowTier {
  public:
@@ -229,6 +269,10 @@ class FailingTier final : public RowTier {
   absl::Status ForEach(
       const std::function<void(uint64_t, absl::Span<const float>, uint32_t)>& v) const override {
     for (const auto& [id, r] : rows_) v(id, r.first, r.second);
+    return absl::OkStatus();
+  }
+  absl::Status Delete(uint64_t id) override {
+    rows_.erase(id);
     return absl::OkStatus();
   }
   absl::Status Clear() override {
