@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "server/core/admission.h"
 #include "tests/metrics_sum.h"
+#include "tests/table_client.h"
 #include "tests/test_cluster.h"
 
 namespace ps {
@@ -34,18 +35,7 @@ ServerOptions Base(Mode mode, const std::string& admission) {
 }
 
 std::unique_ptr<PsClient> Connect(const LocalServers& servers) {
-  ClientOptions o;
-  o.servers = servers.addresses;
-  o.worker_id = 0;
-  o.num_workers = 1;
-  o.wait_timeout = absl::Seconds(30);
-  absl::StatusOr<std::unique_ptr<PsClient>> c = PsClient::Connect(o);
-  EXPECT_TRUE(c.ok()) << c.status();
-  if (!c.ok()) return nullptr;
-  EXPECT_TRUE((*c)->DeclareTables({kTable}).ok());
-  TensorList init = {std::vector<float>(4, 0.0f)};
-  EXPECT_TRUE((*c)->Init({{"w", {4}}}, &init).ok());
-  return *std::move(c);
+  return ConnectTableClient(servers, kTable);
 }
 
 double Sample(const LocalServers& s, const std::string& name, const std::string& labels = "") {

@@ -10,6 +10,7 @@
 #include "common/embedding_shard.h"
 #include "gtest/gtest.h"
 #include "tests/metrics_sum.h"
+#include "tests/table_client.h"
 #include "tests/test_cluster.h"
 
 namespace ps {
@@ -19,18 +20,7 @@ constexpr int kDim = 4;
 const TableSpec kTable{"items", kDim, /*seed=*/8, /*init_scale=*/0.01f};
 
 std::unique_ptr<PsClient> Connect(const LocalServers& servers) {
-  ClientOptions o;
-  o.servers = servers.addresses;
-  o.worker_id = 0;
-  o.num_workers = 1;
-  o.wait_timeout = absl::Seconds(30);
-  absl::StatusOr<std::unique_ptr<PsClient>> c = PsClient::Connect(o);
-  EXPECT_TRUE(c.ok()) << c.status();
-  if (!c.ok()) return nullptr;
-  EXPECT_TRUE((*c)->DeclareTables({kTable}).ok());
-  TensorList init = {std::vector<float>(4, 0.0f)};
-  EXPECT_TRUE((*c)->Init({{"w", {4}}}, &init).ok());
-  return *std::move(c);
+  return ConnectTableClient(servers, kTable);
 }
 
 std::vector<uint64_t> Range(uint64_t from, uint64_t to) {
@@ -78,12 +68,12 @@ TEST(TableEviction, RowsPastTheirTtlInStepsComeBackAsNew) {
     InitRow(kTable.seed, live_ids[i], kDim, kTable.init_scale, init);
     for (int j = 0; j < kDim; ++j) EXPECT_FLOAT_EQ(live_rows[i * kDim + j], init[j] + 5.0f);
   }
-  EXPECT_EQ(SumMetric(*servers,
-                      "ps_server_embedding_evictions_total{table=\"items\",reason=\"ttl\"}"),
-            old_ids.size());
-  EXPECT_EQ(SumMetric(*servers,
-                      "ps_server_embedding_evictions_total{table=\"items\",reason=\"score\"}"),
-            0);
+  EXPECT_EQ(
+      SumMetric(*servers, "ps_server_embedding_evictions_total{table=\"items\",reason=\"ttl\"}"),
+      old_ids.size());
+  EXPECT_EQ(
+      SumMetric(*servers, "ps_server_embedding_evictions_total{table=\"items\",reason=\"score\"}"),
+      0);
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "server/core/embedding_table.h"
 #include "server/tier/rocksdb_row_tier.h"
 #include "tests/metrics_sum.h"
+#include "tests/table_client.h"
 #include "tests/test_cluster.h"
 
 namespace ps {
@@ -54,18 +55,7 @@ ServerOptions Base(Mode mode, const std::string& tier_dir) {
 }
 
 std::unique_ptr<PsClient> Connect(const LocalServers& servers) {
-  ClientOptions o;
-  o.servers = servers.addresses;
-  o.worker_id = 0;
-  o.num_workers = 1;
-  o.wait_timeout = absl::Seconds(30);
-  absl::StatusOr<std::unique_ptr<PsClient>> c = PsClient::Connect(o);
-  EXPECT_TRUE(c.ok()) << c.status();
-  if (!c.ok()) return nullptr;
-  EXPECT_TRUE((*c)->DeclareTables({kTable}).ok());
-  TensorList init = {std::vector<float>(4, 0.0f)};
-  EXPECT_TRUE((*c)->Init({{"w", {4}}}, &init).ok());
-  return *std::move(c);
+  return ConnectTableClient(servers, kTable);
 }
 
 class TableTierTest : public ::testing::TestWithParam<Mode> {};

@@ -77,8 +77,8 @@ TEST(EmbeddingTableEviction, TtlEvictsRowsNotUpdatedWithinItAndKeepsTheOthers) {
     for (int call = 0; call < 6; ++call) Pull(t.get(), {1000});
     EXPECT_EQ(t->num_rows(), 11) << lru;
     EXPECT_EQ(t->counters().evicted_ttl, 90);
-    EXPECT_EQ(Pull(t.get(), {5}), learned);        // kept with what it learned
-    EXPECT_EQ(Pull(t.get(), {50}), Initial(50));   // made anew
+    EXPECT_EQ(Pull(t.get(), {5}), learned);       // kept with what it learned
+    EXPECT_EQ(Pull(t.get(), {50}), Initial(50));  // made anew
     // A checkpoint holds the rows left, and only them.
     absl::StatusOr<EmbeddingTableContents> c = t->Export();
     ASSERT_TRUE(c.ok());
@@ -94,7 +94,7 @@ TEST(EmbeddingTableEviction, EachCallLooksAtAFewRowsOnly) {
   o.ttl = 1;
   std::unique_ptr<EmbeddingTable> t = Make(o);
   Pull(t.get(), Range(0, 1000));
-  t->SetClock(100);  // every row expired
+  t->SetClock(100);                  // every row expired
   Pull(t.get(), Range(5000, 5010));  // looks at 10 + 16 slots first
   EXPECT_EQ(t->counters().evicted_ttl, 26);
   EXPECT_EQ(t->num_rows(), 1000 - 26 + 10);
