@@ -2,15 +2,14 @@
 
 #include <dlfcn.h>
 
-#include <chrono>
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <optional>
 #include <thread>
 
-#include "absl/synchronization/notification.h"
-
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "common/status_macros.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/server_builder.h"
@@ -19,6 +18,7 @@
 #include "rpc/credentials.h"
 #include "rpc/raw_wire.h"
 #include "rpc/unix_socket.h"
+#include "server/checkpoint/reshard.h"
 
 namespace ps {
 namespace {
@@ -81,6 +81,11 @@ absl::Status ServerOptions::Validate() const {
     return absl::InvalidArgumentError(
         "need --checkpoint_every >= 0, --checkpoint_secs >= 0 and --checkpoint_keep >= 1");
   }
+  if (checkpoints.tables_from.empty() != (checkpoints.tables_from_shards == 0) ||
+      checkpoints.tables_from_shards < 0) {
+    return absl::InvalidArgumentError(
+        "--restore_tables_from and --restore_tables_shards (>= 1) go together");
+  }
   if (shard.mode != Mode::kSync &&
       (shard.sync_rule.quorum != 0 || shard.sync_rule.min_workers != 1)) {
     return absl::InvalidArgumentError("--sync_quorum and --min_workers apply to --mode=sync only");
@@ -101,6 +106,32 @@ int MaxReceiveMessageBytes(const ServerOptions& options) {
   const int64_t bytes = 4 * elements + l.max_tensors * per_slice + 1024;
   return static_cast<int>(std::min<int64_t>(bytes, INT_MAX));
 }
+
+namespace {
+
+// --restore_tables_from: this shard's rows of a checkpoint of another shard
+// count, into `shard`.
+absl::Status RestoreTables(const ServerOptions& options, Shard* shard) {
+  const ServerOptions::Checkpoints& c = options.checkpoints;
+  const std::string who = absl::StrCat("shard ", options.shard.shard_id, ": ");
+  absl::StatusOr<ReshardedTables> loaded =
+      LoadTablesForShard(c.tables_from, c.tables_from_shards, options.shard.shard_id,
+                         options.shard.num_shards, options.shard.spec_limits);
+  absl::Status s = loaded.ok() ? shard->ImportTables(loaded->tables) : loaded.status();
+  if (!s.ok()) {
+    return absl::Status(s.code(), absl::StrCat(who, "--restore_tables_from: ", s.message()));
+  }
+  if (options.shard.log) {
+    int64_t rows = 0;
+    for (const EmbeddingTableState& t : loaded->tables) rows += t.contents.ids.size();
+    options.shard.log(absl::StrCat(who, "restored ", loaded->tables.size(), " tables (", rows,
+                                   " rows) of version ", loaded->version, " of ",
+                                   c.tables_from_shards, " shards in ", c.tables_from));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& options) {
   RETURN_IF_ERROR(options.Validate());
@@ -138,9 +169,11 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
     };
   }
   ASSIGN_OR_RETURN(s->shard_, Shard::Create(shard_options));
+  bool restored_own = false;
   if (s->store_ != nullptr) {
     ASSIGN_OR_RETURN(std::optional<CheckpointStore::Loaded> loaded,
                      s->store_->LoadNewest(options.shard.spec_limits));
+    restored_own = loaded.has_value();
     const std::string who = absl::StrCat("shard ", options.shard.shard_id, ": ");
     if (loaded.has_value()) {
       absl::Status restored = s->shard_->LoadCheckpoint(loaded->state);
@@ -170,6 +203,8 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
     }
     s->checkpointer_ = std::make_unique<Checkpointer>(s->store_.get(), std::move(co));
   }
+  if (!c.tables_from.empty() && !restored_own)
+    RETURN_IF_ERROR(RestoreTables(options, s->shard_.get()));
   ServiceOptions service_options = options.service;
   if (!options.metrics_listen.empty()) {
     s->rpc_metrics_ = std::make_shared<RpcMetrics>();

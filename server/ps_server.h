@@ -68,6 +68,11 @@ struct ServerOptions {
     int64_t every_versions = 0;                       // 0: none by version
     absl::Duration period = absl::ZeroDuration();     // 0: none by time
     int keep = 3;                                      // newest files kept
+    // Embedding tables from a checkpoint of another shard count
+    // (server/checkpoint/reshard.h), for a shard with no checkpoint of its
+    // own: its directory (empty: none) and that shard count (>= 1).
+    std::string tables_from;
+    int tables_from_shards = 0;
   };
   Checkpoints checkpoints;
 

@@ -109,6 +109,13 @@ ABSL_FLAG(double, checkpoint_secs, 0,
           "With --checkpoint_dir: also write one at most this many seconds apart if the "
           "version moved (not a consistent cut across shards). 0 = not by time.");
 ABSL_FLAG(int, checkpoint_keep, 3, "With --checkpoint_dir: how many newest checkpoints to keep.");
+ABSL_FLAG(std::string, restore_tables_from, "",
+          "Directory of a checkpoint taken with --restore_tables_shards shards: at start, a "
+          "shard with no checkpoint of its own loads the embedding tables' rows it owns at "
+          "this --num_shards (ids re-hashed), from the newest version every old shard has; "
+          "the dense model starts anew. Empty: none.");
+ABSL_FLAG(int, restore_tables_shards, 0,
+          "With --restore_tables_from: the shard count that checkpoint was taken with.");
 ABSL_FLAG(double, worker_timeout, 10,
           "Sync and SSP modes: a worker's lease, in seconds. A worker that sent a request in this run "
           "of the server and then nothing (not even the heartbeat its ps_worker sends) for "
@@ -174,6 +181,8 @@ absl::StatusOr<ServerOptions> ServerOptionsFromFlags() {
   o.checkpoints.every_versions = absl::GetFlag(FLAGS_checkpoint_every);
   ASSIGN_OR_RETURN(o.checkpoints.period, SecondsFromFlag("checkpoint_secs", absl::GetFlag(FLAGS_checkpoint_secs)));
   o.checkpoints.keep = absl::GetFlag(FLAGS_checkpoint_keep);
+  o.checkpoints.tables_from = absl::GetFlag(FLAGS_restore_tables_from);
+  o.checkpoints.tables_from_shards = absl::GetFlag(FLAGS_restore_tables_shards);
   return o;
 }
 

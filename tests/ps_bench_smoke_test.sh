@@ -201,8 +201,9 @@ kept=$(sed -n 's/^(logs kept in \(.*\))$/\1/p' "$TEST_TMPDIR/false.txt")
 rm -rf "$kept"
 
 # train --model=ctr: standalone, then 1 and 2 servers x sync and async (and
-# the one-server runs again with the table past its memory budget), as a
-# table and as JSON (tiny sizes: the figures are not checked).
+# the one-server runs again with the table past its memory budget, and with
+# admission), as a table and as JSON (tiny sizes: the figures are not
+# checked).
 out=$("$BENCH" train --model=ctr --max_steps=5 --ctr_batch=16 --ctr_eval_examples=100 \
   --ctr_vocab=100)
 echo "$out"
@@ -215,6 +216,8 @@ done
 for mode in sync async; do
   [ "$(grep -cE "^ctr $mode \(1 server, table [0-9]+ rows = [0-9.]+x its memory budget .*hit rate [0-9.]+%, reads from disk [0-9.]+%\) vs all in memory" <<<"$out")" -eq 1 ] ||
     fail "train --model=ctr: no tiered $mode row"
+  [ "$(grep -cE "^ctr $mode \(1 server, admission count:2: [0-9]+ rows resident vs [0-9]+, [0-9.-]+% fewer; AUC [0-9.]+ vs [0-9.]+\) vs no admission" <<<"$out")" -eq 1 ] ||
+    fail "train --model=ctr: no admission $mode row"
 done
 json=$("$BENCH" train --model=ctr --max_steps=5 --ctr_batch=16 --ctr_eval_examples=100 \
   --ctr_vocab=100 --json)
@@ -222,7 +225,7 @@ echo "$json"
 /usr/bin/python3 -c '
 import json, sys
 d = json.loads(sys.argv[1])
-assert d["mode"] == "train" and len(d["rows"]) == 7, d
+assert d["mode"] == "train" and len(d["rows"]) == 9, d
 for r in d["rows"]:
     assert r["value"] > 0 and r["baseline"] > 0 and 0 <= r["test_accuracy"] <= 1, r
 ' "$json"

@@ -236,6 +236,13 @@ class Shard {
   // FAILED_PRECONDITION, changing nothing, unless the shard's state is the
   // one it last loaded, untouched since (no update, copy or init).
   absl::Status RollBackToCheckpoint(const ShardState& state);
+  // Installs embedding tables from a checkpoint of another shard count
+  // (server/checkpoint/reshard.h's TablesForShard: this shard's rows), into
+  // a shard with no parameters yet; the model's tables, when worker 0
+  // declares them, must match. FAILED_PRECONDITION once the parameters
+  // exist; INVALID_ARGUMENT or RESOURCE_EXHAUSTED as SparseTables::Import,
+  // changing nothing.
+  absl::Status ImportTables(const std::vector<EmbeddingTableState>& tables);
 
   // Fails every waiting call with UNAVAILABLE; later waits fail at once.
   void Close();

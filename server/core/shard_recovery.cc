@@ -113,6 +113,19 @@ absl::Status Shard::RollBackToCheckpoint(const ShardState& state) {
   return InstallCheckpoint(state, /*rollback=*/true);
 }
 
+absl::Status Shard::ImportTables(const std::vector<EmbeddingTableState>& tables) {
+  SparseTables imported(options_.tables, options_.mode, options_.shard_id, options_.num_shards,
+                        options_.num_workers, options_.reject_nonfinite);
+  RETURN_IF_ERROR(imported.Import(tables, /*last_row_seq=*/{}));
+  absl::MutexLock l(&mu_);
+  if (weights_.initialized()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "shard ", options_.shard_id, " has parameters already: tables import before the model"));
+  }
+  tables_ = std::move(imported);
+  return absl::OkStatus();
+}
+
 absl::Status Shard::InstallCheckpoint(const ShardState& state, bool rollback) {
   RETURN_IF_ERROR(options_.CheckState(state));
   auto layout = MakeSliceLayout(state.spec, options_.num_shards, options_.shard_id);
