@@ -139,6 +139,13 @@ class PsClient {
   // after the step's Pull: the rows are those of that step.
   absl::Status PullRows(absl::string_view table, absl::Span<const uint64_t> ids,
                         absl::Span<float> out);
+  // Names the ids of a pull to come (the next batch's): each shard checks
+  // them as a pull's and answers at once, without rows, then reads those of
+  // its rows that are on disk (--table_memory_budget) back into memory
+  // while this worker computes, so that the pull finds them there. Changes
+  // no row and no answer; not retried (a prefetch lost costs the pull a
+  // disk read, nothing more).
+  absl::Status PrefetchRows(absl::string_view table, absl::Span<const uint64_t> ids);
   // Pushes the gradient rows grads[i * dim, (i + 1) * dim) of `ids` (any
   // order; the rows of a repeated id are summed, in caller order). Sync:
   // they join this worker's gradient of the current step and are applied

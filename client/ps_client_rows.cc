@@ -50,6 +50,13 @@ absl::Status PsClient::PullRows(absl::string_view table, absl::Span<const uint64
   return ScatterRows(request, views, dim, out.data());
 }
 
+absl::Status PsClient::PrefetchRows(absl::string_view table, absl::Span<const uint64_t> ids) {
+  RETURN_IF_ERROR(TableDim(table).status());
+  ASSIGN_OR_RETURN(const SparseRequest request, GroupIds(ids, num_shards()));
+  rep_->StartOp();
+  return rep_->transport->PrefetchRows(table, request.shard_ids);
+}
+
 absl::Status PsClient::PushRows(absl::string_view table, absl::Span<const uint64_t> ids,
                                 absl::Span<const float> grads) {
   ASSIGN_OR_RETURN(const int dim, TableDim(table));

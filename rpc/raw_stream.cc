@@ -104,6 +104,7 @@ grpc::ByteBuffer EncodeStreamRowsRequest(const StreamCallHeader& h, absl::Span<c
   w.VarintField(M::kVersionFieldNumber, static_cast<uint64_t>(h.version));
   if (h.seq != 0) w.VarintField(M::kSeqFieldNumber, static_cast<uint64_t>(h.seq));
   w.BytesField(M::kTableFieldNumber, h.table);
+  if (h.prefetch) w.VarintField(M::kPrefetchFieldNumber, 1);
   // Packed fixed64 and float32 are the host's little-endian bytes
   // (common/float_bytes.h assumes the same).
   w.BytesField(M::kIdsFieldNumber, absl::string_view(reinterpret_cast<const char*>(ids.data()),
@@ -208,6 +209,12 @@ absl::Status DecodeStreamRequest(const Pieces& bytes, RawStreamRequest* out) {
       return ReadWeightsDtype(f, &out->header.weights_dtype);
     }
     if (f.Is(M::kTableFieldNumber, kLen)) return f.String("bad table", &out->header.table);
+    if (f.Is(M::kPrefetchFieldNumber, kVarint)) {
+      uint64_t v;
+      if (absl::Status s = f.Varint("bad prefetch", &v); !s.ok()) return s;
+      out->header.prefetch = v != 0;
+      return absl::OkStatus();
+    }
     if (f.Is(M::kRowGradsFieldNumber, kLen)) return f.Bytes("bad row_grads", &out->row_grads);
     if (f.Is(M::kIdsFieldNumber, kLen)) {  // packed
       Pieces p;

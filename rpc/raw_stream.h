@@ -56,6 +56,7 @@ struct StreamCallHeader {
   int64_t seq = 0;                            // async push number; 0 = none
   WireDtype weights_dtype = WireDtype::kF32;  // pull kinds; always a known one
   std::string table;                          // rows kinds
+  bool prefetch = false;                      // kPullRows: StreamRequest.prefetch
 };
 
 // Messages of one call carrying the gradient chunks of `slices` (none for

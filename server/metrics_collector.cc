@@ -214,6 +214,11 @@ std::vector<MetricFamily> ServerCollector::Collect() const {
              "Rows written to the on-disk tier as they left memory, by result: ok, or failed (the "
              "row stays in memory past the budget; the log says why).",
              MetricType::Counter);
+  MetricFamily prefetched =
+      Family("ps_server_embedding_prefetched_rows_total",
+             "Rows read back from the on-disk tier by prefetches (PullRowsRequest.prefetch) "
+             "before the pull that wants them.",
+             MetricType::Counter);
   MetricFamily dropped = Family("ps_server_embedding_dropped_gradients_total",
                                 "Row gradients dropped because their id was not admitted yet "
                                 "(--table_admission).",
@@ -265,6 +270,8 @@ std::vector<MetricFamily> ServerCollector::Collect() const {
     tiered = true;
     disk_rows.metric.push_back(
         Value(MetricType::Gauge, static_cast<double>(t.tier_rows), {{"table", t.name}}));
+    prefetched.metric.push_back(Value(
+        MetricType::Counter, static_cast<double>(t.counters.prefetched), {{"table", t.name}}));
     evictions.metric.push_back(Value(MetricType::Counter, static_cast<double>(t.counters.written),
                                      {{"table", t.name}, {"result", "ok"}}));
     evictions.metric.push_back(Value(MetricType::Counter,
@@ -279,6 +286,7 @@ std::vector<MetricFamily> ServerCollector::Collect() const {
   if (tiered) {
     out.push_back(std::move(disk_rows));
     out.push_back(std::move(evictions));
+    out.push_back(std::move(prefetched));
   }
   if (!evicted.metric.empty()) out.push_back(std::move(evicted));
   if (admits) {

@@ -382,6 +382,12 @@ grpc::ServerUnaryReactor* ParameterServerService::PullRows(grpc::CallbackServerC
   try {
     absl::StatusOr<Caller> caller = CallerOfCall(authenticator(), *ctx);
     absl::Status s = caller.ok() ? caller->MayActAs("PullRows", req->worker_id()) : caller.status();
+    if (s.ok() && req->prefetch()) {  // answered at once, without rows
+      s = shard_->PrefetchRows(req->worker_id(), req->table(), req->ids());
+      if (s.ok()) IncarnationToProto(shard_->incarnation(), resp->mutable_incarnation());
+      reactor->Done(ToGrpcStatus(s));
+      return reactor;
+    }
     absl::StatusOr<RowsResult> rows = s.ok() ? shard_->PullRows(req->worker_id(), req->table(),
                                                                 req->ids(), caller->renews_lease())
                                              : s;

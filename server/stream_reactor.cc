@@ -344,6 +344,12 @@ absl::Status StreamReactor::Handle() {
 
 void StreamReactor::AnswerRows(const RawStreamRequest& req) {
   const StreamCallHeader& h = req.header;
+  if (h.kind == StreamCall::kPullRows && h.prefetch) {  // answered at once, without rows
+    const absl::Status s = shard_->PrefetchRows(h.worker_id, h.table, req.ids);
+    core_->Send({EncodeStreamDone(h.call_id, 0, s, ReplyInfo{shard_->incarnation()})},
+                /*closes_call=*/true);
+    return;
+  }
   if (h.kind == StreamCall::kPullRows || h.kind == StreamCall::kPushPullRows) {
     // The rows go out piece by piece as the shard reads them, so the first
     // are on the wire while the rest are looked up.

@@ -216,6 +216,8 @@ done
 for mode in sync async; do
   [ "$(grep -cE "^ctr $mode \(1 server, table [0-9]+ rows = [0-9.]+x its memory budget .*hit rate [0-9.]+%, reads from disk [0-9.]+%\) vs all in memory" <<<"$out")" -eq 1 ] ||
     fail "train --model=ctr: no tiered $mode row"
+  [ "$(grep -cE "^ctr $mode \(1 server, prefetching each next batch, table [0-9]+ rows = .*hit rate [0-9.]+%" <<<"$out")" -eq 1 ] ||
+    fail "train --model=ctr: no tiered $mode row with prefetch"
   [ "$(grep -cE "^ctr $mode \(1 server, admission count:2: [0-9]+ rows resident vs [0-9]+, [0-9.-]+% fewer; AUC [0-9.]+ vs [0-9.]+\) vs no admission" <<<"$out")" -eq 1 ] ||
     fail "train --model=ctr: no admission $mode row"
 done
@@ -225,7 +227,7 @@ echo "$json"
 /usr/bin/python3 -c '
 import json, sys
 d = json.loads(sys.argv[1])
-assert d["mode"] == "train" and len(d["rows"]) == 9, d
+assert d["mode"] == "train" and len(d["rows"]) == 11, d
 for r in d["rows"]:
     assert r["value"] > 0 and r["baseline"] > 0 and 0 <= r["test_accuracy"] <= 1, r
 ' "$json"

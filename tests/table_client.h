@@ -14,9 +14,11 @@
 namespace ps {
 
 // A PsClient as worker 0 of 1, or null (the test has failed then).
-inline std::unique_ptr<PsClient> ConnectTableClient(const LocalServers& servers,
-                                                    const TableSpec& table) {
+inline std::unique_ptr<PsClient> ConnectTableClient(
+    const LocalServers& servers, const TableSpec& table,
+    ClientOptions::Transport transport = ClientOptions::Transport::kStream) {
   ClientOptions o;
+  o.transport = transport;
   o.servers = servers.addresses;
   o.worker_id = 0;
   o.num_workers = 1;

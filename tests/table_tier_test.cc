@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "server/checkpoint/checkpoint.h"
 #include "server/core/embedding_table.h"
 #include "server/tier/rocksdb_row_tier.h"
 #include "tests/metrics_sum.h"
@@ -157,8 +158,12 @@ TEST(TableTier, ACheckpointHoldsTheRowsOnDiskAndRestoresIntoATieredShard) {
   ASSERT_EQ(want.size(), ids.size());
   EXPECT_EQ(CheckpointRows(*tiered, 0), want);  // 40 rows in memory, 460 on disk
 
-  absl::StatusOr<ShardState> state = tiered->servers[0]->shard()->ExportState();
-  ASSERT_TRUE(state.ok());
+  absl::StatusOr<ShardState> exported = tiered->servers[0]->shard()->ExportState();
+  ASSERT_TRUE(exported.ok());
+  // Through the bytes a checkpoint file holds: a tiered table holds more
+  // rows than its memory budget, and that is no reason to refuse it.
+  absl::StatusOr<ShardState> state = DecodeShardState(EncodeShardState(*exported), SpecLimits());
+  ASSERT_TRUE(state.ok()) << state.status();
   absl::StatusOr<LocalServers> restored = LocalServers::Start(Base(Mode::kAsync, dir + "/b"), 1);
   ASSERT_TRUE(restored.ok());
   ASSERT_TRUE(restored->servers[0]->shard()->LoadCheckpoint(*state).ok());
@@ -172,6 +177,46 @@ TEST(TableTier, ACheckpointHoldsTheRowsOnDiskAndRestoresIntoATieredShard) {
   const absl::Status loaded = tiered->servers[0]->shard()->LoadCheckpoint(*state);
   ASSERT_TRUE(loaded.ok()) << loaded;
   EXPECT_EQ(CheckpointRows(*tiered, 0), want);
+}
+
+TEST(TableTier, APrefetchBringsTheNextBatchBackFromDiskOnEitherTransport) {
+  for (ClientOptions::Transport transport :
+       {ClientOptions::Transport::kUnary, ClientOptions::Transport::kStream}) {
+    const std::string dir = TempDir();
+    absl::StatusOr<LocalServers> servers = LocalServers::Start(Base(Mode::kAsync, dir), 2);
+    ASSERT_TRUE(servers.ok()) << servers.status();
+    std::unique_ptr<PsClient> c = ConnectTableClient(*servers, kTable, transport);
+    ASSERT_TRUE(c);
+    std::vector<uint64_t> all(1000), next(30);
+    for (uint64_t i = 0; i < all.size(); ++i) all[i] = i;
+    for (uint64_t i = 0; i < next.size(); ++i) next[i] = 3 * i;  // pulled first: now on disk
+    std::vector<float> rows(all.size() * kDim), want(next.size() * kDim), got(want.size());
+    ASSERT_TRUE(c->PullRows("clicks", all, absl::MakeSpan(rows)).ok());
+    ASSERT_TRUE(c->PullRows("clicks", next, absl::MakeSpan(want)).ok());  // from disk
+    ASSERT_TRUE(c->PullRows("clicks", all, absl::MakeSpan(rows)).ok());   // pushed out again
+    const std::string lookups = "ps_server_embedding_lookups_total{table=\"clicks\",where=";
+    const double memory = SumMetric(*servers, lookups + "\"memory\"}");
+    const double disk = SumMetric(*servers, lookups + "\"disk\"}");
+    const absl::Status prefetched = c->PrefetchRows("clicks", next);
+    ASSERT_TRUE(prefetched.ok()) << prefetched;
+    for (const auto& server : servers->servers) {
+      ASSERT_TRUE(server->shard()->PrefetchesDone(absl::Now() + absl::Seconds(30)));
+    }
+    EXPECT_EQ(SumMetric(*servers, "ps_server_embedding_prefetched_rows_total{table=\"clicks\"}"),
+              next.size());
+    ASSERT_TRUE(c->PullRows("clicks", next, absl::MakeSpan(got)).ok());
+    EXPECT_EQ(got, want);  // the same rows, found in memory
+    EXPECT_EQ(SumMetric(*servers, lookups + "\"memory\"}"), memory + next.size());
+    EXPECT_EQ(SumMetric(*servers, lookups + "\"disk\"}"), disk);
+    // Ids it never saw make no row; a table never declared is an error.
+    const std::vector<uint64_t> unseen = {5000, 5001};
+    ASSERT_TRUE(c->PrefetchRows("clicks", unseen).ok());
+    for (const auto& server : servers->servers) {
+      ASSERT_TRUE(server->shard()->PrefetchesDone(absl::Now() + absl::Seconds(30)));
+    }
+    EXPECT_EQ(SumMetric(*servers, lookups + "\"none\"}"), all.size());
+    EXPECT_EQ(c->PrefetchRows("views", next).code(), absl::StatusCode::kNotFound);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, TableTierTest, ::testing::Values(Mode::kAsync, Mode::kSync),

@@ -73,6 +73,21 @@ absl::Status ShardRows::Pull(absl::string_view table, int dim,
       });
 }
 
+absl::Status ShardRows::Prefetch(absl::string_view table,
+                                 const std::vector<std::vector<uint64_t>>& shard_ids) {
+  const int worker = state_->options.worker_id;
+  return CallShards<v1::PullRowsRequest, v1::PullRowsResponse>(
+      *state_, Called(shard_ids),
+      [&](int s, v1::PullRowsRequest* req) {
+        req->set_worker_id(worker);
+        req->set_table(std::string(table));
+        req->mutable_ids()->Add(shard_ids[s].begin(), shard_ids[s].end());
+        req->set_prefetch(true);
+      },
+      [this](int s, auto... args) { stubs_[s]->async()->PullRows(args...); },
+      [](int, const v1::PullRowsResponse&) { return absl::OkStatus(); });
+}
+
 absl::Status ShardRows::Push(absl::string_view table,
                              const std::vector<std::vector<uint64_t>>& shard_ids,
                              const std::vector<std::vector<float>>& grads, int64_t seq,

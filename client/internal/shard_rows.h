@@ -38,6 +38,11 @@ class ShardRows {
                     const std::vector<std::vector<uint64_t>>& shard_ids,
                     std::vector<std::vector<float>>* rows);
 
+  // Tells shard s that shard_ids[s] are the ids of a pull to come
+  // (PullRowsRequest.prefetch); answered without rows.
+  absl::Status Prefetch(absl::string_view table,
+                        const std::vector<std::vector<uint64_t>>& shard_ids);
+
   // Gradients grads[s] of shard_ids[s] to every shard with ids, for the
   // step state.shard_version[s] (sync) with the async `seq`; outcomes[s]
   // says what each shard did (kApplied for shards not called).

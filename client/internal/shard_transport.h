@@ -137,6 +137,11 @@ class ShardTransport {
                                 const std::vector<std::vector<uint64_t>>& shard_ids,
                                 std::vector<std::vector<float>>* rows) = 0;
 
+  // PrefetchRows: shard s is told shard_ids[s] are the ids of a pull to
+  // come (PullRowsRequest.prefetch); it answers at once, without rows.
+  virtual absl::Status PrefetchRows(absl::string_view table,
+                                    const std::vector<std::vector<uint64_t>>& shard_ids) = 0;
+
   // PushRows: gradients grads[s] of shard_ids[s] to every shard with ids,
   // for the step shard_version[s] (sync) with the async row-push `seq`;
   // outcomes[s] says what each shard did (kApplied for shards not called).

@@ -210,6 +210,19 @@ absl::Status StreamTransport::PullRows(absl::string_view table, int dim,
       [&receiver](int s) { return receiver.Finish(s); });
 }
 
+absl::Status StreamTransport::PrefetchRows(absl::string_view table,
+                                           const std::vector<std::vector<uint64_t>>& shard_ids) {
+  return RowCalls(
+      StreamCall::kPullRows, table, /*seq=*/0, shard_ids,
+      [&](int s, const StreamCallHeader& h) {
+        StreamCallHeader prefetch = h;
+        prefetch.prefetch = true;
+        return EncodeStreamRowsRequest(prefetch, shard_ids[s], {});
+      },
+      [](int, const RawStreamResponse&) { return absl::OkStatus(); },
+      [](int) { return absl::OkStatus(); });
+}
+
 absl::Status StreamTransport::PushPullRows(absl::string_view table, int dim,
                                            const std::vector<std::vector<uint64_t>>& shard_ids,
                                            const std::vector<std::vector<float>>& grads,

@@ -54,6 +54,8 @@ class StreamTransport final : public ShardTransport {
                         const std::vector<std::vector<uint64_t>>& shard_ids,
                         const std::vector<std::vector<float>>& grads, int64_t seq,
                         std::vector<PushOutcome>* outcomes) override;
+  absl::Status PrefetchRows(absl::string_view table,
+                            const std::vector<std::vector<uint64_t>>& shard_ids) override;
   absl::Status PushPullRows(absl::string_view table, int dim,
                             const std::vector<std::vector<uint64_t>>& shard_ids,
                             const std::vector<std::vector<float>>& grads, int64_t seq,

@@ -94,6 +94,11 @@ absl::Status UnaryTransport::PushRows(absl::string_view table,
   return rows_.Push(table, shard_ids, grads, seq, outcomes);
 }
 
+absl::Status UnaryTransport::PrefetchRows(absl::string_view table,
+                                          const std::vector<std::vector<uint64_t>>& shard_ids) {
+  return rows_.Prefetch(table, shard_ids);
+}
+
 absl::Status UnaryTransport::PushPullRows(absl::string_view table, int dim,
                                           const std::vector<std::vector<uint64_t>>& shard_ids,
                                           const std::vector<std::vector<float>>& grads, int64_t seq,

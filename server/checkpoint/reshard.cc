@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <system_error>
 #include <limits>
 #include <optional>
+#include <system_error>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
@@ -35,21 +35,20 @@ absl::StatusOr<std::vector<EmbeddingTableState>> TablesForShard(
   std::vector<bool> seen(from, false);
   for (const ShardState& s : states) {
     if (s.num_shards != from || s.shard_id < 0 || s.shard_id >= from || seen[s.shard_id]) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "reshard: the states are not one of each position of ", from,
-          " shards (shard ", s.shard_id, " of ", s.num_shards, ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("reshard: the states are not one of each position of ", from,
+                       " shards (shard ", s.shard_id, " of ", s.num_shards, ")"));
     }
     seen[s.shard_id] = true;
     if (s.tables.size() != states[0].tables.size()) {
-      return absl::InvalidArgumentError(absl::StrCat("reshard: shard ", s.shard_id, " holds ",
-                                                     s.tables.size(), " tables, shard ",
-                                                     states[0].shard_id, " ",
-                                                     states[0].tables.size()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("reshard: shard ", s.shard_id, " holds ", s.tables.size(), " tables, shard ",
+                       states[0].shard_id, " ", states[0].tables.size()));
     }
   }
   if (static_cast<int>(states.size()) != from) {
-    return absl::InvalidArgumentError(absl::StrCat("reshard: ", states.size(),
-                                                   " states of a checkpoint of ", from, " shards"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("reshard: ", states.size(), " states of a checkpoint of ", from, " shards"));
   }
   std::vector<EmbeddingTableState> out;
   for (size_t t = 0; t < states[0].tables.size(); ++t) {
@@ -65,8 +64,8 @@ absl::StatusOr<std::vector<EmbeddingTableState>> TablesForShard(
       if (!SameTable(part, first) || part.contents.dim != c.dim ||
           part.contents.optimizer != c.optimizer) {
         return absl::InvalidArgumentError(
-            absl::StrCat("reshard: table ", t, " of shard ", s.shard_id, " (\"",
-                         part.options.name, "\") differs from shard ", states[0].shard_id, "'s"));
+            absl::StrCat("reshard: table ", t, " of shard ", s.shard_id, " (\"", part.options.name,
+                         "\") differs from shard ", states[0].shard_id, "'s"));
       }
       const EmbeddingTableContents& p = part.contents;
       const size_t n = p.ids.size(), dim = p.dim, st = n == 0 ? 0 : p.state.size() / n;

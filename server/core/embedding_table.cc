@@ -186,6 +186,7 @@ inline uint32_t EmbeddingTable::FindOrCreate(uint64_t id) {
         }
       }
     }
+    if (!stored && lookup_ == Lookup::kPrefetch) return kPending;
     if (!stored && admission_ != nullptr) {
       if (!(lookup_ == Lookup::kPull ? admission_->Sight(id) : admission_->Admitted(id))) {
         return kPending;
@@ -420,6 +421,16 @@ absl::Status EmbeddingTable::Apply(absl::Span<const uint64_t> ids, const float* 
     }
   }
   return absl::OkStatus();
+}
+
+absl::Status EmbeddingTable::Prefetch(absl::Span<const uint64_t> ids) {
+  if (options_.tier == nullptr) return absl::OkStatus();
+  const TableCounters before = counters_;
+  absl::Status s = CallWithLookups(ids, Lookup::kPrefetch, [](size_t, uint32_t) {});
+  counters_.prefetched += counters_.from_tier - before.from_tier;
+  counters_.in_memory = before.in_memory;
+  counters_.from_tier = before.from_tier;
+  return s;
 }
 
 absl::Status EmbeddingTable::Prepare(absl::Span<const uint64_t> ids) {

@@ -130,6 +130,7 @@ struct TableCounters {
   int64_t write_errors = 0;   // rows the tier refused (kept in memory)
   int64_t evicted_ttl = 0;    // rows removed: not updated within ttl
   int64_t evicted_score = 0;  // rows removed: L2 norm under min_l2
+  int64_t prefetched = 0;     // rows Prefetch read back from the tier
 };
 
 struct EmbeddingTableContents {
@@ -167,6 +168,12 @@ class EmbeddingTable {
   // recently used. INVALID_ARGUMENT naming the table and the id when an id
   // repeats; RESOURCE_EXHAUSTED as Pull; either way nothing changes.
   absl::Status Apply(absl::Span<const uint64_t> ids, const float* grads);
+
+  // With a tier: reads the rows of `ids` that are there back into memory
+  // (made the most recently used), for a Pull to come; makes no row and
+  // counts no sighting (counters().prefetched, not the lookups). Without a
+  // tier: nothing. The tier's read error as Pull.
+  absl::Status Prefetch(absl::Span<const uint64_t> ids);
 
   // Makes the rows of `ids` that Apply would make, counting no sighting
   // (a sync push's rows, made when it arrives so that its step's close
@@ -230,7 +237,8 @@ class EmbeddingTable {
   static size_t SlotBytes(const EmbeddingTableOptions& options);
   // What a call's lookups are for: a Pull's count sightings; a Pull's and
   // Prepare's make rows the filter admits, Apply's too.
-  enum class Lookup { kPull, kApply };
+  // kPrefetch's make no row at all.
+  enum class Lookup { kPull, kApply, kPrefetch };
 
   // The slot of `id`, creating the row (evicting if needed) when missing,
   // made the most recently used. REQUIRES: CheckCapacity passed. kNone

@@ -63,6 +63,7 @@
 #include "server/core/consistency.h"
 #include "server/core/gradient.h"
 #include "server/core/membership.h"
+#include "server/core/prefetcher.h"
 #include "server/core/shard_options.h"
 #include "server/core/shard_state.h"
 #include "server/core/shard_stats.h"
@@ -205,6 +206,14 @@ class Shard {
                                                   absl::Span<const float> grads,
                                                   size_t piece_ids = 0,
                                                   const RowsPiece& piece = nullptr);
+  // The ids of a pull to come (PullRowsRequest.prefetch): checked as
+  // PullRows' are (errors the same), then, for a table with a tier, its
+  // rows on disk are read back into memory on the prefetcher's thread
+  // after this returns (EmbeddingTable::Prefetch). Renews no lease.
+  absl::Status PrefetchRows(int worker_id, absl::string_view table, absl::Span<const uint64_t> ids);
+  // Waits until no prefetch waits or runs, or `deadline` (false then): for tests.
+  bool PrefetchesDone(absl::Time deadline) const { return prefetcher_.WaitIdle(deadline); }
+
   // The declared tables (empty: none).
   std::vector<TableSpec> Tables() const;
 
@@ -335,9 +344,11 @@ class Shard {
   bool untouched_checkpoint_ ABSL_GUARDED_BY(mu_) = false;
 
   // Waiting pulls and inits, and the timer (which fails them at their
-  // deadlines and rings the alarms). Last: destroyed, with its timer,
-  // before the members its callbacks use.
+  // deadlines and rings the alarms). Destroyed, with its timer, before the
+  // members its callbacks use.
   std::unique_ptr<Waiters> waiters_;
+  // PrefetchRows' jobs. Last: its thread ends before anything it uses.
+  Prefetcher prefetcher_;
 };
 
 }  // namespace ps

@@ -60,6 +60,31 @@ absl::StatusOr<RowsResult> Shard::PullRows(int worker_id, absl::string_view tabl
   return result;
 }
 
+absl::Status Shard::PrefetchRows(int worker_id, absl::string_view table,
+                                 absl::Span<const uint64_t> ids) {
+  RETURN_IF_ERROR(options_.CheckWorker(worker_id));
+  {
+    absl::MutexLock l(&mu_);
+    if (closed_) return ShuttingDown();
+    ASSIGN_OR_RETURN(const bool tiered, tables_.CheckPrefetch(table, ids));
+    if (!tiered) return absl::OkStatus();
+  }
+  prefetcher_.Add(
+      [this, table = std::string(table), ids = std::vector<uint64_t>(ids.begin(), ids.end())] {
+        Effects fx;
+        {
+          absl::MutexLock l(&mu_);
+          if (closed_) return;
+          // A table replaced since (a checkpoint) or a read error: the pull
+          // to come reads the rows itself, and reports the error.
+          tables_.Prefetch(table, ids).IgnoreError();
+          for (std::string& line : tables_.TierNews()) fx.lines.push_back(std::move(line));
+        }
+        Finish(std::move(fx));
+      });
+  return absl::OkStatus();
+}
+
 absl::Status Shard::CheckRowPush(int worker_id, absl::string_view table, int64_t version,
                                  int64_t seq) const {
   RETURN_IF_ERROR(options_.CheckWorker(worker_id));

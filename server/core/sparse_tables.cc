@@ -197,6 +197,18 @@ absl::Status SparseTables::Pull(absl::string_view table, absl::Span<const uint64
   return absl::OkStatus();
 }
 
+absl::StatusOr<bool> SparseTables::CheckPrefetch(absl::string_view table,
+                                                 absl::Span<const uint64_t> ids) {
+  ASSIGN_OR_RETURN(Table * t, Find(table));
+  RETURN_IF_ERROR(CheckIds(table, ids));
+  return t->tier != nullptr;
+}
+
+absl::Status SparseTables::Prefetch(absl::string_view table, absl::Span<const uint64_t> ids) {
+  ASSIGN_OR_RETURN(Table * t, Find(table));
+  return t->rows->Prefetch(ids);
+}
+
 absl::StatusOr<PushOutcome> SparseTables::Push(int worker_id, absl::string_view table,
                                                int64_t version, int64_t seq,
                                                int64_t current_version,
@@ -343,7 +355,12 @@ absl::StatusOr<std::vector<EmbeddingTableState>> SparseTables::Export() const {
   for (const TableSpec& spec : specs_) {
     const Table& t = tables_.at(spec.name);
     ASSIGN_OR_RETURN(EmbeddingTableContents rows, t.rows->Export());
-    out.push_back(EmbeddingTableState{t.rows->options(), std::move(rows)});
+    // As saved: no tier, and a tiered table's rows bounded by nothing but
+    // the restoring server's settings (its budget bounds memory, not rows).
+    EmbeddingTableOptions saved = t.rows->options();
+    saved.tier = nullptr;
+    if (t.tier != nullptr) saved.max_rows = 0;
+    out.push_back(EmbeddingTableState{saved, std::move(rows)});
   }
   return out;
 }

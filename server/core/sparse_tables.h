@@ -138,6 +138,13 @@ class SparseTables {
                     std::vector<float>* out, size_t piece_ids = 0,
                     const RowsPiece& piece = nullptr);
 
+  // Prefetch (PullRowsRequest.prefetch): CheckPrefetch checks `ids` as
+  // Pull does (the same errors) and says whether the table has a tier (a
+  // prefetch does something); Prefetch reads the rows of `ids` on disk back
+  // into memory (EmbeddingTable::Prefetch).
+  absl::StatusOr<bool> CheckPrefetch(absl::string_view table, absl::Span<const uint64_t> ids);
+  absl::Status Prefetch(absl::string_view table, absl::Span<const uint64_t> ids);
+
   // A worker's row gradients: `grads` holds ids.size() * dim floats. See the
   // contract above; `current_version` is the shard's version (sync: the open
   // step). REQUIRES: 0 <= worker_id < num_workers.

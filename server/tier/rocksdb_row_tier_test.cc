@@ -249,6 +249,35 @@ TEST(TieredTable, RowsPastTheirTtlOnDiskAreGoneAsTheyAreReadAndFromCheckpoints) 
   EXPECT_EQ(t.counters().evicted_ttl, 90);
 }
 
+TEST(TieredTable, PrefetchReadsRowsBackAndMakesNoneNorCountsASighting) {
+  EmbeddingTableOptions o = TableOptions(SparseOptimizerKind::kAdagrad);
+  o.max_rows = 10;
+  o.evict_lru = true;
+  o.admission.kind = AdmissionOptions::Kind::kCount;
+  o.admission.min_count = 2;
+  std::unique_ptr<RocksDbRowTier> tier = OpenTier(TempDir(), EmbeddingTable::TierRowFloats(o));
+  ASSERT_NE(tier, nullptr);
+  o.tier = tier.get();
+  auto table = EmbeddingTable::Create(o);
+  ASSERT_TRUE(table.ok());
+  EmbeddingTable& t = **table;
+  std::vector<uint64_t> all(50);
+  for (uint64_t i = 0; i < all.size(); ++i) all[i] = i;
+  std::vector<float> rows(all.size() * o.dim);
+  for (int twice = 0; twice < 2; ++twice) ASSERT_TRUE(t.Pull(all, rows.data()).ok());
+  const std::vector<uint64_t> next = {1, 2, 3, 100};  // 1..3 on disk; 100 seen never
+  ASSERT_TRUE(t.Prefetch(next).ok());
+  EXPECT_EQ(t.counters().prefetched, 3);
+  EXPECT_EQ(t.num_rows(), 10);
+  const TableCounters before = t.counters();
+  std::vector<float> out(next.size() * o.dim);
+  ASSERT_TRUE(t.Pull(next, out.data()).ok());
+  EXPECT_EQ(t.counters().in_memory, before.in_memory + 3);
+  EXPECT_EQ(t.counters().from_tier, before.from_tier);
+  EXPECT_EQ(t.counters().not_admitted, before.not_admitted + 1);  // 100: its first sighting
+  EXPECT_EQ(t.counters().created, before.created);
+}
+
 // A tier that fails on demand (for what RocksDB does on a full disk).
 class FailingTier final : public RowTier {
  public:

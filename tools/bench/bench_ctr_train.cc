@@ -33,13 +33,15 @@ struct TableSettings {
   int64_t budget_bytes = 0;
   std::string dir;
   AdmissionOptions admission;
+  bool prefetch = false;  // the workers name each next batch's ids
 };
 
 // One worker of `workers` with batch `batch`, through ps_worker's run loop:
 // against `client`'s servers, or alone (Adam at b.dense_lr, AdaGrad 0.05).
 absl::StatusOr<RunResult> Train(const CtrTrainBenchOptions& b, int worker_id, int workers,
-                                int batch, const ClientOptions* client) {
+                                int batch, const ClientOptions* client, bool prefetch = false) {
   CtrOptions o;
+  o.prefetch_rows = prefetch;
   o.worker_id = worker_id;
   o.num_workers = workers;
   o.data.vocab_sizes = {b.vocab};
@@ -82,7 +84,7 @@ absl::StatusOr<CtrRun> Distributed(const CtrTrainBenchOptions& b, Mode mode, int
       co.servers = local.addresses;
       co.worker_id = w;
       co.num_workers = kWorkers;
-      results[w] = Train(b, w, kWorkers, b.batch, &co);
+      results[w] = Train(b, w, kWorkers, b.batch, &co, tables.prefetch);
     });
   }
   for (auto& t : threads) t.join();
@@ -109,7 +111,8 @@ absl::StatusOr<CtrRun> Distributed(const CtrTrainBenchOptions& b, Mode mode, int
 
 // The tiered rerun of `mode` with one server, against `all_memory`: the
 // table's rows over tier_ratio as the budget.
-absl::StatusOr<Row> Tiered(const CtrTrainBenchOptions& b, Mode mode, const CtrRun& all_memory) {
+absl::StatusOr<Row> Tiered(const CtrTrainBenchOptions& b, Mode mode, const CtrRun& all_memory,
+                           bool prefetch) {
   ASSIGN_OR_RETURN(const TempDir temp, TempDir::Make("ps_bench_tier"));
   EmbeddingTableOptions row;
   row.dim = CtrOptions().model.dim;
@@ -120,14 +123,16 @@ absl::StatusOr<Row> Tiered(const CtrTrainBenchOptions& b, Mode mode, const CtrRu
   TableSettings budget;
   budget.budget_bytes = budget_rows * static_cast<int64_t>(EmbeddingTable::MemoryBytesPerRow(row));
   budget.dir = temp.path;
+  budget.prefetch = prefetch;
   ASSIGN_OR_RETURN(CtrRun run, Distributed(b, mode, 1, budget));
   const TableCounters& t = run.tier;
   const double lookups = static_cast<double>(t.in_memory + t.from_tier + t.created);
   Row r;
   r.name = absl::StrFormat(
-      "ctr %s (1 server, table %lld rows = %.1fx its memory budget of %.1f MiB; hit rate "
+      "ctr %s (1 server, %stable %lld rows = %.1fx its memory budget of %.1f MiB; hit rate "
       "%.1f%%, reads from disk %.1f%%) vs all in memory",
-      ModeName(mode), static_cast<long long>(all_memory.table_rows),
+      ModeName(mode), prefetch ? "prefetching each next batch, " : "",
+      static_cast<long long>(all_memory.table_rows),
       static_cast<double>(all_memory.table_rows) / static_cast<double>(budget_rows),
       static_cast<double>(budget.budget_bytes) / (1 << 20),
       lookups > 0 ? 100.0 * static_cast<double>(t.in_memory) / lookups : 0.0,
@@ -188,8 +193,10 @@ absl::StatusOr<std::vector<Row>> RunCtrTrainBench(const CtrTrainBenchOptions& b)
   }
   if (b.tier_ratio > 0) {
     for (const auto& [mode, run] : one_server) {
-      ASSIGN_OR_RETURN(Row r, Tiered(b, mode, run));
-      rows.push_back(r);
+      for (bool prefetch : {false, true}) {
+        ASSIGN_OR_RETURN(Row r, Tiered(b, mode, run, prefetch));
+        rows.push_back(r);
+      }
     }
   }
   if (b.admission.kind != AdmissionOptions::Kind::kNone) {

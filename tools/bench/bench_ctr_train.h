@@ -7,9 +7,10 @@
 // rows, as the standalone trainer does. With tier_ratio > 0, the async and
 // sync one-server runs are run again with the embedding table tier_ratio
 // times its memory budget (the rows past it in RocksDB, server/tier/), each
-// against its all-memory run, with the hot tier's hit rate; with admission,
-// again all in memory with that admission, against the same run without
-// (resident rows and AUC). Not thread-safe.
+// against its all-memory run, with the hot tier's hit rate, without and
+// with the workers prefetching each next batch (CtrOptions::prefetch_rows);
+// with admission, again all in memory with that admission, against the
+// same run without (resident rows and AUC). Not thread-safe.
 #ifndef PS_TOOLS_BENCH_BENCH_CTR_TRAIN_H_
 #define PS_TOOLS_BENCH_BENCH_CTR_TRAIN_H_
 

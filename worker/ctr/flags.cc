@@ -28,6 +28,10 @@ ABSL_FLAG(uint64_t, ctr_seed, 1,
 ABSL_FLAG(int, ctr_eval_examples, 20000,
           "--model=ctr: held-out examples worker 0 evaluates AUC and log loss on (synthetic: "
           "those after --ctr_examples; a file: its last ones).");
+ABSL_FLAG(bool, ctr_prefetch_rows, false,
+          "--model=ctr: name each next batch's ids to the servers as a step pulls its rows "
+          "(PullRowsRequest.prefetch), so that servers with --table_memory_budget read them "
+          "back from disk while this worker computes. Changes no result.");
 ABSL_FLAG(std::string, ctr_data, "",
           "--model=ctr: train on this file instead of the synthetic generator (its last "
           "--ctr_eval_examples examples held out); format from --ctr_format.");
@@ -61,6 +65,7 @@ absl::StatusOr<CtrOptions> CtrOptionsFromFlags(const SharedWorkloadFlags& shared
   o.data.signal_vocab_size = absl::GetFlag(FLAGS_ctr_signal_vocab);
   o.data.num_examples = absl::GetFlag(FLAGS_ctr_examples);
   o.eval_examples = absl::GetFlag(FLAGS_ctr_eval_examples);
+  o.prefetch_rows = absl::GetFlag(FLAGS_ctr_prefetch_rows);
   o.data_file = absl::GetFlag(FLAGS_ctr_data);
   const std::string format = absl::GetFlag(FLAGS_ctr_format);
   if (format == "criteo") {

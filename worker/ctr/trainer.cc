@@ -1,5 +1,6 @@
 #include "worker/ctr/trainer.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "common/status_macros.h"
@@ -28,16 +29,25 @@ absl::StatusOr<std::unique_ptr<CtrTrainer>> CtrTrainer::Create(const CtrTrainerO
 CtrTrainer::CtrTrainer(CtrModel model, ParamStore* store)
     : model_(std::move(model)), store_(store) {}
 
-RowLookup CtrTrainer::Lookup() {
+RowLookup CtrTrainer::Lookup(absl::Span<const CtrExample> next) {
   const size_t dim = model_.config().dim;
-  return [this, dim](absl::Span<const uint64_t> ids, float* rows) {
-    return store_->PullRows(kCtrTableName, ids, absl::MakeSpan(rows, ids.size() * dim));
+  return [this, dim, next](absl::Span<const uint64_t> ids, float* rows) {
+    RETURN_IF_ERROR(store_->PullRows(kCtrTableName, ids, absl::MakeSpan(rows, ids.size() * dim)));
+    if (next.empty()) return absl::OkStatus();
+    next_ids_.clear();
+    for (const CtrExample& e : next) {
+      next_ids_.insert(next_ids_.end(), std::begin(e.ids), std::end(e.ids));
+    }
+    std::sort(next_ids_.begin(), next_ids_.end());
+    next_ids_.erase(std::unique(next_ids_.begin(), next_ids_.end()), next_ids_.end());
+    return store_->PrefetchRows(kCtrTableName, next_ids_);
   };
 }
 
-absl::StatusOr<double> CtrTrainer::Compute(absl::Span<const CtrExample> batch) {
+absl::StatusOr<double> CtrTrainer::Compute(absl::Span<const CtrExample> batch,
+                                           absl::Span<const CtrExample> next) {
   if (batch.empty()) return absl::InvalidArgumentError("Step: empty batch");
-  RETURN_IF_ERROR(model_.Forward(batch, Lookup(), &acts_));
+  RETURN_IF_ERROR(model_.Forward(batch, Lookup(next), &acts_));
   labels_.resize(batch.size());
   for (size_t i = 0; i < batch.size(); ++i) labels_[i] = batch[i].label;
   const double loss = SigmoidCrossEntropy(acts_.logits, labels_, &dlogits_);
@@ -58,7 +68,7 @@ absl::StatusOr<double> CtrTrainer::Step(absl::Span<const CtrExample> batch) {
 
 absl::Status CtrTrainer::Predict(absl::Span<const CtrExample> batch, std::vector<float>* probs) {
   if (batch.empty()) return absl::OkStatus();
-  RETURN_IF_ERROR(model_.Forward(batch, Lookup(), &acts_));
+  RETURN_IF_ERROR(model_.Forward(batch, Lookup({}), &acts_));
   for (float z : acts_.logits) probs->push_back(Sigmoid(z));
   return absl::OkStatus();
 }

@@ -61,8 +61,12 @@ class CtrTrainer {
   CtrTrainer& operator=(const CtrTrainer&) = delete;
 
   // The first half of a step on `batch` (non-empty): returns its mean loss
-  // before the update.
-  absl::StatusOr<double> Compute(absl::Span<const CtrExample> batch);
+  // before the update. With `next` (the next step's batch), its ids are
+  // named to the store (ParamStore::PrefetchRows) right after this batch's
+  // rows are pulled, so that they come back from disk while this one
+  // computes.
+  absl::StatusOr<double> Compute(absl::Span<const CtrExample> batch,
+                                 absl::Span<const CtrExample> next = {});
   // The second half. REQUIRES: a successful Compute before it.
   absl::Status Exchange();
   // Both halves.
@@ -78,13 +82,14 @@ class CtrTrainer {
 
  private:
   CtrTrainer(CtrModel model, ParamStore* store);
-  RowLookup Lookup();
+  RowLookup Lookup(absl::Span<const CtrExample> next);
 
   CtrModel model_;
   ParamStore* const store_;  // not owned
   CtrActivations acts_;      // reused across calls
   CtrGradients grads_;
   std::vector<float> labels_, dlogits_;
+  std::vector<uint64_t> next_ids_;  // Compute's prefetch
 };
 
 }  // namespace ps

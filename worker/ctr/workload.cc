@@ -125,11 +125,22 @@ absl::StatusOr<WorkloadPlan> CtrWorkload::Init(ParamStore* store) {
 
 absl::StatusOr<double> CtrWorkload::Compute(int64_t step) {
   const CtrOptions& o = options_;
-  const int64_t first = (step * o.num_workers + o.worker_id) * int64_t{o.batch_size};
-  for (int i = 0; i < o.batch_size; ++i) {
-    batch_[i] = source_->Example((first + i) % source_->train_size());
+  const auto fill = [&](int64_t s, std::vector<CtrExample>* batch) {
+    const int64_t first = (s * o.num_workers + o.worker_id) * int64_t{o.batch_size};
+    batch->resize(o.batch_size);
+    for (int i = 0; i < o.batch_size; ++i) {
+      (*batch)[i] = source_->Example((first + i) % source_->train_size());
+    }
+  };
+  if (next_step_ == step) {
+    batch_.swap(next_batch_);
+  } else {
+    fill(step, &batch_);
   }
-  return trainer_->Compute(batch_);
+  if (!o.prefetch_rows) return trainer_->Compute(batch_);
+  fill(step + 1, &next_batch_);
+  next_step_ = step + 1;
+  return trainer_->Compute(batch_, next_batch_);
 }
 
 absl::Status CtrWorkload::Exchange() { return trainer_->Exchange(); }

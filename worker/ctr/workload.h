@@ -50,6 +50,9 @@ struct CtrOptions {
   int epochs = 1;             // >= 1
   int eval_examples = 20000;  // held-out examples, >= 2
   int threads = 0;            // OpenBLAS threads, set at Init; 0 = OpenBLAS's own
+  // Name each next batch's ids to the store as the step pulls its rows
+  // (ParamStore::PrefetchRows; --ctr_prefetch_rows).
+  bool prefetch_rows = false;
 
   // INVALID_ARGUMENT naming the flag (ps_worker's) otherwise.
   absl::Status Validate() const;
@@ -88,6 +91,9 @@ class CtrWorkload final : public Workload {
   std::optional<double> best_auc_, best_log_loss_;
   std::unique_ptr<CtrTrainer> trainer_;  // from Init
   std::vector<CtrExample> batch_;
+  // With prefetch_rows: the batch of step next_step_, made ahead.
+  std::vector<CtrExample> next_batch_;
+  int64_t next_step_ = -1;
 };
 
 }  // namespace ps

@@ -65,6 +65,13 @@ class ParamStore {
   // allowed). REQUIRES: rows.size() == ids.size() * the table's dim.
   virtual absl::Status PullRows(absl::string_view table, absl::Span<const uint64_t> ids,
                                 absl::Span<float> rows) = 0;
+  // A hint: `ids` are those of a pull to come (the next batch's), so that
+  // a store with rows on disk can bring them into memory meanwhile.
+  // Changes nothing a pull answers. Default: nothing.
+  virtual absl::Status PrefetchRows(absl::string_view /*table*/,
+                                    absl::Span<const uint64_t> /*ids*/) {
+    return absl::OkStatus();
+  }
   // Applies one gradient row per id; the rows of a repeated id are summed.
   virtual absl::Status PushRows(absl::string_view table, absl::Span<const uint64_t> ids,
                                 absl::Span<const float> grads) = 0;
@@ -103,6 +110,9 @@ class RemoteParamStore final : public ParamStore {
   absl::Status PullRows(absl::string_view table, absl::Span<const uint64_t> ids,
                         absl::Span<float> rows) override {
     return client_->PullRows(table, ids, rows);
+  }
+  absl::Status PrefetchRows(absl::string_view table, absl::Span<const uint64_t> ids) override {
+    return client_->PrefetchRows(table, ids);
   }
   absl::Status PushRows(absl::string_view table, absl::Span<const uint64_t> ids,
                         absl::Span<const float> grads) override {
