@@ -50,25 +50,8 @@ fail() {
 now() { date +%s.%N; }
 secs() { /usr/bin/python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$1" "$2"; }
 
-# skip REASON: the whole scenario cannot run on this machine (Bazel 4 has no
-# skipped status: the test passes, and its test.xml marks the case skipped,
-# as netns_lib.sh does).
-skip() {
-  echo "SKIPPED: $1"
-  if [ -n "${XML_OUTPUT_FILE:-}" ]; then
-    local esc
-    esc=$(sed -e 's/&/\&amp;/g' -e 's/</\&lt;/g' -e 's/>/\&gt;/g' -e 's/"/\&quot;/g' <<<"$1")
-    cat >"$XML_OUTPUT_FILE" <<XML
-<?xml version="1.0" encoding="UTF-8"?>
-<testsuites tests="1" skipped="1">
-  <testsuite name="$TEST_TARGET" tests="1" skipped="1">
-    <testcase name="$SCENARIO" status="run" result="skipped" classname="$TEST_TARGET"><skipped message="$esc"/></testcase>
-  </testsuite>
-</testsuites>
-XML
-  fi
-  exit 0
-}
+# skip REASON: the whole scenario cannot run on this machine.
+skip() { skip_test "$SCENARIO" "$1"; }
 
 # can_mount: true if this process may mount a tmpfs in a private mount
 # namespace (root, or CAP_SYS_ADMIN); the reason in $mount_error if not.

@@ -40,6 +40,14 @@ absl::Status CallShards(const ClientState& state, const std::vector<bool>& calle
       ->Wait();
 }
 
+void FillPullRows(int worker, absl::string_view table, const std::vector<uint64_t>& ids,
+                  bool prefetch, v1::PullRowsRequest* req) {
+  req->set_worker_id(worker);
+  req->set_table(std::string(table));
+  req->mutable_ids()->Add(ids.begin(), ids.end());
+  req->set_prefetch(prefetch);
+}
+
 }  // namespace
 
 ShardRows::ShardRows(const std::vector<std::shared_ptr<grpc::Channel>>& channels,
@@ -56,9 +64,7 @@ absl::Status ShardRows::Pull(absl::string_view table, int dim,
   return CallShards<v1::PullRowsRequest, v1::PullRowsResponse>(
       *state_, Called(shard_ids),
       [&](int s, v1::PullRowsRequest* req) {
-        req->set_worker_id(worker);
-        req->set_table(std::string(table));
-        req->mutable_ids()->Add(shard_ids[s].begin(), shard_ids[s].end());
+        FillPullRows(worker, table, shard_ids[s], /*prefetch=*/false, req);
       },
       [this](int s, auto... args) { stubs_[s]->async()->PullRows(args...); },
       [&](int s, const v1::PullRowsResponse& r) -> absl::Status {
@@ -79,10 +85,7 @@ absl::Status ShardRows::Prefetch(absl::string_view table,
   return CallShards<v1::PullRowsRequest, v1::PullRowsResponse>(
       *state_, Called(shard_ids),
       [&](int s, v1::PullRowsRequest* req) {
-        req->set_worker_id(worker);
-        req->set_table(std::string(table));
-        req->mutable_ids()->Add(shard_ids[s].begin(), shard_ids[s].end());
-        req->set_prefetch(true);
+        FillPullRows(worker, table, shard_ids[s], /*prefetch=*/true, req);
       },
       [this](int s, auto... args) { stubs_[s]->async()->PullRows(args...); },
       [](int, const v1::PullRowsResponse&) { return absl::OkStatus(); });

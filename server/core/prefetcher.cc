@@ -33,9 +33,7 @@ int64_t Prefetcher::dropped() const {
 
 bool Prefetcher::WaitIdle(absl::Time deadline) const {
   absl::MutexLock l(&mu_);
-  const auto idle = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
-    return jobs_.empty() && !running_;
-  };
+  const auto idle = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return jobs_.empty() && !running_; };
   return mu_.AwaitWithDeadline(absl::Condition(&idle), deadline);
 }
 
