@@ -81,7 +81,9 @@ TEST_P(TableAdmissionTest, RowsAreThoseOfServersThatNeverGotTheDroppedGradients)
     for (size_t i = 0; i < ra.size(); ++i) {
       ASSERT_EQ(ra[i], rb[i]) << "step " << step << " id " << ids[i / kDim];
     }
-    if (!kept_ids.empty()) ASSERT_TRUE(a->PushRows("ads", kept_ids, kept_grads).ok());
+    if (!kept_ids.empty()) {
+      ASSERT_TRUE(a->PushRows("ads", kept_ids, kept_grads).ok());
+    }
     ASSERT_TRUE(b->PushRows("ads", ids, grads).ok());
     if (GetParam() == Mode::kSync) {  // the step closes with the dense push
       for (PsClient* c : {a.get(), b.get()}) {
