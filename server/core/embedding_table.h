@@ -286,6 +286,8 @@ class EmbeddingTable {
   // Index.
   size_t HomeBucket(uint64_t id) const;
   uint32_t Find(uint64_t id) const;  // kNone if absent
+  // Whether made slot `slot` holds a row (a freed one holds a stale id).
+  bool Live(uint32_t slot) const;
   // Starts fetching a slot's cache lines (id, values, LRU links).
   void PrefetchSlot(uint32_t slot) const;
   // slots[i] = FindOrCreate(ids[i]) for each i, in order, in groups whose
@@ -358,6 +360,10 @@ inline uint32_t EmbeddingTable::Find(uint64_t id) const {
     const uint32_t slot = buckets_[b];
     if (slot == kNone || IdOf(slot) == id) return slot;
   }
+}
+
+inline bool EmbeddingTable::Live(uint32_t slot) const {
+  return free_slots_.empty() || Find(IdOf(slot)) == slot;
 }
 
 }  // namespace ps

@@ -51,7 +51,7 @@ absl::StatusOr<EmbeddingTableContents> EmbeddingTable::Export() const {
     // In the order made; slots freed by ttl or min_l2 hold no row.
     const int64_t made = num_rows_ + static_cast<int64_t>(free_slots_.size());
     for (int64_t slot = 0; slot < made; ++slot) {
-      if (Find(IdOf(static_cast<uint32_t>(slot))) == slot) add(static_cast<uint32_t>(slot));
+      if (Live(static_cast<uint32_t>(slot))) add(static_cast<uint32_t>(slot));
     }
   }
   return c;

@@ -53,7 +53,7 @@ void EmbeddingTable::Sweep(size_t n) {
   for (size_t k = 0; k < std::min(n, made); ++k) {
     if (hand_ >= made) hand_ = 0;
     const uint32_t slot = hand_++;
-    if (Find(IdOf(slot)) != slot) continue;  // a free slot
+    if (!Live(slot)) continue;
     const uint32_t* stamp = StampOf(slot);
     const Expiry why = ExpiryOf(RowOf(slot), stamp ? *stamp : 0);
     if (why != Expiry::kKeep && Evict(slot)) CountEviction(why);
