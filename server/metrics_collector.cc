@@ -214,6 +214,9 @@ std::vector<MetricFamily> ServerCollector::Collect() const {
              "Rows written to the on-disk tier as they left memory, by result: ok, or failed (the "
              "row stays in memory past the budget; the log says why).",
              MetricType::Counter);
+  MetricFamily read_errors =
+      Family("ps_server_embedding_tier_read_errors_total",
+             "Calls the on-disk tier's read error failed (the log says why).", MetricType::Counter);
   MetricFamily prefetched =
       Family("ps_server_embedding_prefetched_rows_total",
              "Rows read back from the on-disk tier by prefetches (PullRowsRequest.prefetch) "
@@ -277,6 +280,8 @@ std::vector<MetricFamily> ServerCollector::Collect() const {
     evictions.metric.push_back(Value(MetricType::Counter,
                                      static_cast<double>(t.counters.write_errors),
                                      {{"table", t.name}, {"result", "failed"}}));
+    read_errors.metric.push_back(Value(
+        MetricType::Counter, static_cast<double>(t.counters.read_errors), {{"table", t.name}}));
   }
   if (!st.tables.empty()) {  // a model without tables shows no empty families
     out.push_back(std::move(rows));
@@ -286,6 +291,7 @@ std::vector<MetricFamily> ServerCollector::Collect() const {
   if (tiered) {
     out.push_back(std::move(disk_rows));
     out.push_back(std::move(evictions));
+    out.push_back(std::move(read_errors));
     out.push_back(std::move(prefetched));
   }
   if (!evicted.metric.empty()) out.push_back(std::move(evicted));

@@ -77,9 +77,12 @@ absl::Status ServerOptions::Validate() const {
     return absl::InvalidArgumentError("--max_concurrent_streams must be >= 1");
   }
   if (checkpoints.every_versions < 0 || checkpoints.period < absl::ZeroDuration() ||
-      checkpoints.keep < 1) {
+      checkpoints.keep < 1 || checkpoints.full_every < 1) {
     return absl::InvalidArgumentError(
-        "need --checkpoint_every >= 0, --checkpoint_secs >= 0 and --checkpoint_keep >= 1");
+        absl::StrCat("need --checkpoint_every >= 0, --checkpoint_secs >= 0, --checkpoint_keep >= 1 "
+                     "and --checkpoint_full_every >= 1; got ",
+                     checkpoints.every_versions, ", ", absl::FormatDuration(checkpoints.period),
+                     ", ", checkpoints.keep, " and ", checkpoints.full_every));
   }
   if (checkpoints.tables_from.empty() != (checkpoints.tables_from_shards == 0) ||
       checkpoints.tables_from_shards < 0) {
@@ -114,9 +117,9 @@ namespace {
 absl::Status RestoreTables(const ServerOptions& options, Shard* shard) {
   const ServerOptions::Checkpoints& c = options.checkpoints;
   const std::string who = absl::StrCat("shard ", options.shard.shard_id, ": ");
-  absl::StatusOr<ReshardedTables> loaded =
-      LoadTablesForShard(c.tables_from, c.tables_from_shards, options.shard.shard_id,
-                         options.shard.num_shards, options.shard.spec_limits);
+  absl::StatusOr<ReshardedTables> loaded = LoadTablesForShard(
+      c.tables_from, c.tables_from_shards, options.shard.shard_id, options.shard.num_shards,
+      options.shard.spec_limits, options.shard.tables.read_tier_snapshot);
   absl::Status s = loaded.ok() ? shard->ImportTables(loaded->tables) : loaded.status();
   if (!s.ok()) {
     return absl::Status(s.code(), absl::StrCat(who, "--restore_tables_from: ", s.message()));
@@ -163,6 +166,9 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
     so.log = options.shard.log;
     ASSIGN_OR_RETURN(s->store_, CheckpointStore::Open(so));
     shard_options.checkpoint_every = c.every_versions;
+    shard_options.checkpoint_full_every = c.full_every;
+    shard_options.tables.track_changes = c.full_every > 1;
+    shard_options.tables.tier_snapshot_dir = s->store_->TierStagingDir();
     // The checkpointer exists before the first push can arrive.
     shard_options.on_checkpoint = [server = s.get()](ShardState state) {
       server->checkpointer_->Offer(std::move(state));
@@ -184,17 +190,22 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
       }
     }
     if (options.shard.log) {
-      options.shard.log(loaded.has_value()
-                            ? absl::StrCat(who, "restored checkpoint ", loaded->path,
-                                           " (version ", loaded->state.version, "); ",
-                                           IncarnationName(s->shard_->incarnation()))
-                            : absl::StrCat(who, "no checkpoint in ", c.dir, "; starting empty, ",
-                                           IncarnationName(s->shard_->incarnation())));
+      options.shard.log(
+          loaded.has_value()
+              ? absl::StrCat(
+                    who, "restored checkpoint ", loaded->path, " (version ", loaded->state.version,
+                    loaded->deltas > 0 ? absl::StrCat(", a full one and ", loaded->deltas,
+                                                      loaded->deltas == 1 ? " delta" : " deltas")
+                                       : "",
+                    "); ", IncarnationName(s->shard_->incarnation()))
+              : absl::StrCat(who, "no checkpoint in ", c.dir, "; starting empty, ",
+                             IncarnationName(s->shard_->incarnation())));
     }
     CheckpointerOptions co;
     co.shard_id = options.shard.shard_id;
     co.period = c.period;
-    co.export_state = [shard = s->shard_.get()] { return shard->ExportState(); };
+    co.export_state = [shard = s->shard_.get()] { return shard->ExportCheckpoint(); };
+    co.restart_chain = [shard = s->shard_.get()] { shard->RestartCheckpointChain(); };
     co.log = options.shard.log;
     co.clock = options.shard.clock;  // the shard's: RealClock() unless a test says
     if (loaded.has_value()) {

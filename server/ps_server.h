@@ -67,7 +67,8 @@ struct ServerOptions {
     std::string dir;
     int64_t every_versions = 0;                       // 0: none by version
     absl::Duration period = absl::ZeroDuration();     // 0: none by time
-    int keep = 3;                                      // newest files kept
+    int keep = 3;                                     // newest full checkpoints kept
+    int64_t full_every = 1;  // every Nth checkpoint full, deltas between; 1: all full
     // Embedding tables from a checkpoint of another shard count
     // (server/checkpoint/reshard.h), for a shard with no checkpoint of its
     // own: its directory (empty: none) and that shard count (>= 1).

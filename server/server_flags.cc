@@ -108,7 +108,14 @@ ABSL_FLAG(int64_t, checkpoint_every, 100,
 ABSL_FLAG(double, checkpoint_secs, 0,
           "With --checkpoint_dir: also write one at most this many seconds apart if the "
           "version moved (not a consistent cut across shards). 0 = not by time.");
-ABSL_FLAG(int, checkpoint_keep, 3, "With --checkpoint_dir: how many newest checkpoints to keep.");
+ABSL_FLAG(int, checkpoint_keep, 3,
+          "With --checkpoint_dir: how many newest full checkpoints to keep (with the deltas "
+          "after the oldest of them).");
+ABSL_FLAG(int64_t, checkpoint_full_every, 1,
+          "With --checkpoint_dir: incremental checkpoints. Every this many checkpoints one is "
+          "full; those between are deltas holding the dense state and only the embedding rows "
+          "changed (and the ids removed) since the checkpoint before. A restore applies the "
+          "deltas to the newest full one. 1 = every checkpoint full.");
 ABSL_FLAG(std::string, restore_tables_from, "",
           "Directory of a checkpoint taken with --restore_tables_shards shards: at start, a "
           "shard with no checkpoint of its own loads the embedding tables' rows it owns at "
@@ -181,6 +188,7 @@ absl::StatusOr<ServerOptions> ServerOptionsFromFlags() {
   o.checkpoints.every_versions = absl::GetFlag(FLAGS_checkpoint_every);
   ASSIGN_OR_RETURN(o.checkpoints.period, SecondsFromFlag("checkpoint_secs", absl::GetFlag(FLAGS_checkpoint_secs)));
   o.checkpoints.keep = absl::GetFlag(FLAGS_checkpoint_keep);
+  o.checkpoints.full_every = absl::GetFlag(FLAGS_checkpoint_full_every);
   o.checkpoints.tables_from = absl::GetFlag(FLAGS_restore_tables_from);
   o.checkpoints.tables_from_shards = absl::GetFlag(FLAGS_restore_tables_shards);
   return o;

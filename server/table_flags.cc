@@ -130,6 +130,9 @@ absl::StatusOr<SparseTablesOptions> SparseTablesOptionsFromFlags() {
     }
     o.make_tier = RocksDbTiersUnder(dir);
   }
+  // A checkpoint's tier snapshot restores into a server with or without a
+  // budget.
+  o.read_tier_snapshot = ReadRocksDbSnapshot;
   return o;
 }
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <random>
@@ -15,6 +16,7 @@
 
 #include "gtest/gtest.h"
 #include "server/checkpoint/checkpoint.h"
+#include "server/checkpoint/checkpoint_store.h"
 #include "server/core/embedding_table.h"
 #include "server/tier/rocksdb_row_tier.h"
 #include "tests/metrics_sum.h"
@@ -177,6 +179,86 @@ TEST(TableTier, ACheckpointHoldsTheRowsOnDiskAndRestoresIntoATieredShard) {
   const absl::Status loaded = tiered->servers[0]->shard()->LoadCheckpoint(*state);
   ASSERT_TRUE(loaded.ok()) << loaded;
   EXPECT_EQ(CheckpointRows(*tiered, 0), want);
+}
+
+// A checkpoint of a tiered table holds its rows in memory and RocksDB's own
+// checkpoint of the tier (hard links next to the file), with deltas after
+// it; a restart restores the rows bit for bit into a tiered shard, into a
+// shard without a budget (the snapshot read) and onto another shard count.
+TEST(TableTier, ACheckpointSnapshotsTheTierThroughRocksDb) {
+  const std::string dir = TempDir();
+  ServerOptions o = Base(Mode::kAsync, dir + "/a");
+  o.checkpoints.dir = dir + "/ckpt";
+  o.checkpoints.every_versions = 1;
+  o.checkpoints.full_every = 2;
+  o.shard.tables.read_tier_snapshot = ReadRocksDbSnapshot;
+  std::map<uint64_t, std::vector<uint32_t>> live;
+  {
+    LoggedServers servers = StartLoggedServers(o, 1);
+    ASSERT_EQ(servers.servers.size(), 1u);
+    std::unique_ptr<PsClient> c = Connect(servers);
+    ASSERT_TRUE(c);
+    std::vector<uint64_t> ids(500);
+    for (uint64_t i = 0; i < ids.size(); ++i) ids[i] = i * 7;
+    const std::vector<float> grads(ids.size() * kDim, 0.25f);
+    for (int round = 0; round < 3; ++round) ASSERT_TRUE(c->PushRows("clicks", ids, grads).ok());
+    const TensorList dense = {std::vector<float>(4, 1.0f)};
+    ASSERT_TRUE(c->Push(dense).ok());  // v1: full, the tier as a snapshot
+    ASSERT_TRUE(servers.AwaitLine("checkpoint v1 written", absl::Seconds(60)));
+    const std::vector<uint64_t> some(ids.begin(), ids.begin() + 50);
+    ASSERT_TRUE(c->PushRows("clicks", some, std::vector<float>(some.size() * kDim, -1)).ok());
+    ASSERT_TRUE(c->Push(dense).ok());  // v2: a delta of 50 rows
+    ASSERT_TRUE(servers.AwaitLine("checkpoint v2 written", absl::Seconds(60)));
+    live = CheckpointRows(servers, 0);
+    ASSERT_EQ(live.size(), ids.size());
+    c.reset();
+    ASSERT_TRUE(servers.servers[0]->Shutdown().ok());
+  }
+  // On disk: the full file holds the rows in memory, the tier is RocksDB's
+  // files beside it.
+  const std::string tiers = o.checkpoints.dir + "/shard-0-of-1-v00000000000000000001.tiers/0";
+  int sst = 0;
+  for (const auto& f : std::filesystem::directory_iterator(tiers)) {
+    sst += f.path().extension() == ".sst";
+  }
+  EXPECT_GT(sst, 0) << tiers;
+  CheckpointStoreOptions so;
+  so.dir = o.checkpoints.dir;
+  auto store = CheckpointStore::Open(so);
+  ASSERT_TRUE(store.ok());
+  auto loaded = (*store)->LoadNewest(SpecLimits());
+  ASSERT_TRUE(loaded.ok() && loaded->has_value());
+  EXPECT_EQ((*loaded)->deltas, 1);
+  EXPECT_EQ((*loaded)->state.tables[0].tier_snapshot, tiers);
+  EXPECT_LE((*loaded)->state.tables[0].contents.ids.size(), kBudgetRows + 50u);
+
+  ServerOptions again = o;  // another tier folder, the same checkpoints
+  again.shard.tables.make_tier = RocksDbTiersUnder(dir + "/b");
+  absl::StatusOr<LocalServers> tiered = LocalServers::Start(again, 1);
+  ASSERT_TRUE(tiered.ok()) << tiered.status();
+  EXPECT_EQ(CheckpointRows(*tiered, 0), live);
+  EXPECT_LE(tiered->servers[0]->shard()->Stats().tables[0].rows, kBudgetRows);
+  tiered = absl::UnknownError("stopped");
+
+  ServerOptions no_budget = Base(Mode::kAsync, "");
+  no_budget.checkpoints = o.checkpoints;
+  no_budget.shard.tables.read_tier_snapshot = ReadRocksDbSnapshot;
+  absl::StatusOr<LocalServers> all = LocalServers::Start(no_budget, 1);
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ(CheckpointRows(*all, 0), live);
+  all = absl::UnknownError("stopped");
+
+  ServerOptions two = Base(Mode::kAsync, "");
+  two.checkpoints.tables_from = o.checkpoints.dir;
+  two.checkpoints.tables_from_shards = 1;
+  two.shard.tables.read_tier_snapshot = ReadRocksDbSnapshot;
+  absl::StatusOr<LocalServers> resharded = LocalServers::Start(two, 2);
+  ASSERT_TRUE(resharded.ok()) << resharded.status();
+  std::unique_ptr<PsClient> declared = Connect(*resharded);  // the model, and its table
+  ASSERT_TRUE(declared);
+  std::map<uint64_t, std::vector<uint32_t>> both = CheckpointRows(*resharded, 0);
+  for (auto& row : CheckpointRows(*resharded, 1)) both.insert(row);
+  EXPECT_EQ(both, live);
 }
 
 TEST(TableTier, APrefetchBringsTheNextBatchBackFromDiskOnEitherTransport) {

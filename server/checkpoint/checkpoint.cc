@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <filesystem>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
@@ -42,6 +43,9 @@ void TableToProto(const EmbeddingTableState& t, v1::EmbeddingTableSnapshot* p) {
   EncodeFloats(c.values, p->mutable_values());
   EncodeFloats(c.state, p->mutable_state());
   p->mutable_adam_steps()->Add(c.adam_steps.begin(), c.adam_steps.end());
+  p->mutable_removed_ids()->Add(t.removed.begin(), t.removed.end());
+  p->mutable_stamps()->Add(c.stamps.begin(), c.stamps.end());
+  p->set_tier_snapshot(t.tier_snapshot);
 }
 
 // `a * b` in *out, or false if it passes int64. REQUIRES: a, b >= 0.
@@ -105,7 +109,21 @@ absl::StatusOr<EmbeddingTableOptions> CheckTable(const v1::EmbeddingTableSnapsho
         state_bytes, " bytes of state and ", steps, " adam steps; got ", p.ids_size(), ", ",
         p.values().size(), ", ", p.state().size(), " and ", p.adam_steps_size()));
   }
+  if (!p.tier_snapshot().empty()) {
+    const std::filesystem::path snapshot(p.tier_snapshot());
+    if (snapshot.is_absolute() ||
+        std::any_of(snapshot.begin(), snapshot.end(), [](const auto& c) { return c == ".."; })) {
+      return absl::InvalidArgumentError(absl::StrCat(table, "tier snapshot \"", p.tier_snapshot(),
+                                                     "\" is not a path below the checkpoint's"));
+    }
+  }
+  if (p.stamps_size() != 0 && p.stamps_size() != rows) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(table, rows, " rows need none or ", rows, " stamps; got ", p.stamps_size()));
+  }
+  // Removed ids (deltas only) are neither repeated nor among the rows.
   std::vector<uint64_t> sorted(p.ids().begin(), p.ids().end());
+  sorted.insert(sorted.end(), p.removed_ids().begin(), p.removed_ids().end());
   std::sort(sorted.begin(), sorted.end());
   auto dup = std::adjacent_find(sorted.begin(), sorted.end());
   if (dup != sorted.end()) {
@@ -158,13 +176,18 @@ absl::StatusOr<std::vector<EmbeddingTableState>> DecodeTables(const v1::ShardSna
     c.state.resize(p.state().size() / sizeof(float));
     CopyPieces({p.state()}, c.state.data());
     c.adam_steps.assign(p.adam_steps().begin(), p.adam_steps().end());
+    c.stamps.assign(p.stamps().begin(), p.stamps().end());
+    t.tier_snapshot = p.tier_snapshot();
+    t.removed.assign(p.removed_ids().begin(), p.removed_ids().end());
+    std::sort(t.removed.begin(), t.removed.end());
   }
   return tables;
 }
 
 }  // namespace
 
-std::string EncodeShardState(const ShardState& state) {
+std::string EncodeShardState(const ShardState& state,
+                             const std::function<std::string(const std::string&)>& snapshot_path) {
   v1::ShardSnapshot snap;
   snap.set_shard_id(state.shard_id);
   snap.set_num_shards(state.num_shards);
@@ -180,7 +203,16 @@ std::string EncodeShardState(const ShardState& state) {
   snap.mutable_incarnation()->set_start(state.incarnation.start);
   snap.mutable_last_seq()->Add(state.last_seq.begin(), state.last_seq.end());
   snap.mutable_last_row_seq()->Add(state.last_row_seq.begin(), state.last_row_seq.end());
-  for (const EmbeddingTableState& t : state.tables) TableToProto(t, snap.add_tables());
+  for (const EmbeddingTableState& t : state.tables) {
+    v1::EmbeddingTableSnapshot* p = snap.add_tables();
+    TableToProto(t, p);
+    if (snapshot_path && !t.tier_snapshot.empty())
+      p->set_tier_snapshot(snapshot_path(t.tier_snapshot));
+  }
+  if (state.delta_base >= 0) {
+    snap.set_delta(true);
+    snap.set_delta_base(state.delta_base);
+  }
   return snap.SerializeAsString();
 }
 
@@ -197,8 +229,22 @@ absl::StatusOr<ShardState> DecodeShardState(absl::string_view bytes, const SpecL
     return absl::InvalidArgumentError(
         absl::StrCat("checkpoint names num_workers ", snap.num_workers()));
   }
+  if (snap.delta() && (snap.delta_base() < 0 || snap.delta_base() > snap.version())) {
+    return absl::InvalidArgumentError(absl::StrCat("checkpoint delta of version ", snap.version(),
+                                                   " names base version ", snap.delta_base()));
+  }
   ASSIGN_OR_RETURN(std::vector<EmbeddingTableState> tables, DecodeTables(snap, limits));
+  if (!snap.delta()) {
+    for (const EmbeddingTableState& t : tables) {
+      if (!t.removed.empty() && t.tier_snapshot.empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("checkpoint embedding table \"", t.options.name,
+                         "\": removed ids in a full checkpoint (only deltas have them)"));
+      }
+    }
+  }
   ShardState state;
+  state.delta_base = snap.delta() ? snap.delta_base() : -1;
   state.tables = std::move(tables);
   state.shard_id = snap.shard_id();
   state.num_shards = snap.num_shards();

@@ -7,6 +7,7 @@
 #ifndef PS_SERVER_CHECKPOINT_CHECKPOINT_H_
 #define PS_SERVER_CHECKPOINT_CHECKPOINT_H_
 
+#include <functional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -24,20 +25,27 @@ inline constexpr int kMaxCheckpointEmbeddingDim = 65536;
 // `state` as ShardSnapshot bytes. REQUIRES: a state from Shard::ExportState
 // (weights sized for its spec and position), its tables' contents from
 // EmbeddingTable::Export of tables with those options.
-std::string EncodeShardState(const ShardState& state);
+// With `snapshot_path`, each table's tier_snapshot is stored as
+// snapshot_path(it) (the checkpoint store: relative to its directory).
+std::string EncodeShardState(
+    const ShardState& state,
+    const std::function<std::string(const std::string&)>& snapshot_path = nullptr);
 
 // The state in `bytes`, checked on its own: INVALID_ARGUMENT, naming the
 // problem, if they do not parse, name an impossible position or worker
 // count, hold an invalid spec, or weights that do not cover the position's
-// slices exactly once; RESOURCE_EXHAUSTED for a spec over `limits`. Whether it fits a given shard is
-// Shard::LoadCheckpoint's check (ShardOptions::CheckState).
+// slices exactly once; RESOURCE_EXHAUSTED for a spec over `limits`. Whether it fits a given shard
+// is Shard::LoadCheckpoint's check (ShardOptions::CheckState).
 //
 // Embedding tables are checked before any is built: INVALID_ARGUMENT naming
 // the table for a repeated or missing name, options that do not validate
 // (EmbeddingTableOptions::Validate; an unknown optimizer kind), a dim past
 // kMaxCheckpointEmbeddingDim, a row count that overflows, passes max_rows or
 // disagrees with the ids, values, state or adam steps present, or a
-// repeated id; RESOURCE_EXHAUSTED naming the table when the rows' values
+// repeated id (among its rows and removed ids), stamps of the wrong count,
+// removed ids in a full state without a tier snapshot, or a tier snapshot
+// path that is absolute or climbs out ("..");
+// RESOURCE_EXHAUSTED naming the table when the rows' values
 // of all tables pass limits.max_model_elements. A decoded table's contents
 // Import into EmbeddingTable::Create(its options).
 absl::StatusOr<ShardState> DecodeShardState(absl::string_view bytes, const SpecLimits& limits);

@@ -9,16 +9,21 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
+#include <system_error>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "common/status_macros.h"
 #include "server/checkpoint/checkpoint.h"
+#include "server/checkpoint/checkpoint_delta.h"
 
 namespace ps {
 namespace {
@@ -112,32 +117,99 @@ absl::StatusOr<std::unique_ptr<CheckpointStore>> CheckpointStore::Open(
   if (::access(options.dir.c_str(), W_OK | X_OK) != 0) {
     return ErrnoStatus("cannot write to checkpoint dir", options.dir);
   }
-  return std::unique_ptr<CheckpointStore>(new CheckpointStore(options));
+  std::unique_ptr<CheckpointStore> store(new CheckpointStore(options));
+  // An earlier run's staged snapshots belong to no checkpoint.
+  std::error_code ec;
+  std::filesystem::remove_all(store->TierStagingDir(), ec);
+  if (!ec) std::filesystem::create_directory(store->TierStagingDir(), ec);
+  if (ec) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("cannot make ", store->TierStagingDir(), " (tier snapshots): ", ec.message()));
+  }
+  return store;
 }
 
-std::string CheckpointStore::FileName(int64_t version) const {
-  return absl::StrFormat("shard-%d-of-%d-v%020d.ckpt", options_.shard_id, options_.num_shards,
-                         version);
+std::string CheckpointStore::TierStagingDir() const {
+  return absl::StrFormat("%s/.staging-shard-%d-of-%d", options_.dir, options_.shard_id,
+                         options_.num_shards);
 }
 
-std::vector<std::string> CheckpointStore::List() const {
+std::string CheckpointStore::TiersDirOf(const std::string& file) {
+  absl::string_view base = file;
+  absl::ConsumeSuffix(&base, ".ckpt");
+  return absl::StrCat(base, ".tiers");
+}
+
+void CheckpointStore::Remove(const std::string& file) {
+  ::unlink(file.c_str());
+  std::error_code ignored;
+  std::filesystem::remove_all(TiersDirOf(file), ignored);
+}
+
+absl::Status CheckpointStore::AdoptTierSnapshots(const ShardState& state, const std::string& file,
+                                                 std::map<std::string, std::string>* stored) {
+  const std::string staging = TierStagingDir() + "/";
+  const std::string tiers = TiersDirOf(file);
+  for (size_t k = 0; k < state.tables.size(); ++k) {
+    const std::string& from = state.tables[k].tier_snapshot;
+    if (from.empty()) continue;
+    if (!absl::StartsWith(from, staging)) {  // one this directory holds already
+      if (!absl::StartsWith(from, options_.dir + "/")) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("checkpoint: the tier snapshot ", from, " is not under ", options_.dir));
+      }
+      (*stored)[from] = from.substr(options_.dir.size() + 1);
+      continue;
+    }
+    const std::string to = absl::StrCat(tiers, "/", k);
+    std::error_code ec;
+    std::filesystem::remove_all(to, ec);  // an earlier try's
+    if (!ec) std::filesystem::create_directories(tiers, ec);
+    if (!ec) std::filesystem::rename(from, to, ec);
+    if (ec) {
+      return absl::InternalError(
+          absl::StrCat("cannot move the tier snapshot ", from, " to ", to, ": ", ec.message()));
+    }
+    (*stored)[from] = to.substr(options_.dir.size() + 1);
+  }
+  if (!stored->empty() && std::filesystem::exists(tiers)) {
+    RETURN_IF_ERROR(FsyncPath(tiers, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  }
+  return absl::OkStatus();
+}
+
+std::string CheckpointStore::FileName(int64_t version, bool delta) const {
+  return absl::StrFormat("shard-%d-of-%d-v%020d%s", options_.shard_id, options_.num_shards, version,
+                         delta ? ".delta.ckpt" : ".ckpt");
+}
+
+std::vector<CheckpointStore::Entry> CheckpointStore::Entries() const {
   const std::string prefix =
       absl::StrFormat("shard-%d-of-%d-v", options_.shard_id, options_.num_shards);
-  std::vector<std::pair<int64_t, std::string>> found;
+  std::vector<Entry> found;
   if (DIR* d = ::opendir(options_.dir.c_str()); d != nullptr) {
     while (const dirent* e = ::readdir(d)) {
       absl::string_view name = e->d_name;
       int64_t version;
-      if (absl::ConsumePrefix(&name, prefix) && absl::ConsumeSuffix(&name, ".ckpt") &&
-          name.size() == 20 && absl::SimpleAtoi(name, &version)) {
-        found.emplace_back(version, absl::StrCat(options_.dir, "/", e->d_name));
+      if (!absl::ConsumePrefix(&name, prefix)) continue;
+      const bool delta = absl::ConsumeSuffix(&name, ".delta.ckpt");
+      if ((delta || absl::ConsumeSuffix(&name, ".ckpt")) && name.size() == 20 &&
+          absl::SimpleAtoi(name, &version)) {
+        found.push_back(Entry{version, delta, absl::StrCat(options_.dir, "/", e->d_name)});
       }
     }
     ::closedir(d);
   }
-  std::sort(found.rbegin(), found.rend());
+  // Newest first; of one version, the full checkpoint first.
+  std::sort(found.begin(), found.end(), [](const Entry& a, const Entry& b) {
+    return a.version != b.version ? a.version > b.version : !a.delta && b.delta;
+  });
+  return found;
+}
+
+std::vector<std::string> CheckpointStore::List() const {
   std::vector<std::string> paths;
-  for (auto& f : found) paths.push_back(std::move(f.second));
+  for (Entry& e : Entries()) paths.push_back(std::move(e.path));
   return paths;
 }
 
@@ -145,13 +217,19 @@ absl::StatusOr<std::string> CheckpointStore::Write(const ShardState& state) {
   if (state.shard_id != options_.shard_id || state.num_shards != options_.num_shards) {
     return absl::InvalidArgumentError("state of another shard position");
   }
-  const std::string payload = EncodeShardState(state);
+
+  const bool delta = state.delta_base >= 0;
+  const std::string path = absl::StrCat(options_.dir, "/", FileName(state.version, delta));
+  const std::string tmp = absl::StrCat(options_.dir, "/.tmp-", FileName(state.version, delta));
+  // The tiers' snapshots first, next to the file: the file's rename below
+  // commits the checkpoint.
+  std::map<std::string, std::string> stored;  // snapshot -> path in the file
+  RETURN_IF_ERROR(AdoptTierSnapshots(state, path, &stored));
+  const std::string payload = EncodeShardState(
+      state, [&stored](const std::string& snapshot) { return stored.at(snapshot); });
   std::string header(kMagic, kMagicBytes);
   PutLittleEndian(payload.size(), 8, &header);
   PutLittleEndian(Crc32(payload), 4, &header);
-
-  const std::string path = absl::StrCat(options_.dir, "/", FileName(state.version));
-  const std::string tmp = absl::StrCat(options_.dir, "/.tmp-", FileName(state.version));
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return ErrnoStatus("cannot create", tmp);
   absl::Status s = WriteAll(fd, header, tmp);
@@ -163,35 +241,76 @@ absl::StatusOr<std::string> CheckpointStore::Write(const ShardState& state) {
     ::unlink(tmp.c_str());
     return s;
   }
+  // The other kind of the same version is stale now.
+  Remove(absl::StrCat(options_.dir, "/", FileName(state.version, !delta)));
   RETURN_IF_ERROR(FsyncPath(options_.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
 
-  const std::vector<std::string> all = List();
-  for (size_t i = options_.keep; i < all.size(); ++i) ::unlink(all[i].c_str());
+  // Pruned: the newest `keep` full checkpoints, and the deltas after the
+  // oldest of them (older ones have no base kept).
+  int fulls = 0;
+  for (const Entry& e : Entries()) {
+    if (fulls >= options_.keep) Remove(e.path);
+    if (!e.delta) ++fulls;
+  }
   return path;
+}
+
+absl::StatusOr<ShardState> CheckpointStore::Read(const std::string& path,
+                                                 const SpecLimits& limits) const {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  if (!in) return absl::DataLossError("cannot read");
+  const std::string file = bytes.str();
+  ASSIGN_OR_RETURN(absl::string_view payload, Payload(file));
+  ASSIGN_OR_RETURN(ShardState state, DecodeShardState(payload, limits));
+  for (EmbeddingTableState& t : state.tables) {
+    if (t.tier_snapshot.empty()) continue;
+    t.tier_snapshot = absl::StrCat(options_.dir, "/", t.tier_snapshot);
+    std::error_code ec;
+    if (!std::filesystem::is_directory(t.tier_snapshot, ec)) {
+      return absl::DataLossError(absl::StrCat("table \"", t.options.name, "\": its tier snapshot ",
+                                              t.tier_snapshot, " is missing"));
+    }
+  }
+  return state;
 }
 
 absl::StatusOr<std::optional<CheckpointStore::Loaded>> CheckpointStore::LoadNewest(
     const SpecLimits& limits, int64_t max_version) const {
-  for (const std::string& path : List()) {
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream bytes;
-    bytes << in.rdbuf();
-    if (!in) {
-      if (options_.log) options_.log(absl::StrCat("checkpoint ", path, " skipped: cannot read"));
-      continue;
+  const auto skipped = [this](const std::string& path, const absl::Status& why) {
+    if (options_.log) options_.log(absl::StrCat("checkpoint ", path, " skipped: ", why.message()));
+  };
+  std::vector<Entry> entries = Entries();
+  for (size_t f = 0; f < entries.size(); ++f) {
+    const Entry& full = entries[f];
+    if (full.delta || full.version > max_version) continue;
+    absl::StatusOr<ShardState> state = Read(full.path, limits);
+    if (state.ok() && state->delta_base >= 0) {
+      state = absl::DataLossError("a delta under a full checkpoint's name");
     }
-    const std::string file = bytes.str();
-    absl::StatusOr<absl::string_view> payload = Payload(file);
-    absl::StatusOr<ShardState> state =
-        payload.ok() ? DecodeShardState(*payload, limits) : payload.status();
     if (!state.ok()) {
-      if (options_.log) {
-        options_.log(absl::StrCat("checkpoint ", path, " skipped: ", state.status().message()));
-      }
+      skipped(full.path, state.status());
       continue;
     }
-    if (state->version > max_version) continue;
-    return Loaded{path, *std::move(state)};
+    Loaded loaded{full.path, *std::move(state), 0};
+    // Then its deltas, oldest first, while each is on the state so far.
+    for (size_t d = f; d-- > 0;) {
+      const Entry& next = entries[d];
+      if (!next.delta || next.version > max_version) continue;
+      absl::StatusOr<ShardState> delta = Read(next.path, limits);
+      absl::Status applied =
+          delta.ok() ? (delta->delta_base < 0 ? absl::DataLossError("not a delta")
+                                              : ApplyDelta(*std::move(delta), &loaded.state))
+                     : delta.status();
+      if (!applied.ok()) {
+        skipped(next.path, applied);
+        break;  // the deltas after it are on it
+      }
+      loaded.path = next.path;
+      ++loaded.deltas;
+    }
+    return loaded;
   }
   return std::nullopt;
 }

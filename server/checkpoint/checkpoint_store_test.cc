@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <numeric>
 #include <optional>
 #include <string>
@@ -115,6 +116,84 @@ TEST(CheckpointStore, DamagedNewestFallsBackToThePreviousOne) {
   EXPECT_THAT(s.lines[0], HasSubstr("checksum mismatch"));
   EXPECT_THAT(s.lines[1], HasSubstr("truncated"));
   EXPECT_THAT(s.lines[2], HasSubstr("not a checkpoint"));
+}
+
+// StateAt(version) with one table "t" of dim 1 holding `rows` (id: value
+// id + version), a delta on `base` removing `removed` when base >= 0.
+ShardState WithTable(int64_t version, std::vector<uint64_t> rows, int64_t base = -1,
+                     std::vector<uint64_t> removed = {}) {
+  ShardState s = StateAt(version);
+  s.delta_base = base;
+  EmbeddingTableState t;
+  t.options.name = "t";
+  t.options.dim = 1;
+  t.options.optimizer.kind = SparseOptimizerKind::kSgd;
+  t.contents.dim = 1;
+  t.contents.optimizer = SparseOptimizerKind::kSgd;
+  for (uint64_t id : rows) {
+    t.contents.ids.push_back(id);
+    t.contents.values.push_back(static_cast<float>(id + version));
+  }
+  t.removed = std::move(removed);
+  s.tables.push_back(std::move(t));
+  return s;
+}
+
+// The table's rows of a loaded state: id -> value.
+std::map<uint64_t, float> Rows(const ShardState& s) {
+  std::map<uint64_t, float> m;
+  const EmbeddingTableContents& c = s.tables.at(0).contents;
+  for (size_t i = 0; i < c.ids.size(); ++i) m[c.ids[i]] = c.values[i];
+  return m;
+}
+
+TEST(CheckpointStore, DeltasApplyOnTheNewestFullOneInOrder) {
+  Store s = Open(TempDir(), 0, /*keep=*/5);
+  ASSERT_TRUE(s.store->Write(WithTable(10, {1, 2, 3})).ok());
+  ASSERT_TRUE(s.store->Write(WithTable(20, {2}, 10, {3})).ok());
+  auto last = s.store->Write(WithTable(30, {4}, 20));
+  ASSERT_TRUE(last.ok());
+  EXPECT_THAT(Basename(*last), "shard-0-of-2-v00000000000000000030.delta.ckpt");
+  auto loaded = s.store->LoadNewest(SpecLimits());
+  ASSERT_TRUE(loaded.ok() && loaded->has_value()) << loaded.status();
+  EXPECT_EQ((*loaded)->state.version, 30);
+  EXPECT_EQ((*loaded)->state.delta_base, -1);
+  EXPECT_EQ((*loaded)->deltas, 2);
+  EXPECT_EQ((*loaded)->path, *last);
+  EXPECT_EQ((*loaded)->state.weights, StateAt(30).weights);  // the dense state is the delta's
+  EXPECT_EQ(Rows((*loaded)->state), (std::map<uint64_t, float>{{1, 11}, {2, 22}, {4, 34}}));
+  // At most version 20: the full one and the first delta.
+  loaded = s.store->LoadNewest(SpecLimits(), 20);
+  ASSERT_TRUE(loaded.ok() && loaded->has_value());
+  EXPECT_EQ(Rows((*loaded)->state), (std::map<uint64_t, float>{{1, 11}, {2, 22}}));
+  // A damaged delta ends the chain: the state before it.
+  { std::ofstream(s.store->List()[1], std::ios::trunc) << "garbage"; }  // v20
+  loaded = s.store->LoadNewest(SpecLimits());
+  ASSERT_TRUE(loaded.ok() && loaded->has_value());
+  EXPECT_EQ((*loaded)->state.version, 10);
+  EXPECT_EQ((*loaded)->deltas, 0);
+  ASSERT_THAT(s.lines, SizeIs(1));
+  EXPECT_THAT(s.lines[0], HasSubstr("v00000000000000000020.delta.ckpt skipped"));
+}
+
+TEST(CheckpointStore, PruningKeepsTheNewestFullOnesAndTheDeltasAfterThem) {
+  Store s = Open(TempDir(), 0, /*keep=*/2);
+  ASSERT_TRUE(s.store->Write(WithTable(10, {1})).ok());
+  ASSERT_TRUE(s.store->Write(WithTable(20, {1}, 10)).ok());
+  ASSERT_TRUE(s.store->Write(WithTable(30, {1})).ok());
+  ASSERT_TRUE(s.store->Write(WithTable(40, {1}, 30)).ok());
+  ASSERT_TRUE(s.store->Write(WithTable(50, {1})).ok());
+  ASSERT_TRUE(s.store->Write(WithTable(60, {1}, 50)).ok());
+  std::vector<std::string> names;
+  for (const std::string& p : s.store->List()) names.push_back(Basename(p));
+  EXPECT_THAT(names, ElementsAre("shard-0-of-2-v00000000000000000060.delta.ckpt",
+                                 "shard-0-of-2-v00000000000000000050.ckpt",
+                                 "shard-0-of-2-v00000000000000000040.delta.ckpt",
+                                 "shard-0-of-2-v00000000000000000030.ckpt"));
+  // A full checkpoint of a delta's version replaces it.
+  ASSERT_TRUE(s.store->Write(WithTable(60, {1})).ok());
+  EXPECT_EQ(Basename(s.store->List()[0]), "shard-0-of-2-v00000000000000000060.ckpt");
+  EXPECT_THAT(s.store->List(), SizeIs(2));  // 60 and 50: keep 2 full ones
 }
 
 TEST(CheckpointStore, ShardsShareADirectoryWithoutSeeingEachOther) {
@@ -248,6 +327,41 @@ TEST_F(CheckpointerTest, WhatWaitsAtDestructionIsNotWrittenAndRequestsAreAnswere
   ASSERT_TRUE(answer.has_value());
   EXPECT_EQ(answer->status().code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(answer->status().message(), "shard 0 is shutting down");
+}
+
+// Incremental checkpoints: deltas offered while the writer is behind fold
+// into one, and a delta whose base is not the last written is dropped (the
+// shard is told to export a full one next).
+TEST_F(CheckpointerTest, DeltasFoldWhileWaitingAndOneOffItsBaseIsDropped) {
+  int restarts = 0;
+  CheckpointerOptions o;
+  o.export_state = [this]() -> absl::StatusOr<ShardState> { return WithTable(current_, {9}); };
+  o.restart_chain = [&restarts] { ++restarts; };
+  o.log = [this](absl::string_view line) { log_.emplace_back(line); };
+  o.clock = &clock_;
+  Checkpointer c(store_.store.get(), o);
+  c.Offer(WithTable(3, {1, 2}));
+  clock_.RunDue();
+  c.Offer(WithTable(4, {2}, 3, {1}));
+  c.Offer(WithTable(5, {7}, 4));
+  clock_.RunDue();
+  EXPECT_THAT(Written(), ElementsAre(3, 5));
+  EXPECT_THAT(log_.back(), HasSubstr("(8 weights, 2 table rows, delta on v3,"));
+  auto loaded = store_.store->LoadNewest(SpecLimits());
+  ASSERT_TRUE(loaded.ok() && loaded->has_value());
+  EXPECT_EQ(Rows((*loaded)->state), (std::map<uint64_t, float>{{2, 6}, {7, 12}}));
+  EXPECT_EQ(restarts, 0);
+  c.Offer(WithTable(7, {1}, 6));  // v6 was never written
+  clock_.RunDue();
+  EXPECT_THAT(Written(), ElementsAre(3, 5));
+  EXPECT_EQ(restarts, 1);
+  EXPECT_THAT(log_.back(),
+              HasSubstr("checkpoint delta v7 on v6 dropped: the newest written is v5"));
+  // WriteNow after a dropped delta exports again (a full one, as the shard
+  // now plans).
+  current_ = 8;
+  EXPECT_TRUE(c.WriteNow().ok());
+  EXPECT_THAT(Written(), ElementsAre(3, 5, 8));
 }
 
 // RealClock's timer: the writer thread, as in production.

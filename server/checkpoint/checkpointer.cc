@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
+#include "server/checkpoint/checkpoint_delta.h"
 
 namespace ps {
 
@@ -48,7 +49,11 @@ void Checkpointer::RequestWrite(WriteDone done) {
 
 void Checkpointer::Offer(ShardState state) {
   absl::MutexLock l(&mu_);
-  pending_ = std::move(state);
+  // A delta waiting behind another is folded into it; one on another base
+  // waits as it is (and is dropped at its write).
+  if (!pending_.has_value() || state.delta_base < 0 || !ApplyDelta(state, &*pending_).ok()) {
+    pending_ = std::move(state);
+  }
   ScheduleWorkLocked();
 }
 
@@ -61,13 +66,28 @@ void Checkpointer::Log(const std::string& line) const {
   if (options_.log) options_.log(line);
 }
 
+void Checkpointer::RestartChain() const {
+  if (options_.restart_chain) options_.restart_chain();
+}
+
 absl::StatusOr<std::string> Checkpointer::WriteLocked(const ShardState& state) {
+  const bool delta = state.delta_base >= 0;
+  if (delta && (state.delta_base != last_written_ || state.delta_base >= state.version)) {
+    const std::string why =
+        absl::StrCat("shard ", options_.shard_id, ": checkpoint delta v", state.version, " on v",
+                     state.delta_base, " dropped: the newest written is v", last_written_,
+                     "; the next checkpoint is full");
+    Log(why);
+    RestartChain();
+    return absl::AbortedError(why);
+  }
   const absl::Time start = options_.clock->Now();
   absl::StatusOr<std::string> path = store_->Write(state);
   if (!path.ok()) {
     metrics_.writes_failed.Add();
     Log(absl::StrCat("shard ", options_.shard_id, ": checkpoint v", state.version,
                      " failed: ", path.status().message()));
+    RestartChain();  // the deltas to come have no base on disk
     return path;
   }
   last_written_ = state.version;
@@ -75,8 +95,13 @@ absl::StatusOr<std::string> Checkpointer::WriteLocked(const ShardState& state) {
   const absl::Time end = options_.clock->Now();
   metrics_.write_duration.Record(end - start);
   metrics_.last_written_unix_micros.Set(absl::ToUnixMicros(end));
-  Log(absl::StrFormat("shard %d: checkpoint v%d written to %s (%d weights, %.1f ms)",
-                      options_.shard_id, state.version, *path, state.weights.size(),
+  size_t rows = 0;
+  for (const EmbeddingTableState& t : state.tables) rows += t.contents.ids.size();
+  Log(
+      absl::StrFormat("shard %d: checkpoint v%d written to %s (%d weights, %d table rows%s, "
+                      "%.1f ms)",
+                      options_.shard_id, state.version, *path, state.weights.size(), rows,
+                      delta ? absl::StrCat(", delta on v", state.delta_base) : "",
                       absl::ToDoubleMilliseconds(end - start)));
   return path;
 }
@@ -89,6 +114,14 @@ absl::StatusOr<CheckpointWritten> Checkpointer::WriteNow() {
     pending.swap(pending_);
   }
   if (pending.has_value()) WriteLocked(*pending).IgnoreError();  // logged
+  absl::StatusOr<CheckpointWritten> written = ExportAndWriteLocked();
+  // A delta dropped (its base is not on disk) made the chain restart: the
+  // export now is full.
+  if (absl::IsAborted(written.status())) written = ExportAndWriteLocked();
+  return written;
+}
+
+absl::StatusOr<CheckpointWritten> Checkpointer::ExportAndWriteLocked() {
   absl::StatusOr<ShardState> state = options_.export_state();
   if (!state.ok()) {
     if (absl::IsFailedPrecondition(state.status())) return state.status();
@@ -96,7 +129,12 @@ absl::StatusOr<CheckpointWritten> Checkpointer::WriteNow() {
                      state.status().message()));
     return state.status();
   }
-  if (state->version == last_written_) return CheckpointWritten{last_written_, last_path_, false};
+  if (state->version == last_written_) {
+    // The checkpoint of this version is on disk. A full export forgot the
+    // shard's changes since its last export: the next is full again.
+    if (state->delta_base < 0) RestartChain();
+    return CheckpointWritten{last_written_, last_path_, false};
+  }
   ASSIGN_OR_RETURN(std::string path, WriteLocked(*state));
   return CheckpointWritten{state->version, std::move(path), true};
 }

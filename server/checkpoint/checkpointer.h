@@ -4,7 +4,9 @@
 // States arrive three ways:
 //   - Offer: the shard's by-version exports (ShardOptions::on_checkpoint);
 //     if the writer is still busy with an earlier one, the newer replaces
-//     the one waiting (the written set then skips a version);
+//     the one waiting (the written set then skips a version), or, if the
+//     newer is a delta, is folded into it (server/checkpoint/
+//     checkpoint_delta.h: no delta's rows are skipped);
 //   - every `period` (> 0), the timer exports the shard itself (through
 //     `export_state`) if its version moved since the last write; such
 //     checkpoints are not a consistent cut across sync shards;
@@ -13,8 +15,16 @@
 //     (ps_ctl checkpoint).
 // Each write goes through the CheckpointStore (atomic, durable, pruned), and
 // each result is logged as one line: "shard S: checkpoint vV written to PATH
-// (B bytes, T ms)" or why it failed; a failed write leaves the previous
-// checkpoints in place and training goes on.
+// (W weights, R table rows, T ms)" (", delta on vB" for a delta) or why it
+// failed; a failed write leaves the previous checkpoints in place and
+// training goes on.
+//
+// Incremental checkpoints: a delta (ShardState::delta_base) is written only
+// on the checkpoint written last (its base); one that is not (a write
+// before it failed, or the writer skipped its base) is dropped with a log
+// line. After a failed write or a dropped delta the Checkpointer calls
+// restart_chain, so that the shard's next export is full; WriteNow then
+// exports again at once.
 //
 // Time is passed in: the period and the write times are read from
 // options.clock, and the writes run on a timer it makes (common/clock.h).
@@ -63,6 +73,9 @@ struct CheckpointerOptions {
   // The shard's current state (Shard::ExportState); FAILED_PRECONDITION
   // before its parameters exist, which is not logged.
   std::function<absl::StatusOr<ShardState>()> export_state;
+  // Makes the shard's next export full (Shard::RestartCheckpointChain);
+  // null: none needed (every export full).
+  std::function<void()> restart_chain;
   // Receives each log line, without a newline; null drops them.
   std::function<void(absl::string_view line)> log;
   // The checkpoint the shard was restored from, if any: its version counts
@@ -110,8 +123,13 @@ class Checkpointer {
   // Makes the timer run Work, unless it will already.
   void ScheduleWorkLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Writes `state` and records it; logs the outcome.
+  // ABORTED, writing nothing, for a delta not on the last written
+  // checkpoint.
   absl::StatusOr<std::string> WriteLocked(const ShardState& state)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  // WriteNow's export and write, once.
+  absl::StatusOr<CheckpointWritten> ExportAndWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  void RestartChain() const;
   void Log(const std::string& line) const;
 
   CheckpointStore* const store_;  // not owned

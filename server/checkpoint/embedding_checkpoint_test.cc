@@ -207,12 +207,10 @@ TEST(EmbeddingCheckpoint, MalformedTablesAreInvalidArgumentNamingTheTable) {
       {"bad hyperparameter",
        [](v1::EmbeddingTableSnapshot* t) { t->mutable_optimizer()->set_adam_beta1(1.0f); },
        "beta1"},
-      {"negative max_rows", [](v1::EmbeddingTableSnapshot* t) { t->set_max_rows(-1); },
-       "max_rows"},
+      {"negative max_rows", [](v1::EmbeddingTableSnapshot* t) { t->set_max_rows(-1); }, "max_rows"},
       {"rows past max_rows", [](v1::EmbeddingTableSnapshot* t) { t->set_max_rows(2); },
        "max_rows 2"},
-      {"negative num_rows", [](v1::EmbeddingTableSnapshot* t) { t->set_num_rows(-3); },
-       "num_rows"},
+      {"negative num_rows", [](v1::EmbeddingTableSnapshot* t) { t->set_num_rows(-3); }, "num_rows"},
       {"overflowing sizes",
        [](v1::EmbeddingTableSnapshot* t) {
          t->set_max_rows(0);
@@ -223,8 +221,8 @@ TEST(EmbeddingCheckpoint, MalformedTablesAreInvalidArgumentNamingTheTable) {
       {"more rows than ids", [](v1::EmbeddingTableSnapshot* t) { t->set_num_rows(4); }, "ids"},
       {"an id missing", [](v1::EmbeddingTableSnapshot* t) { t->mutable_ids()->RemoveLast(); },
        "ids"},
-      {"values short",
-       [](v1::EmbeddingTableSnapshot* t) { t->mutable_values()->pop_back(); }, "values"},
+      {"values short", [](v1::EmbeddingTableSnapshot* t) { t->mutable_values()->pop_back(); },
+       "values"},
       {"state long", [](v1::EmbeddingTableSnapshot* t) { t->mutable_state()->append("abcd"); },
        "state"},
       {"adam steps missing",
@@ -235,8 +233,21 @@ TEST(EmbeddingCheckpoint, MalformedTablesAreInvalidArgumentNamingTheTable) {
          t->clear_state();
        },
        "adam"},
-      {"a repeated id", [](v1::EmbeddingTableSnapshot* t) { t->set_ids(2, t->ids(0)); },
+      {"a repeated id", [](v1::EmbeddingTableSnapshot* t) { t->set_ids(2, t->ids(0)); }, "repeats"},
+      {"stamps of another count", [](v1::EmbeddingTableSnapshot* t) { t->add_stamps(1); },
+       "stamps"},
+      {"a removed id among the rows",
+       [](v1::EmbeddingTableSnapshot* t) {
+         t->set_tier_snapshot("x");
+         t->add_removed_ids(t->ids(1));
+       },
        "repeats"},
+      {"removed ids in a full checkpoint without a snapshot",
+       [](v1::EmbeddingTableSnapshot* t) { t->add_removed_ids(99); }, "removed ids"},
+      {"an absolute tier snapshot",
+       [](v1::EmbeddingTableSnapshot* t) { t->set_tier_snapshot("/etc"); }, "tier snapshot"},
+      {"a tier snapshot out of the directory",
+       [](v1::EmbeddingTableSnapshot* t) { t->set_tier_snapshot("a/../../b"); }, "tier snapshot"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.what);
@@ -246,6 +257,22 @@ TEST(EmbeddingCheckpoint, MalformedTablesAreInvalidArgumentNamingTheTable) {
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
     EXPECT_THAT(s.message(), AllOf(HasSubstr("\"t_adam\""), HasSubstr(c.says)));
   }
+}
+
+TEST(EmbeddingCheckpoint, ADeltaNamesABaseAtOrBelowItsVersion) {
+  v1::ShardSnapshot snap = GoodSnapshot();
+  snap.set_version(10);
+  snap.set_delta(true);
+  snap.set_delta_base(4);
+  snap.mutable_tables(0)->add_removed_ids(99);  // a delta's removals
+  absl::StatusOr<ShardState> s = DecodeShardState(snap.SerializeAsString(), SpecLimits());
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->delta_base, 4);
+  EXPECT_EQ(s->tables[0].removed, std::vector<uint64_t>{99});
+  snap.set_delta_base(11);
+  EXPECT_THAT(Decode(snap).message(), HasSubstr("names base version 11"));
+  snap.set_delta_base(-1);
+  EXPECT_EQ(Decode(snap).code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(EmbeddingCheckpoint, RepeatedOrMissingTableNamesAreInvalidArgument) {

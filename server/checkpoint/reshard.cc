@@ -11,6 +11,7 @@
 #include "common/embedding_shard.h"
 #include "common/status_macros.h"
 #include "server/checkpoint/checkpoint_store.h"
+#include "server/core/sparse_tables.h"
 
 namespace ps {
 
@@ -81,6 +82,7 @@ absl::StatusOr<std::vector<EmbeddingTableState>> TablesForShard(
                         p.values.begin() + (i + 1) * dim);
         c.state.insert(c.state.end(), p.state.begin() + i * st, p.state.begin() + (i + 1) * st);
         if (!p.adam_steps.empty()) c.adam_steps.push_back(p.adam_steps[i]);
+        if (!p.stamps.empty()) c.stamps.push_back(p.stamps[i]);
       }
     }
     out.push_back(std::move(table));
@@ -90,7 +92,8 @@ absl::StatusOr<std::vector<EmbeddingTableState>> TablesForShard(
 
 absl::StatusOr<ReshardedTables> LoadTablesForShard(const std::string& dir, int from_shards,
                                                    int shard_id, int num_shards,
-                                                   const SpecLimits& limits) {
+                                                   const SpecLimits& limits,
+                                                   const TierSnapshotReader& read) {
   if (from_shards < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("reshard: the checkpoint's shard count must be >= 1, got ", from_shards));
@@ -126,6 +129,9 @@ absl::StatusOr<ReshardedTables> LoadTablesForShard(const std::string& dir, int f
     const bool agree = std::all_of(states.begin(), states.end(),
                                    [&](const ShardState& s) { return s.version == lowest; });
     if (agree) {
+      for (ShardState& s : states) {
+        for (EmbeddingTableState& t : s.tables) RETURN_IF_ERROR(MaterializeTierSnapshot(read, &t));
+      }
       ASSIGN_OR_RETURN(std::vector<EmbeddingTableState> tables,
                        TablesForShard(states, shard_id, num_shards));
       return ReshardedTables{lowest, std::move(tables)};

@@ -17,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/model_spec.h"
+#include "server/core/row_tier.h"
 #include "server/core/shard_state.h"
 
 namespace ps {
@@ -31,15 +32,18 @@ absl::StatusOr<std::vector<EmbeddingTableState>> TablesForShard(
 
 // Reads the checkpoints of `from_shards` positions in `dir` (server/
 // checkpoint/checkpoint_store.h's files), picks the newest version all of
-// them have, and returns TablesForShard of those states with that version.
-// NOT_FOUND naming the directory when no version is complete.
+// them have, and returns TablesForShard of those states with that version,
+// their tier snapshots read by `read` (MaterializeTierSnapshot: every row
+// passes through memory). NOT_FOUND naming the directory when no version
+// is complete.
 struct ReshardedTables {
   int64_t version = 0;
   std::vector<EmbeddingTableState> tables;
 };
 absl::StatusOr<ReshardedTables> LoadTablesForShard(const std::string& dir, int from_shards,
                                                    int shard_id, int num_shards,
-                                                   const SpecLimits& limits);
+                                                   const SpecLimits& limits,
+                                                   const TierSnapshotReader& read = nullptr);
 
 }  // namespace ps
 

@@ -60,6 +60,7 @@ EmbeddingTable::EmbeddingTable(const EmbeddingTableOptions& options)
   if (options_.admission.kind != AdmissionOptions::Kind::kNone) {
     admission_ = AdmissionFilter::Create(options_.admission);
   }
+  if (options_.track_changes) changes_ = std::make_unique<ChangeSet>();
 }
 
 EmbeddingTable::~EmbeddingTable() = default;
@@ -117,8 +118,10 @@ uint32_t EmbeddingTable::NewSlot(uint64_t id) {
   // CheckCapacity let no other case through), once the tier has it. One
   // the tier cannot take stays in memory, past the budget, while slots last.
   const bool full = num_rows_ >= limit;
-  if (full && (options_.tier == nullptr || SpillTail() || num_rows_ >= kMaxRows)) {
+  const bool spilled = full && options_.tier != nullptr && SpillTail();
+  if (full && (options_.tier == nullptr || spilled || num_rows_ >= kMaxRows)) {
     slot = tail_;
+    if (!spilled) MarkRemoved(IdOf(slot));  // gone: evicted, not moved
     IndexErase(IdOf(slot));
     Unlink(slot);
   } else if (!free_slots_.empty()) {
@@ -182,6 +185,7 @@ inline uint32_t EmbeddingTable::FindOrCreate(uint64_t id) {
         if (why != Expiry::kKeep) {  // gone: made anew
           CountEviction(why);
           (void)options_.tier->Delete(id);  // if it fails, it is expired again next time
+          MarkRemoved(id);
           stored = false;
         }
       }
@@ -205,6 +209,7 @@ inline uint32_t EmbeddingTable::FindOrCreate(uint64_t id) {
     } else {
       InitRow(options_.seed, id, options_.dim, options_.init_scale, row);
       InitSparseState(options_.optimizer, options_.dim, row + options_.dim);
+      MarkChanged(id);
     }
     IndexInsert(slot);
     if (!options_.evict_lru) return slot;
@@ -352,6 +357,10 @@ absl::Status EmbeddingTable::CallWithLookups(absl::Span<const uint64_t> ids, Loo
   }
   call_rows_ = 0;
   ShrinkToBudget();
+  if (!s.ok()) {
+    ++counters_.read_errors;
+    tier_read_error_ = s;
+  }
   return s;
 }
 
@@ -407,6 +416,7 @@ absl::Status EmbeddingTable::Apply(absl::Span<const uint64_t> ids, const float* 
       ApplySparseRow(options_.optimizer, options_.dim, grads + i * dim, row, row + dim,
                      StepOf(slot));
       if (uint32_t* stamp = StampOf(slot)) *stamp = static_cast<uint32_t>(clock_);
+      MarkChanged(ids[i]);
     });
   }
   constexpr size_t kBatch = 256;
@@ -418,6 +428,9 @@ absl::Status EmbeddingTable::Apply(absl::Span<const uint64_t> ids, const float* 
       float* row = RowOf(slots[j]);
       ApplySparseRow(options_.optimizer, options_.dim, grads + (i + j) * dim, row, row + dim,
                      StepOf(slots[j]));
+    }
+    if (changes_ != nullptr) {
+      for (size_t j = 0; j < m; ++j) MarkChanged(ids[i + j]);
     }
   }
   return absl::OkStatus();

@@ -60,7 +60,18 @@
 // Export and Import move every row with its optimizer state and its order
 // (with evict_lru the LRU order, else the order rows were made), for
 // checkpoints: Import then Pull gives the same rows bit for bit,
-// and training continues bit for bit as it would have.
+// and training continues bit for bit as it would have. With ttl each row's
+// stamp travels too, so a row past its ttl is in the export (the table
+// still serves it) and the restored table's sweep evicts it.
+//
+// With track_changes, the table keeps the ids of the rows it made or
+// updated (Pull's and Prepare's new rows, Apply's rows) and of those it
+// removed (evict_lru without a tier, ttl, min_l2) since the last
+// ResetChanges, for incremental checkpoints: ExportChanges gives those
+// rows as they are now and the removed ids. It costs a hash-set insert per
+// row a call makes or updates and 8 to 16 bytes per id kept (MemoryBytes
+// leaves the sets out); rows moving between memory and the tier are not
+// changes.
 //
 // Thread-compatible: no internal locking; the shard's lock guards it.
 #ifndef PS_SERVER_CORE_EMBEDDING_TABLE_H_
@@ -73,6 +84,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
@@ -105,6 +117,9 @@ struct EmbeddingTableOptions {
   int64_t ttl = 0;
   // > 0: evict rows whose values' L2 norm is below this; finite, >= 0.
   float min_l2 = 0;
+  // Keep the ids of the rows changed and removed since the last
+  // ResetChanges, for incremental checkpoints (ExportChanges).
+  bool track_changes = false;
 
   // INVALID_ARGUMENT naming the table and the first bad field.
   absl::Status Validate() const;
@@ -115,7 +130,9 @@ struct EmbeddingTableOptions {
 // they were made. Row i is ids[i]; its values are
 // values[i*dim, (i+1)*dim), its state state[i*dim*s, (i+1)*dim*s) with s the
 // optimizer's StateFloatsPerElement, and for adam its step count
-// adam_steps[i] (empty for the other rules).
+// adam_steps[i] (empty for the other rules), and with ttl stamps[i], when
+// it was last updated by the table's clock (empty: none saved; Import then
+// stamps every row with the clock now).
 // What a table with a tier or admission did since it was made, for
 // operators (zero for a table with neither): the rows its Pull and Apply
 // looked up, by where they were (memory, the tier, nowhere: created, or
@@ -128,6 +145,7 @@ struct TableCounters {
   int64_t dropped_grads = 0;  // Apply dropped a row's gradient: not admitted
   int64_t written = 0;        // rows evicted to the tier
   int64_t write_errors = 0;   // rows the tier refused (kept in memory)
+  int64_t read_errors = 0;    // calls the tier's read error failed
   int64_t evicted_ttl = 0;    // rows removed: not updated within ttl
   int64_t evicted_score = 0;  // rows removed: L2 norm under min_l2
   int64_t prefetched = 0;     // rows Prefetch read back from the tier
@@ -140,6 +158,7 @@ struct EmbeddingTableContents {
   std::vector<float> values;
   std::vector<float> state;
   std::vector<uint32_t> adam_steps;
+  std::vector<uint32_t> stamps;
 };
 
 class EmbeddingTable {
@@ -194,6 +213,9 @@ class EmbeddingTable {
   // The tier's last write error since the table was made (OK: none): rows
   // kept in memory past the budget because the tier could not take them.
   const absl::Status& tier_error() const { return tier_error_; }
+  // The tier's last read error since the table was made (OK: none): the
+  // calls it failed are counters().read_errors.
+  const absl::Status& tier_read_error() const { return tier_read_error_; }
   // Zero without a tier or admission.
   const TableCounters& counters() const { return counters_; }
   // Null without admission.
@@ -212,13 +234,31 @@ class EmbeddingTable {
 
   // Every row with its state, in EmbeddingTableContents' order (with a
   // tier: the tier's rows not in memory first, in id order, then memory's,
-  // least recently used first), or the tier's read error.
-  absl::StatusOr<EmbeddingTableContents> Export() const;
+  // least recently used first), or the tier's read error. Without
+  // `tier_rows`, only the rows in memory (a checkpoint that snapshots the
+  // tier itself, RowTier::Snapshot).
+  absl::StatusOr<EmbeddingTableContents> Export(bool tier_rows = true) const;
   // Replaces every row by `contents`. INVALID_ARGUMENT (dim, optimizer or
   // sizes not this table's, a repeated id) or RESOURCE_EXHAUSTED (more rows
   // than max_rows, without a tier), leaving the table as it was; with a
   // tier, the tier's error (the table then holds part of `contents`).
-  absl::Status Import(const EmbeddingTableContents& contents);
+  // With `keep_tier` the tier's rows stay (a restored RowTier::Snapshot),
+  // overlaid by `contents`.
+  absl::Status Import(const EmbeddingTableContents& contents, bool keep_tier = false);
+
+  // With track_changes: the rows made or updated since the last
+  // ResetChanges (or the table's making, or Import), as they are now, and
+  // the ids of the rows removed since (a row removed and then made again
+  // is changed; one changed and then removed, or past its ttl or min_l2
+  // now, is removed), both by ascending id; or the tier's read error.
+  // Without: FAILED_PRECONDITION.
+  struct Changes {
+    EmbeddingTableContents changed;
+    std::vector<uint64_t> removed;
+  };
+  absl::StatusOr<Changes> ExportChanges() const;
+  // Forgets the changes so far (after a checkpoint took them).
+  void ResetChanges();
 
  private:
   struct Chunk;
@@ -299,6 +339,10 @@ class EmbeddingTable {
   void GrowIndexFor(int64_t rows);
 
   void Clear();
+  // With track_changes: records that id's row was made or updated, or
+  // removed.
+  void MarkChanged(uint64_t id);
+  void MarkRemoved(uint64_t id);
   // Pull, Apply and Prepare with a tier or admission: their rows are
   // looked up first (FindOrCreateAll), then `use(i, slot)` for each.
   template <typename Use>
@@ -322,6 +366,7 @@ class EmbeddingTable {
   uint32_t tail_;
   std::vector<uint32_t> buckets_;  // slot numbers; kNone = empty
   absl::Status tier_error_;        // the tier's last write error
+  absl::Status tier_read_error_;   // and read error
   TableCounters counters_;
   std::unique_ptr<AdmissionFilter> admission_;  // null: none
   Lookup lookup_ = Lookup::kApply;              // the current call's
@@ -330,6 +375,8 @@ class EmbeddingTable {
   std::vector<float> spill_row_;                // with ttl: a row and its stamp for the tier
   int64_t clock_ = 0;                           // SetClock's
   uint32_t hand_ = 0;                           // Sweep's next slot
+  struct ChangeSet;
+  std::unique_ptr<ChangeSet> changes_;  // with track_changes; else null
 };
 
 // The lookups' accessors, inline in every file of the class.
@@ -360,6 +407,23 @@ inline uint32_t EmbeddingTable::Find(uint64_t id) const {
     const uint32_t slot = buckets_[b];
     if (slot == kNone || IdOf(slot) == id) return slot;
   }
+}
+
+struct EmbeddingTable::ChangeSet {
+  absl::flat_hash_set<uint64_t> changed;
+  absl::flat_hash_set<uint64_t> removed;
+};
+
+inline void EmbeddingTable::MarkChanged(uint64_t id) {
+  if (changes_ == nullptr) return;
+  changes_->changed.insert(id);
+  if (!changes_->removed.empty()) changes_->removed.erase(id);
+}
+
+inline void EmbeddingTable::MarkRemoved(uint64_t id) {
+  if (changes_ == nullptr) return;
+  changes_->removed.insert(id);
+  changes_->changed.erase(id);
 }
 
 inline bool EmbeddingTable::Live(uint32_t slot) const {

@@ -13,7 +13,7 @@ namespace ps {
 
 // --- Export and Import -------------------------------------------------------
 
-absl::StatusOr<EmbeddingTableContents> EmbeddingTable::Export() const {
+absl::StatusOr<EmbeddingTableContents> EmbeddingTable::Export(bool tier_rows) const {
   EmbeddingTableContents c;
   c.dim = options_.dim;
   c.optimizer = options_.optimizer.kind;
@@ -24,25 +24,26 @@ absl::StatusOr<EmbeddingTableContents> EmbeddingTable::Export() const {
   c.state.reserve(num_rows_ * state);
   const auto add = [&](uint32_t slot) {
     const float* row = RowOf(slot);
-    const uint32_t* stamp = StampOf(slot);
-    if (ExpiryOf(row, stamp ? *stamp : 0) != Expiry::kKeep) return;  // a sweep's to evict
     c.ids.push_back(IdOf(slot));
     c.values.insert(c.values.end(), row, row + dim);
     c.state.insert(c.state.end(), row + dim, row + row_floats_);
     if (const uint32_t* step = StepOf(slot)) c.adam_steps.push_back(*step);
+    if (const uint32_t* stamp = StampOf(slot)) c.stamps.push_back(*stamp);
   };
-  if (options_.tier != nullptr) {
+  if (options_.tier != nullptr && tier_rows) {
     // The tier's copy of a row in memory is older: memory's wins.
     RETURN_IF_ERROR(
         options_.tier->ForEach([&](uint64_t id, absl::Span<const float> row, uint32_t step) {
           if (Find(id) != kNone) return;
-          uint32_t stamp = 0;  // with ttl, the row's last float's bits
-          if (options_.ttl > 0) std::memcpy(&stamp, &row[row_floats_], sizeof(stamp));
-          if (ExpiryOf(row.data(), stamp) != Expiry::kKeep) return;  // evicted when read
           c.ids.push_back(id);
           c.values.insert(c.values.end(), row.begin(), row.begin() + dim);
           c.state.insert(c.state.end(), row.begin() + dim, row.begin() + row_floats_);
           if (options_.optimizer.HasRowStep()) c.adam_steps.push_back(step);
+          if (options_.ttl > 0) {  // the row's last float's bits
+            uint32_t stamp;
+            std::memcpy(&stamp, &row[row_floats_], sizeof(stamp));
+            c.stamps.push_back(stamp);
+          }
         }));
   }
   if (options_.evict_lru) {
@@ -57,7 +58,71 @@ absl::StatusOr<EmbeddingTableContents> EmbeddingTable::Export() const {
   return c;
 }
 
-absl::Status EmbeddingTable::Import(const EmbeddingTableContents& c) {
+absl::StatusOr<EmbeddingTable::Changes> EmbeddingTable::ExportChanges() const {
+  if (changes_ == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("embedding table \"", options_.name, "\" keeps no changes"));
+  }
+  Changes out;
+  EmbeddingTableContents& c = out.changed;
+  c.dim = options_.dim;
+  c.optimizer = options_.optimizer.kind;
+  const size_t dim = options_.dim;
+  const auto add = [&](uint64_t id, const float* row, uint32_t step, uint32_t stamp) {
+    c.ids.push_back(id);
+    c.values.insert(c.values.end(), row, row + dim);
+    c.state.insert(c.state.end(), row + dim, row + row_floats_);
+    if (options_.optimizer.HasRowStep()) c.adam_steps.push_back(step);
+    if (options_.ttl > 0) c.stamps.push_back(stamp);
+  };
+  std::vector<uint64_t> ids(changes_->changed.begin(), changes_->changed.end());
+  std::sort(ids.begin(), ids.end());
+  // Rows in memory, and (evict_lru) those in the tier first, by id, then
+  // memory's least recently used first: the order ApplyDelta keeps.
+  std::vector<float> tier_row(tier_floats_);
+  for (uint64_t id : ids) {
+    const uint32_t slot = Find(id);
+    if (slot != kNone) {
+      if (options_.evict_lru) continue;  // by the LRU walk below
+      const uint32_t* stamp = StampOf(slot);
+      const uint32_t* step = StepOf(slot);
+      add(id, RowOf(slot), step ? *step : 0, stamp ? *stamp : 0);
+      continue;
+    }
+    uint32_t step = 0;
+    absl::StatusOr<bool> got = options_.tier != nullptr
+                                   ? options_.tier->Get(id, absl::MakeSpan(tier_row), &step)
+                                   : absl::StatusOr<bool>(false);
+    if (!got.ok()) return got.status();
+    if (!*got) {
+      return absl::InternalError(
+          absl::StrCat("embedding table \"", options_.name, "\": changed row ", id, " is nowhere"));
+    }
+    uint32_t stamp = 0;
+    if (options_.ttl > 0) std::memcpy(&stamp, &tier_row[row_floats_], sizeof(stamp));
+    add(id, tier_row.data(), step, stamp);
+  }
+  if (options_.evict_lru && !ids.empty()) {
+    for (uint32_t slot = tail_; slot != kNone; slot = PrevOf(slot)) {
+      const uint64_t id = IdOf(slot);
+      if (!changes_->changed.contains(id)) continue;
+      const uint32_t* stamp = StampOf(slot);
+      const uint32_t* step = StepOf(slot);
+      add(id, RowOf(slot), step ? *step : 0, stamp ? *stamp : 0);
+    }
+  }
+  out.removed.insert(out.removed.end(), changes_->removed.begin(), changes_->removed.end());
+  std::sort(out.removed.begin(), out.removed.end());
+  return out;
+}
+
+void EmbeddingTable::ResetChanges() {
+  if (changes_ == nullptr) return;
+  absl::flat_hash_set<uint64_t>().swap(changes_->changed);
+  absl::flat_hash_set<uint64_t>().swap(changes_->removed);
+}
+
+absl::Status EmbeddingTable::Import(const EmbeddingTableContents& c, bool keep_tier) {
   const std::string table = absl::StrCat("embedding table \"", options_.name, "\": import: ");
   if (c.dim != options_.dim) {
     return absl::InvalidArgumentError(
@@ -77,6 +142,10 @@ absl::Status EmbeddingTable::Import(const EmbeddingTableContents& c) {
         table, n, " ids need ", n * dim, " values, ", n * state, " state floats and ", steps,
         " step counts; got ", c.values.size(), ", ", c.state.size(), " and ", c.adam_steps.size()));
   }
+  if (!c.stamps.empty() && c.stamps.size() != n) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(table, n, " ids need none or ", n, " stamps; got ", c.stamps.size()));
+  }
   if (options_.tier == nullptr && static_cast<int64_t>(n) > RowLimit()) {
     return absl::ResourceExhaustedError(absl::StrCat(table, n, " rows pass max_rows ", RowLimit()));
   }
@@ -88,7 +157,7 @@ absl::Status EmbeddingTable::Import(const EmbeddingTableContents& c) {
   }
 
   Clear();
-  if (options_.tier != nullptr) RETURN_IF_ERROR(options_.tier->Clear());
+  if (options_.tier != nullptr && !keep_tier) RETURN_IF_ERROR(options_.tier->Clear());
   GrowIndexFor(std::min(static_cast<int64_t>(n), RowLimit()));
   for (size_t i = 0; i < n; ++i) {
     const uint32_t slot = NewSlot(c.ids[i]);
@@ -96,9 +165,13 @@ absl::Status EmbeddingTable::Import(const EmbeddingTableContents& c) {
     std::memcpy(row, c.values.data() + i * dim, dim * sizeof(float));
     if (state > 0) std::memcpy(row + dim, c.state.data() + i * state, state * sizeof(float));
     if (uint32_t* step = StepOf(slot)) *step = c.adam_steps[i];
+    if (uint32_t* stamp = StampOf(slot); stamp != nullptr && !c.stamps.empty()) {
+      *stamp = c.stamps[i];
+    }
     IndexInsert(slot);
     if (options_.evict_lru) PushFront(slot);
   }
+  ResetChanges();  // the new base
   return absl::OkStatus();
 }
 

@@ -41,6 +41,7 @@ bool EmbeddingTable::Evict(uint32_t slot) {
     }
   }
   IndexErase(id);
+  MarkRemoved(id);
   if (options_.evict_lru) Unlink(slot);
   free_slots_.push_back(slot);
   --num_rows_;

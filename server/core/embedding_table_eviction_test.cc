@@ -79,13 +79,19 @@ TEST(EmbeddingTableEviction, TtlEvictsRowsNotUpdatedWithinItAndKeepsTheOthers) {
     EXPECT_EQ(t->counters().evicted_ttl, 90);
     EXPECT_EQ(Pull(t.get(), {5}), learned);       // kept with what it learned
     EXPECT_EQ(Pull(t.get(), {50}), Initial(50));  // made anew
-    // A checkpoint holds the rows left, and only them.
+    // A checkpoint holds the rows left, and only them, with their stamps:
+    // a restored row keeps its age.
     absl::StatusOr<EmbeddingTableContents> c = t->Export();
     ASSERT_TRUE(c.ok());
     EXPECT_EQ(c->ids.size(), 12u);
+    EXPECT_EQ(c->stamps.size(), 12u);
     std::unique_ptr<EmbeddingTable> restored = Make(o);
     ASSERT_TRUE(restored->Import(*c).ok());
+    restored->SetClock(7);
     EXPECT_EQ(Pull(restored.get(), {5}), learned);
+    restored->SetClock(9);  // row 5, updated at 3, is past the ttl now
+    for (int call = 0; call < 2; ++call) Pull(restored.get(), {2000 + call});
+    EXPECT_EQ(Pull(restored.get(), {5}), Initial(5)) << lru;
   }
 }
 

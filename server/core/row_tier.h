@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -41,7 +42,28 @@ class RowTier {
   virtual absl::Status Clear() = 0;
   // Rows stored (RocksDB: its estimate, exact after Clear and Puts alone).
   virtual int64_t num_rows() const = 0;
+
+  // Checkpoints of the tier itself, without reading its rows: Snapshot
+  // makes `dir` (which must not exist; its parent must) a copy of every
+  // row stored now, as cheaply as the store can (RocksDB: its own
+  // checkpoint, hard links to its immutable files); RestoreFrom replaces
+  // every row stored by a Snapshot's, leaving `dir` as it is.
+  // UNIMPLEMENTED for a tier that cannot (the table's rows are then read
+  // into the checkpoint).
+  virtual absl::Status Snapshot(const std::string& dir) {
+    return absl::UnimplementedError("this row tier takes no snapshots");
+  }
+  virtual absl::Status RestoreFrom(const std::string& dir) {
+    return absl::UnimplementedError("this row tier takes no snapshots");
+  }
 };
+
+// Reads the rows of a RowTier::Snapshot directory of rows of `row_floats`
+// floats: visit(id, row, step) for each, in ascending id order (ps_server:
+// RocksDB's, server/tier/rocksdb_row_tier.h), or the error naming `dir`.
+using TierSnapshotReader = std::function<absl::Status(
+    const std::string& dir, int row_floats,
+    const std::function<void(uint64_t id, absl::Span<const float> row, uint32_t step)>& visit)>;
 
 }  // namespace ps
 

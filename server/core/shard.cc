@@ -23,8 +23,7 @@ Shard::Shard(const ShardOptions& options, std::unique_ptr<ConsistencyPolicy> pol
     : options_(options),
       gradient_pool_(GradientPool::Create(
           absl::StrCat("shard ", options.shard_id),
-          options.max_pending_pushes > 0 ? options.max_pending_pushes
-                                         : 2 * options.num_workers + 2,
+          options.max_pending_pushes > 0 ? options.max_pending_pushes : 2 * options.num_workers + 2,
           options.num_workers, metrics_)),
       weights_(options.shard_id, &metrics_->version),
       policy_(std::move(policy)),
@@ -35,7 +34,8 @@ Shard::Shard(const ShardOptions& options, std::unique_ptr<ConsistencyPolicy> pol
       stalls_(options.shard_id, options.num_workers,
               options.mode == Mode::kSync ? options.stall_report_after : absl::ZeroDuration()),
       tables_(options.tables, options.mode, options.shard_id, options.num_shards,
-              options.num_workers, options.reject_nonfinite) {
+              options.num_workers, options.reject_nonfinite),
+      checkpoint_chain_(options.checkpoint_full_every) {
   incarnation_.run_id = options.run_id;
   while (incarnation_.run_id == 0) {
     std::random_device random;
@@ -278,7 +278,7 @@ void Shard::ApplyLocked(std::vector<std::vector<float>> to_apply, absl::Time now
   TakeReadyLocked(fx);
   if (options_.checkpoint_every > 0 && options_.on_checkpoint &&
       weights_.version() % options_.checkpoint_every == 0) {
-    fx->checkpoint = ExportStateLocked();
+    fx->checkpoint = ExportCheckpointLocked();
   }
 }
 

@@ -60,6 +60,7 @@
 #include "common/incarnation.h"
 #include "common/model_spec.h"
 #include "common/slice_assembler.h"
+#include "server/core/checkpoint_chain.h"
 #include "server/core/consistency.h"
 #include "server/core/gradient.h"
 #include "server/core/membership.h"
@@ -239,6 +240,17 @@ class Shard {
   // nothing, for a state ShardOptions::CheckState refuses or one that does
   // not fit its spec.
   absl::StatusOr<ShardState> ExportState() const;
+  // The state for a checkpoint (the Checkpointer's, and the exports by
+  // version): full, or with checkpoint_full_every > 1 a delta (ShardState::
+  // delta_base) of the table rows changed since the export before, as
+  // CheckpointChain plans. At the version of the export before, a delta on
+  // that version that forgets no change (a writer skips it: a checkpoint of
+  // that version exists). FAILED_PRECONDITION as ExportState, or the tier's
+  // read error; the changes are kept then.
+  absl::StatusOr<ShardState> ExportCheckpoint();
+  // The next ExportCheckpoint is full (a checkpoint write failed). Loading
+  // a checkpoint does the same.
+  void RestartCheckpointChain();
   absl::Status LoadCheckpoint(const ShardState& state);
   // LoadCheckpoint of an older checkpoint, for a consistent cut across
   // shards (InitRequest.rollback), keeping the incarnation:
@@ -312,7 +324,12 @@ class Shard {
                                        std::vector<float> weights,
                                        std::unique_ptr<Optimizer> optimizer, int64_t version)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<ShardState> ExportStateLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // The tables' rows: none (left empty), all read, or with the disk tiers
+  // as snapshots (SparseTables::Export).
+  enum class TableRows { kNone, kRead, kTierSnapshots };
+  absl::StatusOr<ShardState> ExportStateLocked(TableRows rows = TableRows::kRead) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<ShardState> ExportCheckpointLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // LoadCheckpoint, or RollBackToCheckpoint when `rollback`.
   absl::Status InstallCheckpoint(const ShardState& state, bool rollback);
   // Takes the waiters that the current version releases, with the snapshot
@@ -342,6 +359,8 @@ class Shard {
   // True from a LoadCheckpoint until the parameters change (the guard of
   // RollBackToCheckpoint).
   bool untouched_checkpoint_ ABSL_GUARDED_BY(mu_) = false;
+  // Which checkpoint exports are full and which deltas.
+  CheckpointChain checkpoint_chain_ ABSL_GUARDED_BY(mu_);
 
   // Waiting pulls and inits, and the timer (which fails them at their
   // deadlines and rings the alarms). Destroyed, with its timer, before the

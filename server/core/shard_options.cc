@@ -46,6 +46,14 @@ absl::Status ShardOptions::Validate() const {
   RETURN_IF_ERROR(CreateOptimizer(optimizer, 0).status());
   RETURN_IF_ERROR(CreateConsistencyPolicy(mode, num_workers, sync_rule, staleness).status());
   RETURN_IF_ERROR(tables.Validate());
+  if (checkpoint_full_every < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--checkpoint_full_every must be >= 1, got ", checkpoint_full_every));
+  }
+  if (checkpoint_full_every > 1 && !tables.track_changes) {
+    return absl::InvalidArgumentError(
+        "checkpoint_full_every > 1 needs the tables to keep their changes (track_changes)");
+  }
   if (worker_timeout < absl::ZeroDuration()) {
     return absl::InvalidArgumentError(absl::StrCat("--worker_timeout must be >= 0, got ",
                                                    absl::FormatDuration(worker_timeout)));

@@ -81,6 +81,12 @@ struct ShardOptions {
   // callback should only queue the state (server/checkpoint/checkpointer.h writes it).
   int64_t checkpoint_every = 0;
   std::function<void(ShardState state)> on_checkpoint;
+  // Incremental checkpoints (server/core/checkpoint_chain.h): every
+  // checkpoint_full_every-th export for a checkpoint (ExportCheckpoint, and
+  // the exports above) is full, the others deltas holding only the table
+  // rows changed since the export before (the dense state whole). 1: all
+  // full. > 1 needs tables.track_changes.
+  int64_t checkpoint_full_every = 1;
 
   // Sync leases (server/core/membership.h): a worker seen in this incarnation
   // and then silent this long is dropped from the steps until it sends

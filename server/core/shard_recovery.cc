@@ -91,7 +91,34 @@ absl::StatusOr<ShardState> Shard::ExportState() const {
   return ExportStateLocked();
 }
 
-absl::StatusOr<ShardState> Shard::ExportStateLocked() const {
+absl::StatusOr<ShardState> Shard::ExportCheckpoint() {
+  absl::MutexLock l(&mu_);
+  return ExportCheckpointLocked();
+}
+
+absl::StatusOr<ShardState> Shard::ExportCheckpointLocked() {
+  const int64_t version = weights_.version();
+  const CheckpointChain::Plan plan = checkpoint_chain_.Next(version);
+  if (plan.kind == CheckpointChain::Kind::kFull) {
+    ASSIGN_OR_RETURN(ShardState state, ExportStateLocked(TableRows::kTierSnapshots));
+    if (options_.checkpoint_full_every > 1) tables_.ResetChanges();
+    checkpoint_chain_.Exported(plan, version);
+    return state;
+  }
+  ASSIGN_OR_RETURN(ShardState state, ExportStateLocked(TableRows::kNone));
+  ASSIGN_OR_RETURN(state.tables, tables_.ExportChanges());
+  state.delta_base = plan.base;
+  if (plan.kind == CheckpointChain::Kind::kDelta) tables_.ResetChanges();
+  checkpoint_chain_.Exported(plan, version);
+  return state;
+}
+
+void Shard::RestartCheckpointChain() {
+  absl::MutexLock l(&mu_);
+  checkpoint_chain_.Restart();
+}
+
+absl::StatusOr<ShardState> Shard::ExportStateLocked(TableRows rows) const {
   ShardState state;
   RETURN_IF_ERROR(weights_.ExportTo(&state));
   state.shard_id = options_.shard_id;
@@ -100,7 +127,9 @@ absl::StatusOr<ShardState> Shard::ExportStateLocked() const {
   state.workers_seen = membership_.seen();
   state.incarnation = incarnation_;
   state.last_seq = policy_->LastSeqs();
-  ASSIGN_OR_RETURN(state.tables, tables_.Export());
+  if (rows != TableRows::kNone) {
+    ASSIGN_OR_RETURN(state.tables, tables_.Export(rows == TableRows::kTierSnapshots));
+  }
   if (options_.mode != Mode::kSync) state.last_row_seq = tables_.LastRowSeqs();
   return state;
 }
@@ -123,6 +152,7 @@ absl::Status Shard::ImportTables(const std::vector<EmbeddingTableState>& tables)
         "shard ", options_.shard_id, " has parameters already: tables import before the model"));
   }
   tables_ = std::move(imported);
+  checkpoint_chain_.Restart();
   return absl::OkStatus();
 }
 
@@ -148,6 +178,7 @@ absl::Status Shard::InstallCheckpoint(const ShardState& state, bool rollback) {
     RETURN_IF_ERROR(ReplaceParametersLocked(std::move(layout), state.weights,
                                             std::move(optimizer), state.version));
     tables_ = std::move(tables);
+    checkpoint_chain_.Restart();
     untouched_checkpoint_ = true;
     membership_.MarkSeen(state.workers_seen);
     policy_->SetLastSeqs(state.last_seq);

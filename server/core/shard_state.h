@@ -12,6 +12,7 @@
 #define PS_SERVER_CORE_SHARD_STATE_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -24,9 +25,22 @@ namespace ps {
 // One embedding table of a shard: the options it was created with and every
 // row (EmbeddingTable::Export; EmbeddingTable::Create(options) then Import
 // restores it).
+// In a delta (ShardState::delta_base >= 0) `contents` holds only the rows
+// changed since the base and `removed` the ids of the rows gone since,
+// ascending, none of them in contents.ids.
+//
+// A full state of a table with a disk tier may hold only the rows in memory
+// in `contents` and the rest as tier_snapshot, a RowTier::Snapshot
+// directory: the table's rows are then the snapshot's, less `removed`,
+// overlaid by contents'. Elsewhere a full state's `removed` is empty.
+// tier_snapshot_owner is set while that directory is a staging copy no
+// checkpoint file holds yet: the last copy of the state to go removes it.
 struct EmbeddingTableState {
   EmbeddingTableOptions options;
   EmbeddingTableContents contents;
+  std::vector<uint64_t> removed;
+  std::string tier_snapshot;
+  std::shared_ptr<const void> tier_snapshot_owner;
 };
 
 struct ShardState {
@@ -60,6 +74,11 @@ struct ShardState {
   // Async exactly-once of row pushes: by worker id, the last row-push seq
   // accepted (empty in sync mode and in states from before).
   std::vector<int64_t> last_row_seq;
+  // -1: a full state. Else a delta (an incremental checkpoint): everything
+  // above is whole but the tables, which hold only what changed since the
+  // state of version delta_base (server/checkpoint/checkpoint_delta.h
+  // applies it to that state). delta_base <= version.
+  int64_t delta_base = -1;
 };
 
 }  // namespace ps

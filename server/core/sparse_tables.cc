@@ -1,6 +1,10 @@
 #include "server/core/sparse_tables.h"
 
+#include <atomic>
 #include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <system_error>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
@@ -76,6 +80,7 @@ EmbeddingTableOptions SparseTables::TableOptions(const TableSpec& spec) const {
   o.optimizer = options_.optimizer;
   o.ttl = options_.ttl_steps > 0 ? options_.ttl_steps : options_.ttl_seconds;
   o.min_l2 = options_.min_l2;
+  o.track_changes = options_.track_changes;
   auto a = options_.admission_by_table.find(spec.name);
   o.admission = a != options_.admission_by_table.end() ? a->second : options_.admission;
   if (options_.memory_budget_bytes > 0) {
@@ -109,12 +114,10 @@ absl::Status SparseTables::Install(std::vector<TableSpec> specs,
     }
     absl::StatusOr<std::unique_ptr<EmbeddingTable>> rows = EmbeddingTable::Create(options);
     if (!rows.ok()) return rows.status();
-    if (contents != nullptr) {
-      if (absl::Status s = (*rows)->Import((*contents)[i].contents); !s.ok()) return s;
-    }
     Table& t = made[specs[i].name];
     t.tier = std::move(tier);
     t.rows = *std::move(rows);
+    if (contents != nullptr) RETURN_IF_ERROR(InstallRows((*contents)[i], &t));
     t.applied_step.assign(num_workers_, -1);
   }
   specs_ = std::move(specs);
@@ -309,17 +312,26 @@ std::vector<std::string> SparseTables::TierNews() {
   std::vector<std::string> lines;
   for (const TableSpec& spec : specs_) {
     Table& t = tables_.at(spec.name);
-    const int64_t errors = t.rows->counters().write_errors;
-    if (errors == t.logged_write_errors ||
-        (t.logged_write_errors > 0 && errors - t.logged_write_errors < 10000)) {
-      continue;
+    // The first of each, then one line per 10,000 more.
+    const auto news = [](int64_t now, int64_t* logged) {
+      if (now == *logged || (*logged > 0 && now - *logged < 10000)) return false;
+      *logged = now;
+      return true;
+    };
+    const TableCounters& c = t.rows->counters();
+    if (news(c.write_errors, &t.logged_write_errors)) {
+      lines.push_back(absl::StrCat(Quoted(spec.name), ": the tier refused ", c.write_errors,
+                                   " row writes since start; ", t.rows->num_rows(),
+                                   " rows in memory, past --table_memory_budget until it takes "
+                                   "them: ",
+                                   t.rows->tier_error().message()));
     }
-    t.logged_write_errors = errors;
-    lines.push_back(absl::StrCat(Quoted(spec.name), ": the tier refused ", errors,
-                                 " row writes since start; ", t.rows->num_rows(),
-                                 " rows in memory, past --table_memory_budget until it takes "
-                                 "them: ",
-                                 t.rows->tier_error().message()));
+    if (news(c.read_errors, &t.logged_read_errors)) {
+      lines.push_back(absl::StrCat(Quoted(spec.name), ": the tier failed ", c.read_errors,
+                                   " calls' reads since start (each such call failed, "
+                                   "changing no row): ",
+                                   t.rows->tier_read_error().message()));
+    }
   }
   return lines;
 }
@@ -349,20 +361,112 @@ std::vector<TableUsage> SparseTables::Usage() const {
   return out;
 }
 
-absl::StatusOr<std::vector<EmbeddingTableState>> SparseTables::Export() const {
+EmbeddingTableOptions SparseTables::SavedOptions(const Table& t) {
+  // As saved: no tier, and a tiered table's rows bounded by nothing but
+  // the restoring server's settings (its budget bounds memory, not rows).
+  EmbeddingTableOptions saved = t.rows->options();
+  saved.tier = nullptr;
+  if (t.tier != nullptr) saved.max_rows = 0;
+  return saved;
+}
+
+absl::Status SparseTables::SnapshotTier(const Table& t, EmbeddingTableState* state) const {
+  // Unique in the process: tables installed again (a restore) count on.
+  static std::atomic<int64_t> made{0};
+  const std::string dir =
+      absl::StrCat(options_.tier_snapshot_dir, "/shard-", shard_id_, "-", ++made);
+  RETURN_IF_ERROR(t.tier->Snapshot(dir));
+  state->tier_snapshot = dir;
+  // Removed with the last copy of the state, unless a checkpoint took it.
+  state->tier_snapshot_owner = std::shared_ptr<const void>(nullptr, [dir](const void*) {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir, ignored);
+  });
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<EmbeddingTableState>> SparseTables::Export(bool snapshot_tiers) const {
   std::vector<EmbeddingTableState> out;
   out.reserve(specs_.size());
   for (const TableSpec& spec : specs_) {
     const Table& t = tables_.at(spec.name);
-    ASSIGN_OR_RETURN(EmbeddingTableContents rows, t.rows->Export());
-    // As saved: no tier, and a tiered table's rows bounded by nothing but
-    // the restoring server's settings (its budget bounds memory, not rows).
-    EmbeddingTableOptions saved = t.rows->options();
-    saved.tier = nullptr;
-    if (t.tier != nullptr) saved.max_rows = 0;
-    out.push_back(EmbeddingTableState{saved, std::move(rows)});
+    EmbeddingTableState state{SavedOptions(t), {}, {}, {}, nullptr};
+    bool snapshot = false;
+    if (snapshot_tiers && t.tier != nullptr && !options_.tier_snapshot_dir.empty()) {
+      absl::Status s = SnapshotTier(t, &state);
+      if (!s.ok() && !absl::IsUnimplemented(s)) return s;
+      snapshot = s.ok();
+    }
+    ASSIGN_OR_RETURN(state.contents, t.rows->Export(/*tier_rows=*/!snapshot));
+    out.push_back(std::move(state));
   }
   return out;
+}
+
+absl::Status MaterializeTierSnapshot(const TierSnapshotReader& read, EmbeddingTableState* state) {
+  if (state->tier_snapshot.empty()) return absl::OkStatus();
+  const EmbeddingTableOptions& o = state->options;
+  if (!read) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        Quoted(o.name), ": its rows on disk are a tier snapshot (", state->tier_snapshot,
+        "), which this server cannot read: start it with --table_memory_budget and "
+        "--table_dir"));
+  }
+  EmbeddingTableContents& c = state->contents;
+  absl::flat_hash_set<uint64_t> skip(c.ids.begin(), c.ids.end());
+  skip.insert(state->removed.begin(), state->removed.end());
+  const size_t dim = o.dim;
+  const size_t row_floats = dim * (1 + o.optimizer.StateFloatsPerElement());
+  RETURN_IF_ERROR(read(state->tier_snapshot, EmbeddingTable::TierRowFloats(o),
+                       [&](uint64_t id, absl::Span<const float> row, uint32_t step) {
+                         if (skip.contains(id)) return;
+                         c.ids.push_back(id);
+                         c.values.insert(c.values.end(), row.begin(), row.begin() + dim);
+                         c.state.insert(c.state.end(), row.begin() + dim, row.begin() + row_floats);
+                         if (o.optimizer.HasRowStep()) c.adam_steps.push_back(step);
+                         if (o.ttl > 0) {  // the stamp's bits, after the row
+                           uint32_t stamp;
+                           std::memcpy(&stamp, &row[row_floats], sizeof(stamp));
+                           c.stamps.push_back(stamp);
+                         }
+                       }));
+  state->tier_snapshot.clear();
+  state->tier_snapshot_owner.reset();
+  state->removed.clear();
+  return absl::OkStatus();
+}
+
+absl::Status SparseTables::InstallRows(const EmbeddingTableState& state, Table* t) const {
+  if (state.tier_snapshot.empty()) return t->rows->Import(state.contents);
+  if (t->tier != nullptr) {
+    absl::Status restored = t->tier->RestoreFrom(state.tier_snapshot);
+    if (restored.ok()) {
+      RETURN_IF_ERROR(t->rows->Import(state.contents, /*keep_tier=*/true));
+      for (uint64_t id : state.removed) RETURN_IF_ERROR(t->tier->Delete(id));
+      return absl::OkStatus();
+    }
+    if (!absl::IsUnimplemented(restored)) return restored;
+  }
+  EmbeddingTableState whole = state;
+  RETURN_IF_ERROR(MaterializeTierSnapshot(options_.read_tier_snapshot, &whole));
+  return t->rows->Import(whole.contents);
+}
+
+absl::StatusOr<std::vector<EmbeddingTableState>> SparseTables::ExportChanges() const {
+  std::vector<EmbeddingTableState> out;
+  out.reserve(specs_.size());
+  for (const TableSpec& spec : specs_) {
+    const Table& t = tables_.at(spec.name);
+    ASSIGN_OR_RETURN(EmbeddingTable::Changes changes, t.rows->ExportChanges());
+    EmbeddingTableState state{SavedOptions(t), std::move(changes.changed),
+                              std::move(changes.removed)};
+    out.push_back(std::move(state));
+  }
+  return out;
+}
+
+void SparseTables::ResetChanges() {
+  for (auto& [name, t] : tables_) t.rows->ResetChanges();
 }
 
 absl::Status SparseTables::Import(const std::vector<EmbeddingTableState>& tables,

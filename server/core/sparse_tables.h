@@ -87,6 +87,18 @@ struct SparseTablesOptions {
   // named in admission_by_table.
   AdmissionOptions admission;
   std::map<std::string, AdmissionOptions> admission_by_table;
+  // Keep each table's changed and removed rows for incremental checkpoints
+  // (EmbeddingTable's track_changes; --checkpoint_full_every > 1).
+  bool track_changes = false;
+  // Where a checkpoint's snapshots of the tiers are made
+  // (RowTier::Snapshot, in a new directory under it; ps_server: under
+  // --checkpoint_dir, so the checkpoint store can move them next to its
+  // file). Empty: a checkpoint reads the tiers' rows instead.
+  std::string tier_snapshot_dir;
+  // Reads a checkpoint's tier snapshot for a table without a tier (a
+  // server started without --table_memory_budget). Null: such a
+  // checkpoint is refused, naming the table.
+  TierSnapshotReader read_tier_snapshot;
 
   // INVALID_ARGUMENT naming the first bad field.
   absl::Status Validate() const;
@@ -105,6 +117,13 @@ struct TableUsage {
   bool evicts = false;                 // with a ttl or --table_evict_l2_below
   TableCounters counters;              // zero unless tiered, admits or evicts
 };
+
+// Makes `state` (a table's rows saved with a tier snapshot) hold every row
+// itself: the snapshot's rows (read by `read`), less state->removed, that
+// contents does not hold are added; tier_snapshot and removed are cleared.
+// The reader's error, or FAILED_PRECONDITION naming the table when `read`
+// is null.
+absl::Status MaterializeTierSnapshot(const TierSnapshotReader& read, EmbeddingTableState* state);
 
 class SparseTables {
  public:
@@ -164,9 +183,10 @@ class SparseTables {
   // step with ttl_steps, Unix seconds with ttl_seconds). Call before
   // Pull, Push and CloseStep.
   void SetClock(int64_t version, absl::Time now);
-  // Lines for the log when a table's tier refused rows since the last call
-  // (the first refusal, then one line per 10,000), naming the table, the
-  // refusals, the rows in memory and the tier's error.
+  // Lines for the log when a table's tier refused rows or failed reads
+  // since the last call (the first, then one line per 10,000 more), naming
+  // the table, the count, the rows in memory (refusals) and the tier's
+  // error.
   std::vector<std::string> TierNews();
   // The parameters were replaced (a restore or checkpoint): the open step's
   // held gradients are forgotten.
@@ -178,8 +198,15 @@ class SparseTables {
   std::vector<TableUsage> Usage() const;
 
   // Checkpoints: every table with its rows (or a tier's read error), and
-  // the async row-push seqs.
-  absl::StatusOr<std::vector<EmbeddingTableState>> Export() const;
+  // the async row-push seqs. With `snapshot_tiers` and tier_snapshot_dir, a
+  // tiered table's rows on disk are a RowTier::Snapshot (tier_snapshot),
+  // not read (a tier that takes none is read).
+  absl::StatusOr<std::vector<EmbeddingTableState>> Export(bool snapshot_tiers = false) const;
+  // With track_changes: every table with only its rows changed since the
+  // last ResetChanges and the ids removed since (a delta's tables,
+  // server/core/shard_state.h); FAILED_PRECONDITION without.
+  absl::StatusOr<std::vector<EmbeddingTableState>> ExportChanges() const;
+  void ResetChanges();
   const std::vector<int64_t>& LastRowSeqs() const { return last_row_seq_; }
   // Replaces the tables by `tables` (made with their own options, as saved)
   // and the seqs by `last_row_seq` (by worker; missing ones are 0); the open
@@ -196,7 +223,8 @@ class SparseTables {
   };
   struct Table {
     std::unique_ptr<RowTier> tier;    // with a budget; outlives rows
-    int64_t logged_write_errors = 0;  // TierNews' last count
+    int64_t logged_write_errors = 0;  // TierNews' last counts
+    int64_t logged_read_errors = 0;
     std::unique_ptr<EmbeddingTable> rows;
     // Sync: by worker, this step's held gradient (absent: none yet).
     std::map<int, Held> held;
@@ -213,6 +241,13 @@ class SparseTables {
   // Too many ids, an id not this shard's, a repeat: INVALID_ARGUMENT.
   absl::Status CheckIds(absl::string_view table, absl::Span<const uint64_t> ids) const;
   EmbeddingTableOptions TableOptions(const TableSpec& spec) const;
+  // A table's options as a checkpoint saves them.
+  static EmbeddingTableOptions SavedOptions(const Table& t);
+  // Table `t`'s snapshot of its tier, in a new directory under
+  // tier_snapshot_dir, into *state; UNIMPLEMENTED if its tier takes none.
+  absl::Status SnapshotTier(const Table& t, EmbeddingTableState* state) const;
+  // Installs `state` (a table's saved rows) into `t`.
+  absl::Status InstallRows(const EmbeddingTableState& state, Table* t) const;
 
   // Constant after construction (not const: a shard moves in the tables a
   // checkpoint rebuilt).

@@ -165,5 +165,43 @@ TEST(SparseTables, ABudgetOpensATierPerTableAndLogsItsRefusalsOnce) {
   EXPECT_EQ(usage[0].counters.created, 4);
 }
 
+// A tier whose reads fail (an I/O error on the disk).
+class UnreadableTier final : public RowTier {
+ public:
+  absl::Status Put(uint64_t, absl::Span<const float>, uint32_t) override {
+    return absl::OkStatus();
+  }
+  absl::StatusOr<bool> Get(uint64_t, absl::Span<float>, uint32_t*) override {
+    return absl::DataLossError("row tier /d: read: IO error");
+  }
+  absl::Status ForEach(
+      const std::function<void(uint64_t, absl::Span<const float>, uint32_t)>&) const override {
+    return absl::OkStatus();
+  }
+  absl::Status Delete(uint64_t) override { return absl::OkStatus(); }
+  absl::Status Clear() override { return absl::OkStatus(); }
+  int64_t num_rows() const override { return 0; }
+};
+
+TEST(SparseTables, ATiersReadErrorsFailTheirCallsAndAreLoggedOnce) {
+  SparseTablesOptions o = Sgd();
+  o.memory_budget_bytes = 1;
+  o.make_tier = [](int, const std::string&, int) -> absl::StatusOr<std::unique_ptr<RowTier>> {
+    return std::unique_ptr<RowTier>(new UnreadableTier);
+  };
+  SparseTables t(o, Mode::kAsync, 0, 1, 1, true);
+  ASSERT_TRUE(t.Declare({kSpec}).ok());
+  std::vector<float> out;
+  const std::vector<uint64_t> one = {1};
+  EXPECT_EQ(t.Pull("t", one, &out).code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(t.Pull("t", one, &out).code(), absl::StatusCode::kDataLoss);
+  const std::vector<std::string> news = t.TierNews();
+  ASSERT_EQ(news.size(), 1u);
+  EXPECT_THAT(news[0], testing::HasSubstr("\"t\": the tier failed 2 calls' reads since start"));
+  EXPECT_THAT(news[0], testing::HasSubstr("IO error"));
+  EXPECT_TRUE(t.TierNews().empty());
+  EXPECT_EQ(t.Usage()[0].counters.read_errors, 2);
+}
+
 }  // namespace
 }  // namespace ps

@@ -17,6 +17,7 @@
 #include "rocksdb/filter_policy.h"
 #include "rocksdb/options.h"
 #include "rocksdb/table.h"
+#include "rocksdb/utilities/checkpoint.h"
 
 namespace ps {
 namespace {
@@ -96,22 +97,64 @@ absl::StatusOr<std::unique_ptr<RocksDbRowTier>> RocksDbRowTier::Open(
     return absl::InvalidArgumentError(absl::StrCat(
         "row tier ", options.dir, ": negative block cache of ", options.block_cache_bytes));
   }
-  const rocksdb::Options db_options = DbOptions(options);
+  std::unique_ptr<RocksDbRowTier> tier(new RocksDbRowTier(options, nullptr));
   // An earlier run's rows are not this run's: the shard's state comes from
   // its checkpoint.
-  rocksdb::Status s = rocksdb::DestroyDB(options.dir, db_options);
-  if (!s.ok() && !s.IsNotFound() && !s.IsPathNotFound()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("row tier ", options.dir, ": cannot empty it: ", s.ToString()));
+  RETURN_IF_ERROR(tier->OpenDb(/*destroy=*/true));
+  return tier;
+}
+
+absl::Status RocksDbRowTier::OpenDb(bool destroy) {
+  const rocksdb::Options db_options = DbOptions(options_);
+  if (destroy) {
+    rocksdb::Status s = rocksdb::DestroyDB(options_.dir, db_options);
+    if (!s.ok() && !s.IsNotFound() && !s.IsPathNotFound()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("row tier ", options_.dir, ": cannot empty it: ", s.ToString()));
+    }
   }
   rocksdb::DB* db = nullptr;
-  s = rocksdb::DB::Open(db_options, options.dir, &db);
+  rocksdb::Status s = rocksdb::DB::Open(db_options, options_.dir, &db);
   if (!s.ok()) {
     return absl::FailedPreconditionError(
-        absl::StrCat("row tier ", options.dir, ": cannot open it: ", s.ToString()));
+        absl::StrCat("row tier ", options_.dir, ": cannot open it: ", s.ToString()));
   }
-  return std::unique_ptr<RocksDbRowTier>(
-      new RocksDbRowTier(options, std::unique_ptr<rocksdb::DB>(db)));
+  db_.reset(db);
+  return absl::OkStatus();
+}
+
+absl::Status RocksDbRowTier::Snapshot(const std::string& dir) {
+  rocksdb::Checkpoint* made = nullptr;
+  rocksdb::Status s = rocksdb::Checkpoint::Create(db_.get(), &made);
+  std::unique_ptr<rocksdb::Checkpoint> checkpoint(made);
+  if (s.ok()) s = checkpoint->CreateCheckpoint(dir);
+  if (!s.ok()) return Error("snapshot", absl::StrCat(dir, ": ", s.ToString()));
+  return absl::OkStatus();
+}
+
+absl::Status RocksDbRowTier::RestoreFrom(const std::string& dir) {
+  static_cast<void>(db_->Close());
+  db_.reset();
+  std::error_code ec;
+  std::filesystem::remove_all(options_.dir, ec);
+  if (!ec) std::filesystem::create_directories(options_.dir, ec);
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (!it->is_regular_file()) continue;
+    const std::filesystem::path to = std::filesystem::path(options_.dir) / it->path().filename();
+    // Table files never change once written: a link is a copy.
+    if (it->path().extension() == ".sst") {
+      std::filesystem::create_hard_link(it->path(), to, ec);
+      if (!ec) continue;
+    }
+    std::filesystem::copy_file(it->path(), to, ec);
+  }
+  absl::Status opened =
+      ec ? absl::FailedPreconditionError(ec.message()) : OpenDb(/*destroy=*/false);
+  if (opened.ok()) return absl::OkStatus();
+  absl::Status empty = OpenDb(/*destroy=*/true);  // usable, if empty
+  return absl::FailedPreconditionError(
+      absl::StrCat("row tier ", options_.dir, ": cannot restore the snapshot ", dir, ": ",
+                   opened.message(), empty.ok() ? "" : absl::StrCat("; ", empty.message())));
 }
 
 RocksDbRowTier::RocksDbRowTier(const RocksDbRowTierOptions& options,
@@ -204,6 +247,22 @@ int64_t RocksDbRowTier::num_rows() const {
   uint64_t n = 0;
   if (!db_->GetIntProperty("rocksdb.estimate-num-keys", &n)) return 0;
   return static_cast<int64_t>(n);
+}
+
+absl::Status ReadRocksDbSnapshot(
+    const std::string& dir, int row_floats,
+    const std::function<void(uint64_t id, absl::Span<const float> row, uint32_t step)>& visit) {
+  RocksDbRowTierOptions o;
+  o.dir = dir;
+  o.row_floats = row_floats;
+  rocksdb::DB* db = nullptr;
+  rocksdb::Status s = rocksdb::DB::OpenForReadOnly(DbOptions(o), dir, &db);
+  if (!s.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("row tier snapshot ", dir, ": cannot open it: ", s.ToString()));
+  }
+  std::unique_ptr<RocksDbRowTier> tier(new RocksDbRowTier(o, std::unique_ptr<rocksdb::DB>(db)));
+  return tier->ForEach(visit);
 }
 
 SparseTablesOptions::TierFactory RocksDbTiersUnder(const std::string& dir) {

@@ -58,13 +58,27 @@ class RocksDbRowTier final : public RowTier {
   absl::Status Delete(uint64_t id) override;
   absl::Status Clear() override;
   int64_t num_rows() const override;
+  // RocksDB's checkpoint (rocksdb/utilities/checkpoint.h) after a flush of
+  // the memtables (the tier's writes skip the write-ahead log): the
+  // immutable table files hard-linked, the rest copied.
+  absl::Status Snapshot(const std::string& dir) override;
+  // Closes the database, makes its directory a copy of `dir` (table files
+  // hard-linked, where the file system allows, else copied) and opens it
+  // again. If that fails the tier is left empty (and usable) and the error
+  // names both directories.
+  absl::Status RestoreFrom(const std::string& dir) override;
 
   const std::string& dir() const { return options_.dir; }
 
  private:
+  friend absl::Status ReadRocksDbSnapshot(
+      const std::string& dir, int row_floats,
+      const std::function<void(uint64_t id, absl::Span<const float> row, uint32_t step)>& visit);
   RocksDbRowTier(const RocksDbRowTierOptions& options, std::unique_ptr<rocksdb::DB> db);
   // `s` as an absl::Status naming the directory and `what`.
   absl::Status Error(const char* what, const std::string& message) const;
+  // Opens the database in options_.dir (emptied first if `destroy`).
+  absl::Status OpenDb(bool destroy);
 
   const RocksDbRowTierOptions options_;
   std::unique_ptr<rocksdb::DB> db_;
@@ -79,6 +93,12 @@ class RocksDbRowTier final : public RowTier {
 // The shard's folder is emptied at its first tier (an earlier run's) and
 // made if missing (an error naming it otherwise). Thread-safe.
 SparseTablesOptions::TierFactory RocksDbTiersUnder(const std::string& dir);
+
+// The TierSnapshotReader of RocksDbRowTier::Snapshot directories: opens one
+// read-only (changing nothing in it) and visits its rows in id order.
+absl::Status ReadRocksDbSnapshot(
+    const std::string& dir, int row_floats,
+    const std::function<void(uint64_t id, absl::Span<const float> row, uint32_t step)>& visit);
 
 }  // namespace ps
 

@@ -92,6 +92,60 @@ TEST(RocksDbRowTier, OpenEmptiesAnEarlierRunsRows) {
   EXPECT_FALSE(*got);
 }
 
+// The rows of `tier`: id -> (row, step).
+std::map<uint64_t, std::pair<std::vector<float>, uint32_t>> RowsOf(const RocksDbRowTier& tier) {
+  std::map<uint64_t, std::pair<std::vector<float>, uint32_t>> rows;
+  EXPECT_TRUE(tier.ForEach([&](uint64_t id, absl::Span<const float> row, uint32_t step) {
+                    rows[id] = {std::vector<float>(row.begin(), row.end()), step};
+                  })
+                  .ok());
+  return rows;
+}
+
+TEST(RocksDbRowTier, ASnapshotKeepsTheRowsOfItsMomentAndRestoresThem) {
+  const std::string dir = TempDir();
+  std::unique_ptr<RocksDbRowTier> tier = OpenTier(dir, 2);
+  ASSERT_NE(tier, nullptr);
+  for (uint64_t id = 0; id < 1000; ++id) {
+    ASSERT_TRUE(tier->Put(id, {static_cast<float>(id), -0.5f}, static_cast<uint32_t>(id)).ok());
+  }
+  const auto then = RowsOf(*tier);
+  ASSERT_TRUE(tier->Snapshot(dir + "/snap").ok());  // the writes skipped the log: flushed
+  EXPECT_FALSE(tier->Snapshot(dir + "/snap").ok()) << "made over an existing one";
+  ASSERT_TRUE(tier->Put(5, {9, 9}, 9).ok());
+  ASSERT_TRUE(tier->Delete(6).ok());
+  ASSERT_TRUE(tier->Put(5000, {1, 1}, 1).ok());
+  EXPECT_NE(RowsOf(*tier), then);
+  // Read in place, without opening it for writing.
+  std::map<uint64_t, std::pair<std::vector<float>, uint32_t>> read;
+  ASSERT_TRUE(ReadRocksDbSnapshot(dir + "/snap", 2,
+                                  [&](uint64_t id, absl::Span<const float> row, uint32_t step) {
+                                    read[id] = {std::vector<float>(row.begin(), row.end()), step};
+                                  })
+                  .ok());
+  EXPECT_EQ(read, then);
+  ASSERT_TRUE(tier->RestoreFrom(dir + "/snap").ok());
+  EXPECT_EQ(RowsOf(*tier), then);
+  ASSERT_TRUE(tier->Put(7, {0, 0}, 0).ok());  // the restored tier writes; the snapshot stays
+  read.clear();
+  ASSERT_TRUE(ReadRocksDbSnapshot(dir + "/snap", 2,
+                                  [&](uint64_t id, absl::Span<const float> row, uint32_t step) {
+                                    read[id] = {std::vector<float>(row.begin(), row.end()), step};
+                                  })
+                  .ok());
+  EXPECT_EQ(read, then);
+  // A snapshot that is not there: an error naming it, and an empty tier
+  // that still works.
+  absl::Status s = tier->RestoreFrom(dir + "/none");
+  EXPECT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.message()), HasSubstr(dir + "/none"));
+  EXPECT_TRUE(RowsOf(*tier).empty());
+  EXPECT_TRUE(tier->Put(1, {1, 2}, 3).ok());
+  EXPECT_FALSE(
+      ReadRocksDbSnapshot(dir + "/none", 2, [](uint64_t, absl::Span<const float>, uint32_t) {
+      }).ok());
+}
+
 TEST(RocksDbRowTier, ADirectoryThatCannotBeMadeIsAnErrorNamingIt) {
   const std::string file = TempDir() + "/a_file";
   std::ofstream(file) << "not a directory";
@@ -210,7 +264,7 @@ TEST(TieredEmbeddingTable, NeedsLruEvictionAndABudget) {
   EXPECT_FALSE(EmbeddingTable::Create(o).ok());
 }
 
-TEST(TieredTable, RowsPastTheirTtlOnDiskAreGoneAsTheyAreReadAndFromCheckpoints) {
+TEST(TieredTable, RowsPastTheirTtlOnDiskAreGoneAsTheyAreReadAndCheckpointsKeepTheirStamps) {
   EmbeddingTableOptions o = TableOptions(SparseOptimizerKind::kSgd);
   o.ttl = 5;
   o.max_rows = 10;
@@ -233,11 +287,16 @@ TEST(TieredTable, RowsPastTheirTtlOnDiskAreGoneAsTheyAreReadAndFromCheckpoints) 
   const std::vector<float> grads(learned.size() * dim, -1.0f);
   ASSERT_TRUE(t.Apply(learned, grads.data()).ok());  // read back, learned, stamped 3
   t.SetClock(7);
+  // A checkpoint holds every row with its stamp (from disk: the stamp's
+  // float), for the restored table's sweep to evict.
   absl::StatusOr<EmbeddingTableContents> c = t.Export();
   ASSERT_TRUE(c.ok()) << c.status();
-  std::vector<uint64_t> kept = c->ids;
-  std::sort(kept.begin(), kept.end());
-  EXPECT_EQ(kept, learned);  // the others are past their ttl, on disk or not
+  ASSERT_EQ(c->ids.size(), all.size());
+  ASSERT_EQ(c->stamps.size(), all.size());
+  for (size_t i = 0; i < c->ids.size(); ++i) {
+    const bool was_learned = c->ids[i] >= 50 && c->ids[i] < 60;
+    EXPECT_EQ(c->stamps[i], was_learned ? 3u : 0u) << "id " << c->ids[i];
+  }
   ASSERT_TRUE(t.Pull(all, out.data()).ok());
   for (size_t i = 0; i < all.size(); ++i) {
     const bool was_learned = all[i] >= 50 && all[i] < 60;

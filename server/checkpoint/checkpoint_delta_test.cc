@@ -1,0 +1,233 @@
+// Incremental checkpoints' rows: a table's full export and then its
+// ExportChanges, applied one after another by ApplyDelta, give the table's
+// rows bit for bit (the property the checkpoint chain rests on), over random
+// traffic with every way a row is made, updated and removed; and
+// ApplyDelta's own rules.
+#include "server/checkpoint/checkpoint_delta.h"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/core/embedding_table.h"
+
+namespace ps {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+constexpr int kDim = 3;
+
+// A tier in memory, as RocksDB keeps rows: bit for bit.
+class MapTier final : public RowTier {
+ public:
+  absl::Status Put(uint64_t id, absl::Span<const float> row, uint32_t step) override {
+    rows_[id] = {std::vector<float>(row.begin(), row.end()), step};
+    return absl::OkStatus();
+  }
+  absl::StatusOr<bool> Get(uint64_t id, absl::Span<float> row, uint32_t* step) override {
+    auto it = rows_.find(id);
+    if (it == rows_.end()) return false;
+    std::copy(it->second.first.begin(), it->second.first.end(), row.begin());
+    *step = it->second.second;
+    return true;
+  }
+  absl::Status ForEach(
+      const std::function<void(uint64_t, absl::Span<const float>, uint32_t)>& v) const override {
+    for (const auto& [id, r] : rows_) v(id, r.first, r.second);
+    return absl::OkStatus();
+  }
+  absl::Status Delete(uint64_t id) override {
+    rows_.erase(id);
+    return absl::OkStatus();
+  }
+  absl::Status Clear() override {
+    rows_.clear();
+    return absl::OkStatus();
+  }
+  int64_t num_rows() const override { return static_cast<int64_t>(rows_.size()); }
+
+ private:
+  std::map<uint64_t, std::pair<std::vector<float>, uint32_t>> rows_;
+};
+
+// Every row of `c` by id: values, state and step, bit for bit.
+using RowMap = std::map<uint64_t, std::tuple<std::vector<float>, std::vector<float>, uint32_t>>;
+RowMap ById(const EmbeddingTableContents& c) {
+  RowMap m;
+  const size_t n = c.ids.size();
+  const size_t s = n > 0 ? c.state.size() / n : 0;
+  for (size_t i = 0; i < n; ++i) {
+    m[c.ids[i]] = {
+        std::vector<float>(c.values.begin() + i * kDim, c.values.begin() + (i + 1) * kDim),
+        std::vector<float>(c.state.begin() + i * s, c.state.begin() + (i + 1) * s),
+        c.adam_steps.empty() ? 0 : c.adam_steps[i]};
+  }
+  return m;
+}
+
+ShardState StateOf(const EmbeddingTableOptions& o, int64_t version, EmbeddingTableContents rows,
+                   std::vector<uint64_t> removed = {}, int64_t delta_base = -1) {
+  ShardState s;
+  s.version = version;
+  s.delta_base = delta_base;
+  EmbeddingTableOptions saved = o;
+  saved.tier = nullptr;
+  s.tables.push_back(EmbeddingTableState{saved, std::move(rows), std::move(removed)});
+  return s;
+}
+
+struct Variant {
+  std::string name;
+  bool evict_lru = false;
+  int64_t max_rows = 0;
+  bool tier = false;
+  int64_t ttl = 0;
+  float min_l2 = 0;
+  SparseOptimizerKind optimizer = SparseOptimizerKind::kAdam;
+};
+
+class ChangesChain : public testing::TestWithParam<Variant> {};
+
+TEST_P(ChangesChain, FullThenDeltasAreTheTableBitForBit) {
+  const Variant& v = GetParam();
+  MapTier tier;
+  EmbeddingTableOptions o;
+  o.name = "t";
+  o.dim = kDim;
+  o.seed = 4;
+  o.init_scale = 0.5f;
+  o.optimizer.kind = v.optimizer;
+  o.optimizer.lr = 0.1f;
+  o.evict_lru = v.evict_lru;
+  o.max_rows = v.max_rows;
+  o.ttl = v.ttl;
+  o.min_l2 = v.min_l2;
+  o.track_changes = true;
+  if (v.tier) o.tier = &tier;
+  auto made = EmbeddingTable::Create(o);
+  ASSERT_TRUE(made.ok()) << made.status();
+  EmbeddingTable& t = **made;
+
+  std::mt19937_64 rng(11);
+  const auto traffic = [&](int calls) {
+    for (int c = 0; c < calls; ++c) {
+      std::vector<uint64_t> ids;
+      for (uint64_t id = 0; id < 400; ++id) {
+        if (rng() % 20 == 0) ids.push_back(id);  // ascending, distinct
+      }
+      if (rng() % 2 == 0) {
+        std::vector<float> out(ids.size() * kDim);
+        ASSERT_TRUE(t.Pull(ids, out.data()).ok());
+      } else {
+        std::vector<float> g(ids.size() * kDim);
+        for (float& x : g) x = static_cast<float>(static_cast<int>(rng() % 9) - 4) / 8;
+        ASSERT_TRUE(t.Apply(ids, g.data()).ok());
+      }
+    }
+  };
+  int64_t clock = 0;
+  t.SetClock(clock);
+  traffic(30);
+  ShardState restored = StateOf(o, 1, *t.Export());
+  t.ResetChanges();
+  int64_t changed_rows = 0, removed_rows = 0;
+  for (int64_t version = 2; version < 12; ++version) {
+    t.SetClock(++clock);
+    traffic(5);
+    absl::StatusOr<EmbeddingTable::Changes> changes = t.ExportChanges();
+    ASSERT_TRUE(changes.ok()) << changes.status();
+    t.ResetChanges();
+    changed_rows += static_cast<int64_t>(changes->changed.ids.size());
+    removed_rows += static_cast<int64_t>(changes->removed.size());
+    ASSERT_TRUE(ApplyDelta(StateOf(o, version, std::move(changes->changed),
+                                   std::move(changes->removed), version - 1),
+                           &restored)
+                    .ok());
+    ASSERT_EQ(restored.version, version);
+    ASSERT_EQ(restored.delta_base, -1);  // stays full
+    ASSERT_EQ(ById(restored.tables[0].contents), ById(*t.Export())) << "version " << version;
+  }
+  EXPECT_GT(changed_rows, 0);
+  if (v.max_rows > 0 && !v.tier) EXPECT_GT(removed_rows, 0) << "the variant removes rows";
+  if (v.ttl > 0 || v.min_l2 > 0) EXPECT_GT(removed_rows, 0) << "the variant removes rows";
+  // And the restored rows import into a table that answers the same.
+  EmbeddingTableOptions fresh = o;
+  MapTier tier2;
+  if (v.tier) fresh.tier = &tier2;
+  auto other = EmbeddingTable::Create(fresh);
+  ASSERT_TRUE(other.ok());
+  ASSERT_TRUE((*other)->Import(restored.tables[0].contents).ok());
+  EXPECT_EQ(ById(*(*other)->Export()), ById(*t.Export()));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Tables, ChangesChain,
+    testing::Values(Variant{"plain"},
+                    Variant{"sgd", false, 0, false, 0, 0, SparseOptimizerKind::kSgd},
+                    Variant{"lru", true, 60}, Variant{"tier", true, 40, true},
+                    Variant{"ttl", false, 0, false, 2}, Variant{"score", false, 0, false, 0, 0.45f},
+                    Variant{"tier_ttl", true, 40, true, 2}),
+    [](const testing::TestParamInfo<Variant>& p) { return p.param.name; });
+
+TEST(ApplyDelta, TwoDeltasFoldIntoOneOnTheFirstsBase) {
+  EmbeddingTableOptions o;
+  o.name = "t";
+  o.dim = kDim;
+  o.optimizer.kind = SparseOptimizerKind::kSgd;
+  const auto rows = [](std::vector<uint64_t> ids) {
+    EmbeddingTableContents c;
+    c.dim = kDim;
+    for (uint64_t id : ids) {
+      c.ids.push_back(id);
+      for (int j = 0; j < kDim; ++j) c.values.push_back(static_cast<float>(id));
+    }
+    return c;
+  };
+  ShardState first = StateOf(o, 20, rows({1, 2}), {5, 6}, 10);
+  ShardState second = StateOf(o, 30, rows({5, 3}), {2, 7}, 20);
+  ASSERT_TRUE(ApplyDelta(second, &first).ok());
+  EXPECT_EQ(first.version, 30);
+  EXPECT_EQ(first.delta_base, 10);
+  EXPECT_THAT(first.tables[0].contents.ids, ElementsAre(1, 5, 3));
+  EXPECT_THAT(first.tables[0].removed, ElementsAre(2, 6, 7));  // 5 came back
+  // Applied to a full state of version 10, the fold is both in turn.
+  ShardState full = StateOf(o, 10, rows({1, 2, 5, 6, 7, 8}));
+  ShardState stepwise = full;
+  ASSERT_TRUE(ApplyDelta(StateOf(o, 20, rows({1, 2}), {5, 6}, 10), &stepwise).ok());
+  ASSERT_TRUE(ApplyDelta(second, &stepwise).ok());
+  ASSERT_TRUE(ApplyDelta(first, &full).ok());
+  EXPECT_EQ(ById(full.tables[0].contents), ById(stepwise.tables[0].contents));
+  EXPECT_THAT(full.tables[0].contents.ids, ElementsAre(1, 5, 8, 3));
+}
+
+TEST(ApplyDelta, RefusesABrokenChainAndOtherTables) {
+  EmbeddingTableOptions o;
+  o.name = "t";
+  o.dim = kDim;
+  ShardState base = StateOf(o, 10, EmbeddingTableContents{kDim});
+  ShardState delta = StateOf(o, 30, EmbeddingTableContents{kDim}, {}, 20);
+  absl::Status s = ApplyDelta(delta, &base);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.message(), HasSubstr("on version 20, not 10"));
+  EXPECT_EQ(base.version, 10);
+  EXPECT_EQ(ApplyDelta(base, &delta).code(), absl::StatusCode::kInvalidArgument);  // not a delta
+  delta.delta_base = 10;
+  delta.tables[0].options.name = "u";
+  EXPECT_THAT(ApplyDelta(delta, &base).message(), HasSubstr("\"u\""));
+  delta.tables[0].options.name = "t";
+  delta.tables[0].contents.dim = kDim + 1;
+  EXPECT_EQ(ApplyDelta(delta, &base).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(base.version, 10);
+}
+
+}  // namespace
+}  // namespace ps
