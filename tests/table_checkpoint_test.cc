@@ -21,14 +21,15 @@
 #include <set>
 #include <string>
 #include <thread>
-#include <tuple>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "server/checkpoint/checkpoint_store.h"
 #include "server/core/embedding_table.h"
 #include "server/core/sparse_tables.h"
+#include "server/core/table_testing.h"
 #include "server/tier/rocksdb_row_tier.h"
+#include "tests/table_client.h"
 #include "tests/test_cluster.h"
 
 namespace ps {
@@ -36,7 +37,6 @@ namespace {
 
 constexpr int kDim = 4;
 const TableSpec kTable{"ads", kDim, /*seed=*/31, /*init_scale=*/0.5f};
-const ModelSpec kModel = {{"w", {4}}};
 
 std::string TempDir() {
   const char* root = std::getenv("TEST_TMPDIR");
@@ -59,18 +59,7 @@ ServerOptions Options(Mode mode, int workers, const std::string& dir) {
 }
 
 std::unique_ptr<PsClient> Connect(const LocalServers& s, int worker, int workers) {
-  ClientOptions o;
-  o.servers = s.addresses;
-  o.worker_id = worker;
-  o.num_workers = workers;
-  o.wait_timeout = absl::Seconds(60);
-  absl::StatusOr<std::unique_ptr<PsClient>> c = PsClient::Connect(o);
-  EXPECT_TRUE(c.ok()) << c.status();
-  if (!c.ok()) return nullptr;
-  EXPECT_TRUE((*c)->DeclareTables({kTable}).ok());
-  TensorList init = {std::vector<float>(4, 0.0f)};
-  EXPECT_TRUE((*c)->Init(kModel, worker == 0 ? &init : nullptr).ok());
-  return *std::move(c);
+  return ConnectTableClient(s, kTable, ClientOptions::Transport::kStream, worker, workers);
 }
 
 // The gradient of row `id` in every push, from every worker: the same each
@@ -81,20 +70,6 @@ std::vector<float> Grads(const std::vector<uint64_t>& ids) {
     for (int j = 0; j < kDim; ++j) g.push_back(static_cast<float>((id * 7 + j) % 11) / 4 - 1.25f);
   }
   return g;
-}
-
-// Every row: values, state and step, bit for bit.
-using Rows = std::map<uint64_t, std::tuple<std::vector<float>, std::vector<float>, uint32_t>>;
-Rows ById(const EmbeddingTableContents& c) {
-  Rows m;
-  const size_t n = c.ids.size(), s = n > 0 ? c.state.size() / n : 0;
-  for (size_t i = 0; i < n; ++i) {
-    m[c.ids[i]] = {
-        std::vector<float>(c.values.begin() + i * kDim, c.values.begin() + (i + 1) * kDim),
-        std::vector<float>(c.state.begin() + i * s, c.state.begin() + (i + 1) * s),
-        c.adam_steps.empty() ? 0 : c.adam_steps[i]};
-  }
-  return m;
 }
 
 std::unique_ptr<CheckpointStore> OpenStore(const std::string& dir) {
@@ -199,17 +174,17 @@ TEST_P(ConsistentCut, EveryCheckpointHoldsEachRowAsAfterTheSameNumberOfPushes) {
   ASSERT_TRUE(replay.ok());
   std::vector<float> rows(ids.size() * kDim);
   ASSERT_TRUE((*replay)->Pull(ids, rows.data()).ok());
-  std::map<uint32_t, Rows> after;  // pushes -> rows
+  std::map<uint32_t, std::map<uint64_t, std::vector<uint32_t>>> after;  // pushes -> rows
   const uint32_t most = std::max_element(pushes.begin(), pushes.end(), [](auto& a, auto& b) {
                           return a.second < b.second;
                         })->second;
   for (uint32_t n = 0; n <= most; ++n) {
     if (n > 0) ASSERT_TRUE((*replay)->Apply(ids, grads.data()).ok());
-    after[n] = ById(*(*replay)->Export());
+    after[n] = RowBits(*(*replay)->Export());
   }
   for (const auto& [v, n] : pushes) {
     if (n == 0) continue;
-    EXPECT_EQ(ById(states[v].tables[0].contents), after[n]) << "v" << v << " after " << n;
+    EXPECT_EQ(RowBits(states[v].tables[0].contents), after[n]) << "v" << v << " after " << n;
   }
 }
 
@@ -288,7 +263,7 @@ TEST(IncrementalCheckpoints, DeltasHoldTheChangedRowsAndRestoreTheLiveTable) {
   absl::StatusOr<ShardState> restored = again->servers[0]->shard()->ExportState();
   ASSERT_TRUE(restored.ok());
   EXPECT_EQ(restored->version, 6);
-  EXPECT_EQ(ById(restored->tables[0].contents), ById(live->tables[0].contents));
+  EXPECT_EQ(RowBits(restored->tables[0].contents), RowBits(live->tables[0].contents));
   EXPECT_EQ(restored->tables[0].contents.ids, live->tables[0].contents.ids) << "LRU order";
 }
 

@@ -18,6 +18,7 @@
 #include "server/checkpoint/checkpoint.h"
 #include "server/checkpoint/checkpoint_store.h"
 #include "server/core/embedding_table.h"
+#include "server/core/table_testing.h"
 #include "server/tier/rocksdb_row_tier.h"
 #include "tests/metrics_sum.h"
 #include "tests/table_client.h"
@@ -127,20 +128,10 @@ TEST_P(TableTierTest, ServersWithABudgetAnswerBitForBitAsServersWithout) {
 // The rows of shard `s`'s checkpoint state, by id, as bits (values, state,
 // step): equal iff the shards hold the same rows.
 std::map<uint64_t, std::vector<uint32_t>> CheckpointRows(LocalServers& servers, int s) {
-  std::map<uint64_t, std::vector<uint32_t>> rows;
   absl::StatusOr<ShardState> state = servers.servers[s]->shard()->ExportState();
   EXPECT_TRUE(state.ok()) << state.status();
-  if (!state.ok() || state->tables.size() != 1) return rows;
-  const EmbeddingTableContents& c = state->tables[0].contents;
-  const size_t n = c.ids.size(), dim = c.dim, st = n == 0 ? 0 : c.state.size() / n;
-  for (size_t i = 0; i < n; ++i) {
-    std::vector<uint32_t> r(dim + st + 1);
-    std::memcpy(r.data(), c.values.data() + i * dim, dim * sizeof(float));
-    std::memcpy(r.data() + dim, c.state.data() + i * st, st * sizeof(float));
-    r.back() = c.adam_steps.empty() ? 0 : c.adam_steps[i];
-    rows[c.ids[i]] = r;
-  }
-  return rows;
+  if (!state.ok() || state->tables.size() != 1) return {};
+  return RowBits(state->tables[0].contents);
 }
 
 TEST(TableTier, ACheckpointHoldsTheRowsOnDiskAndRestoresIntoATieredShard) {

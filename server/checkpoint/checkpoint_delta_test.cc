@@ -10,13 +10,13 @@
 #include <memory>
 #include <random>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/core/embedding_table.h"
+#include "server/core/table_testing.h"
 
 namespace ps {
 namespace {
@@ -25,54 +25,6 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 constexpr int kDim = 3;
-
-// A tier in memory, as RocksDB keeps rows: bit for bit.
-class MapTier final : public RowTier {
- public:
-  absl::Status Put(uint64_t id, absl::Span<const float> row, uint32_t step) override {
-    rows_[id] = {std::vector<float>(row.begin(), row.end()), step};
-    return absl::OkStatus();
-  }
-  absl::StatusOr<bool> Get(uint64_t id, absl::Span<float> row, uint32_t* step) override {
-    auto it = rows_.find(id);
-    if (it == rows_.end()) return false;
-    std::copy(it->second.first.begin(), it->second.first.end(), row.begin());
-    *step = it->second.second;
-    return true;
-  }
-  absl::Status ForEach(
-      const std::function<void(uint64_t, absl::Span<const float>, uint32_t)>& v) const override {
-    for (const auto& [id, r] : rows_) v(id, r.first, r.second);
-    return absl::OkStatus();
-  }
-  absl::Status Delete(uint64_t id) override {
-    rows_.erase(id);
-    return absl::OkStatus();
-  }
-  absl::Status Clear() override {
-    rows_.clear();
-    return absl::OkStatus();
-  }
-  int64_t num_rows() const override { return static_cast<int64_t>(rows_.size()); }
-
- private:
-  std::map<uint64_t, std::pair<std::vector<float>, uint32_t>> rows_;
-};
-
-// Every row of `c` by id: values, state and step, bit for bit.
-using RowMap = std::map<uint64_t, std::tuple<std::vector<float>, std::vector<float>, uint32_t>>;
-RowMap ById(const EmbeddingTableContents& c) {
-  RowMap m;
-  const size_t n = c.ids.size();
-  const size_t s = n > 0 ? c.state.size() / n : 0;
-  for (size_t i = 0; i < n; ++i) {
-    m[c.ids[i]] = {
-        std::vector<float>(c.values.begin() + i * kDim, c.values.begin() + (i + 1) * kDim),
-        std::vector<float>(c.state.begin() + i * s, c.state.begin() + (i + 1) * s),
-        c.adam_steps.empty() ? 0 : c.adam_steps[i]};
-  }
-  return m;
-}
 
 ShardState StateOf(const EmbeddingTableOptions& o, int64_t version, EmbeddingTableContents rows,
                    std::vector<uint64_t> removed = {}, int64_t delta_base = -1) {
@@ -99,7 +51,7 @@ class ChangesChain : public testing::TestWithParam<Variant> {};
 
 TEST_P(ChangesChain, FullThenDeltasAreTheTableBitForBit) {
   const Variant& v = GetParam();
-  MapTier tier;
+  MemoryRowTier tier;
   EmbeddingTableOptions o;
   o.name = "t";
   o.dim = kDim;
@@ -154,19 +106,19 @@ TEST_P(ChangesChain, FullThenDeltasAreTheTableBitForBit) {
                     .ok());
     ASSERT_EQ(restored.version, version);
     ASSERT_EQ(restored.delta_base, -1);  // stays full
-    ASSERT_EQ(ById(restored.tables[0].contents), ById(*t.Export())) << "version " << version;
+    ASSERT_EQ(RowBits(restored.tables[0].contents), RowBits(*t.Export())) << "version " << version;
   }
   EXPECT_GT(changed_rows, 0);
   if (v.max_rows > 0 && !v.tier) EXPECT_GT(removed_rows, 0) << "the variant removes rows";
   if (v.ttl > 0 || v.min_l2 > 0) EXPECT_GT(removed_rows, 0) << "the variant removes rows";
   // And the restored rows import into a table that answers the same.
   EmbeddingTableOptions fresh = o;
-  MapTier tier2;
+  MemoryRowTier tier2;
   if (v.tier) fresh.tier = &tier2;
   auto other = EmbeddingTable::Create(fresh);
   ASSERT_TRUE(other.ok());
   ASSERT_TRUE((*other)->Import(restored.tables[0].contents).ok());
-  EXPECT_EQ(ById(*(*other)->Export()), ById(*t.Export()));
+  EXPECT_EQ(RowBits(*(*other)->Export()), RowBits(*t.Export()));
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -205,7 +157,7 @@ TEST(ApplyDelta, TwoDeltasFoldIntoOneOnTheFirstsBase) {
   ASSERT_TRUE(ApplyDelta(StateOf(o, 20, rows({1, 2}), {5, 6}, 10), &stepwise).ok());
   ASSERT_TRUE(ApplyDelta(second, &stepwise).ok());
   ASSERT_TRUE(ApplyDelta(first, &full).ok());
-  EXPECT_EQ(ById(full.tables[0].contents), ById(stepwise.tables[0].contents));
+  EXPECT_EQ(RowBits(full.tables[0].contents), RowBits(stepwise.tables[0].contents));
   EXPECT_THAT(full.tables[0].contents.ids, ElementsAre(1, 5, 8, 3));
 }
 

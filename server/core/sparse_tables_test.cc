@@ -15,6 +15,7 @@
 #include "gtest/gtest.h"
 #include "server/core/row_tier.h"
 #include "server/core/shard.h"
+#include "server/core/table_testing.h"
 
 namespace ps {
 namespace {
@@ -115,23 +116,6 @@ TEST(SparseTables, RefusesWhatIsNotThisShards) {
   EXPECT_EQ(t.Pull("t", four, &out).code(), absl::StatusCode::kInvalidArgument);
 }
 
-// A tier that takes nothing (a full disk), counting the tables it was
-// opened for.
-class RefusingTier final : public RowTier {
- public:
-  absl::Status Put(uint64_t, absl::Span<const float>, uint32_t) override {
-    return absl::UnavailableError("row tier /d: write: No space left on device");
-  }
-  absl::StatusOr<bool> Get(uint64_t, absl::Span<float>, uint32_t*) override { return false; }
-  absl::Status ForEach(
-      const std::function<void(uint64_t, absl::Span<const float>, uint32_t)>&) const override {
-    return absl::OkStatus();
-  }
-  absl::Status Delete(uint64_t) override { return absl::OkStatus(); }
-  absl::Status Clear() override { return absl::OkStatus(); }
-  int64_t num_rows() const override { return 0; }
-};
-
 TEST(SparseTables, ABudgetOpensATierPerTableAndLogsItsRefusalsOnce) {
   SparseTablesOptions o = Sgd();
   o.memory_budget_bytes = 1;  // one row
@@ -140,7 +124,9 @@ TEST(SparseTables, ABudgetOpensATierPerTableAndLogsItsRefusalsOnce) {
   o.make_tier = [&opened](int shard, const std::string& table,
                           int row_floats) -> absl::StatusOr<std::unique_ptr<RowTier>> {
     opened.push_back(table + "@" + std::to_string(shard) + "/" + std::to_string(row_floats));
-    return std::unique_ptr<RowTier>(new RefusingTier);
+    auto tier = std::make_unique<MemoryRowTier>();  // takes nothing: a full disk
+    tier->fail_put = true;
+    return std::unique_ptr<RowTier>(std::move(tier));
   };
   ASSERT_TRUE(o.Validate().ok());
   SparseTables t(o, Mode::kAsync, 0, 1, 1, true);
@@ -165,36 +151,20 @@ TEST(SparseTables, ABudgetOpensATierPerTableAndLogsItsRefusalsOnce) {
   EXPECT_EQ(usage[0].counters.created, 4);
 }
 
-// A tier whose reads fail (an I/O error on the disk).
-class UnreadableTier final : public RowTier {
- public:
-  absl::Status Put(uint64_t, absl::Span<const float>, uint32_t) override {
-    return absl::OkStatus();
-  }
-  absl::StatusOr<bool> Get(uint64_t, absl::Span<float>, uint32_t*) override {
-    return absl::DataLossError("row tier /d: read: IO error");
-  }
-  absl::Status ForEach(
-      const std::function<void(uint64_t, absl::Span<const float>, uint32_t)>&) const override {
-    return absl::OkStatus();
-  }
-  absl::Status Delete(uint64_t) override { return absl::OkStatus(); }
-  absl::Status Clear() override { return absl::OkStatus(); }
-  int64_t num_rows() const override { return 0; }
-};
-
 TEST(SparseTables, ATiersReadErrorsFailTheirCallsAndAreLoggedOnce) {
   SparseTablesOptions o = Sgd();
   o.memory_budget_bytes = 1;
   o.make_tier = [](int, const std::string&, int) -> absl::StatusOr<std::unique_ptr<RowTier>> {
-    return std::unique_ptr<RowTier>(new UnreadableTier);
+    auto tier = std::make_unique<MemoryRowTier>();  // an I/O error on every read
+    tier->fail_get = true;
+    return std::unique_ptr<RowTier>(std::move(tier));
   };
   SparseTables t(o, Mode::kAsync, 0, 1, 1, true);
   ASSERT_TRUE(t.Declare({kSpec}).ok());
   std::vector<float> out;
   const std::vector<uint64_t> one = {1};
-  EXPECT_EQ(t.Pull("t", one, &out).code(), absl::StatusCode::kDataLoss);
-  EXPECT_EQ(t.Pull("t", one, &out).code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(t.Pull("t", one, &out).code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(t.Pull("t", one, &out).code(), absl::StatusCode::kUnavailable);
   const std::vector<std::string> news = t.TierNews();
   ASSERT_EQ(news.size(), 1u);
   EXPECT_THAT(news[0], testing::HasSubstr("\"t\": the tier failed 2 calls' reads since start"));

@@ -17,6 +17,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/core/embedding_table.h"
+#include "server/core/table_testing.h"
 
 namespace ps {
 namespace {
@@ -337,42 +338,6 @@ TEST(TieredTable, PrefetchReadsRowsBackAndMakesNoneNorCountsASighting) {
   EXPECT_EQ(t.counters().created, before.created);
 }
 
-// A tier that fails on demand (for what RocksDB does on a full disk).
-class FailingTier final : public RowTier {
- public:
-  bool fail_put = false, fail_get = false;
-  absl::Status Put(uint64_t id, absl::Span<const float> row, uint32_t step) override {
-    if (fail_put) return absl::UnavailableError("row tier /t: write: No space left on device");
-    rows_[id] = {std::vector<float>(row.begin(), row.end()), step};
-    return absl::OkStatus();
-  }
-  absl::StatusOr<bool> Get(uint64_t id, absl::Span<float> row, uint32_t* step) override {
-    if (fail_get) return absl::UnavailableError("row tier /t: read: IO error");
-    auto it = rows_.find(id);
-    if (it == rows_.end()) return false;
-    std::copy(it->second.first.begin(), it->second.first.end(), row.begin());
-    *step = it->second.second;
-    return true;
-  }
-  absl::Status ForEach(
-      const std::function<void(uint64_t, absl::Span<const float>, uint32_t)>& v) const override {
-    for (const auto& [id, r] : rows_) v(id, r.first, r.second);
-    return absl::OkStatus();
-  }
-  absl::Status Delete(uint64_t id) override {
-    rows_.erase(id);
-    return absl::OkStatus();
-  }
-  absl::Status Clear() override {
-    rows_.clear();
-    return absl::OkStatus();
-  }
-  int64_t num_rows() const override { return static_cast<int64_t>(rows_.size()); }
-
- private:
-  std::map<uint64_t, std::pair<std::vector<float>, uint32_t>> rows_;
-};
-
 // An SGD table of dim 4 that keeps 2 rows in memory, the rest on `tier`.
 std::unique_ptr<EmbeddingTable> TwoRowsOn(RowTier* tier) {
   EmbeddingTableOptions o = TableOptions(SparseOptimizerKind::kSgd);
@@ -383,7 +348,7 @@ std::unique_ptr<EmbeddingTable> TwoRowsOn(RowTier* tier) {
 }
 
 TEST(TieredEmbeddingTable, ATierThatCannotWriteKeepsTheRowsInMemory) {
-  FailingTier tier;
+  MemoryRowTier tier;
   auto t = TwoRowsOn(&tier);
   std::vector<float> out(4 * 4);
   ASSERT_TRUE(t->Pull({1, 2}, out.data()).ok());
@@ -400,7 +365,7 @@ TEST(TieredEmbeddingTable, ATierThatCannotWriteKeepsTheRowsInMemory) {
 }
 
 TEST(TieredEmbeddingTable, ATierThatCannotReadFailsTheCallBeforeAnyRowIsUsed) {
-  FailingTier tier;
+  MemoryRowTier tier;
   auto t = TwoRowsOn(&tier);
   std::vector<float> before(2 * 4), out(2 * 4, 7.0f);
   ASSERT_TRUE(t->Pull({1, 2}, before.data()).ok());
