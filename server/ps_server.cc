@@ -192,12 +192,13 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
     if (options.shard.log) {
       options.shard.log(
           loaded.has_value()
-              ? absl::StrCat(
-                    who, "restored checkpoint ", loaded->path, " (version ", loaded->state.version,
-                    loaded->deltas > 0 ? absl::StrCat(", a full one and ", loaded->deltas,
-                                                      loaded->deltas == 1 ? " delta" : " deltas")
-                                       : "",
-                    "); ", IncarnationName(s->shard_->incarnation()))
+              ? absl::StrCat(who, "restored checkpoint ", loaded->path, " (version ",
+                             loaded->state.version, ")",
+                             loaded->deltas > 0
+                                 ? absl::StrCat(", a full one and ", loaded->deltas,
+                                                loaded->deltas == 1 ? " delta" : " deltas")
+                                 : "",
+                             "; ", IncarnationName(s->shard_->incarnation()))
               : absl::StrCat(who, "no checkpoint in ", c.dir, "; starting empty, ",
                              IncarnationName(s->shard_->incarnation())));
     }

@@ -234,6 +234,7 @@ TEST(ServerOptionsValidate, NamesTheFlagOfEachBadValue) {
       {[](ServerOptions& o) { o.max_concurrent_streams = 0; },
        "--max_concurrent_streams must be >= 1"},
       {[](ServerOptions& o) { o.checkpoints.keep = 0; }, "--checkpoint_keep >= 1"},
+      {[](ServerOptions& o) { o.checkpoints.full_every = 0; }, "--checkpoint_full_every >= 1"},
       {[](ServerOptions& o) {
          o.shard.mode = Mode::kAsync;
          o.shard.sync_rule.quorum = 1;

@@ -24,7 +24,8 @@
 #                    fresh one in its place) would change
 #   killed_during_writeback  async, 2 workers, a budget of ~650 rows (rows
 #                    written back to the tier on every call) and checkpoints
-#                    every 50 versions: once the tier's writes are seen going
+#                    every 50 versions, every other one a delta (the full
+#                    ones snapshot the tier): once the tier's writes are seen going
 #                    on, kill -9 the server, restart it with the same flags;
 #                    it empties the table dir, restores its newest checkpoint
 #                    (the rows on disk included), the workers put their newer
@@ -245,8 +246,10 @@ killed_during_writeback() {
   NW=2
   local dir="$T/tier" steps=300
   # ~650 rows in memory: every call writes rows back to the tier.
+  # Incremental checkpoints: v50 full (the tier as RocksDB's snapshot), v100
+  # a delta on it.
   local flags=(--table_memory_budget=100000 --table_dir="$dir" --checkpoint_dir="$T/ckpt"
-    --checkpoint_every=50)
+    --checkpoint_every=50 --checkpoint_full_every=2)
   local wflags=(--max_steps="$steps" --ctr_vocab=20000 --retry_timeout=60 --wait_timeout=5)
   start_server run 127.0.0.1:0 "${flags[@]}"
   local t0
@@ -283,6 +286,10 @@ killed_during_writeback() {
     fail "the restarted server did not restore its checkpoint: $(grep -E 'checkpoint' "$T/run2.server.log" | tr '\n' '|')"
   restored_v=$(sed -nE 's/.*\(version ([0-9]+)\).*/\1/p' <<<"$restored")
   echo "restarted $(secs "$killed" "$back") s after the kill: $restored"
+  grep -q 'a full one and 1 delta' <<<"$restored" ||
+    fail "the restart did not apply the delta on the full checkpoint: $restored"
+  ls "$T/ckpt"/shard-0-of-1-v*.tiers/0/*.sst >/dev/null 2>&1 ||
+    fail "no RocksDB snapshot of the tier next to the full checkpoints in $T/ckpt"
   echo "rows at the restart: $mem_rows in memory, $disk_rows on disk"
   [ $((mem_rows + disk_rows)) -ge 40000 ] ||
     fail "the restarted server holds $mem_rows rows in memory and $disk_rows on disk, not the checkpoint's"

@@ -118,8 +118,22 @@ absl::StatusOr<std::unique_ptr<CheckpointStore>> CheckpointStore::Open(
     return ErrnoStatus("cannot write to checkpoint dir", options.dir);
   }
   std::unique_ptr<CheckpointStore> store(new CheckpointStore(options));
-  // An earlier run's staged snapshots belong to no checkpoint.
+  // An earlier run's staged snapshots belong to no checkpoint, nor do tier
+  // snapshots whose file never got written (a crash between the two).
+  const std::string prefix =
+      absl::StrFormat("shard-%d-of-%d-v", options.shard_id, options.num_shards);
   std::error_code ec;
+  for (std::filesystem::directory_iterator it(options.dir, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    absl::string_view base = name;
+    if (absl::StartsWith(name, prefix) && absl::ConsumeSuffix(&base, ".tiers") &&
+        !std::filesystem::exists(absl::StrCat(options.dir, "/", base, ".ckpt"))) {
+      std::error_code ignored;
+      std::filesystem::remove_all(it->path(), ignored);
+    }
+  }
+  ec.clear();
   std::filesystem::remove_all(store->TierStagingDir(), ec);
   if (!ec) std::filesystem::create_directory(store->TierStagingDir(), ec);
   if (ec) {

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <numeric>
@@ -194,6 +195,21 @@ TEST(CheckpointStore, PruningKeepsTheNewestFullOnesAndTheDeltasAfterThem) {
   ASSERT_TRUE(s.store->Write(WithTable(60, {1})).ok());
   EXPECT_EQ(Basename(s.store->List()[0]), "shard-0-of-2-v00000000000000000060.ckpt");
   EXPECT_THAT(s.store->List(), SizeIs(2));  // 60 and 50: keep 2 full ones
+}
+
+TEST(CheckpointStore, OpenRemovesTierSnapshotsWithoutTheirFile) {
+  const std::string dir = TempDir();
+  Store s = Open(dir);
+  ASSERT_TRUE(s.store->Write(StateAt(5)).ok());
+  const std::string kept = dir + "/shard-0-of-2-v00000000000000000005.tiers/0";
+  const std::string orphan = dir + "/shard-0-of-2-v00000000000000000006.tiers/0";
+  const std::string other = dir + "/shard-1-of-2-v00000000000000000006.tiers/0";
+  for (const std::string& d : {kept, orphan, other}) std::filesystem::create_directories(d);
+  Store again = Open(dir);
+  EXPECT_TRUE(std::filesystem::exists(kept));
+  EXPECT_FALSE(std::filesystem::exists(orphan));
+  EXPECT_TRUE(std::filesystem::exists(other));  // another shard's
+  EXPECT_TRUE(std::filesystem::is_directory(again.store->TierStagingDir()));
 }
 
 TEST(CheckpointStore, ShardsShareADirectoryWithoutSeeingEachOther) {

@@ -56,6 +56,13 @@ TEST(ShardOptions, ValidateNamesWhatIsOutOfRange) {
   o = ShardOptions();
   o.worker_timeout = absl::Seconds(-1);
   EXPECT_THAT(Refusal(o), HasSubstr("--worker_timeout must be >= 0, got -1s"));
+  o = ShardOptions();
+  o.checkpoint_full_every = 0;
+  EXPECT_THAT(Refusal(o), HasSubstr("--checkpoint_full_every must be >= 1, got 0"));
+  o.checkpoint_full_every = 3;  // deltas need the tables' changes kept
+  EXPECT_THAT(Refusal(o), HasSubstr("track_changes"));
+  o.tables.track_changes = true;
+  EXPECT_TRUE(o.Validate().ok());
 }
 
 TEST(ShardOptions, CheckWorkerNamesTheRange) {
