@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <map>
 #include <sstream>
 #include <system_error>
@@ -99,6 +100,23 @@ absl::StatusOr<absl::string_view> Payload(absl::string_view file) {
   return payload;
 }
 
+// Writes `pieces` to `tmp`, fsyncs it and renames it to `path`; on error
+// `tmp` is gone and `path` untouched.
+absl::Status WriteFileAtomically(const std::string& path, const std::string& tmp,
+                                 std::initializer_list<absl::string_view> pieces) {
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoStatus("cannot create", tmp);
+  absl::Status s;
+  for (absl::string_view piece : pieces) {
+    if (s.ok()) s = WriteAll(fd, piece, tmp);
+  }
+  if (s.ok() && ::fsync(fd) != 0) s = ErrnoStatus("cannot fsync", tmp);
+  if (::close(fd) != 0 && s.ok()) s = ErrnoStatus("cannot close", tmp);
+  if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) s = ErrnoStatus("cannot rename", tmp);
+  if (!s.ok()) ::unlink(tmp.c_str());
+  return s;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CheckpointStore>> CheckpointStore::Open(
@@ -120,14 +138,12 @@ absl::StatusOr<std::unique_ptr<CheckpointStore>> CheckpointStore::Open(
   std::unique_ptr<CheckpointStore> store(new CheckpointStore(options));
   // An earlier run's staged snapshots belong to no checkpoint, nor do tier
   // snapshots whose file never got written (a crash between the two).
-  const std::string prefix =
-      absl::StrFormat("shard-%d-of-%d-v", options.shard_id, options.num_shards);
   std::error_code ec;
   for (std::filesystem::directory_iterator it(options.dir, ec), end; !ec && it != end;
        it.increment(ec)) {
     const std::string name = it->path().filename().string();
     absl::string_view base = name;
-    if (absl::StartsWith(name, prefix) && absl::ConsumeSuffix(&base, ".tiers") &&
+    if (absl::StartsWith(name, store->FilePrefix()) && absl::ConsumeSuffix(&base, ".tiers") &&
         !std::filesystem::exists(absl::StrCat(options.dir, "/", base, ".ckpt"))) {
       std::error_code ignored;
       std::filesystem::remove_all(it->path(), ignored);
@@ -192,14 +208,16 @@ absl::Status CheckpointStore::AdoptTierSnapshots(const ShardState& state, const 
   return absl::OkStatus();
 }
 
+std::string CheckpointStore::FilePrefix() const {
+  return absl::StrFormat("shard-%d-of-%d-v", options_.shard_id, options_.num_shards);
+}
+
 std::string CheckpointStore::FileName(int64_t version, bool delta) const {
-  return absl::StrFormat("shard-%d-of-%d-v%020d%s", options_.shard_id, options_.num_shards, version,
-                         delta ? ".delta.ckpt" : ".ckpt");
+  return absl::StrFormat("%s%020d%s", FilePrefix(), version, delta ? ".delta.ckpt" : ".ckpt");
 }
 
 std::vector<CheckpointStore::Entry> CheckpointStore::Entries() const {
-  const std::string prefix =
-      absl::StrFormat("shard-%d-of-%d-v", options_.shard_id, options_.num_shards);
+  const std::string prefix = FilePrefix();
   std::vector<Entry> found;
   if (DIR* d = ::opendir(options_.dir.c_str()); d != nullptr) {
     while (const dirent* e = ::readdir(d)) {
@@ -238,21 +256,24 @@ absl::StatusOr<std::string> CheckpointStore::Write(const ShardState& state) {
   // The tiers' snapshots first, next to the file: the file's rename below
   // commits the checkpoint.
   std::map<std::string, std::string> stored;  // snapshot -> path in the file
-  RETURN_IF_ERROR(AdoptTierSnapshots(state, path, &stored));
-  const std::string payload = EncodeShardState(
-      state, [&stored](const std::string& snapshot) { return stored.at(snapshot); });
-  std::string header(kMagic, kMagicBytes);
-  PutLittleEndian(payload.size(), 8, &header);
-  PutLittleEndian(Crc32(payload), 4, &header);
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoStatus("cannot create", tmp);
-  absl::Status s = WriteAll(fd, header, tmp);
-  if (s.ok()) s = WriteAll(fd, payload, tmp);
-  if (s.ok() && ::fsync(fd) != 0) s = ErrnoStatus("cannot fsync", tmp);
-  if (::close(fd) != 0 && s.ok()) s = ErrnoStatus("cannot close", tmp);
-  if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) s = ErrnoStatus("cannot rename", tmp);
+  absl::Status s = AdoptTierSnapshots(state, path, &stored);
+  if (s.ok()) {
+    const std::string payload = EncodeShardState(
+        state, [&stored](const std::string& snapshot) { return stored.at(snapshot); });
+    std::string header(kMagic, kMagicBytes);
+    PutLittleEndian(payload.size(), 8, &header);
+    PutLittleEndian(Crc32(payload), 4, &header);
+    s = WriteFileAtomically(path, tmp, {header, payload});
+  }
   if (!s.ok()) {
-    ::unlink(tmp.c_str());
+    // Snapshots moved in may have replaced those of a file of this version:
+    // that file no longer holds together.
+    const std::string staging = TierStagingDir() + "/";
+    if (std::any_of(state.tables.begin(), state.tables.end(), [&](const EmbeddingTableState& t) {
+          return absl::StartsWith(t.tier_snapshot, staging);
+        })) {
+      Remove(path);
+    }
     return s;
   }
   // The other kind of the same version is stale now.

@@ -93,6 +93,8 @@ class CheckpointStore {
   std::string TierStagingDir() const;
 
  private:
+  // "shard-<id>-of-<count>-v", the start of this shard's file names.
+  std::string FilePrefix() const;
   struct Entry {
     int64_t version;
     bool delta;

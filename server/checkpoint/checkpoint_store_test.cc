@@ -212,6 +212,20 @@ TEST(CheckpointStore, OpenRemovesTierSnapshotsWithoutTheirFile) {
   EXPECT_TRUE(std::filesystem::is_directory(again.store->TierStagingDir()));
 }
 
+TEST(CheckpointStore, AFailedWriteLeavesNoTierSnapshotBehind) {
+  const std::string dir = TempDir();
+  Store s = Open(dir);
+  ShardState state = WithTable(7, {1});
+  state.tables[0].tier_snapshot = s.store->TierStagingDir() + "/snap";
+  std::filesystem::create_directories(state.tables[0].tier_snapshot);
+  // The file's temporary name is taken by a folder: the write fails after
+  // the snapshot moved next to the file.
+  std::filesystem::create_directories(dir + "/.tmp-" + s.store->FileName(7));
+  EXPECT_FALSE(s.store->Write(state).ok());
+  EXPECT_FALSE(std::filesystem::exists(dir + "/shard-0-of-2-v00000000000000000007.tiers"));
+  EXPECT_THAT(s.store->List(), IsEmpty());
+}
+
 TEST(CheckpointStore, ShardsShareADirectoryWithoutSeeingEachOther) {
   const std::string dir = TempDir();
   Store a = Open(dir, 0), b = Open(dir, 1);

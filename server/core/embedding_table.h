@@ -231,6 +231,11 @@ class EmbeddingTable {
   // Floats a row takes in the tier (RowTier's row_floats): its values and
   // state, and with ttl one more, its stamp's bits.
   static int TierRowFloats(const EmbeddingTableOptions& options);
+  // Appends row `id` as the tier of a table with `options` stores it
+  // (TierRowFloats floats and `step`) to *c: values, state, and the step
+  // and stamp where the options keep them.
+  static void AppendTierRow(const EmbeddingTableOptions& options, uint64_t id,
+                            absl::Span<const float> row, uint32_t step, EmbeddingTableContents* c);
 
   // Every row with its state, in EmbeddingTableContents' order (with a
   // tier: the tier's rows not in memory first, in id order, then memory's,
@@ -328,6 +333,8 @@ class EmbeddingTable {
   uint32_t Find(uint64_t id) const;  // kNone if absent
   // Whether made slot `slot` holds a row (a freed one holds a stale id).
   bool Live(uint32_t slot) const;
+  // Appends the row in `slot` (values, state, step, stamp) to *c.
+  void AppendSlot(uint32_t slot, EmbeddingTableContents* c) const;
   // Starts fetching a slot's cache lines (id, values, LRU links).
   void PrefetchSlot(uint32_t slot) const;
   // slots[i] = FindOrCreate(ids[i]) for each i, in order, in groups whose

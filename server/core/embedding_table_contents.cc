@@ -13,46 +13,52 @@ namespace ps {
 
 // --- Export and Import -------------------------------------------------------
 
+void EmbeddingTable::AppendTierRow(const EmbeddingTableOptions& options, uint64_t id,
+                                   absl::Span<const float> row, uint32_t step,
+                                   EmbeddingTableContents* c) {
+  const size_t dim = options.dim;
+  const size_t row_floats = dim * (1 + options.optimizer.StateFloatsPerElement());
+  c->ids.push_back(id);
+  c->values.insert(c->values.end(), row.begin(), row.begin() + dim);
+  c->state.insert(c->state.end(), row.begin() + dim, row.begin() + row_floats);
+  if (options.optimizer.HasRowStep()) c->adam_steps.push_back(step);
+  if (options.ttl > 0) {  // the stamp's bits, after the row
+    uint32_t stamp;
+    std::memcpy(&stamp, &row[row_floats], sizeof(stamp));
+    c->stamps.push_back(stamp);
+  }
+}
+
+void EmbeddingTable::AppendSlot(uint32_t slot, EmbeddingTableContents* c) const {
+  const float* row = RowOf(slot);
+  c->ids.push_back(IdOf(slot));
+  c->values.insert(c->values.end(), row, row + options_.dim);
+  c->state.insert(c->state.end(), row + options_.dim, row + row_floats_);
+  if (const uint32_t* step = StepOf(slot)) c->adam_steps.push_back(*step);
+  if (const uint32_t* stamp = StampOf(slot)) c->stamps.push_back(*stamp);
+}
+
 absl::StatusOr<EmbeddingTableContents> EmbeddingTable::Export(bool tier_rows) const {
   EmbeddingTableContents c;
   c.dim = options_.dim;
   c.optimizer = options_.optimizer.kind;
-  const size_t dim = options_.dim;
-  const size_t state = row_floats_ - dim;
   c.ids.reserve(num_rows_);
-  c.values.reserve(num_rows_ * dim);
-  c.state.reserve(num_rows_ * state);
-  const auto add = [&](uint32_t slot) {
-    const float* row = RowOf(slot);
-    c.ids.push_back(IdOf(slot));
-    c.values.insert(c.values.end(), row, row + dim);
-    c.state.insert(c.state.end(), row + dim, row + row_floats_);
-    if (const uint32_t* step = StepOf(slot)) c.adam_steps.push_back(*step);
-    if (const uint32_t* stamp = StampOf(slot)) c.stamps.push_back(*stamp);
-  };
+  c.values.reserve(num_rows_ * options_.dim);
+  c.state.reserve(num_rows_ * (row_floats_ - options_.dim));
   if (options_.tier != nullptr && tier_rows) {
     // The tier's copy of a row in memory is older: memory's wins.
     RETURN_IF_ERROR(
         options_.tier->ForEach([&](uint64_t id, absl::Span<const float> row, uint32_t step) {
-          if (Find(id) != kNone) return;
-          c.ids.push_back(id);
-          c.values.insert(c.values.end(), row.begin(), row.begin() + dim);
-          c.state.insert(c.state.end(), row.begin() + dim, row.begin() + row_floats_);
-          if (options_.optimizer.HasRowStep()) c.adam_steps.push_back(step);
-          if (options_.ttl > 0) {  // the row's last float's bits
-            uint32_t stamp;
-            std::memcpy(&stamp, &row[row_floats_], sizeof(stamp));
-            c.stamps.push_back(stamp);
-          }
+          if (Find(id) == kNone) AppendTierRow(options_, id, row, step, &c);
         }));
   }
   if (options_.evict_lru) {
-    for (uint32_t slot = tail_; slot != kNone; slot = PrevOf(slot)) add(slot);  // LRU first
+    for (uint32_t slot = tail_; slot != kNone; slot = PrevOf(slot)) AppendSlot(slot, &c);
   } else {
     // In the order made; slots freed by ttl or min_l2 hold no row.
     const int64_t made = num_rows_ + static_cast<int64_t>(free_slots_.size());
     for (int64_t slot = 0; slot < made; ++slot) {
-      if (Live(static_cast<uint32_t>(slot))) add(static_cast<uint32_t>(slot));
+      if (Live(static_cast<uint32_t>(slot))) AppendSlot(static_cast<uint32_t>(slot), &c);
     }
   }
   return c;
@@ -67,14 +73,6 @@ absl::StatusOr<EmbeddingTable::Changes> EmbeddingTable::ExportChanges() const {
   EmbeddingTableContents& c = out.changed;
   c.dim = options_.dim;
   c.optimizer = options_.optimizer.kind;
-  const size_t dim = options_.dim;
-  const auto add = [&](uint64_t id, const float* row, uint32_t step, uint32_t stamp) {
-    c.ids.push_back(id);
-    c.values.insert(c.values.end(), row, row + dim);
-    c.state.insert(c.state.end(), row + dim, row + row_floats_);
-    if (options_.optimizer.HasRowStep()) c.adam_steps.push_back(step);
-    if (options_.ttl > 0) c.stamps.push_back(stamp);
-  };
   std::vector<uint64_t> ids(changes_->changed.begin(), changes_->changed.end());
   std::sort(ids.begin(), ids.end());
   // Rows in memory, and (evict_lru) those in the tier first, by id, then
@@ -83,10 +81,7 @@ absl::StatusOr<EmbeddingTable::Changes> EmbeddingTable::ExportChanges() const {
   for (uint64_t id : ids) {
     const uint32_t slot = Find(id);
     if (slot != kNone) {
-      if (options_.evict_lru) continue;  // by the LRU walk below
-      const uint32_t* stamp = StampOf(slot);
-      const uint32_t* step = StepOf(slot);
-      add(id, RowOf(slot), step ? *step : 0, stamp ? *stamp : 0);
+      if (!options_.evict_lru) AppendSlot(slot, &c);  // else by the LRU walk below
       continue;
     }
     uint32_t step = 0;
@@ -98,17 +93,11 @@ absl::StatusOr<EmbeddingTable::Changes> EmbeddingTable::ExportChanges() const {
       return absl::InternalError(
           absl::StrCat("embedding table \"", options_.name, "\": changed row ", id, " is nowhere"));
     }
-    uint32_t stamp = 0;
-    if (options_.ttl > 0) std::memcpy(&stamp, &tier_row[row_floats_], sizeof(stamp));
-    add(id, tier_row.data(), step, stamp);
+    AppendTierRow(options_, id, tier_row, step, &c);
   }
   if (options_.evict_lru && !ids.empty()) {
     for (uint32_t slot = tail_; slot != kNone; slot = PrevOf(slot)) {
-      const uint64_t id = IdOf(slot);
-      if (!changes_->changed.contains(id)) continue;
-      const uint32_t* stamp = StampOf(slot);
-      const uint32_t* step = StepOf(slot);
-      add(id, RowOf(slot), step ? *step : 0, stamp ? *stamp : 0);
+      if (changes_->changed.contains(IdOf(slot))) AppendSlot(slot, &c);
     }
   }
   out.removed.insert(out.removed.end(), changes_->removed.begin(), changes_->removed.end());

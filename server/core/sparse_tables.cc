@@ -2,7 +2,6 @@
 
 #include <atomic>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
 #include <system_error>
 #include <utility>
@@ -310,14 +309,14 @@ void SparseTables::SetClock(int64_t version, absl::Time now) {
 
 std::vector<std::string> SparseTables::TierNews() {
   std::vector<std::string> lines;
+  // The first of each, then one line per 10,000 more.
+  const auto news = [](int64_t now, int64_t* logged) {
+    if (now == *logged || (*logged > 0 && now - *logged < 10000)) return false;
+    *logged = now;
+    return true;
+  };
   for (const TableSpec& spec : specs_) {
     Table& t = tables_.at(spec.name);
-    // The first of each, then one line per 10,000 more.
-    const auto news = [](int64_t now, int64_t* logged) {
-      if (now == *logged || (*logged > 0 && now - *logged < 10000)) return false;
-      *logged = now;
-      return true;
-    };
     const TableCounters& c = t.rows->counters();
     if (news(c.write_errors, &t.logged_write_errors)) {
       lines.push_back(absl::StrCat(Quoted(spec.name), ": the tier refused ", c.write_errors,
@@ -412,22 +411,12 @@ absl::Status MaterializeTierSnapshot(const TierSnapshotReader& read, EmbeddingTa
         "), which this server cannot read: start it with --table_memory_budget and "
         "--table_dir"));
   }
-  EmbeddingTableContents& c = state->contents;
-  absl::flat_hash_set<uint64_t> skip(c.ids.begin(), c.ids.end());
+  absl::flat_hash_set<uint64_t> skip(state->contents.ids.begin(), state->contents.ids.end());
   skip.insert(state->removed.begin(), state->removed.end());
-  const size_t dim = o.dim;
-  const size_t row_floats = dim * (1 + o.optimizer.StateFloatsPerElement());
   RETURN_IF_ERROR(read(state->tier_snapshot, EmbeddingTable::TierRowFloats(o),
                        [&](uint64_t id, absl::Span<const float> row, uint32_t step) {
-                         if (skip.contains(id)) return;
-                         c.ids.push_back(id);
-                         c.values.insert(c.values.end(), row.begin(), row.begin() + dim);
-                         c.state.insert(c.state.end(), row.begin() + dim, row.begin() + row_floats);
-                         if (o.optimizer.HasRowStep()) c.adam_steps.push_back(step);
-                         if (o.ttl > 0) {  // the stamp's bits, after the row
-                           uint32_t stamp;
-                           std::memcpy(&stamp, &row[row_floats], sizeof(stamp));
-                           c.stamps.push_back(stamp);
+                         if (!skip.contains(id)) {
+                           EmbeddingTable::AppendTierRow(o, id, row, step, &state->contents);
                          }
                        }));
   state->tier_snapshot.clear();
