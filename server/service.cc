@@ -12,10 +12,18 @@
 #include "rpc/wire.h"
 #include "server/core/pipeline.h"
 #include "server/replies.h"
+#include "server/service_call.h"
 #include "server/stream_reactor.h"
 
 namespace ps {
 namespace {
+
+using service_internal::Caller;
+using service_internal::CallerOfCall;
+using service_internal::CallReactor;
+using service_internal::FinishWithException;
+using service_internal::MayActAs;
+using service_internal::NewCall;
 
 // The request's slices as the shard takes them; `data` views the request,
 // which must outlive the result.
@@ -35,54 +43,6 @@ std::vector<RawTensorSlice> SlicesFromProto(
 }
 
 absl::Duration Millis(int64_t ms) { return absl::Milliseconds(ms); }
-
-// The reactor of every unary call. Done finishes the call and records it in
-// `metrics` (null: not recorded) with its status; a call that never finished
-// is recorded as CANCELLED when gRPC is done with it. When the client
-// cancels or goes away, the shard drops the call's wait (if it waits)
-// instead of holding it to its deadline.
-class CallReactor final : public grpc::ServerUnaryReactor {
- public:
-  CallReactor(Shard* shard, RpcMetrics* metrics, RpcMetrics::ServiceMethod method)
-      : wait_(shard), record_(metrics, method) {}
-
-  CallWait* wait() { return &wait_; }
-  void Done(const grpc::Status& s) {
-    record_.Finished(s.error_code());  // before the client can see the status
-    Finish(s);
-  }
-  void OnCancel() override { wait_.Cancel(); }
-  void OnDone() override { delete this; }
-
- private:
-  CallWait wait_;
-  CallRecord record_;
-};
-
-CallReactor* NewCall(Shard* shard, const ServiceOptions& options,
-                     RpcMetrics::ServiceMethod method) {
-  return new CallReactor(shard, options.rpc_metrics.get(), method);
-}
-
-// Finishes `reactor` with the status of the exception being handled.
-void FinishWithException(CallReactor* reactor, const char* method) {
-  reactor->Done(ToGrpcStatus(StatusFromCurrentException(method)));
-}
-
-// Who made a call (nullopt: the port authenticates no one), for the checks
-// of what a request says (rpc/authz.h AuthorizeWorker); the method itself
-// was authorized by the port's AuthProcessor.
-struct Caller {
-  std::optional<Identity> who;
-
-  absl::Status MayActAs(absl::string_view call, int worker_id,
-                        bool creates_parameters = false) const {
-    if (!who.has_value()) return absl::OkStatus();
-    return AuthorizeWorker(*who, call, worker_id, creates_parameters);
-  }
-  // A reader's pulls keep no worker's lease alive.
-  bool renews_lease() const { return !who.has_value() || who->role != Role::kReader; }
-};
 
 // Decodes a raw request into the call it asks for on `shard`, if `caller`
 // may make it, and the type its weights should travel in.
@@ -166,18 +126,6 @@ absl::StatusOr<ShardCall> DecodePushPull(Shard* shard, const Pieces& bytes, cons
   ShardCall call(shard, PushArgsOf(push), PullArgsOf(pull, caller));
   call.AddMessage(push.gradients);
   return call;
-}
-
-absl::StatusOr<Caller> CallerOfCall(const Authenticator* authenticator,
-                                    const grpc::ServerContextBase& ctx) {
-  ASSIGN_OR_RETURN(std::optional<Identity> who, ps::CallerOf(authenticator, ctx));
-  return Caller{std::move(who)};
-}
-
-absl::Status MayActAs(const Authenticator* authenticator, const grpc::ServerContextBase& ctx,
-                      absl::string_view call, int worker_id, bool creates_parameters = false) {
-  ASSIGN_OR_RETURN(Caller caller, CallerOfCall(authenticator, ctx));
-  return caller.MayActAs(call, worker_id, creates_parameters);
 }
 
 }  // namespace
@@ -371,85 +319,6 @@ grpc::ServerUnaryReactor* ParameterServerService::Checkpoint(grpc::CallbackServe
     });
   } catch (...) {
     FinishWithException(reactor, "Checkpoint");
-  }
-  return reactor;
-}
-
-grpc::ServerUnaryReactor* ParameterServerService::PullRows(grpc::CallbackServerContext* ctx,
-                                                           const v1::PullRowsRequest* req,
-                                                           v1::PullRowsResponse* resp) {
-  CallReactor* reactor = NewCall(shard_, options_, RpcMetrics::kPullRows);
-  try {
-    absl::StatusOr<Caller> caller = CallerOfCall(authenticator(), *ctx);
-    absl::Status s = caller.ok() ? caller->MayActAs("PullRows", req->worker_id()) : caller.status();
-    if (s.ok() && req->prefetch()) {  // answered at once, without rows
-      s = shard_->PrefetchRows(req->worker_id(), req->table(), req->ids());
-      if (s.ok()) IncarnationToProto(shard_->incarnation(), resp->mutable_incarnation());
-      reactor->Done(ToGrpcStatus(s));
-      return reactor;
-    }
-    absl::StatusOr<RowsResult> rows = s.ok() ? shard_->PullRows(req->worker_id(), req->table(),
-                                                                req->ids(), caller->renews_lease())
-                                             : s;
-    if (rows.ok()) {
-      EncodeFloats(rows->values, resp->mutable_values());
-      resp->set_version(rows->version);
-      IncarnationToProto(shard_->incarnation(), resp->mutable_incarnation());
-    }
-    reactor->Done(ToGrpcStatus(rows.status()));
-  } catch (...) {
-    FinishWithException(reactor, "PullRows");
-  }
-  return reactor;
-}
-
-grpc::ServerUnaryReactor* ParameterServerService::PushRows(grpc::CallbackServerContext* ctx,
-                                                           const v1::PushRowsRequest* req,
-                                                           v1::PushRowsResponse* resp) {
-  CallReactor* reactor = NewCall(shard_, options_, RpcMetrics::kPushRows);
-  try {
-    absl::Status s = MayActAs(authenticator(), *ctx, "PushRows", req->worker_id());
-    absl::StatusOr<std::vector<float>> grads =
-        s.ok() ? RowGradients(req->table(), {absl::string_view(req->grads())})
-               : absl::StatusOr<std::vector<float>>(s);
-    absl::StatusOr<PushResult> r =
-        grads.ok() ? shard_->PushRows(req->worker_id(), req->table(), req->version(), req->seq(),
-                                      req->ids(), *grads)
-                   : absl::StatusOr<PushResult>(grads.status());
-    if (r.ok()) {
-      resp->set_version(r->version);
-      resp->set_outcome(static_cast<v1::PushOutcome>(r->outcome));
-      IncarnationToProto(shard_->incarnation(), resp->mutable_incarnation());
-    }
-    reactor->Done(ToGrpcStatus(r.status()));
-  } catch (...) {
-    FinishWithException(reactor, "PushRows");
-  }
-  return reactor;
-}
-
-grpc::ServerUnaryReactor* ParameterServerService::PushPullRows(grpc::CallbackServerContext* ctx,
-                                                               const v1::PushPullRowsRequest* req,
-                                                               v1::PushPullRowsResponse* resp) {
-  CallReactor* reactor = NewCall(shard_, options_, RpcMetrics::kPushPullRows);
-  try {
-    absl::Status s = MayActAs(authenticator(), *ctx, "PushPullRows", req->worker_id());
-    absl::StatusOr<std::vector<float>> grads =
-        s.ok() ? RowGradients(req->table(), {absl::string_view(req->grads())})
-               : absl::StatusOr<std::vector<float>>(s);
-    absl::StatusOr<RowsPushPullResult> r =
-        grads.ok() ? shard_->PushPullRows(req->worker_id(), req->table(), req->version(),
-                                          req->seq(), req->ids(), *grads)
-                   : absl::StatusOr<RowsPushPullResult>(grads.status());
-    if (r.ok()) {
-      EncodeFloats(r->rows.values, resp->mutable_values());
-      resp->set_version(r->rows.version);
-      resp->set_outcome(static_cast<v1::PushOutcome>(r->outcome));
-      IncarnationToProto(shard_->incarnation(), resp->mutable_incarnation());
-    }
-    reactor->Done(ToGrpcStatus(r.status()));
-  } catch (...) {
-    FinishWithException(reactor, "PushPullRows");
   }
   return reactor;
 }
