@@ -53,6 +53,7 @@ absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Connect(const ClientOptions&
   rep->state.shard_version.assign(S, 0);
   rep->control = std::make_unique<ShardControl>(channels, &rep->state);
   rep->transport = NewTransport(options.transport, channels, &rep->state);
+  rep->rows_beside = std::make_unique<ShardRows>(channels, &rep->state);
 
   rep->state.reply.assign(S, ReplyInfo());
   rep->state.held.assign(S, {});

@@ -157,11 +157,30 @@ class PsClient {
                         absl::Span<const float> grads);
   // PushRows, then the rows of the same ids after that push, written to
   // `out` as PullRows writes them, in one round trip per shard (async and
-  // SSP; FAILED_PRECONDITION in sync, where pushed rows change only when
-  // the step closes). Retried and deduplicated as PushRows: a retry
-  // answers the rows without applying the gradient twice.
+  // SSP; FAILED_PRECONDITION in sync, where the rows change when the step
+  // closes, after this worker's Push: use PushPullRowsAsync). Retried and
+  // deduplicated as PushRows: a retry answers the rows without applying the
+  // gradient twice.
   absl::Status PushPullRows(absl::string_view table, absl::Span<const uint64_t> ids,
                             absl::Span<const float> grads, absl::Span<float> out);
+  // PushPullRows as an operation in flight, so that other calls can go
+  // while it waits. Sync: call it for the step, then make the step's Push
+  // or PushPull, then Wait(): `out` gets the rows of the step that closed
+  // (with this push, unless the step closed without this worker's dense
+  // gradient, e.g. its lease ran out). It pushes the rows as PushRows does
+  // (blocking: every shard holds them before it returns), then pulls them
+  // with calls that each shard answers when its step closes
+  // (PullRowsRequest.min_version): the step's push and this pull overlap,
+  // two round trips where PushRows, PushPull, PullRows take three. Async and
+  // SSP: PushPullRows' one round trip, in flight. `ids` and `grads` are
+  // read before it returns; `out` must stay alive until Wait() returns.
+  // Its calls are unary, beside the transport, and wait up to
+  // ClientOptions::wait_timeout. Wait() retries as PushPullRows does; call
+  // it after the step's push returned.
+  std::unique_ptr<PendingOp> PushPullRowsAsync(absl::string_view table,
+                                               absl::Span<const uint64_t> ids,
+                                               absl::Span<const float> grads,
+                                               absl::Span<float> out);
 
   // Cancels the operation in progress (Init, a pull, push or push-pull, a
   // PendingOp or PushPullInProgress not waited on yet, a rows call): its

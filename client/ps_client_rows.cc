@@ -1,9 +1,14 @@
 // PsClient's embedding-table calls (client/ps_client.h): ids grouped by
 // client/sparse_ids.h, calls made by the transport (ShardTransport::PullRows
 // and PushRows: unary calls or the streams), retried as the tensor calls are.
+#include <functional>
+#include <memory>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "client/internal/pending_calls.h"
 #include "client/internal/ps_client_rep.h"
 #include "client/ps_client.h"
 #include "client/sparse_ids.h"
@@ -90,6 +95,115 @@ absl::Status PsClient::PushRows(absl::string_view table, absl::Span<const uint64
   return absl::OkStatus();
 }
 
+namespace {
+
+// PushPullRowsAsync's operation: the calls, then the rows scattered into
+// the caller's `out`.
+class RowsPushPullOp final : public PendingOp {
+ public:
+  using Start = std::function<std::unique_ptr<PendingOp>(std::vector<PushOutcome>*,
+                                                         std::vector<std::vector<float>>*)>;
+  using Retry = std::function<absl::Status(absl::Status, const std::function<absl::Status()>&)>;
+  RowsPushPullOp(SparseRequest request, int dim, absl::Span<float> out, Start start, Retry retry)
+      : request_(std::move(request)),
+        dim_(dim),
+        out_(out),
+        start_(std::move(start)),
+        retry_(std::move(retry)) {
+    calls_ = start_(&outcomes_, &rows_);
+  }
+
+  absl::Status Wait() override {
+    absl::Status s = calls_->Wait();
+    calls_.reset();
+    if (!s.ok()) {
+      s = retry_(std::move(s), [this] {
+        std::unique_ptr<PendingOp> again = start_(&outcomes_, &rows_);
+        return again->Wait();
+      });
+    }
+    if (!s.ok()) return s;
+    std::vector<absl::Span<const float>> views(rows_.begin(), rows_.end());
+    return ScatterRows(request_, views, dim_, out_.data());
+  }
+
+ private:
+  const SparseRequest request_;
+  const int dim_;
+  const absl::Span<float> out_;
+  const Start start_;
+  const Retry retry_;
+  std::vector<PushOutcome> outcomes_;
+  std::vector<std::vector<float>> rows_;
+  std::unique_ptr<PendingOp> calls_;  // the first try, until waited on
+};
+
+}  // namespace
+
+std::unique_ptr<PendingOp> PsClient::PushPullRowsAsync(absl::string_view table,
+                                                       absl::Span<const uint64_t> ids,
+                                                       absl::Span<const float> grads,
+                                                       absl::Span<float> out) {
+  absl::StatusOr<int> dim = TableDim(table);
+  if (!dim.ok()) return PendingCalls::Failed(dim.status());
+  absl::StatusOr<int64_t> floats = SparseValueCount(ids.size(), *dim);
+  if (!floats.ok()) return PendingCalls::Failed(floats.status());
+  if (static_cast<int64_t>(grads.size()) != *floats ||
+      static_cast<int64_t>(out.size()) != *floats) {
+    return PendingCalls::Failed(absl::InvalidArgumentError(absl::StrCat(
+        "PushPullRowsAsync of \"", EscapeName(table), "\": ", ids.size(), " ids of dim ", *dim,
+        " need ", *floats, " gradient floats and as many for the rows, got ", grads.size(), " and ",
+        out.size())));
+  }
+  const bool sync = mode() == Mode::kSync;
+  if (sync) {
+    // The push first, and blocking, so that every shard holds it before
+    // this worker's dense push can close the step (a push sent beside it
+    // could arrive after the close, and be dropped).
+    if (absl::Status s = PushRows(table, ids, grads); !s.ok()) return PendingCalls::Failed(s);
+  }
+  absl::StatusOr<SparseRequest> request = GroupIds(ids, num_shards());
+  if (!request.ok()) return PendingCalls::Failed(request.status());
+  const int d = *dim;
+  std::function<std::unique_ptr<PendingOp>(std::vector<PushOutcome>*,
+                                           std::vector<std::vector<float>>*)>
+      start;
+  if (sync) {
+    // Then the rows of the step that closes: a pull beside the transport
+    // that each shard answers at its step's close (PullRowsRequest.
+    // min_version).
+    std::vector<int64_t> min_versions = rep_->state.shard_version;
+    for (int64_t& v : min_versions) ++v;
+    start = [this, table = std::string(table), d, shard_ids = request->shard_ids, min_versions](
+                std::vector<PushOutcome>*, std::vector<std::vector<float>>* rows) {
+      return rep_->rows_beside->StartPull(table, d, shard_ids, min_versions, rows);
+    };
+  } else {
+    absl::StatusOr<std::vector<std::vector<float>>> summed =
+        SumGradients(*request, grads.data(), d);
+    if (!summed.ok()) return PendingCalls::Failed(summed.status());
+    // Every try sends the same gradients with one seq: the shards answer a
+    // retry as a duplicate.
+    start = [this, table = std::string(table), d, shard_ids = request->shard_ids,
+             summed = *std::move(summed), seq = ++rep_->state.row_seq,
+             versions = rep_->state.shard_version](std::vector<PushOutcome>* outcomes,
+                                                   std::vector<std::vector<float>>* rows) {
+      return rep_->rows_beside->StartPushPull(table, d, shard_ids, summed, seq, versions, outcomes,
+                                              rows);
+    };
+  }
+  // A retry (after the step's push returned) is this client's operation in
+  // progress: Retry restores the versions it starts from, which are now.
+  auto retry = [this](absl::Status s, const std::function<absl::Status()>& attempt) {
+    rep_->op_versions = rep_->state.shard_version;
+    rep_->op_seq = rep_->state.seq;
+    return Retry("push-pull of rows", std::move(s), attempt);
+  };
+  rep_->StartOp();
+  return std::make_unique<RowsPushPullOp>(*std::move(request), d, out, std::move(start),
+                                          std::move(retry));
+}
+
 absl::Status PsClient::PushPullRows(absl::string_view table, absl::Span<const uint64_t> ids,
                                     absl::Span<const float> grads, absl::Span<float> out) {
   ASSIGN_OR_RETURN(const int dim, TableDim(table));
@@ -103,8 +217,8 @@ absl::Status PsClient::PushPullRows(absl::string_view table, absl::Span<const ui
   if (mode() == Mode::kSync) {
     return absl::FailedPreconditionError(absl::StrCat(
         "PushPullRows of \"", EscapeName(table),
-        "\": in sync mode pushed rows change only when the step closes; use PushRows before the "
-        "step's PushPull and PullRows after it"));
+        "\": in sync mode pushed rows change only when the step closes, after this worker's "
+        "push; use PushPullRowsAsync, then the step's PushPull, then its Wait()"));
   }
   ASSIGN_OR_RETURN(const SparseRequest request, GroupIds(ids, num_shards()));
   ASSIGN_OR_RETURN(const std::vector<std::vector<float>> summed,

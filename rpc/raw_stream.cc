@@ -105,6 +105,12 @@ grpc::ByteBuffer EncodeStreamRowsRequest(const StreamCallHeader& h, absl::Span<c
   if (h.seq != 0) w.VarintField(M::kSeqFieldNumber, static_cast<uint64_t>(h.seq));
   w.BytesField(M::kTableFieldNumber, h.table);
   if (h.prefetch) w.VarintField(M::kPrefetchFieldNumber, 1);
+  if (h.min_version != 0) {
+    w.VarintField(M::kMinVersionFieldNumber, static_cast<uint64_t>(h.min_version));
+  }
+  if (h.wait_timeout_ms != 0) {
+    w.VarintField(M::kWaitTimeoutMsFieldNumber, static_cast<uint64_t>(h.wait_timeout_ms));
+  }
   // Packed fixed64 and float32 are the host's little-endian bytes
   // (common/float_bytes.h assumes the same).
   w.BytesField(M::kIdsFieldNumber, absl::string_view(reinterpret_cast<const char*>(ids.data()),

@@ -300,7 +300,8 @@ std::vector<MetricFamily> ServerCollector::Collect() const {
     if (!waiting.metric.empty()) out.push_back(std::move(waiting));
     out.push_back(std::move(filter_bytes));
   }
-  out.push_back(Single("ps_server_waiting_calls", "Pulls and inits waiting for a version.",
+  out.push_back(Single("ps_server_waiting_calls",
+                       "Pulls, inits and rows calls waiting for a version or step.",
                        MetricType::Gauge, static_cast<double>(st.waiting_calls)));
   out.push_back(Single("ps_server_pending_pushes", "Pushes being received.", MetricType::Gauge,
                        static_cast<double>(st.pending_pushes)));

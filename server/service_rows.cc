@@ -29,15 +29,26 @@ grpc::ServerUnaryReactor* ParameterServerService::PullRows(grpc::CallbackServerC
       reactor->Done(ToGrpcStatus(s));
       return reactor;
     }
-    absl::StatusOr<RowsResult> rows = s.ok() ? shard_->PullRows(req->worker_id(), req->table(),
-                                                                req->ids(), caller->renews_lease())
-                                             : s;
-    if (rows.ok()) {
-      EncodeFloats(rows->values, resp->mutable_values());
-      resp->set_version(rows->version);
-      IncarnationToProto(shard_->incarnation(), resp->mutable_incarnation());
+    if (!s.ok()) {
+      reactor->Done(ToGrpcStatus(s));
+      return reactor;
     }
-    reactor->Done(ToGrpcStatus(rows.status()));
+    // Answered now, or (min_version) when the version comes.
+    auto answer = [this, reactor, resp](absl::StatusOr<RowsResult> rows) {
+      try {
+        if (rows.ok()) {
+          EncodeFloats(rows->values, resp->mutable_values());
+          resp->set_version(rows->version);
+          IncarnationToProto(shard_->incarnation(), resp->mutable_incarnation());
+        }
+        reactor->Done(ToGrpcStatus(rows.status()));
+      } catch (...) {
+        FinishWithException(reactor, "PullRows");
+      }
+    };
+    reactor->wait()->Started(shard_->PullRowsAt(
+        req->worker_id(), req->table(), req->ids(), req->min_version(),
+        absl::Milliseconds(req->wait_timeout_ms()), std::move(answer), caller->renews_lease()));
   } catch (...) {
     FinishWithException(reactor, "PullRows");
   }
@@ -78,17 +89,28 @@ grpc::ServerUnaryReactor* ParameterServerService::PushPullRows(grpc::CallbackSer
     absl::StatusOr<std::vector<float>> grads =
         s.ok() ? RowGradients(req->table(), {absl::string_view(req->grads())})
                : absl::StatusOr<std::vector<float>>(s);
-    absl::StatusOr<RowsPushPullResult> r =
-        grads.ok() ? shard_->PushPullRows(req->worker_id(), req->table(), req->version(),
-                                          req->seq(), req->ids(), *grads)
-                   : absl::StatusOr<RowsPushPullResult>(grads.status());
-    if (r.ok()) {
-      EncodeFloats(r->rows.values, resp->mutable_values());
-      resp->set_version(r->rows.version);
-      resp->set_outcome(static_cast<v1::PushOutcome>(r->outcome));
-      IncarnationToProto(shard_->incarnation(), resp->mutable_incarnation());
+    if (!grads.ok()) {
+      reactor->Done(ToGrpcStatus(grads.status()));
+      return reactor;
     }
-    reactor->Done(ToGrpcStatus(r.status()));
+    // Answered now, or (sync) when the step closes, on the thread that
+    // closes it; a client that goes away drops the wait (CallReactor).
+    auto answer = [this, reactor, resp](absl::StatusOr<RowsPushPullResult> r) {
+      try {
+        if (r.ok()) {
+          EncodeFloats(r->rows.values, resp->mutable_values());
+          resp->set_version(r->rows.version);
+          resp->set_outcome(static_cast<v1::PushOutcome>(r->outcome));
+          IncarnationToProto(shard_->incarnation(), resp->mutable_incarnation());
+        }
+        reactor->Done(ToGrpcStatus(r.status()));
+      } catch (...) {
+        FinishWithException(reactor, "PushPullRows");
+      }
+    };
+    reactor->wait()->Started(shard_->PushPullRows(
+        req->worker_id(), req->table(), req->version(), req->seq(), req->ids(), *grads,
+        absl::Milliseconds(req->wait_timeout_ms()), std::move(answer)));
   } catch (...) {
     FinishWithException(reactor, "PushPullRows");
   }

@@ -352,36 +352,79 @@ void StreamReactor::AnswerRows(const RawStreamRequest& req) {
   }
   if (h.kind == StreamCall::kPullRows || h.kind == StreamCall::kPushPullRows) {
     // The rows go out piece by piece as the shard reads them, so the first
-    // are on the wire while the rest are looked up.
-    bool sent = false, closed = false;
-    const Incarnation incarnation = shard_->incarnation();
-    const auto piece = [&](RowsResult rows, PushOutcome outcome, bool last) {
-      auto values = std::make_shared<const std::vector<float>>(std::move(rows.values));
-      core_->Send(EncodeStreamRows(h.call_id, rows.version, std::move(values),
-                                   ReplyInfo{incarnation, outcome}, kStreamChunkBytes,
-                                   /*first=*/!sent, last),
-                  /*closes_call=*/last);
-      sent = true;
-      closed = last;
+    // are on the wire while the rest are looked up; a sync push-pull's come
+    // whole when its step closes (Shard::PushPullRows), perhaps on another
+    // thread, so what the answer needs is kept in `sent`.
+    struct Sent {
+      bool any = false, closed = false;
     };
-    absl::Status s;
-    if (h.kind == StreamCall::kPullRows) {
-      s = shard_
-              ->PullRows(h.worker_id, h.table, req.ids, /*renews_lease=*/true, kRowsPieceIds, piece)
-              .status();
-    } else {
-      absl::StatusOr<std::vector<float>> grads = RowGradients(h.table, req.row_grads);
-      s = grads.ok() ? shard_
-                           ->PushPullRows(h.worker_id, h.table, h.version, h.seq, req.ids, *grads,
-                                          kRowsPieceIds, piece)
-                           .status()
-                     : grads.status();
+    auto sent = std::make_shared<Sent>();
+    const Incarnation incarnation = shard_->incarnation();
+    const uint64_t id = h.call_id;
+    std::shared_ptr<Core> core = core_;
+    const auto piece = [core, sent, id, incarnation](RowsResult rows, PushOutcome outcome,
+                                                     bool last) {
+      auto values = std::make_shared<const std::vector<float>>(std::move(rows.values));
+      core->Send(EncodeStreamRows(id, rows.version, std::move(values),
+                                  ReplyInfo{incarnation, outcome}, kStreamChunkBytes,
+                                  /*first=*/!sent->any, last),
+                 /*closes_call=*/last);
+      sent->any = true;
+      sent->closed = last;
+    };
+    // The end of a call whose rows did not go out in pieces: its rows, or
+    // its error.
+    const auto finish = [core, sent, id, piece](absl::Status s,
+                                                std::optional<RowsPushPullResult> r) {
+      try {
+        if (sent->closed) return;
+        if (s.ok() && r.has_value()) {
+          piece(std::move(r->rows), r->outcome, /*last=*/true);
+          return;
+        }
+        core->Send(
+            {EncodeStreamDone(
+                id, 0, s.ok() ? absl::InternalError("rows call ended without its rows") : s)},
+            /*closes_call=*/true);
+      } catch (...) {
+        core->Fail(StatusFromCurrentException("stream rows answer"));
+      }
+    };
+    const auto finish_rows = [finish](absl::StatusOr<RowsResult> r) {
+      if (!r.ok()) return finish(r.status(), std::nullopt);
+      finish(absl::OkStatus(), RowsPushPullResult{*std::move(r), PushOutcome::kApplied});
+    };
+    if (h.kind == StreamCall::kPullRows && h.min_version > 0) {  // waits for the version
+      core_->wait.Started(shard_->PullRowsAt(h.worker_id, h.table, req.ids, h.min_version,
+                                             absl::Milliseconds(h.wait_timeout_ms),
+                                             [core, finish_rows](absl::StatusOr<RowsResult> r) {
+                                               core->wait.Finished();
+                                               finish_rows(std::move(r));
+                                             }));
+      return;
     }
-    if (!closed)
-      core_->Send(
-          {EncodeStreamDone(h.call_id, 0,
-                            s.ok() ? absl::InternalError("rows call ended without its rows") : s)},
-          /*closes_call=*/true);
+    if (h.kind == StreamCall::kPullRows) {
+      finish(
+          shard_
+              ->PullRows(h.worker_id, h.table, req.ids, /*renews_lease=*/true, kRowsPieceIds, piece)
+              .status(),
+          std::nullopt);
+      return;
+    }
+    absl::StatusOr<std::vector<float>> grads = RowGradients(h.table, req.row_grads);
+    if (!grads.ok()) {
+      finish(grads.status(), std::nullopt);
+      return;
+    }
+    core_->wait.Started(shard_->PushPullRows(
+        h.worker_id, h.table, h.version, h.seq, req.ids, *grads,
+        absl::Milliseconds(h.wait_timeout_ms),
+        [core, finish](absl::StatusOr<RowsPushPullResult> r) {
+          core->wait.Finished();
+          if (!r.ok()) return finish(r.status(), std::nullopt);
+          finish(absl::OkStatus(), *std::move(r));
+        },
+        kRowsPieceIds, piece));
     return;
   }
   absl::StatusOr<std::vector<float>> grads = RowGradients(h.table, req.row_grads);

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/internal/heartbeater.h"
 #include "client/internal/shard_control.h"
+#include "client/internal/shard_rows.h"
 #include "client/internal/shard_transport.h"
 #include "client/ps_client.h"
 #include "common/incarnation.h"
@@ -54,6 +55,10 @@ struct PsClient::Rep {
   // These borrow `state`; declared after it so that they go first.
   std::unique_ptr<ShardControl> control;  // Register, InitParams, Heartbeat
   std::unique_ptr<ShardTransport> transport;
+  // PushPullRowsAsync's calls: unary, beside the transport (whose streams
+  // run one call at a time), so that a sync step's push can go while they
+  // wait for the step to close.
+  std::unique_ptr<ShardRows> rows_beside;
   // Null without leases; declared last so that it stops first.
   std::unique_ptr<Heartbeater> heartbeater;
 };

@@ -18,11 +18,13 @@ std::vector<bool> Called(const std::vector<std::vector<uint64_t>>& shard_ids) {
   return called;
 }
 
-// StartUnaryCalls for the shards in `called` only: the others are done at once.
+// StartUnaryCalls for the shards in `called` only (the others are done at
+// once), each with `timeout`.
 template <typename Req, typename Resp, typename Start>
-absl::Status CallShards(const ClientState& state, const std::vector<bool>& called,
-                        const std::function<void(int, Req*)>& build, Start start,
-                        std::function<absl::Status(int, const Resp&)> on_reply) {
+std::unique_ptr<PendingOp> StartShards(const ClientState& state, const std::vector<bool>& called,
+                                       absl::Duration timeout,
+                                       const std::function<void(int, Req*)>& build, Start start,
+                                       std::function<absl::Status(int, const Resp&)> on_reply) {
   std::vector<std::string> servers = state.options.servers;
   std::vector<int> shard_of;  // position -> shard
   std::vector<std::string> called_servers;
@@ -31,13 +33,34 @@ absl::Status CallShards(const ClientState& state, const std::vector<bool>& calle
     shard_of.push_back(s);
     called_servers.push_back(servers[s]);
   }
-  if (called_servers.empty()) return absl::OkStatus();
+  if (called_servers.empty()) return PendingCalls::Failed(absl::OkStatus());
   return StartUnaryCalls<Req, Resp>(
-             called_servers, state.options.rpc_timeout, /*wait_for_ready=*/false, &state.canceller,
-             [&](int i, Req* req) { build(shard_of[i], req); },
-             [&](int i, auto... args) { start(shard_of[i], args...); },
-             [&, on_reply](int i, const Resp& r) { return on_reply(shard_of[i], r); })
+      called_servers, timeout, /*wait_for_ready=*/false, &state.canceller,
+      [&](int i, Req* req) { build(shard_of[i], req); },
+      [shard_of, start](int i, auto... args) { start(shard_of[i], args...); },
+      [shard_of, on_reply](int i, const Resp& r) { return on_reply(shard_of[i], r); });
+}
+
+// StartShards with the RPC timeout, waited on.
+template <typename Req, typename Resp, typename Start>
+absl::Status CallShards(const ClientState& state, const std::vector<bool>& called,
+                        const std::function<void(int, Req*)>& build, Start start,
+                        std::function<absl::Status(int, const Resp&)> on_reply) {
+  return StartShards<Req, Resp>(state, called, state.options.rpc_timeout, build, start,
+                                std::move(on_reply))
       ->Wait();
+}
+
+// A shard's answered rows (`want` floats) into `out`; INTERNAL if the
+// answer holds another number of bytes.
+absl::Status TakeRows(const std::string& values, size_t want, std::vector<float>* out) {
+  if (values.size() != want * sizeof(float)) {
+    return absl::InternalError(absl::StrCat("answered ", values.size(), " bytes of rows, expected ",
+                                            want * sizeof(float)));
+  }
+  out->resize(want);
+  CopyPieces({absl::string_view(values)}, out->data());
+  return absl::OkStatus();
 }
 
 void FillPullRows(int worker, absl::string_view table, const std::vector<uint64_t>& ids,
@@ -59,23 +82,30 @@ ShardRows::ShardRows(const std::vector<std::shared_ptr<grpc::Channel>>& channels
 absl::Status ShardRows::Pull(absl::string_view table, int dim,
                              const std::vector<std::vector<uint64_t>>& shard_ids,
                              std::vector<std::vector<float>>* rows) {
+  return StartPull(table, dim, shard_ids, {}, rows)->Wait();
+}
+
+std::unique_ptr<PendingOp> ShardRows::StartPull(absl::string_view table, int dim,
+                                                const std::vector<std::vector<uint64_t>>& shard_ids,
+                                                const std::vector<int64_t>& min_versions,
+                                                std::vector<std::vector<float>>* rows) {
   rows->assign(shard_ids.size(), {});
-  const int worker = state_->options.worker_id;
-  return CallShards<v1::PullRowsRequest, v1::PullRowsResponse>(
-      *state_, Called(shard_ids),
+  const ClientOptions& o = state_->options;
+  const bool waits = !min_versions.empty();
+  std::vector<size_t> want;  // by shard: the floats of its rows
+  for (const auto& ids : shard_ids) want.push_back(ids.size() * static_cast<size_t>(dim));
+  return StartShards<v1::PullRowsRequest, v1::PullRowsResponse>(
+      *state_, Called(shard_ids), waits ? o.wait_timeout + o.rpc_timeout : o.rpc_timeout,
       [&](int s, v1::PullRowsRequest* req) {
-        FillPullRows(worker, table, shard_ids[s], /*prefetch=*/false, req);
+        FillPullRows(o.worker_id, table, shard_ids[s], /*prefetch=*/false, req);
+        if (waits) {
+          req->set_min_version(min_versions[s]);
+          req->set_wait_timeout_ms(absl::ToInt64Milliseconds(o.wait_timeout));
+        }
       },
       [this](int s, auto... args) { stubs_[s]->async()->PullRows(args...); },
-      [&](int s, const v1::PullRowsResponse& r) -> absl::Status {
-        const size_t want = shard_ids[s].size() * static_cast<size_t>(dim) * sizeof(float);
-        if (r.values().size() != want) {
-          return absl::InternalError(
-              absl::StrCat("answered ", r.values().size(), " bytes of rows, expected ", want));
-        }
-        (*rows)[s].resize(shard_ids[s].size() * static_cast<size_t>(dim));
-        CopyPieces({absl::string_view(r.values())}, (*rows)[s].data());
-        return absl::OkStatus();
+      [want, rows](int s, const v1::PullRowsResponse& r) {
+        return TakeRows(r.values(), want[s], &(*rows)[s]);
       });
 }
 
@@ -119,30 +149,33 @@ absl::Status ShardRows::PushPull(absl::string_view table, int dim,
                                  const std::vector<std::vector<float>>& grads, int64_t seq,
                                  std::vector<PushOutcome>* outcomes,
                                  std::vector<std::vector<float>>* rows) {
+  return StartPushPull(table, dim, shard_ids, grads, seq, state_->shard_version, outcomes, rows)
+      ->Wait();
+}
+
+std::unique_ptr<PendingOp> ShardRows::StartPushPull(
+    absl::string_view table, int dim, const std::vector<std::vector<uint64_t>>& shard_ids,
+    const std::vector<std::vector<float>>& grads, int64_t seq, const std::vector<int64_t>& versions,
+    std::vector<PushOutcome>* outcomes, std::vector<std::vector<float>>* rows) {
   outcomes->assign(shard_ids.size(), PushOutcome::kApplied);
   rows->assign(shard_ids.size(), {});
-  const ClientState& state = *state_;
-  return CallShards<v1::PushPullRowsRequest, v1::PushPullRowsResponse>(
-      state, Called(shard_ids),
+  const ClientOptions& o = state_->options;
+  std::vector<size_t> want;  // by shard: the floats of its rows
+  for (const auto& ids : shard_ids) want.push_back(ids.size() * static_cast<size_t>(dim));
+  return StartShards<v1::PushPullRowsRequest, v1::PushPullRowsResponse>(
+      *state_, Called(shard_ids), o.rpc_timeout,
       [&](int s, v1::PushPullRowsRequest* req) {
-        req->set_worker_id(state.options.worker_id);
+        req->set_worker_id(o.worker_id);
         req->set_table(std::string(table));
         req->mutable_ids()->Add(shard_ids[s].begin(), shard_ids[s].end());
         EncodeFloats(grads[s], req->mutable_grads());
-        req->set_version(state.shard_version[s]);
+        req->set_version(versions[s]);
         req->set_seq(seq);
       },
       [this](int s, auto... args) { stubs_[s]->async()->PushPullRows(args...); },
-      [&](int s, const v1::PushPullRowsResponse& r) -> absl::Status {
-        const size_t want = shard_ids[s].size() * static_cast<size_t>(dim) * sizeof(float);
-        if (r.values().size() != want) {
-          return absl::InternalError(
-              absl::StrCat("answered ", r.values().size(), " bytes of rows, expected ", want));
-        }
+      [want, outcomes, rows](int s, const v1::PushPullRowsResponse& r) {
         (*outcomes)[s] = static_cast<PushOutcome>(r.outcome());
-        (*rows)[s].resize(shard_ids[s].size() * static_cast<size_t>(dim));
-        CopyPieces({absl::string_view(r.values())}, (*rows)[s].data());
-        return absl::OkStatus();
+        return TakeRows(r.values(), want[s], &(*rows)[s]);
       });
 }
 

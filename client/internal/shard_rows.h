@@ -19,6 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "client/internal/shard_transport.h"
+#include "client/pending_op.h"
 #include "common/incarnation.h"
 #include "grpcpp/channel.h"
 #include "proto/ps.grpc.pb.h"
@@ -38,6 +39,15 @@ class ShardRows {
                     const std::vector<std::vector<uint64_t>>& shard_ids,
                     std::vector<std::vector<float>>* rows);
 
+  // Pull as an operation in flight; with `min_versions` (by shard), shard s
+  // answers once its version is min_versions[s] (PullRowsRequest.
+  // min_version), waiting up to the options' wait_timeout. `rows` must
+  // outlive the operation; the other arguments are read before it returns.
+  std::unique_ptr<PendingOp> StartPull(absl::string_view table, int dim,
+                                       const std::vector<std::vector<uint64_t>>& shard_ids,
+                                       const std::vector<int64_t>& min_versions,
+                                       std::vector<std::vector<float>>* rows);
+
   // Tells shard s that shard_ids[s] are the ids of a pull to come
   // (PullRowsRequest.prefetch); answered without rows.
   absl::Status Prefetch(absl::string_view table,
@@ -50,7 +60,16 @@ class ShardRows {
                     const std::vector<std::vector<float>>& grads, int64_t seq,
                     std::vector<PushOutcome>* outcomes);
 
-  // Push, then the rows after it (async and SSP), one call per shard.
+  // Push, then the rows after it (async and SSP), one call per shard, with
+  // the versions `versions` (by shard). `outcomes` and `rows` must outlive
+  // the operation; the other arguments are read before it returns.
+  std::unique_ptr<PendingOp> StartPushPull(absl::string_view table, int dim,
+                                           const std::vector<std::vector<uint64_t>>& shard_ids,
+                                           const std::vector<std::vector<float>>& grads,
+                                           int64_t seq, const std::vector<int64_t>& versions,
+                                           std::vector<PushOutcome>* outcomes,
+                                           std::vector<std::vector<float>>* rows);
+  // StartPushPull for the steps of state.shard_version, waited on.
   absl::Status PushPull(absl::string_view table, int dim,
                         const std::vector<std::vector<uint64_t>>& shard_ids,
                         const std::vector<std::vector<float>>& grads, int64_t seq,

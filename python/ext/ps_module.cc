@@ -39,12 +39,12 @@
 #include "common/wire_dtype.h"
 #include "python/ext/arrays.h"
 #include "python/ext/call_thread.h"
+#include "python/ext/handles.h"
 #include "python/ext/in_flight.h"
 
 namespace py = pybind11;
 
 namespace ps {
-namespace {
 
 // A failed call: becomes the exception class the package registered for
 // `code` (RuntimeError when none is).
@@ -53,20 +53,20 @@ struct StatusError {
   std::string message;
 };
 
-// Status code -> exception class, set once by the package. Never freed: it
-// must outlive every call, and the interpreter frees the classes.
-std::map<int, py::object>* error_classes = nullptr;
-
 void ThrowIfError(const absl::Status& s) {
   if (!s.ok()) throw StatusError{static_cast<int>(s.code()), std::string(s.message())};
 }
+
+namespace {
+
+// Status code -> exception class, set once by the package. Never freed: it
+// must outlive every call, and the interpreter frees the classes.
+std::map<int, py::object>* error_classes = nullptr;
 
 // How long an interrupted or closing client waits for its cancelled call
 // to end. Cancelled calls end in milliseconds; one that has not by then is
 // left to finish on its own.
 constexpr absl::Duration kCancelGrace = absl::Seconds(2);
-
-class PushPullHandle;
 
 // A connected PsClient. Not thread-safe: one thread per client, as
 // PsClient itself, except close(), which another thread may call to end a
@@ -86,7 +86,7 @@ class PushPullHandle;
 // later calls raise ValueError. A call still running after kCancelGrace is
 // left to finish on its own, with the PsClient and the arrays it uses
 // leaked.
-class Client {
+class Client final : public HandleOwner {
  public:
   Client(std::vector<std::string> servers, int worker_id, int num_workers, std::string tls_cert,
          std::string tls_key, std::string tls_ca, std::string server_name,
@@ -130,7 +130,7 @@ class Client {
     client_ = std::move(**c);
   }
 
-  ~Client() { Close(); }
+  ~Client() override { Close(); }
 
   // `shapes` by tensor; `values` only from the worker that creates them.
   void Init(const std::vector<std::string>& names, const std::vector<std::vector<int64_t>>& shapes,
@@ -241,8 +241,15 @@ class Client {
     return seconds;
   }
 
-  // A layer-wise push-pull into `out` (below).
-  std::unique_ptr<PushPullHandle> StartPushPull(std::vector<py::array> out);
+  // A layer-wise push-pull into `out`, and a push-pull of rows into `out`
+  // (python/ext/handles.h).
+  std::unique_ptr<PushPullHandle> StartPushPull(std::vector<py::array> out) {
+    return std::make_unique<PushPullHandle>(this, std::move(out));
+  }
+  std::unique_ptr<RowsHandle> StartPushPullRows(const std::string& table, const py::array& ids,
+                                                const py::array& grads, py::array out) {
+    return std::make_unique<RowsHandle>(this, table, ids, grads, std::move(out));
+  }
 
   // Cancels what is in flight and closes the connections; idempotent.
   void Close();
@@ -258,11 +265,13 @@ class Client {
     return out;
   }
 
- private:
-  friend class PushPullHandle;
+  // HandleOwner.
+  void Register(Handle* h) override { handles_.insert(h); }
+  void Unregister(Handle* h) override { handles_.erase(h); }
 
+ private:
   // The client; ValueError once closed.
-  PsClient& Open() const {
+  PsClient& Open() const override {
     if (client_ == nullptr) throw py::value_error("the client is closed");
     return *client_;
   }
@@ -278,7 +287,7 @@ class Client {
   // its status; throws the exception of a signal handler that raised
   // meanwhile (the call was cancelled). The arrays it uses are the caller's
   // arguments, alive until it returns.
-  absl::Status Run(const std::function<absl::Status(PsClient&)>& call) {
+  absl::Status Run(const std::function<absl::Status(PsClient&)>& call) override {
     PsClient* client = &Open();
     absl::Status s;
     {
@@ -314,83 +323,22 @@ class Client {
     return true;
   }
 
-  std::unique_ptr<PsClient> client_;   // null once closed
-  std::set<PushPullHandle*> handles_;  // the layer-wise push-pulls alive
+  std::unique_ptr<PsClient> client_;  // null once closed
+  std::set<Handle*> handles_;         // the operations in flight that Python holds
   std::shared_ptr<InFlight> in_flight_ = std::make_shared<InFlight>();
   // close()d by a signal handler during its own call: destroyed after it.
-  std::vector<std::shared_ptr<PushPullInProgress>> abandoned_in_call_;
+  std::vector<std::shared_ptr<void>> abandoned_in_call_;
   std::unique_ptr<PsClient> closed_in_call_;
   CallThread thread_;  // Connect's; declared last: destroyed first (it never waits)
 };
 
-// A layer-wise push-pull (client/push_pull_in_progress.h) for Python: each
-// gradient is sent as soon as it is final (e.g. from a backward hook); the
-// new weights land in the arrays it started with once wait() returns. Holds
-// every array it was given until then. Keeps its Client alive
-// (py::keep_alive), and is for the Client's thread. Closing the client
-// cancels it.
-class PushPullHandle {
- public:
-  PushPullHandle(Client* client, std::vector<py::array> out)
-      : client_(client), keep_(out.begin(), out.end()) {
-    auto views = MutableViews(out);
-    PsClient* c = &client_->Open();
-    {
-      py::gil_scoped_release release;
-      p_ = c->StartPushPull(views);
-    }
-    client_->handles_.insert(this);
-  }
-
-  ~PushPullHandle() {
-    client_->handles_.erase(this);
-    if (p_) {
-      py::gil_scoped_release release;
-      p_.reset();  // cancels and waits
-    }
-  }
-
-  // Sends tensor `index` (spec order) from `grad`, which must stay unchanged
-  // until wait() returns. Errors (a tensor sent twice, a wrong size) come
-  // from wait().
-  void Send(int index, const py::array& grad) {
-    client_->Open();
-    if (!p_) throw py::value_error("send after wait");
-    const float* data = FloatData(grad, "tensor " + std::to_string(index), /*write=*/false);
-    keep_.push_back(grad);
-    py::gil_scoped_release release;
-    p_->Send(index, absl::Span<const float>(data, static_cast<size_t>(grad.size())));
-  }
-
-  // Waits for the new weights (interruptible, as Client's calls).
-  void Wait() {
-    client_->Open();
-    if (!p_) throw py::value_error("wait called twice");
-    std::shared_ptr<PushPullInProgress> p = std::move(p_);
-    const absl::Status s = client_->Run([&p](PsClient&) { return p->Wait(); });
-    keep_.clear();
-    ThrowIfError(s);
-  }
-
- private:
-  friend class Client;  // Close() takes p_
-
-  Client* const client_;                   // kept alive by py::keep_alive
-  KeepAlive keep_;                         // the weights and the gradients sent
-  std::shared_ptr<PushPullInProgress> p_;  // null once waited on
-};
-
-std::unique_ptr<PushPullHandle> Client::StartPushPull(std::vector<py::array> out) {
-  return std::make_unique<PushPullHandle>(this, std::move(out));
-}
-
 void Client::Close() {
   if (client_ == nullptr) return;
   std::unique_ptr<PsClient> client = std::move(client_);  // calls raise ValueError from now on
-  // The layer-wise push-pulls not waited on: cancelled below.
-  std::vector<std::shared_ptr<PushPullInProgress>> abandoned;
-  for (PushPullHandle* h : handles_) {
-    if (h->p_) abandoned.push_back(std::move(h->p_));
+  // The operations not waited on: cancelled below.
+  std::vector<std::shared_ptr<void>> abandoned;
+  for (Handle* h : handles_) {
+    if (std::shared_ptr<void> op = h->TakeOp()) abandoned.push_back(std::move(op));
   }
   if (in_flight_->caller.load() == std::this_thread::get_id()) {
     // A signal handler of this thread's own call: cancel it, and destroy the
@@ -404,7 +352,7 @@ void Client::Close() {
   if (!CancelCall(client.get())) {
     // Left to finish on its own: what it uses is never freed.
     static_cast<void>(client.release());
-    static_cast<void>(new std::vector<std::shared_ptr<PushPullInProgress>>(std::move(abandoned)));
+    static_cast<void>(new std::vector<std::shared_ptr<void>>(std::move(abandoned)));
     return;
   }
   abandoned.clear();  // cancels their calls and waits for them
@@ -438,6 +386,7 @@ PYBIND11_MODULE(_ps, m) {
   py::class_<ps::PushPullHandle>(m, "PushPullInProgress")
       .def("send", &ps::PushPullHandle::Send, py::arg("index"), py::arg("grad"))
       .def("wait", &ps::PushPullHandle::Wait);
+  py::class_<ps::RowsHandle>(m, "PushPullRowsInProgress").def("wait", &ps::RowsHandle::Wait);
   py::class_<ps::Client>(m, "Client")
       .def(py::init<std::vector<std::string>, int, int, std::string, std::string, std::string,
                     std::string, std::string, bool, std::string, std::string, double, double,
@@ -459,6 +408,8 @@ PYBIND11_MODULE(_ps, m) {
       .def("_time_rows", &ps::Client::TimeRows, py::arg("table"), py::arg("requests"),
            py::arg("op"), py::arg("grads"), py::arg("out"), py::arg("calls"))
       .def("start_push_pull", &ps::Client::StartPushPull, py::arg("out"), py::keep_alive<0, 1>())
+      .def("start_push_pull_rows", &ps::Client::StartPushPullRows, py::arg("table"), py::arg("ids"),
+           py::arg("grads"), py::arg("out"), py::keep_alive<0, 1>())
       .def("close", &ps::Client::Close)
       .def_property_readonly("closed", &ps::Client::closed)
       .def_property_readonly("version", &ps::Client::version)

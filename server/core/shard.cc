@@ -342,6 +342,7 @@ void Shard::CancelWait(uint64_t ticket) { waiters_->Cancel(ticket); }
 
 Shard::SnapshotCallbacks Shard::TakeReadyLocked(WeightsSnapshot* snap) {
   if (!weights_.initialized()) return {};
+  ReadWaitingRowsLocked();
   *snap = weights_.Snapshot();
   return waiters_->TakeReady(weights_.version(), policy_->SlowestStep());
 }

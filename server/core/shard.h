@@ -52,6 +52,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -197,16 +198,33 @@ class Shard {
   absl::StatusOr<PushResult> PushRows(int worker_id, absl::string_view table, int64_t version,
                                       int64_t seq, absl::Span<const uint64_t> ids,
                                       absl::Span<const float> grads);
-  // PushRows then PullRows of the same ids under one lock (async and SSP):
-  // the rows after this push. The outcome is the push's; a duplicate still
-  // answers the rows. FAILED_PRECONDITION in sync, where a row push waits
-  // for its step to close (proto/ps.proto, PushPullRowsRequest).
-  absl::StatusOr<RowsPushPullResult> PushPullRows(int worker_id, absl::string_view table,
-                                                  int64_t version, int64_t seq,
-                                                  absl::Span<const uint64_t> ids,
-                                                  absl::Span<const float> grads,
-                                                  size_t piece_ids = 0,
-                                                  const RowsPiece& piece = nullptr);
+  // PushRows, then the rows of the same ids after it, to `done` (exactly
+  // once). Async and SSP: read under the push's lock, before PushPullRows
+  // returns (0), going to `piece` as PullRows' do when it is given. Sync:
+  // the push is held for step `version` as PushRows holds it, and the call
+  // waits (as a pull, up to `wait`, 0 = the default; a ticket for CancelWait
+  // is returned) for that step to close; the rows are read at the close,
+  // under the lock that closes it, so they are the rows of version + 1, and
+  // the outcome is the close's: kApplied, or kDropped when the step closed
+  // without this worker's dense gradient. `piece` is not used in sync: the
+  // rows come in the result. A duplicate (a retry) applies nothing and
+  // still answers the rows; in sync, a retry after the step closed answers
+  // the rows now. Errors (bad input, a push for a later step) go to `done`.
+  using RowsPushPullDone = std::function<void(absl::StatusOr<RowsPushPullResult>)>;
+  uint64_t PushPullRows(int worker_id, absl::string_view table, int64_t version, int64_t seq,
+                        absl::Span<const uint64_t> ids, absl::Span<const float> grads,
+                        absl::Duration wait, RowsPushPullDone done, size_t piece_ids = 0,
+                        const RowsPiece& piece = nullptr);
+  // PullRows once the shard's version is at least `min_version` (sync:
+  // step min_version - 1 closed), to `done` (exactly once): read at once if
+  // it is (or min_version <= 0: no wait, even before Init), else under the lock that moves the
+  // version there (a step's close), waiting as a pull does (up to `wait`, 0 = the default; the
+  // ticket for CancelWait is returned). Errors of the worker, table or
+  // ids come at once, as PullRows'.
+  using RowsDone = std::function<void(absl::StatusOr<RowsResult>)>;
+  uint64_t PullRowsAt(int worker_id, absl::string_view table, absl::Span<const uint64_t> ids,
+                      int64_t min_version, absl::Duration wait, RowsDone done,
+                      bool renews_lease = true);
   // The ids of a pull to come (PullRowsRequest.prefetch): checked as
   // PullRows' are (errors the same), then, for a table with a tier, its
   // rows on disk are read back into memory on the prefetcher's thread
@@ -301,6 +319,26 @@ class Shard {
                                              absl::Span<const uint64_t> ids,
                                              absl::Span<const float> grads, Effects* fx)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sync PushPullRows (`push`: the rows pushed for `step`) and PullRowsAt:
+  // rows read when `step` closes.
+  struct RowsWait {
+    int worker_id;
+    std::string table;
+    std::vector<uint64_t> ids;
+    int64_t step;
+    bool push;  // the outcome is the close's for this worker's row push
+    // Set by ReadWaitingRowsLocked, under the lock, before the wait is
+    // released; read by the wait's callback after.
+    absl::StatusOr<RowsPushPullResult> result = absl::UnknownError("not read");
+  };
+  // Queues `wait_for` in the Waiters (its step's close releases it) and in
+  // rows_waits_; `done` gets its rows, or the error that ends the wait.
+  absl::StatusOr<uint64_t> WaitForRowsLocked(RowsWait wait_for, absl::Duration wait,
+                                             RowsPushPullDone done)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Reads the rows of every RowsWait whose step has closed (the version is
+  // past it) and forgets them; their waits are released next (TakeReady).
+  void ReadWaitingRowsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Acts on what Membership changed: tells the policy, closes a step that a
   // drop or return completes, and sets the lease alarm.
   void OnLeaseEventsLocked(LeaseEvents events, absl::Time now, Effects* fx)
@@ -361,6 +399,9 @@ class Shard {
   bool untouched_checkpoint_ ABSL_GUARDED_BY(mu_) = false;
   // Which checkpoint exports are full and which deltas.
   CheckpointChain checkpoint_chain_ ABSL_GUARDED_BY(mu_);
+  // Sync PushPullRows waiting for their steps; a wait that ends otherwise
+  // (deadline, cancel, close) removes its own.
+  absl::flat_hash_set<std::shared_ptr<RowsWait>> rows_waits_ ABSL_GUARDED_BY(mu_);
 
   // Waiting pulls and inits, and the timer (which fails them at their
   // deadlines and rings the alarms). Destroyed, with its timer, before the

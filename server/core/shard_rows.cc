@@ -127,38 +127,136 @@ absl::StatusOr<PushResult> Shard::PushRows(int worker_id, absl::string_view tabl
   return result;
 }
 
-absl::StatusOr<RowsPushPullResult> Shard::PushPullRows(int worker_id, absl::string_view table,
-                                                       int64_t version, int64_t seq,
-                                                       absl::Span<const uint64_t> ids,
-                                                       absl::Span<const float> grads,
-                                                       size_t piece_ids, const RowsPiece& piece) {
-  RETURN_IF_ERROR(CheckRowPush(worker_id, table, version, seq));
-  if (options_.mode == Mode::kSync) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "embedding table \"", EscapeName(table),
-        "\": push-pull of rows is for async and SSP; in sync a step's rows change when the step "
-        "closes, after every worker's dense push: push the rows, then pull them after the dense "
-        "push-pull"));
+uint64_t Shard::PushPullRows(int worker_id, absl::string_view table, int64_t version, int64_t seq,
+                             absl::Span<const uint64_t> ids, absl::Span<const float> grads,
+                             absl::Duration wait, RowsPushPullDone done, size_t piece_ids,
+                             const RowsPiece& piece) {
+  if (absl::Status s = CheckRowPush(worker_id, table, version, seq); !s.ok()) {
+    done(s);
+    return 0;
   }
+  const bool sync = options_.mode == Mode::kSync;
   Effects fx;
-  absl::StatusOr<PushOutcome> outcome;
-  RowsPushPullResult result;
-  absl::Status pulled;
+  absl::StatusOr<RowsPushPullResult> result = absl::UnknownError("unset");
+  uint64_t waiting = 0;  // the ticket of a sync call that waits
   {
     absl::MutexLock l(&mu_);
-    if (closed_) return ShuttingDown();
-    outcome = PushRowsLocked(worker_id, table, version, seq, ids, grads, &fx);
-    result.rows.version = weights_.version();
-    if (outcome.ok()) {
-      pulled = tables_.Pull(table, ids, &result.rows.values, piece_ids,
-                            PieceOf(result.rows.version, *outcome, piece));
+    absl::StatusOr<PushOutcome> outcome =
+        closed_ ? ShuttingDown() : PushRowsLocked(worker_id, table, version, seq, ids, grads, &fx);
+    const int64_t now_version = weights_.version();
+    if (!outcome.ok()) {
+      result = outcome.status();
+    } else if (sync && version == now_version) {
+      // Held (or held already, a retry): wait for the step to close.
+      absl::StatusOr<uint64_t> ticket = WaitForRowsLocked(
+          RowsWait{worker_id, std::string(table), {ids.begin(), ids.end()}, version, /*push=*/true},
+          wait, done);
+      if (ticket.ok()) {
+        waiting = *ticket;
+      } else {
+        result = ticket.status();
+      }
+    } else {
+      // Async and SSP; or sync, a retry after its step closed (kDuplicate)
+      // or a push for a step gone by (kDropped): the rows now.
+      RowsPushPullResult r;
+      r.outcome = *outcome;
+      r.rows.version = now_version;
+      absl::Status pulled = tables_.Pull(table, ids, &r.rows.values, sync ? 0 : piece_ids,
+                                         sync ? nullptr : PieceOf(now_version, *outcome, piece));
+      result = pulled.ok() ? absl::StatusOr<RowsPushPullResult>(std::move(r))
+                           : absl::StatusOr<RowsPushPullResult>(pulled);
     }
   }
   Finish(std::move(fx));
-  if (!outcome.ok()) return outcome.status();
-  if (!pulled.ok()) return pulled;
-  result.outcome = *outcome;
-  return result;
+  if (waiting != 0) return waiting;
+  done(std::move(result));
+  return 0;
+}
+
+uint64_t Shard::PullRowsAt(int worker_id, absl::string_view table, absl::Span<const uint64_t> ids,
+                           int64_t min_version, absl::Duration wait, RowsDone done,
+                           bool renews_lease) {
+  if (absl::Status s = options_.CheckWorker(worker_id); !s.ok()) {
+    done(s);
+    return 0;
+  }
+  Effects fx;
+  absl::StatusOr<RowsResult> result = absl::UnknownError("unset");
+  uint64_t waiting = 0;
+  {
+    absl::MutexLock l(&mu_);
+    absl::Status checked = closed_ ? ShuttingDown() : tables_.CheckPrefetch(table, ids).status();
+    if (checked.ok() && renews_lease) TouchLocked(worker_id, Now(), &fx);
+    if (!checked.ok()) {
+      result = checked;
+    } else if (min_version <= 0 || (weights_.initialized() && weights_.version() >= min_version)) {
+      RowsResult r;
+      r.version = weights_.version();
+      tables_.SetClock(r.version, Now());
+      absl::Status s = tables_.Pull(table, ids, &r.values);
+      result = s.ok() ? absl::StatusOr<RowsResult>(std::move(r)) : absl::StatusOr<RowsResult>(s);
+    } else {
+      absl::StatusOr<uint64_t> ticket =
+          WaitForRowsLocked(RowsWait{worker_id,
+                                     std::string(table),
+                                     {ids.begin(), ids.end()},
+                                     min_version - 1,
+                                     /*push=*/false},
+                            wait, [done](absl::StatusOr<RowsPushPullResult> r) {
+                              if (!r.ok()) return done(r.status());
+                              done(std::move(r->rows));
+                            });
+      if (ticket.ok()) {
+        waiting = *ticket;
+      } else {
+        result = ticket.status();
+      }
+    }
+    for (std::string& line : tables_.TierNews()) fx.lines.push_back(std::move(line));
+  }
+  Finish(std::move(fx));
+  if (waiting != 0) return waiting;
+  done(std::move(result));
+  return 0;
+}
+
+absl::StatusOr<uint64_t> Shard::WaitForRowsLocked(RowsWait wait_for, absl::Duration wait,
+                                                  RowsPushPullDone done) {
+  auto w = std::make_shared<RowsWait>(std::move(wait_for));
+  Waiters::Callback answer = [this, w, done](absl::StatusOr<WeightsSnapshot> snap) {
+    if (!snap.ok()) {
+      {
+        absl::MutexLock l(&mu_);
+        rows_waits_.erase(w);
+      }
+      done(snap.status());
+      return;
+    }
+    done(std::move(w->result));
+  };
+  const int64_t ready_at = w->step + 1;
+  ASSIGN_OR_RETURN(const uint64_t ticket, waiters_->Add(ready_at, wait, &answer));
+  rows_waits_.insert(std::move(w));
+  return ticket;
+}
+
+void Shard::ReadWaitingRowsLocked() {
+  const int64_t version = weights_.version();
+  for (auto it = rows_waits_.begin(); it != rows_waits_.end();) {
+    RowsWait& w = **it;
+    if (w.step >= version) {
+      ++it;
+      continue;
+    }
+    RowsPushPullResult r;
+    r.rows.version = version;
+    r.outcome = w.push ? tables_.StepOutcome(w.table, w.worker_id, w.step) : PushOutcome::kApplied;
+    absl::Status s = tables_.Pull(w.table, w.ids, &r.rows.values);
+    w.result = s.ok() ? absl::StatusOr<RowsPushPullResult>(std::move(r))
+                      : absl::StatusOr<RowsPushPullResult>(s);
+    rows_waits_.erase(it++);
+  }
 }
 
 }  // namespace ps

@@ -257,6 +257,15 @@ absl::StatusOr<PushOutcome> SparseTables::Push(int worker_id, absl::string_view 
   return PushOutcome::kApplied;
 }
 
+PushOutcome SparseTables::StepOutcome(absl::string_view table, int worker_id, int64_t step) const {
+  auto it = tables_.find(table);
+  if (it == tables_.end() || worker_id < 0 ||
+      worker_id >= static_cast<int>(it->second.applied_step.size())) {
+    return PushOutcome::kDropped;
+  }
+  return it->second.applied_step[worker_id] == step ? PushOutcome::kApplied : PushOutcome::kDropped;
+}
+
 void SparseTables::NoteDenseAccepted(int worker_id) {
   if (mode_ == Mode::kSync) dense_accepted_[worker_id] = true;
 }

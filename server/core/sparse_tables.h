@@ -171,6 +171,10 @@ class SparseTables {
                                    int64_t seq, int64_t current_version,
                                    absl::Span<const uint64_t> ids, absl::Span<const float> grads);
 
+  // Sync, once step `step` closed: kApplied if it applied `worker_id`'s
+  // rows of `table`, else kDropped (the step closed without its dense
+  // gradient, or the table is gone).
+  PushOutcome StepOutcome(absl::string_view table, int worker_id, int64_t step) const;
   // Sync: the open step accepted `worker_id`'s dense gradient.
   void NoteDenseAccepted(int worker_id);
   // Sync: the open step `step` closed, applying `applied` dense gradients

@@ -209,9 +209,12 @@ void Harness::SetModel(std::vector<SliceInfo> s) {
   hints.AddInts("ps.v1.StreamRequest.call_id", {1, 2, 3});
   for (const char* f :
        {"ps.v1.PullRequest.wait_timeout_ms", "ps.v1.PushPullRequest.wait_timeout_ms",
-        "ps.v1.StreamRequest.wait_timeout_ms", "ps.v1.InitRequest.wait_timeout_ms"}) {
+        "ps.v1.StreamRequest.wait_timeout_ms", "ps.v1.InitRequest.wait_timeout_ms",
+        "ps.v1.PullRowsRequest.wait_timeout_ms", "ps.v1.PushPullRowsRequest.wait_timeout_ms"}) {
     hints.AddInts(f, {0, 1, 100, 2000});
   }
+  // Rows pulls that wait for a version: now, the next step, one far off.
+  hints.AddInts("ps.v1.PullRowsRequest.min_version", {0, 1, 2, 1000});
   hints.AddStrings("grpc.health.v1.HealthCheckRequest.service",
                    {"", "ps.v1.ParameterServer", "grpc.health.v1.Health"});
   hints.float_data.insert("ps.v1.TensorSlice.data");

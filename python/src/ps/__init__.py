@@ -60,7 +60,8 @@ from .errors import (BY_CODE, Aborted, AlreadyExists, Cancelled, DataLoss, Deadl
                      Unimplemented, Unknown)
 
 __all__ = [
-    "Client", "Error", "PushPullInProgress", "Table", "connect_from_env",
+    "Client", "Error", "PushPullInProgress", "PushPullRowsInProgress", "Table",
+    "connect_from_env",
     "Float32Array", "TensorLike", "Tensors",
     "Cancelled", "Unknown", "InvalidArgument", "DeadlineExceeded", "NotFound", "AlreadyExists",
     "PermissionDenied", "ResourceExhausted", "FailedPrecondition", "Aborted", "OutOfRange",
@@ -259,8 +260,8 @@ class Client:
         """push_rows, then the rows of the same `ids` after that push (as
         pull_rows returns them), in one round trip per server. Async and SSP
         only: in sync mode it raises ps.FailedPrecondition (pushed rows
-        change when the step closes; push_rows before the step's push_pull,
-        pull_rows after it)."""
+        change when the step closes, after this worker's push: use
+        start_push_pull_rows)."""
         dim = self._dim("push_pull_rows", table)
         i = as_ids(table, ids)
         g = float_array(f"gradient rows of table {table!r}", grads, (i.size, dim))
@@ -268,6 +269,22 @@ class Client:
         if i.size == 0:
             return out
         return self._c.push_pull_rows(table, i, g, out)
+
+    def start_push_pull_rows(self, table: str, ids: object, grads: TensorLike, *,
+                             out: Optional[Float32Array] = None) -> "PushPullRowsInProgress":
+        """push_pull_rows in flight: its wait() returns the rows (`out` when
+        given, which it holds until then). Sync mode: call it for the step,
+        then the step's push_pull (or push), then wait(): the rows of the
+        step that closed, with this push (it pushes the rows at once, as
+        push_rows, then waits for the step's close beside the push_pull: two
+        round trips where push_rows, push_pull, pull_rows take three). Async
+        and SSP: push_pull_rows' one round trip, while this client makes
+        other calls. `ids` and `grads` are read before it returns."""
+        dim = self._dim("start_push_pull_rows", table)
+        i = as_ids(table, ids)
+        g = float_array(f"gradient rows of table {table!r}", grads, (i.size, dim))
+        out = self._rows_out(table, out, i.size, dim)
+        return self._c.start_push_pull_rows(table, i, g, out)
 
     @staticmethod
     def _rows_out(table: str, out: Optional[Float32Array], n: int, dim: int) -> Float32Array:
@@ -374,6 +391,10 @@ class Client:
     def worker_id(self) -> int:
         """This worker, 0 <= worker_id < num_workers: e.g. to pick its share of the data."""
         return self._worker_id
+
+
+# Client.start_push_pull_rows' handle: wait() returns the rows.
+PushPullRowsInProgress = _ps.PushPullRowsInProgress
 
 
 class PushPullInProgress:

@@ -59,7 +59,8 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
 import numpy as np
 import torch
 
-from . import Client, Float32Array, PushPullInProgress, Table
+from . import Client, Float32Array, PushPullInProgress, PushPullRowsInProgress, Table
+from ._arrays import as_ids
 from . import connect_from_env  # re-exported: ps.torch.connect_from_env
 
 __all__ = ["DistributedOptimizer", "Embedding", "connect_from_env", "keep_freed_memory"]
@@ -246,7 +247,7 @@ class _Rows(torch.autograd.Function):
                 emb: Embedding) -> torch.Tensor:
         ctx.save_for_backward(ids)
         ctx.emb = emb
-        rows = emb.client.pull_rows(emb.table, ids.reshape(-1))
+        rows = emb._lookup(ids.reshape(-1))
         return torch.from_numpy(rows).reshape(*ids.shape, emb.dim)
 
     @staticmethod
@@ -256,7 +257,7 @@ class _Rows(torch.autograd.Function):
         g = grad.reshape(-1, emb.dim)
         if g.dtype != torch.float32:
             g = g.float()
-        emb.client.push_rows(emb.table, ids.reshape(-1), g.contiguous())
+        emb._push(ids.reshape(-1), g.contiguous())
         return None, None, None
 
 
@@ -286,10 +287,19 @@ class Embedding(torch.nn.Module):
       client: a connected ps.Client, before init unless it declared `table`.
       seed, init_scale: new rows are uniform in [-init_scale, init_scale),
         drawn from (seed, id).
+      reuse_rows: sync mode only (elsewhere it does nothing): backward
+        pushes the rows with ``client.start_push_pull_rows``, which also
+        brings back the rows of those ids as the step closes them, and the
+        next forward takes the ids it finds there from them instead of
+        pulling them (in sync, rows change only when a step closes, so they
+        are exactly what a pull would answer). Worth it when batches repeat
+        ids from one step to the next (small vocabularies): a forward whose
+        ids all repeat makes no call. Costs the bytes of those rows each
+        step whether they are used or not.
     """
 
     def __init__(self, table: str, dim: int, client: Client, *, seed: int = 0,
-                 init_scale: float = 0.01) -> None:
+                 init_scale: float = 0.01, reuse_rows: bool = False) -> None:
         super().__init__()
         spec = Table(table, dim, seed, init_scale)
         declared = {t.name: t for t in client.tables}
@@ -304,10 +314,56 @@ class Embedding(torch.nn.Module):
                                  "tables to the servers")
             client.declare_tables(client.tables + [spec])
         self.table, self.dim, self.client = table, int(dim), client
+        self.reuse_rows = bool(reuse_rows)
+        # reuse_rows: the push-pull of the last backward (its handle and
+        # ids), then the rows it answered, by sorted distinct id, valid at
+        # client.version == _cache_version.
+        self._pending: Optional[Tuple[PushPullRowsInProgress, Any]] = None
+        self._cache_ids: Any = np.empty(0, np.uint64)
+        self._cache_rows: Float32Array = np.empty((0, self.dim), np.float32)
+        self._cache_version = -1
         # The autograd Function's input that requires grad, so that backward
         # reaches it: empty, and not a parameter (nothing for the optimizer).
         self._anchor = torch.empty(0, requires_grad=True)
         _embeddings.setdefault(client, weakref.WeakSet()).add(self)
+
+    def _reusing(self) -> bool:
+        return self.reuse_rows and self.client.mode == "sync"
+
+    def _push(self, ids: torch.Tensor, grads: torch.Tensor) -> None:
+        if not self._reusing():
+            self.client.push_rows(self.table, ids, grads)
+            return
+        if self._pending is not None:
+            raise RuntimeError(f"Embedding {self.table!r}: a second backward before the step's "
+                               "push_pull (sync: one lookup per table per step)")
+        i = as_ids(self.table, ids)
+        self._pending = (self.client.start_push_pull_rows(self.table, i, grads), i)
+
+    def _lookup(self, ids: torch.Tensor) -> Float32Array:
+        """The rows of `ids` (1-D): reuse_rows takes those the last step's
+        push-pull brought back and pulls only the others."""
+        if not self._reusing():
+            return self.client.pull_rows(self.table, ids)
+        if self._pending is not None:  # the step has closed: its rows are in
+            handle, pushed = self._pending
+            self._pending = None
+            rows = handle.wait()
+            self._cache_ids, first = np.unique(pushed, return_index=True)
+            self._cache_rows = rows[first]
+            self._cache_version = self.client.version
+        i = as_ids(self.table, ids)
+        if self._cache_version != self.client.version or not self._cache_ids.size:
+            return self.client.pull_rows(self.table, i)
+        at = np.minimum(np.searchsorted(self._cache_ids, i), self._cache_ids.size - 1)
+        hit = self._cache_ids[at] == i
+        if hit.all():
+            out: Float32Array = self._cache_rows[at]
+            return out
+        out = np.empty((i.size, self.dim), np.float32)
+        out[hit] = self._cache_rows[at[hit]]
+        out[~hit] = self.client.pull_rows(self.table, i[~hit])
+        return out
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         if not isinstance(ids, torch.Tensor):
