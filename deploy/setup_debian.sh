@@ -27,6 +27,9 @@ PACKAGES=(
   prometheus-cpp-dev libcpp-httplib-dev libssl-dev
   # The embedding tables' on-disk tier.
   librocksdb-dev
+  # etcd's v3 API (.proto files) for the coordinator's client (coord/,
+  # third_party/etcd.bzl).
+  golang-etcd-server-dev
 )
 if [ "$build_only" -eq 0 ]; then
   PACKAGES+=(
@@ -47,6 +50,9 @@ if [ "$build_only" -eq 0 ]; then
     python3-venv python3-pip
     # TLS: deploy/make_certs.sh (local_cluster.sh, the security tests).
     openssl
+    # The coordinator of elastic clusters: etcd for //tests:coordinator_test
+    # and docs/elastic.md's runs.
+    etcd-server etcd-client
     # Fuzzing: tests/fuzz/run_fuzz.sh (run by .ci/run) builds with clang-14 and
     # links libFuzzer and the sanitizer runtimes, which are in libclang-rt-14-dev
     # (only recommended by clang-14, and recommends are not installed here).

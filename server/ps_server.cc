@@ -325,6 +325,19 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
     mo.security = options.security;
     ASSIGN_OR_RETURN(s->metrics_, MetricsEndpoint::Start(mo, {s->collector_}));
   }
+  if (!options.coordinator.address.empty()) {
+    ASSIGN_OR_RETURN(const CoordinatorAddress where,
+                     ParseCoordinatorAddress(options.coordinator.address));
+    ASSIGN_OR_RETURN(s->etcd_, EtcdClient::Connect(where));
+    RegistrationOptions ro = options.coordinator.registration;
+    if (!ro.log) ro.log = options.shard.log;
+    ASSIGN_OR_RETURN(s->registration_, Registration::Join(s->etcd_.get(), "servers",
+                                                          options.shard.shard_id, s->address_, ro));
+    if (options.shard.log) {
+      options.shard.log(absl::StrCat("shard ", options.shard.shard_id, ": registered as ",
+                                     s->registration_->key(), " in etcd ", s->etcd_->endpoint()));
+    }
+  }
   return s;
 }
 
@@ -341,6 +354,8 @@ PsServer::~PsServer() {
 absl::Status PsServer::Shutdown() {
   if (shut_down_) return shutdown_status_;
   shut_down_ = true;
+  // Out of the membership at once, before the calls drain.
+  registration_.reset();
   if (shard_ != nullptr) shard_->Close();
   if (health_server_ != nullptr) {
     health_server_->GetHealthCheckService()->Shutdown();  // NOT_SERVING from now on

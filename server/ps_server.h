@@ -20,16 +20,18 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "coord/etcd_client.h"
+#include "coord/registration.h"
 #include "grpcpp/generic/async_generic_service.h"
 #include "grpcpp/server.h"
 #include "rpc/credentials.h"
 #include "rpc/metrics_endpoint.h"
 #include "server/checkpoint/checkpoint_store.h"
 #include "server/checkpoint/checkpointer.h"
+#include "server/core/shard.h"
 #include "server/metrics_collector.h"
 #include "server/rpc_metrics.h"
 #include "server/service.h"
-#include "server/core/shard.h"
 
 namespace ps {
 
@@ -76,6 +78,18 @@ struct ServerOptions {
     int tables_from_shards = 0;
   };
   Checkpoints checkpoints;
+
+  // The coordinator of an elastic cluster (coord/, docs/elastic.md). With
+  // an address, the server registers in etcd as member servers/<shard_id>
+  // of registration.job (its value the address it serves on) once it
+  // serves, holding the key with a lease it renews, and leaves first thing
+  // at Shutdown. Start fails, naming the holder, if a live server holds
+  // that shard id. Empty: none, a fixed cluster.
+  struct Coordinator {
+    std::string address;  // etcd://HOST:PORT[,HOST:PORT...]
+    RegistrationOptions registration;
+  };
+  Coordinator coordinator;
 
   // OK, or INVALID_ARGUMENT naming ps_server's flag, for what the shard does
   // not check itself (ShardOptions' own rules are checked by Shard::Create):
@@ -153,6 +167,10 @@ class PsServer {
   std::shared_ptr<RpcMetrics> rpc_metrics_;
   std::shared_ptr<ServerCollector> collector_;
   std::unique_ptr<MetricsEndpoint> metrics_;
+  // With a coordinator: the etcd client and this server's membership key
+  // (left, and destroyed, first in Shutdown).
+  std::unique_ptr<EtcdClient> etcd_;
+  std::unique_ptr<Registration> registration_;
   std::string address_;
   std::string health_address_;
   int port_ = 0;

@@ -15,6 +15,7 @@
 #include "common/optimizer_flags.h"
 #include "common/security_flags.h"
 #include "common/status_macros.h"
+#include "coord/coordinator_flags.h"
 #include "rpc/unix_socket.h"
 #include "server/table_flags.h"
 
@@ -191,6 +192,9 @@ absl::StatusOr<ServerOptions> ServerOptionsFromFlags() {
   o.checkpoints.full_every = absl::GetFlag(FLAGS_checkpoint_full_every);
   o.checkpoints.tables_from = absl::GetFlag(FLAGS_restore_tables_from);
   o.checkpoints.tables_from_shards = absl::GetFlag(FLAGS_restore_tables_shards);
+  ASSIGN_OR_RETURN(const CoordinatorFlags coordinator, CoordinatorFromFlags());
+  o.coordinator.address = coordinator.address;
+  o.coordinator.registration = coordinator.registration;
   return o;
 }
 

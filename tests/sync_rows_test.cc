@@ -67,8 +67,8 @@ class SyncRows : public Hostile {
       first = false;
       a.version = resp.version();
       a.rows += resp.rows();
-      a.status = absl::Status(static_cast<absl::StatusCode>(resp.error_code()),
-                              resp.error_message());
+      a.status =
+          absl::Status(static_cast<absl::StatusCode>(resp.error_code()), resp.error_message());
       if (resp.last()) break;
     }
     rw->WritesDone();

@@ -33,6 +33,9 @@ declare -A allowed=(
   # fake clock, the bounded wait.
   [common/testing]="common"
   [rpc]="common proto gRPC"
+  # The coordinator of elastic clusters: etcd's address, client (its v3
+  # gRPC API) and this process's leased membership.
+  [coord]="common gRPC"
   # The shard core: no gRPC, no protobuf, no rpc/. (Its tests: the fake
   # clock.)
   [server/core]="common common/testing"
@@ -42,12 +45,12 @@ declare -A allowed=(
   # RowTier interface.
   [server/tier]="server/core common"
   # The gRPC front of a shard: service, stream reactor, metrics, the process.
-  [server]="server/core server/checkpoint server/tier rpc common proto gRPC"
+  [server]="server/core server/checkpoint server/tier rpc coord common proto gRPC"
   [client]="client/internal rpc common proto gRPC"
   [client/internal]="client rpc common proto gRPC"
   # ps_worker: its main, flags, run loop and reporter, over the workloads;
   # rpc: its /metrics port (rpc/metrics_endpoint.h).
-  [worker]="worker/* client rpc common"
+  [worker]="worker/* client rpc coord common"
   # The workloads: each builds on the training contract (worker/train/:
   # Workload, ParamStore), never on another workload or on the loop above.
   [worker/mlp]="worker/train worker/compute common"
@@ -106,7 +109,7 @@ while read -r f; do
     continue
   fi
   tos=$( { grep -oE '^#include "[a-z_/]+/[a-z_0-9]+\.(h|pb\.h|grpc\.pb\.h)"' "$f" |
-             sed -E 's/#include "(.*)\/[^/]*"/\1/' | grep -E '^(common|rpc|server|worker|client|python|tools|tests|proto)(/|$)' || true
+             sed -E 's/#include "(.*)\/[^/]*"/\1/' | grep -E '^(common|coord|rpc|server|worker|client|python|tools|tests|proto)(/|$)' || true
            grep -qE '^#include ["<](grpcpp|grpc\+\+|grpc)/' "$f" && echo gRPC || true; } | sort -u)
   for to in $tos; do
     [ "$from" = "$to" ] && continue

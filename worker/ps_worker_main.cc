@@ -7,6 +7,7 @@
 //
 //   ps_worker --servers=127.0.0.1:50051,127.0.0.1:50052 --worker_id=0 --num_workers=2
 //
+// With --coordinator it takes its id and servers from etcd (worker/job.h).
 // Its flags: worker/worker_flags.h, worker/mlp/flags.h, worker/ctr/flags.h,
 // worker/compute/flags.h, client/client_flags.h and the security flags of
 // common/client_security_flags.h.
@@ -19,6 +20,7 @@
 #include "common/command_line.h"
 #include "common/status_macros.h"
 #include "worker/ctr/flags.h"
+#include "worker/job.h"
 #include "worker/mlp/flags.h"
 #include "worker/reporter.h"
 #include "worker/run_loop.h"
@@ -60,6 +62,10 @@ int main(int argc, char** argv) {
   if (!config.ok()) return Fail(config.status(), 2);
   config->report.log = &std::cout;
   config->report.progress_line = ps::ShowProgress(config->progress, isatty(STDOUT_FILENO) == 1);
+  // With --coordinator: this worker's id and its servers, from etcd; it
+  // leaves the job when `job` goes, at the end of main.
+  absl::StatusOr<ps::JobMembership> job = ps::JoinJob(&*config);
+  if (!job.ok()) return FailStarting(job.status());
 
   // /metrics: up from before connecting until training ends (and
   // --metrics_linger after).

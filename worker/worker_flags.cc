@@ -10,9 +10,12 @@
 #include "common/optimizer_flags.h"
 #include "common/status_macros.h"
 #include "common/wire_dtype.h"
+#include "coord/coordinator_flags.h"
 #include "worker/compute/flags.h"
 
-ABSL_FLAG(int, worker_id, 0, "This worker's id, 0 <= worker_id < num_workers.");
+ABSL_FLAG(std::optional<int>, worker_id, std::nullopt,
+          "This worker's id, 0 <= worker_id < num_workers. Default 0; with --coordinator, the "
+          "lowest id no live worker of the job holds (docs/elastic.md).");
 ABSL_FLAG(int, num_workers, 1, "Total number of workers (must match the servers).");
 ABSL_FLAG(bool, standalone, false,
           "Train alone with no servers, applying the update in-process (for debugging a "
@@ -98,7 +101,9 @@ absl::StatusOr<WorkerConfig> WorkerConfigFromFlags() {
   c.workload.max_steps = absl::GetFlag(FLAGS_max_steps);
   c.workload.seed = absl::GetFlag(FLAGS_seed);
   RunOptions& r = c.run;
-  r.worker_id = absl::GetFlag(FLAGS_worker_id);
+  const std::optional<int> worker_id = absl::GetFlag(FLAGS_worker_id);
+  r.worker_id = worker_id.value_or(0);
+  c.worker_id_given = worker_id.has_value();
   r.num_workers = absl::GetFlag(FLAGS_num_workers);
   c.workload.worker_id = r.worker_id;
   c.workload.num_workers = r.num_workers;
@@ -127,8 +132,9 @@ absl::StatusOr<WorkerConfig> WorkerConfigFromFlags() {
   client = ClientOptionsFromFlags();
   ReporterOptions& report = c.report;
   report.worker_id = r.worker_id;
-  report.metrics_file = absl::StrReplaceAll(absl::GetFlag(FLAGS_metrics_file),
-                                            {{"{worker_id}", absl::StrCat(r.worker_id)}});
+  c.metrics_file_template = absl::GetFlag(FLAGS_metrics_file);
+  report.metrics_file =
+      absl::StrReplaceAll(c.metrics_file_template, {{"{worker_id}", absl::StrCat(r.worker_id)}});
   report.metrics.listen = absl::GetFlag(FLAGS_metrics_listen);
   report.metrics.security = client.security;
   // The worker's --auth_token_file holds its own token, not a table of
@@ -144,9 +150,11 @@ absl::StatusOr<WorkerConfig> WorkerConfigFromFlags() {
   }
   if (c.standalone) return c;
 
-  if (client.servers.empty()) {
+  ASSIGN_OR_RETURN(c.coordinator, CoordinatorFromFlags());
+  if (client.servers.empty() && c.coordinator.address.empty()) {
     return absl::InvalidArgumentError(
-        "--servers is empty: list the parameter servers (HOST:PORT,...) or pass --standalone");
+        "--servers is empty: list the parameter servers (HOST:PORT,...), name their "
+        "--coordinator, or pass --standalone");
   }
   client.worker_id = r.worker_id;
   client.num_workers = r.num_workers;
@@ -163,7 +171,8 @@ absl::StatusOr<WorkerConfig> WorkerConfigFromFlags() {
   }
   ASSIGN_OR_RETURN(client.retry_timeout,
                    SecondsFromFlag("retry_timeout", absl::GetFlag(FLAGS_retry_timeout)));
-  RETURN_IF_ERROR(ValidateClientOptions(client));
+  // With a coordinator and no --servers, JoinJob (worker/job.h) lists them.
+  if (!client.servers.empty()) RETURN_IF_ERROR(ValidateClientOptions(client));
   return c;
 }
 

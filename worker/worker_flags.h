@@ -17,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "client/client_options.h"
+#include "coord/coordinator_flags.h"
 #include "worker/compute/backend.h"
 #include "worker/progress.h"
 #include "worker/reporter.h"
@@ -43,14 +44,22 @@ struct WorkerConfig {
   // --standalone's in-process update: --lr, --optimizer and its flags (the
   // CTR model has its own: worker/ctr/flags.h replaces them).
   LocalStoreOptions standalone_store;
-  // Checked with ValidateClientOptions; log unset.
+  // Checked with ValidateClientOptions (with a coordinator and no
+  // --servers, once JoinJob found them); log unset.
   ClientOptions client;
+  // --coordinator, --job, --coordinator_ttl (address empty: none), whether
+  // --worker_id was given, and --metrics_file before {worker_id} was
+  // replaced: JoinJob (worker/job.h) may choose the id.
+  CoordinatorFlags coordinator;
+  bool worker_id_given = false;
+  std::string metrics_file_template;
 };
 
 // The flags' values (after absl::ParseCommandLine). INVALID_ARGUMENT naming
 // the flag for what no options type checks: an unknown --model, a negative
 // --slowdown, --standalone with several workers, an empty --servers
-// without --standalone, an unknown --transport, --wire_dtype or
+// without --standalone or --coordinator, a bad --coordinator, --job or
+// --coordinator_ttl, an unknown --transport, --wire_dtype or
 // --progress, a negative --metrics_linger, what RunOptions::Validate and
 // ValidateOptimizerOptions refuse (checked with or without --standalone),
 // and what ValidateClientOptions refuses. Each model checks its own

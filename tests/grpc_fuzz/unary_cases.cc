@@ -120,7 +120,8 @@ std::vector<UnaryRpc> BuildUnaryRpcs() {
 // from the server for a wait that ran out (PullRowsRequest.min_version,
 // PushPullRows in sync: "gave up after"); RESOURCE_EXHAUSTED also
 // for a message over the receive limit, and INTERNAL or UNIMPLEMENTED (what
-// gRPC answers when it cannot parse a request) only for fuzzed bytes. Anything else (UNKNOWN: an exception) is a finding.
+// gRPC answers when it cannot parse a request) only for fuzzed bytes. Anything else (UNKNOWN: an
+// exception) is a finding.
 void CheckRowsCode(Harness& h, const std::string& row, const Request& req, const grpc::Status& s,
                    bool we_cancelled, const std::string& what) {
   switch (s.error_code()) {

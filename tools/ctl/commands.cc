@@ -5,8 +5,11 @@
 #include <iostream>
 #include <memory>
 
+#include "absl/strings/str_cat.h"
 #include "client/admin_client.h"
 #include "client/channel.h"
+#include "coord/etcd_client.h"
+#include "coord/registration.h"
 #include "google/protobuf/util/json_util.h"
 #include "proto/health.grpc.pb.h"
 
@@ -82,9 +85,45 @@ int Top(const CtlOptions& o) {
   return 0;
 }
 
+// The job's live members in etcd, or the error (printed).
+absl::StatusOr<std::vector<Member>> Members(const CtlOptions& o) {
+  absl::StatusOr<std::unique_ptr<EtcdClient>> etcd =
+      EtcdClient::Connect(*ParseCoordinatorAddress(o.coordinator.address), o.timeout);
+  absl::StatusOr<std::vector<Member>> members =
+      etcd.ok() ? ListMembers(etcd->get(), o.coordinator.registration.job)
+                : absl::StatusOr<std::vector<Member>>(etcd.status());
+  if (!members.ok()) std::cerr << "ps_ctl: " << members.status().message() << std::endl;
+  return members;
+}
+
+// ps_ctl members: one JSON object per live member, servers then workers.
+int PrintMembers(const CtlOptions& o) {
+  absl::StatusOr<std::vector<Member>> members = Members(o);
+  if (!members.ok()) return 1;
+  for (const Member& m : *members) {
+    std::cout << "{\"job\":\"" << o.coordinator.registration.job << "\",\"role\":\"" << m.role
+              << "\",\"id\":" << m.id << ",\"value\":\"" << m.value << "\"}" << std::endl;
+  }
+  return 0;
+}
+
 }  // namespace
 
-int RunCtl(const CtlOptions& o) {
+int RunCtl(const CtlOptions& options) {
+  if (options.command == CtlCommand::kMembers) return PrintMembers(options);
+  CtlOptions o = options;
+  if (o.servers.empty()) {  // the live servers of the coordinator's job
+    absl::StatusOr<std::vector<Member>> members = Members(o);
+    if (!members.ok()) return 1;
+    for (const Member& m : *members) {
+      if (m.role == "servers") o.servers.push_back(m.value);
+    }
+    if (o.servers.empty()) {
+      std::cerr << "ps_ctl: no server of job " << o.coordinator.registration.job
+                << " is registered in etcd" << std::endl;
+      return 1;
+    }
+  }
   switch (o.command) {
     case CtlCommand::kHealth:
       return Health(o);
@@ -93,6 +132,7 @@ int RunCtl(const CtlOptions& o) {
     case CtlCommand::kCheckpoint:
       return PrintJson(o.servers, RequestCheckpoints(o.servers, o.timeout, o.security));
     case CtlCommand::kStatus:
+    case CtlCommand::kMembers:
       break;
   }
   return PrintJson(o.servers, QueryStatus(o.servers, o.timeout, o.security));

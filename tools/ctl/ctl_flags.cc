@@ -22,14 +22,24 @@ absl::StatusOr<CtlOptions> CtlOptionsFromFlags(const std::vector<char*>& args) {
     o.command = CtlCommand::kCheckpoint;
   } else if (cmd == "top") {
     o.command = CtlCommand::kTop;
+  } else if (cmd == "members") {
+    o.command = CtlCommand::kMembers;
   } else {
     return absl::InvalidArgumentError(
-        "usage: ps_ctl status|health|checkpoint|top --servers=HOST:PORT,... (see --help)");
+        "usage: ps_ctl status|health|checkpoint|top --servers=HOST:PORT,... or "
+        "--coordinator=etcd://HOST:PORT; ps_ctl members --coordinator=etcd://HOST:PORT (see "
+        "--help)");
   }
   const ClientOptions client = ClientOptionsFromFlags();
   o.servers = client.servers;
   o.security = client.security;
-  if (o.servers.empty()) return absl::InvalidArgumentError("--servers is empty");
+  ASSIGN_OR_RETURN(o.coordinator, CoordinatorFromFlags());
+  if (o.command == CtlCommand::kMembers && o.coordinator.address.empty()) {
+    return absl::InvalidArgumentError("members needs --coordinator=etcd://HOST:PORT");
+  }
+  if (o.servers.empty() && o.coordinator.address.empty()) {
+    return absl::InvalidArgumentError("--servers is empty (and no --coordinator to list them)");
+  }
   ASSIGN_OR_RETURN(o.timeout, SecondsFromFlag("timeout", absl::GetFlag(FLAGS_timeout)));
   if (o.command == CtlCommand::kTop) {
     ASSIGN_OR_RETURN(o.top, TopOptionsFromFlags());

@@ -4,6 +4,9 @@
 //   ps_ctl health --servers=h:p,h:p   grpc.health.v1 check; exit 0 iff all SERVING
 //   ps_ctl checkpoint --servers=h:p,...  each server writes a checkpoint now
 //   ps_ctl top --servers=h:p,...   live view, every --interval (tools/ctl/top.h)
+//   ps_ctl members --coordinator=etcd://h:p [--job=NAME]   the job's live members
+// With --coordinator instead of --servers, the commands find the servers in
+// etcd.
 //
 // The commands and their options: tools/ctl/commands.h. Exit status 2 for a
 // bad command line.
@@ -31,7 +34,12 @@ constexpr char kUsage[] =
     "as the upper bound of the server's histogram bucket) IN_B/S OUT_B/S (tensor bytes "
     "received and sent per second); a shard that does not answer is DOWN with its error.\n"
     "    Per worker: WORKER STATE (live, dropped, seen) STEP (lowest over the shards) LAG "
-    "(steps behind the newest worker). Needs the admin or reader identity.";
+    "(steps behind the newest worker). Needs the admin or reader identity.\n"
+    "  ps_ctl members --coordinator=etcd://HOST:PORT [--job=NAME]   the job's live members "
+    "registered in etcd (docs/elastic.md), one JSON object per line: role (servers, "
+    "workers), id, value (a server's address).\n"
+    "  With --coordinator=etcd://HOST:PORT and no --servers, status, health, checkpoint and "
+    "top find the servers in etcd.";
 
 }  // namespace
 

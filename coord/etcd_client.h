@@ -1,0 +1,92 @@
+// EtcdClient: the calls this project makes to etcd, the coordinator of
+// elastic clusters (Debian's etcd-server 3.4), over etcd's v3 gRPC API
+// (etcdserverpb, built from Debian's .proto files by third_party/etcd.bzl):
+// keys with leases, a put-if-absent transaction, listing by prefix, and
+// lease grant, keep-alive and revoke. Nothing of etcd's semantics is
+// re-implemented here: a lease that etcd lets expire takes its keys with it.
+//
+// The endpoints of a CoordinatorAddress are tried in order: a call that
+// finds its endpoint UNAVAILABLE is tried once on each of the others, and
+// the client stays on the first that answers. Every call has a deadline
+// (rpc_timeout). Errors name etcd, the endpoint and the key.
+//
+// Thread-safe. Plain-text connections (TLS to etcd: not yet).
+#ifndef PS_COORD_ETCD_CLIENT_H_
+#define PS_COORD_ETCD_CLIENT_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "coord/coordinator_address.h"
+
+namespace etcdserverpb {
+class KV;
+class Lease;
+}  // namespace etcdserverpb
+
+namespace ps {
+
+class EtcdClient {
+ public:
+  struct KeyValue {
+    std::string key;
+    std::string value;
+    int64_t lease = 0;  // 0: none
+  };
+
+  // Opens channels to the endpoints (no call is made: an etcd that is down
+  // shows in the first call). INVALID_ARGUMENT for an empty address.
+  static absl::StatusOr<std::unique_ptr<EtcdClient>> Connect(
+      const CoordinatorAddress& address, absl::Duration rpc_timeout = absl::Seconds(5));
+  ~EtcdClient();
+
+  EtcdClient(const EtcdClient&) = delete;
+  EtcdClient& operator=(const EtcdClient&) = delete;
+
+  // A new lease of `ttl` (whole seconds, rounded up; etcd may raise it to
+  // its minimum); its id.
+  absl::StatusOr<int64_t> GrantLease(absl::Duration ttl);
+  // Renews `lease` once; NOT_FOUND when etcd no longer has it (expired or
+  // revoked: its keys are gone).
+  absl::Status KeepAlive(int64_t lease);
+  // Ends `lease` now, deleting its keys. OK if it had ended already.
+  absl::Status RevokeLease(int64_t lease);
+
+  // Sets `key` (with `lease`, 0 = none).
+  absl::Status Put(const std::string& key, const std::string& value, int64_t lease = 0);
+  // Sets `key` only if it does not exist, in one transaction: whether it
+  // was set.
+  absl::StatusOr<bool> PutIfAbsent(const std::string& key, const std::string& value, int64_t lease);
+  // The keys that start with `prefix`, in key order.
+  absl::StatusOr<std::vector<KeyValue>> List(const std::string& prefix);
+  // Deletes `key` (OK if absent).
+  absl::Status Delete(const std::string& key);
+
+  // The endpoint the client uses now.
+  std::string endpoint() const;
+
+ private:
+  struct Endpoint;
+  EtcdClient(std::vector<std::unique_ptr<Endpoint>> endpoints, absl::Duration rpc_timeout);
+
+  // Runs `call` on the current endpoint, then, while it is UNAVAILABLE, on
+  // each other one; the first that answers becomes current. `what` starts
+  // the error message.
+  absl::Status Call(const std::string& what, const std::function<absl::Status(Endpoint&)>& call);
+
+  const std::vector<std::unique_ptr<Endpoint>> endpoints_;
+  const absl::Duration rpc_timeout_;
+  mutable absl::Mutex mu_;
+  size_t current_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace ps
+
+#endif  // PS_COORD_ETCD_CLIENT_H_

@@ -1,0 +1,95 @@
+// EtcdProcess: a real etcd (Debian's etcd-server, /usr/bin/etcd) for the
+// tests of the coordinator (coord/), one member on 127.0.0.1 ports picked
+// free, its data in a folder the test names. Start waits (bounded) until it
+// answers; the destructor stops it (SIGTERM, then SIGKILL). Test-only; one
+// thread owns it.
+#ifndef PS_TESTS_ETCD_PROCESS_H_
+#define PS_TESTS_ETCD_PROCESS_H_
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "coord/etcd_client.h"
+#include "tools/process/child_process.h"
+
+namespace ps {
+
+// A TCP port on 127.0.0.1 that nothing listens on now.
+inline int FreeLocalPort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  int port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+    port = ntohs(a.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+class EtcdProcess {
+ public:
+  // Starts etcd with its data in `dir` (made by etcd if missing), on
+  // `client_port` (0: a free one).
+  static absl::StatusOr<std::unique_ptr<EtcdProcess>> Start(const std::string& dir,
+                                                            int client_port = 0) {
+    const int port = client_port != 0 ? client_port : FreeLocalPort();
+    const int peer = FreeLocalPort();
+    const std::string client_url = absl::StrCat("http://127.0.0.1:", port);
+    const std::string peer_url = absl::StrCat("http://127.0.0.1:", peer);
+    absl::StatusOr<std::unique_ptr<ChildProcess>> child =
+        ChildProcess::Spawn({"/usr/bin/etcd", "--name=test", absl::StrCat("--data-dir=", dir),
+                             absl::StrCat("--listen-client-urls=", client_url),
+                             absl::StrCat("--advertise-client-urls=", client_url),
+                             absl::StrCat("--listen-peer-urls=", peer_url),
+                             absl::StrCat("--initial-advertise-peer-urls=", peer_url),
+                             absl::StrCat("--initial-cluster=test=", peer_url)},
+                            dir + ".log", /*pipe_stdout=*/false);
+    if (!child.ok()) return child.status();
+    std::unique_ptr<EtcdProcess> e(new EtcdProcess(*std::move(child), port));
+    absl::StatusOr<CoordinatorAddress> a =
+        ParseCoordinatorAddress(absl::StrCat("etcd://", e->endpoint()));
+    if (!a.ok()) return a.status();
+    const absl::Time deadline = absl::Now() + absl::Seconds(30);
+    absl::Status s;
+    while (absl::Now() < deadline) {
+      // A new channel each try: a refused one would back off for seconds.
+      absl::StatusOr<std::unique_ptr<EtcdClient>> c = EtcdClient::Connect(*a, absl::Seconds(1));
+      if (!c.ok()) return c.status();
+      s = (*c)->List("/").status();
+      if (s.ok()) return e;
+      if (e->child_->Poll().has_value()) break;
+      absl::SleepFor(absl::Milliseconds(100));
+    }
+    return absl::UnavailableError(absl::StrCat("etcd did not answer on ", e->endpoint(), ": ",
+                                               s.message(), "\n", e->child_->LogTail(20)));
+  }
+
+  ~EtcdProcess() { child_->Stop(absl::Seconds(5)); }
+
+  std::string endpoint() const { return absl::StrCat("127.0.0.1:", port_); }
+  std::string url() const { return absl::StrCat("etcd://", endpoint()); }
+  int port() const { return port_; }
+  void Kill() { child_->Stop(absl::ZeroDuration()); }
+
+ private:
+  EtcdProcess(std::unique_ptr<ChildProcess> child, int port)
+      : child_(std::move(child)), port_(port) {}
+
+  std::unique_ptr<ChildProcess> child_;
+  const int port_;
+};
+
+}  // namespace ps
+
+#endif  // PS_TESTS_ETCD_PROCESS_H_

@@ -1,0 +1,36 @@
+// JoinJob: with --coordinator (coord/, docs/elastic.md), ps_worker's place
+// in its job's membership in etcd, taken before it connects to the servers.
+//
+// It registers the worker as workers/<id> of the job, the value "HOST pid
+// PID", under a lease renewed while it trains (coord/registration.h): with
+// --worker_id that id (ALREADY_EXISTS naming the holder when a live worker
+// has it), without it the lowest id below --num_workers that no live
+// worker holds (RESOURCE_EXHAUSTED when all are). The id is then set
+// wherever `config` carries it. Without --servers it takes the servers
+// from etcd: those registered, in shard order, which must be shards
+// 0..S-1 (FAILED_PRECONDITION naming the missing ones otherwise).
+//
+// Without a coordinator it does nothing. The result holds the
+// registration: destroying it leaves the job at once.
+#ifndef PS_WORKER_JOB_H_
+#define PS_WORKER_JOB_H_
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "coord/etcd_client.h"
+#include "coord/registration.h"
+#include "worker/worker_flags.h"
+
+namespace ps {
+
+struct JobMembership {
+  std::unique_ptr<EtcdClient> etcd;            // null without a coordinator
+  std::unique_ptr<Registration> registration;  // destroyed first: leaves
+};
+
+absl::StatusOr<JobMembership> JoinJob(WorkerConfig* config);
+
+}  // namespace ps
+
+#endif  // PS_WORKER_JOB_H_
