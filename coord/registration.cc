@@ -1,5 +1,7 @@
 #include "coord/registration.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <utility>
 
@@ -46,6 +48,28 @@ absl::StatusOr<std::vector<Member>> ListMembers(EtcdClient* etcd, const std::str
     out.insert(out.end(), members.begin(), members.end());
   }
   return out;
+}
+
+absl::StatusOr<std::vector<std::string>> RegisteredServers(EtcdClient* etcd,
+                                                           const std::string& job) {
+  absl::StatusOr<std::vector<Member>> members = ListMembers(etcd, job);
+  if (!members.ok()) return members.status();
+  std::vector<std::string> servers;
+  for (const Member& m : *members) {
+    if (m.role != "servers") continue;
+    if (m.id != static_cast<int>(servers.size())) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "job ", job, " in etcd has server ", m.id, " but not server ", servers.size(),
+          ": start the missing ones, or name the servers with --servers"));
+    }
+    servers.push_back(m.value);
+  }
+  if (servers.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "no server of job ", job, " is registered in etcd ", etcd->endpoint(),
+        " (start ps_server with the same --coordinator and --job, or name the servers)"));
+  }
+  return servers;
 }
 
 namespace {
@@ -97,6 +121,16 @@ absl::StatusOr<std::unique_ptr<Registration>> Registration::JoinFreeId(
   return absl::ResourceExhaustedError(absl::StrCat("every one of the ", limit, " ", role,
                                                    " ids of job ", options.job,
                                                    " is held by a live member"));
+}
+
+absl::StatusOr<std::unique_ptr<Registration>> JoinAsWorker(EtcdClient* etcd, int id,
+                                                           int num_workers,
+                                                           const RegistrationOptions& options) {
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  const std::string value = absl::StrCat(host, " pid ", getpid());
+  if (id >= 0) return Registration::Join(etcd, "workers", id, value, options);
+  return Registration::JoinFreeId(etcd, "workers", num_workers, value, options);
 }
 
 Registration::Registration(EtcdClient* etcd, std::string role, int id, std::string value,

@@ -59,6 +59,20 @@ struct Member {
 };
 // The live members of `job`, servers then workers, each by id.
 absl::StatusOr<std::vector<Member>> ListMembers(EtcdClient* etcd, const std::string& job);
+// The addresses of the registered servers of `job` in shard order, for a
+// client that finds them in etcd; FAILED_PRECONDITION unless they are
+// shards 0..S-1 (naming the first missing one), or when there is none.
+absl::StatusOr<std::vector<std::string>> RegisteredServers(EtcdClient* etcd,
+                                                           const std::string& job);
+
+class Registration;
+
+// A worker's registration, its value this process's "HOST pid PID": id >= 0
+// takes that id (Registration::Join), -1 the lowest free one below
+// `num_workers` (Registration::JoinFreeId).
+absl::StatusOr<std::unique_ptr<Registration>> JoinAsWorker(EtcdClient* etcd, int id,
+                                                           int num_workers,
+                                                           const RegistrationOptions& options);
 
 class Registration {
  public:

@@ -59,7 +59,7 @@ declare -A allowed=(
   # or a GPU).
   [worker/train]="client common"
   [worker/compute]="common"
-  [python]="client common"
+  [python]="client coord common"
   # Tools and tests may use anything but each other's internals: tools never
   # tests/, nobody client/internal/.
   [tools]="* -tests -client/internal"

@@ -41,6 +41,7 @@
 #include "python/ext/call_thread.h"
 #include "python/ext/handles.h"
 #include "python/ext/in_flight.h"
+#include "python/ext/job_member.h"
 
 namespace py = pybind11;
 
@@ -387,6 +388,13 @@ PYBIND11_MODULE(_ps, m) {
       .def("send", &ps::PushPullHandle::Send, py::arg("index"), py::arg("grad"))
       .def("wait", &ps::PushPullHandle::Wait);
   py::class_<ps::RowsHandle>(m, "PushPullRowsInProgress").def("wait", &ps::RowsHandle::Wait);
+  py::class_<ps::JobMember>(m, "JobMember")
+      .def(py::init<std::string, std::string, double, int, int, bool>(), py::arg("coordinator"),
+           py::arg("job"), py::arg("ttl"), py::arg("worker_id"), py::arg("num_workers"),
+           py::arg("find_servers"))
+      .def_property_readonly("worker_id", &ps::JobMember::worker_id)
+      .def_property_readonly("servers", &ps::JobMember::servers)
+      .def("leave", &ps::JobMember::Leave);
   py::class_<ps::Client>(m, "Client")
       .def(py::init<std::vector<std::string>, int, int, std::string, std::string, std::string,
                     std::string, std::string, bool, std::string, std::string, double, double,

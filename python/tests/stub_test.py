@@ -133,7 +133,8 @@ class StubTest(unittest.TestCase):
         # Both sides were read: every class and method the extension has.
         api = module_api(ext)
         self.assertEqual(sorted(api),
-                         ["", "Client", "PushPullInProgress", "PushPullRowsInProgress"])
+                         ["", "Client", "JobMember", "PushPullInProgress",
+                          "PushPullRowsInProgress"])
         self.assertIn("pull", api["Client"])
         self.assertIn("version", api["Client"])
         print(f"{sum(len(m) for m in api.values())} functions, methods and properties agree")

@@ -186,11 +186,17 @@ uint64_t Shard::PullRowsAt(int worker_id, absl::string_view table, absl::Span<co
   uint64_t waiting = 0;
   {
     absl::MutexLock l(&mu_);
-    absl::Status checked = closed_ ? ShuttingDown() : tables_.CheckPrefetch(table, ids).status();
+    const bool now =
+        min_version <= 0 || (weights_.initialized() && weights_.version() >= min_version);
+    // A pull that waits is checked first (its errors come at once); one
+    // read now is checked by the read.
+    absl::Status checked = closed_ ? ShuttingDown()
+                           : now   ? absl::OkStatus()
+                                   : tables_.CheckPrefetch(table, ids).status();
     if (checked.ok() && renews_lease) TouchLocked(worker_id, Now(), &fx);
     if (!checked.ok()) {
       result = checked;
-    } else if (min_version <= 0 || (weights_.initialized() && weights_.version() >= min_version)) {
+    } else if (now) {
       RowsResult r;
       r.version = weights_.version();
       tables_.SetClock(r.version, Now());

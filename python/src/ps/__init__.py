@@ -131,29 +131,53 @@ class Client:
       wait_timeout: seconds a call waits for the other workers.
       retry_timeout: seconds a call keeps retrying when a server restarts
         (0: no retries).
+      coordinator: "etcd://HOST:PORT[,HOST:PORT...]", the etcd of an elastic
+        cluster (docs/elastic.md): the client registers this worker there
+        as ps_worker --coordinator does (worker_id None: the lowest id no
+        live worker of the job holds) and, with servers None, connects to
+        the servers registered there. close() leaves the job.
+      job, coordinator_ttl: as ps_worker's --job and --coordinator_ttl.
 
     A Client is a context manager: leaving the ``with`` block closes it.
     """
 
-    def __init__(self, servers: Union[str, Sequence[str]], worker_id: int, num_workers: int, *,
+    def __init__(self, servers: Union[str, Sequence[str], None], worker_id: Optional[int],
+                 num_workers: int, *,
                  tls_dir: Optional[str] = None, tls_cert: Optional[str] = None,
                  tls_key: Optional[str] = None, tls_ca: Optional[str] = None,
                  server_name: Optional[str] = None, auth_token_file: Optional[str] = None,
                  insecure: bool = False, transport: str = "stream", wire_dtype: str = "f32",
                  connect_timeout: float = 60.0, wait_timeout: float = 120.0,
-                 retry_timeout: float = 60.0) -> None:
+                 retry_timeout: float = 60.0, coordinator: Optional[str] = None,
+                 job: str = "default", coordinator_ttl: float = 10.0) -> None:
         if wire_dtype not in ("f32", "bf16"):
             raise ValueError(f"wire_dtype: expected 'f32' or 'bf16', got {wire_dtype!r}")
+        self._member: Optional[_ps.JobMember] = None
+        if coordinator:
+            self._member = _ps.JobMember(coordinator, job, float(coordinator_ttl),
+                                         -1 if worker_id is None else int(worker_id),
+                                         int(num_workers), servers is None)
+            worker_id = self._member.worker_id
+            if servers is None:
+                servers = self._member.servers
+        elif servers is None or worker_id is None:
+            raise ValueError("Client: servers and worker_id are required without a coordinator")
         if tls_dir is not None:
             tls_ca = tls_ca or os.path.join(tls_dir, "ca.pem")
             tls_cert = tls_cert or os.path.join(tls_dir, f"worker-{worker_id}.pem")
             tls_key = tls_key or os.path.join(tls_dir, f"worker-{worker_id}.key")
         self._num_workers = int(num_workers)
         self._worker_id = int(worker_id)
-        self._c = _ps.Client(_servers(servers), self._worker_id, self._num_workers,
-                             tls_cert or "", tls_key or "", tls_ca or "", server_name or "",
-                             auth_token_file or "", bool(insecure), transport, wire_dtype,
-                             float(connect_timeout), float(wait_timeout), float(retry_timeout))
+        try:
+            self._c = _ps.Client(_servers(servers), self._worker_id, self._num_workers,
+                                 tls_cert or "", tls_key or "", tls_ca or "", server_name or "",
+                                 auth_token_file or "", bool(insecure), transport, wire_dtype,
+                                 float(connect_timeout), float(wait_timeout),
+                                 float(retry_timeout))
+        except BaseException:
+            if self._member is not None:
+                self._member.leave()
+            raise
         self._names: List[str] = []
         self._shapes: List[Tuple[int, ...]] = []
         self._tables: Dict[str, Table] = OrderedDict()
@@ -162,8 +186,11 @@ class Client:
         """Cancels the call in flight, if any (it raises ps.Cancelled), and a
         push-pull started and not waited on, and closes the connections to
         the servers. Any thread may call it; calling it again does nothing.
-        Every later call raises ValueError. Garbage collection does the same."""
+        Every later call raises ValueError. Garbage collection does the same.
+        With a coordinator, the worker leaves its job."""
         self._c.close()
+        if self._member is not None:
+            self._member.leave()
 
     @property
     def closed(self) -> bool:
@@ -427,21 +454,33 @@ def connect_from_env(**kwargs: Any) -> Client:
 
     PS_SERVERS (HOST:PORT or unix:PATH,... shard 0 first), PS_WORKER_ID and PS_NUM_WORKERS
     are required; PS_TLS_DIR (a deploy/make_certs.sh folder) is optional.
-    deploy/local_cluster.sh --worker_cmd sets them. `kwargs` go to Client
-    (e.g. retry_timeout) and win over the environment.
+    deploy/local_cluster.sh --worker_cmd sets them. With PS_COORDINATOR
+    (etcd://HOST:PORT, docs/elastic.md; PS_JOB its job) PS_SERVERS and
+    PS_WORKER_ID may be left out: the worker takes them from etcd. `kwargs`
+    go to Client (e.g. retry_timeout) and win over the environment.
     """
-    env = {}
-    for var in ("PS_SERVERS", "PS_WORKER_ID", "PS_NUM_WORKERS"):
+    coordinator = os.environ.get("PS_COORDINATOR")
+    if coordinator:
+        kwargs.setdefault("coordinator", coordinator)
+        if os.environ.get("PS_JOB"):
+            kwargs.setdefault("job", os.environ["PS_JOB"])
+    required = ("PS_NUM_WORKERS",) if coordinator else ("PS_SERVERS", "PS_WORKER_ID",
+                                                         "PS_NUM_WORKERS")
+    for var in required:
         if not os.environ.get(var):
             raise ValueError(f"{var} is not set (deploy/local_cluster.sh --worker_cmd sets "
-                             "PS_SERVERS, PS_WORKER_ID and PS_NUM_WORKERS)")
-        env[var] = os.environ[var]
-    ints = {}
+                             "PS_SERVERS, PS_WORKER_ID and PS_NUM_WORKERS; with "
+                             "PS_COORDINATOR only PS_NUM_WORKERS is needed)")
+    ints: Dict[str, Optional[int]] = {}
     for var in ("PS_WORKER_ID", "PS_NUM_WORKERS"):
+        value = os.environ.get(var)
         try:
-            ints[var] = int(env[var])
+            ints[var] = int(value) if value else None
         except ValueError:
-            raise ValueError(f"{var}={env[var]!r} is not an integer") from None
+            raise ValueError(f"{var}={value!r} is not an integer") from None
     if os.environ.get("PS_TLS_DIR"):
         kwargs.setdefault("tls_dir", os.environ["PS_TLS_DIR"])
-    return Client(env["PS_SERVERS"], ints["PS_WORKER_ID"], ints["PS_NUM_WORKERS"], **kwargs)
+    num_workers = ints["PS_NUM_WORKERS"]
+    assert num_workers is not None  # required above
+    return Client(os.environ.get("PS_SERVERS") or None, ints["PS_WORKER_ID"], num_workers,
+                  **kwargs)

@@ -1,0 +1,66 @@
+// JobMember: a Python worker's place in its job's membership in etcd, for
+// ps.Client(coordinator=...) (python/src/ps/__init__.py; docs/elastic.md):
+// the same registration ps_worker --coordinator makes (coord/): the worker
+// key workers/<id> under a lease renewed while it lives (`worker_id` -1:
+// the lowest free id below `num_workers`), and, asked for, the servers
+// registered in etcd in shard order. leave() (or destruction) revokes the
+// lease. Network calls run with the GIL released. For one thread.
+#ifndef PS_PYTHON_EXT_JOB_MEMBER_H_
+#define PS_PYTHON_EXT_JOB_MEMBER_H_
+
+#include <pybind11/pybind11.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "coord/etcd_client.h"
+#include "coord/registration.h"
+
+namespace ps {
+
+void ThrowIfError(const absl::Status& s);  // ps_module.cc
+
+class JobMember {
+ public:
+  JobMember(const std::string& coordinator, const std::string& job, double ttl, int worker_id,
+            int num_workers, bool find_servers) {
+    pybind11::gil_scoped_release release;
+    absl::StatusOr<CoordinatorAddress> where = ParseCoordinatorAddress(coordinator);
+    ThrowIfError(where.status());
+    absl::StatusOr<std::unique_ptr<EtcdClient>> etcd = EtcdClient::Connect(*where);
+    ThrowIfError(etcd.status());
+    etcd_ = *std::move(etcd);
+    if (find_servers) {
+      absl::StatusOr<std::vector<std::string>> servers = RegisteredServers(etcd_.get(), job);
+      ThrowIfError(servers.status());
+      servers_ = *std::move(servers);
+    }
+    RegistrationOptions o;
+    o.job = job;
+    o.ttl = absl::Seconds(ttl);
+    absl::StatusOr<std::unique_ptr<Registration>> r =
+        JoinAsWorker(etcd_.get(), worker_id, num_workers, o);
+    ThrowIfError(r.status());
+    registration_ = *std::move(r);
+  }
+  ~JobMember() { Leave(); }
+
+  int worker_id() const { return registration_->id(); }
+  const std::vector<std::string>& servers() const { return servers_; }
+  void Leave() {
+    if (registration_ == nullptr) return;
+    pybind11::gil_scoped_release release;
+    registration_.reset();
+  }
+
+ private:
+  std::unique_ptr<EtcdClient> etcd_;
+  std::vector<std::string> servers_;
+  std::unique_ptr<Registration> registration_;  // null once left
+};
+
+}  // namespace ps
+
+#endif  // PS_PYTHON_EXT_JOB_MEMBER_H_

@@ -1,0 +1,129 @@
+"""ps.Client with a coordinator, through real processes: an etcd (Debian's
+etcd-server) and ps_server --coordinator shards. Two clients given neither
+servers nor worker ids take ids 0 and 1 and the servers registered in etcd,
+train a sync step together, and leave the job when closed; a client that
+asks for a taken id is refused naming the holder; connect_from_env reads
+PS_COORDINATOR and PS_JOB; killed servers drop out with their leases, and a
+client then finds none. The keys are read back with etcdctl.
+
+Run by //python:coordinator_test (python/tests/run_python_test.sh)."""
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import unittest
+
+import numpy as np
+
+import ps
+from cluster import Cluster, in_threads
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Etcd:
+    """One etcd member on free 127.0.0.1 ports, its data in a temporary folder."""
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="etcd.", dir=os.environ.get("TEST_TMPDIR"))
+        port, peer = free_port(), free_port()
+        self.endpoint = f"127.0.0.1:{port}"
+        self.url = f"etcd://{self.endpoint}"
+        client, peer_url = f"http://{self.endpoint}", f"http://127.0.0.1:{peer}"
+        self.log = open(os.path.join(self.dir, "etcd.log"), "w")
+        self.proc = subprocess.Popen(
+            ["/usr/bin/etcd", "--name=t", f"--data-dir={self.dir}/data",
+             f"--listen-client-urls={client}", f"--advertise-client-urls={client}",
+             f"--listen-peer-urls={peer_url}", f"--initial-advertise-peer-urls={peer_url}",
+             f"--initial-cluster=t={peer_url}"], stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 30
+        while self.keys("/") is None:
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                self.close()
+                raise RuntimeError("etcd did not start; see " + self.log.name)
+            time.sleep(0.1)
+
+    def keys(self, prefix):
+        """The keys under `prefix` (etcdctl), or None when etcd does not answer."""
+        r = subprocess.run(["etcdctl", f"--endpoints={self.endpoint}", "--command-timeout=2s",
+                            "get", "--prefix", "--keys-only", prefix],
+                           env=dict(os.environ, ETCDCTL_API="3"), capture_output=True, text=True)
+        return None if r.returncode != 0 else [k for k in r.stdout.split("\n") if k]
+
+    def close(self):
+        self.proc.terminate()
+        self.proc.wait(10)
+        self.log.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class CoordinatorTest(unittest.TestCase):
+    def test_clients_take_ids_and_servers_from_etcd(self):
+        etcd = Etcd()
+        try:
+            extra = [f"--coordinator={etcd.url}", "--job=py", "--coordinator_ttl=2"]
+            with Cluster(shards=2, workers=2, mode="sync", lr=0.5, extra=extra) as c:
+                self.assertEqual(etcd.keys("/ps/py/"), ["/ps/py/servers/0", "/ps/py/servers/1"])
+                clients = [ps.Client(None, None, 2, coordinator=etcd.url, job="py",
+                                     coordinator_ttl=2, connect_timeout=10, wait_timeout=30)
+                           for _ in range(2)]
+                self.assertEqual(sorted(cl.worker_id for cl in clients), [0, 1])
+                self.assertEqual(etcd.keys("/ps/py/workers/"),
+                                 ["/ps/py/workers/0", "/ps/py/workers/1"])
+                by_id = {cl.worker_id: cl for cl in clients}
+                in_threads(lambda w: by_id[w].init({"w": np.zeros(4, np.float32)}), 60)
+                out = {}
+
+                def step(w):
+                    out[w] = by_id[w].push_pull({"w": np.full(4, w + 1, np.float32)})
+                in_threads(step, 60)
+                # The mean of the two gradients (1 and 2) at lr 0.5: -0.75.
+                for w in (0, 1):
+                    np.testing.assert_array_equal(out[w]["w"], np.full(4, -0.75, np.float32))
+                # A taken id is refused, naming the live holder.
+                with self.assertRaisesRegex(ps.AlreadyExists, "workers 1 of job py is taken"):
+                    ps.Client(c.servers, 1, 2, coordinator=etcd.url, job="py")
+                by_id[1].close()  # leaves at once
+                self.assertEqual(etcd.keys("/ps/py/workers/"), ["/ps/py/workers/0"])
+                # connect_from_env: PS_COORDINATOR and PS_JOB, no PS_SERVERS or PS_WORKER_ID.
+                env = {"PS_COORDINATOR": etcd.url, "PS_JOB": "py", "PS_NUM_WORKERS": "2"}
+                saved = {k: os.environ.get(k) for k in
+                         list(env) + ["PS_SERVERS", "PS_WORKER_ID", "PS_TLS_DIR"]}
+                try:
+                    for k in saved:
+                        os.environ.pop(k, None)
+                    os.environ.update(env)
+                    again = ps.connect_from_env(connect_timeout=10)
+                    self.assertEqual(again.worker_id, 1)  # the id worker 1 left
+                    again.close()
+                finally:
+                    for k, v in saved.items():
+                        if v is None:
+                            os.environ.pop(k, None)
+                        else:
+                            os.environ[k] = v
+                by_id[0].close()
+                self.assertEqual(etcd.keys("/ps/py/workers/"), [])
+            # The cluster's servers were killed (SIGKILL): etcd drops them
+            # when their 2 s leases run out.
+            deadline = time.monotonic() + 15
+            while etcd.keys("/ps/py/servers/") and time.monotonic() < deadline:
+                time.sleep(0.2)
+            self.assertEqual(etcd.keys("/ps/py/servers/"), [])
+            with self.assertRaisesRegex(ps.FailedPrecondition, "no server of job py"):
+                ps.Client(None, None, 2, coordinator=etcd.url, job="py")
+        finally:
+            etcd.close()
+        with self.assertRaisesRegex(ValueError, "required without a coordinator"):
+            ps.Client(None, 0, 1)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
