@@ -8,6 +8,7 @@
 #include "grpcpp/client_context.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
+#include "rpc/credentials.h"
 
 namespace ps {
 
@@ -41,17 +42,26 @@ std::string PrefixEnd(const std::string& prefix) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<EtcdClient>> EtcdClient::Connect(const CoordinatorAddress& address,
+                                                                const SecurityOptions& security,
                                                                 absl::Duration rpc_timeout) {
   if (address.endpoints.empty()) {
     return absl::InvalidArgumentError("etcd: no endpoint");
   }
+  SecurityOptions sec = security;
+  sec.auth_token_file.clear();
+  sec.tls_server_name.clear();
   std::vector<std::unique_ptr<Endpoint>> endpoints;
   for (const std::string& e : address.endpoints) {
     // A restarted etcd is found within a second (gRPC's default backoff
     // grows to two minutes).
     grpc::ChannelArguments args;
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-    auto channel = grpc::CreateCustomChannel(e, grpc::InsecureChannelCredentials(), args);
+    absl::StatusOr<std::shared_ptr<grpc::Channel>> made = MakeSecureChannel(e, sec, args);
+    if (!made.ok()) {
+      return absl::Status(made.status().code(),
+                          absl::StrCat("etcd ", e, ": ", made.status().message()));
+    }
+    std::shared_ptr<grpc::Channel> channel = *std::move(made);
     auto ep = std::make_unique<Endpoint>();
     ep->address = e;
     ep->kv = etcdserverpb::KV::NewStub(channel);

@@ -10,7 +10,7 @@
 // the client stays on the first that answers. Every call has a deadline
 // (rpc_timeout). Errors name etcd, the endpoint and the key.
 //
-// Thread-safe. Plain-text connections (TLS to etcd: not yet).
+// Thread-safe.
 #ifndef PS_COORD_ETCD_CLIENT_H_
 #define PS_COORD_ETCD_CLIENT_H_
 
@@ -24,6 +24,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/security_options.h"
 #include "coord/coordinator_address.h"
 
 namespace etcdserverpb {
@@ -42,9 +43,16 @@ class EtcdClient {
   };
 
   // Opens channels to the endpoints (no call is made: an etcd that is down
-  // shows in the first call). INVALID_ARGUMENT for an empty address.
+  // shows in the first call), with `security` as the process's own
+  // channels have it (rpc/credentials.h): with a CA, TLS verified against
+  // it, presenting the process's certificate (etcd --client-cert-auth);
+  // without, plaintext, to loopback only unless `insecure`. Its bearer
+  // token and tls_server_name are not used (they are for the servers).
+  // INVALID_ARGUMENT for an empty address or options CheckSecurityOptions
+  // refuses.
   static absl::StatusOr<std::unique_ptr<EtcdClient>> Connect(
-      const CoordinatorAddress& address, absl::Duration rpc_timeout = absl::Seconds(5));
+      const CoordinatorAddress& address, const SecurityOptions& security = SecurityOptions(),
+      absl::Duration rpc_timeout = absl::Seconds(5));
   ~EtcdClient();
 
   EtcdClient(const EtcdClient&) = delete;

@@ -10,7 +10,8 @@
 #   ca.pem ca.key                 the CA (keep ca.key away from the cluster);
 #                                 kept when DIR holds both already (new
 #                                 leaves under the same CA), unless --new_ca
-#   server-<s>.pem server-<s>.key CN server-<s>; SANs localhost, 127.0.0.1,
+#   server-<s>.pem server-<s>.key CN server-<s> (also a client certificate:
+#                                 servers register in etcd); SANs localhost, 127.0.0.1,
 #                                 ::1, ps-server-<s> (compose),
 #                                 ps-server-<s>.ps-server and
 #                                 ps-server-<s>.ps-server.default.svc[.cluster.local]
@@ -20,6 +21,9 @@
 #                                 also a server certificate (ps_worker
 #                                 --metrics_listen): SANs localhost,
 #                                 127.0.0.1, ps-worker-<w>
+#   etcd.pem etcd.key             CN etcd: the coordinator's server
+#                                 certificate (docs/elastic.md); SANs
+#                                 localhost, 127.0.0.1, ::1, etcd
 #   admin.pem admin.key           CN admin   (ps_ctl)
 #   reader.pem reader.key         CN reader  (evaluation, dashboards)
 #   tokens.txt                    the servers' --auth_token_file: one
@@ -96,9 +100,11 @@ for ((s = 0; s < servers; s++)); do
     n=${n//\{s\}/$s}
     if [[ "$n" =~ ^[0-9.]+$ || "$n" == *:* ]]; then san+=",IP:$n"; else san+=",DNS:$n"; fi
   done
-  sign "server-$s" "server-$s" "extendedKeyUsage=serverAuth
+  sign "server-$s" "server-$s" "extendedKeyUsage=serverAuth,clientAuth
 subjectAltName=$san"
 done
+sign etcd etcd "extendedKeyUsage=serverAuth
+subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1,DNS:etcd"
 for ((w = 0; w < workers; w++)); do
   # serverAuth and the DNS/IP names too: ps_worker --metrics_listen serves
   # HTTPS with this certificate. The URI stays first (the identity).
@@ -122,4 +128,4 @@ if [ -n "$owner" ]; then
   chown "$owner" ./*.pem ./*.key ./*.token tokens.txt
   chmod 400 ./*.key ./*.token tokens.txt
 fi
-echo "make_certs: $servers server, $workers worker, admin and reader certificates and tokens, signed by $ca_note, in $(pwd)"
+echo "make_certs: $servers server, $workers worker, etcd, admin and reader certificates and tokens, signed by $ca_note, in $(pwd)"

@@ -328,7 +328,7 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
   if (!options.coordinator.address.empty()) {
     ASSIGN_OR_RETURN(const CoordinatorAddress where,
                      ParseCoordinatorAddress(options.coordinator.address));
-    ASSIGN_OR_RETURN(s->etcd_, EtcdClient::Connect(where));
+    ASSIGN_OR_RETURN(s->etcd_, EtcdClient::Connect(where, options.security));
     RegistrationOptions ro = options.coordinator.registration;
     if (!ro.log) ro.log = options.shard.log;
     ASSIGN_OR_RETURN(s->registration_, Registration::Join(s->etcd_.get(), "servers",

@@ -16,6 +16,7 @@
 
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <utility>
@@ -36,6 +37,7 @@ namespace ps {
 const char* g_server_binary = nullptr;
 const char* g_ctl_binary = nullptr;
 const char* g_worker_binary = nullptr;
+const char* g_make_certs = nullptr;
 
 namespace {
 
@@ -308,17 +310,67 @@ TEST(CoordinatedWorkers, TakeFreeIdsAndTheServersFromEtcd) {
   EXPECT_EQ((*m)[0].role, "servers");
 }
 
+TEST(EtcdTls, MembersRegisterOverMutualTls) {
+  const std::string certs = TempDir("certs");
+  ASSERT_EQ(
+      std::system(
+          absl::StrCat(g_make_certs, " ", certs, " --servers=1 --workers=1 >/dev/null").c_str()),
+      0);
+  auto etcd = EtcdProcess::Start(TempDir("tls"), 0, certs);
+  ASSERT_TRUE(etcd.ok()) << etcd.status();
+  const CoordinatorAddress where = *ParseCoordinatorAddress((*etcd)->url());
+  SecurityOptions admin;
+  admin.tls_ca = certs + "/ca.pem";
+  admin.tls_cert = certs + "/admin.pem";
+  admin.tls_key = certs + "/admin.key";
+  // Plaintext, and TLS without a client certificate: refused.
+  SecurityOptions ca_only;
+  ca_only.tls_ca = admin.tls_ca;
+  for (const SecurityOptions& refused : {SecurityOptions(), ca_only}) {
+    auto c = EtcdClient::Connect(where, refused, absl::Seconds(2));
+    ASSERT_TRUE(c.ok()) << c.status();
+    absl::Status s = (*c)->List("/").status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+    EXPECT_THAT(s.message(), HasSubstr("etcd 127.0.0.1:"));
+  }
+  ServerProcessOptions so;
+  so.binary = g_server_binary;
+  so.dir = TempDir("");
+  so.name = "tls-server";
+  so.flags = {"--mode=async",
+              absl::StrCat("--coordinator=", (*etcd)->url()),
+              "--job=tls",
+              absl::StrCat("--tls_ca=", certs, "/ca.pem"),
+              absl::StrCat("--tls_cert=", certs, "/server-0.pem"),
+              absl::StrCat("--tls_key=", certs, "/server-0.key")};
+  auto server = ServerProcess::Start(so);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto c = EtcdClient::Connect(where, admin);
+  ASSERT_TRUE(c.ok());
+  absl::StatusOr<std::vector<Member>> m = ListMembers(c->get(), "tls");
+  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_EQ(m->size(), 1u);
+  EXPECT_EQ((*m)[0].value, (*server)->address());
+  const auto [members, rc] =
+      Ctl({"members", absl::StrCat("--coordinator=", (*etcd)->url()), "--job=tls",
+           absl::StrCat("--tls_ca=", admin.tls_ca), absl::StrCat("--tls_cert=", admin.tls_cert),
+           absl::StrCat("--tls_key=", admin.tls_key)});
+  EXPECT_EQ(rc, 0);
+  EXPECT_THAT(members, HasSubstr((*server)->address()));
+}
+
 }  // namespace
 }  // namespace ps
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
-  if (argc != 4) {
-    std::fprintf(stderr, "usage: coordinator_test PS_SERVER PS_CTL PS_WORKER\n");
+  if (argc != 5) {
+    std::fprintf(stderr, "usage: coordinator_test PS_SERVER PS_CTL PS_WORKER MAKE_CERTS\n");
     return 2;
   }
   ps::g_server_binary = argv[1];
   ps::g_ctl_binary = argv[2];
   ps::g_worker_binary = argv[3];
+  ps::g_make_certs = argv[4];
   return RUN_ALL_TESTS();
 }

@@ -12,6 +12,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -40,21 +41,37 @@ inline int FreeLocalPort() {
 class EtcdProcess {
  public:
   // Starts etcd with its data in `dir` (made by etcd if missing), on
-  // `client_port` (0: a free one).
+  // `client_port` (0: a free one). With `certs` (a deploy/make_certs.sh
+  // folder), clients need mutual TLS: etcd.pem serves, ca.pem verifies;
+  // Start's own probe presents admin.pem.
   static absl::StatusOr<std::unique_ptr<EtcdProcess>> Start(const std::string& dir,
-                                                            int client_port = 0) {
+                                                            int client_port = 0,
+                                                            const std::string& certs = "") {
     const int port = client_port != 0 ? client_port : FreeLocalPort();
     const int peer = FreeLocalPort();
-    const std::string client_url = absl::StrCat("http://127.0.0.1:", port);
+    const std::string client_url =
+        absl::StrCat(certs.empty() ? "http" : "https", "://127.0.0.1:", port);
     const std::string peer_url = absl::StrCat("http://127.0.0.1:", peer);
+    std::vector<std::string> argv = {"/usr/bin/etcd",
+                                     "--name=test",
+                                     absl::StrCat("--data-dir=", dir),
+                                     absl::StrCat("--listen-client-urls=", client_url),
+                                     absl::StrCat("--advertise-client-urls=", client_url),
+                                     absl::StrCat("--listen-peer-urls=", peer_url),
+                                     absl::StrCat("--initial-advertise-peer-urls=", peer_url),
+                                     absl::StrCat("--initial-cluster=test=", peer_url)};
+    SecurityOptions security;
+    if (!certs.empty()) {
+      argv.push_back(absl::StrCat("--cert-file=", certs, "/etcd.pem"));
+      argv.push_back(absl::StrCat("--key-file=", certs, "/etcd.key"));
+      argv.push_back(absl::StrCat("--trusted-ca-file=", certs, "/ca.pem"));
+      argv.push_back("--client-cert-auth");
+      security.tls_ca = certs + "/ca.pem";
+      security.tls_cert = certs + "/admin.pem";
+      security.tls_key = certs + "/admin.key";
+    }
     absl::StatusOr<std::unique_ptr<ChildProcess>> child =
-        ChildProcess::Spawn({"/usr/bin/etcd", "--name=test", absl::StrCat("--data-dir=", dir),
-                             absl::StrCat("--listen-client-urls=", client_url),
-                             absl::StrCat("--advertise-client-urls=", client_url),
-                             absl::StrCat("--listen-peer-urls=", peer_url),
-                             absl::StrCat("--initial-advertise-peer-urls=", peer_url),
-                             absl::StrCat("--initial-cluster=test=", peer_url)},
-                            dir + ".log", /*pipe_stdout=*/false);
+        ChildProcess::Spawn(argv, dir + ".log", /*pipe_stdout=*/false);
     if (!child.ok()) return child.status();
     std::unique_ptr<EtcdProcess> e(new EtcdProcess(*std::move(child), port));
     absl::StatusOr<CoordinatorAddress> a =
@@ -64,7 +81,8 @@ class EtcdProcess {
     absl::Status s;
     while (absl::Now() < deadline) {
       // A new channel each try: a refused one would back off for seconds.
-      absl::StatusOr<std::unique_ptr<EtcdClient>> c = EtcdClient::Connect(*a, absl::Seconds(1));
+      absl::StatusOr<std::unique_ptr<EtcdClient>> c =
+          EtcdClient::Connect(*a, security, absl::Seconds(1));
       if (!c.ok()) return c.status();
       s = (*c)->List("/").status();
       if (s.ok()) return e;

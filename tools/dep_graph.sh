@@ -34,8 +34,8 @@ declare -A allowed=(
   [common/testing]="common"
   [rpc]="common proto gRPC"
   # The coordinator of elastic clusters: etcd's address, client (its v3
-  # gRPC API) and this process's leased membership.
-  [coord]="common gRPC"
+  # gRPC API, over rpc/'s credentials) and this process's leased membership.
+  [coord]="common rpc gRPC"
   # The shard core: no gRPC, no protobuf, no rpc/. (Its tests: the fake
   # clock.)
   [server/core]="common common/testing"

@@ -15,8 +15,8 @@ absl::StatusOr<JobMembership> JoinJob(WorkerConfig* config) {
   const CoordinatorFlags& coordinator = config->coordinator;
   if (coordinator.address.empty() || config->standalone) return m;
   ASSIGN_OR_RETURN(const CoordinatorAddress where, ParseCoordinatorAddress(coordinator.address));
-  ASSIGN_OR_RETURN(m.etcd, EtcdClient::Connect(where));
   ClientOptions& client = config->client;
+  ASSIGN_OR_RETURN(m.etcd, EtcdClient::Connect(where, client.security));
   if (client.servers.empty()) {
     ASSIGN_OR_RETURN(client.servers, RegisteredServers(m.etcd.get(), coordinator.registration.job));
     RETURN_IF_ERROR(ValidateClientOptions(client));

@@ -24,12 +24,19 @@ void ThrowIfError(const absl::Status& s);  // ps_module.cc
 
 class JobMember {
  public:
+  // `tls_*` and `insecure`: the client's own (EtcdClient::Connect).
   JobMember(const std::string& coordinator, const std::string& job, double ttl, int worker_id,
-            int num_workers, bool find_servers) {
+            int num_workers, bool find_servers, const std::string& tls_cert,
+            const std::string& tls_key, const std::string& tls_ca, bool insecure) {
     pybind11::gil_scoped_release release;
     absl::StatusOr<CoordinatorAddress> where = ParseCoordinatorAddress(coordinator);
     ThrowIfError(where.status());
-    absl::StatusOr<std::unique_ptr<EtcdClient>> etcd = EtcdClient::Connect(*where);
+    SecurityOptions security;
+    security.tls_cert = tls_cert;
+    security.tls_key = tls_key;
+    security.tls_ca = tls_ca;
+    security.insecure = insecure;
+    absl::StatusOr<std::unique_ptr<EtcdClient>> etcd = EtcdClient::Connect(*where, security);
     ThrowIfError(etcd.status());
     etcd_ = *std::move(etcd);
     if (find_servers) {

@@ -389,9 +389,11 @@ PYBIND11_MODULE(_ps, m) {
       .def("wait", &ps::PushPullHandle::Wait);
   py::class_<ps::RowsHandle>(m, "PushPullRowsInProgress").def("wait", &ps::RowsHandle::Wait);
   py::class_<ps::JobMember>(m, "JobMember")
-      .def(py::init<std::string, std::string, double, int, int, bool>(), py::arg("coordinator"),
-           py::arg("job"), py::arg("ttl"), py::arg("worker_id"), py::arg("num_workers"),
-           py::arg("find_servers"))
+      .def(py::init<std::string, std::string, double, int, int, bool, std::string, std::string,
+                    std::string, bool>(),
+           py::arg("coordinator"), py::arg("job"), py::arg("ttl"), py::arg("worker_id"),
+           py::arg("num_workers"), py::arg("find_servers"), py::arg("tls_cert"), py::arg("tls_key"),
+           py::arg("tls_ca"), py::arg("insecure"))
       .def_property_readonly("worker_id", &ps::JobMember::worker_id)
       .def_property_readonly("servers", &ps::JobMember::servers)
       .def("leave", &ps::JobMember::Leave);

@@ -88,7 +88,7 @@ int Top(const CtlOptions& o) {
 // The job's live members in etcd, or the error (printed).
 absl::StatusOr<std::vector<Member>> Members(const CtlOptions& o) {
   absl::StatusOr<std::unique_ptr<EtcdClient>> etcd =
-      EtcdClient::Connect(*ParseCoordinatorAddress(o.coordinator.address), o.timeout);
+      EtcdClient::Connect(*ParseCoordinatorAddress(o.coordinator.address), o.security, o.timeout);
   absl::StatusOr<std::vector<Member>> members =
       etcd.ok() ? ListMembers(etcd->get(), o.coordinator.registration.job)
                 : absl::StatusOr<std::vector<Member>>(etcd.status());

@@ -135,7 +135,8 @@ class Client:
         cluster (docs/elastic.md): the client registers this worker there
         as ps_worker --coordinator does (worker_id None: the lowest id no
         live worker of the job holds) and, with servers None, connects to
-        the servers registered there. close() leaves the job.
+        the servers registered there; with TLS files, over TLS with them.
+        close() leaves the job.
       job, coordinator_ttl: as ps_worker's --job and --coordinator_ttl.
 
     A Client is a context manager: leaving the ``with`` block closes it.
@@ -154,9 +155,18 @@ class Client:
             raise ValueError(f"wire_dtype: expected 'f32' or 'bf16', got {wire_dtype!r}")
         self._member: Optional[_ps.JobMember] = None
         if coordinator:
-            self._member = _ps.JobMember(coordinator, job, float(coordinator_ttl),
-                                         -1 if worker_id is None else int(worker_id),
-                                         int(num_workers), servers is None)
+            # etcd over TLS with the CA and a certificate of tls_dir or
+            # tls_*: before the id is known, tls_dir gives worker 0's (any
+            # worker certificate will do for etcd).
+            member_id = -1 if worker_id is None else int(worker_id)
+            cert, key, ca = tls_cert, tls_key, tls_ca
+            if tls_dir is not None:
+                ca = ca or os.path.join(tls_dir, "ca.pem")
+                cert = cert or os.path.join(tls_dir, f"worker-{max(member_id, 0)}.pem")
+                key = key or os.path.join(tls_dir, f"worker-{max(member_id, 0)}.key")
+            self._member = _ps.JobMember(coordinator, job, float(coordinator_ttl), member_id,
+                                         int(num_workers), servers is None, cert or "",
+                                         key or "", ca or "", bool(insecure))
             worker_id = self._member.worker_id
             if servers is None:
                 servers = self._member.servers

@@ -20,7 +20,8 @@ class PushPullRowsInProgress:
 
 class JobMember:
     def __init__(self, coordinator: str, job: str, ttl: float, worker_id: int, num_workers: int,
-                 find_servers: bool) -> None: ...
+                 find_servers: bool, tls_cert: str, tls_key: str, tls_ca: str,
+                 insecure: bool) -> None: ...
     @property
     def worker_id(self) -> int: ...
     @property
