@@ -2,6 +2,8 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
+#include "common/flag_lists.h"
+#include "common/status_macros.h"
 #include "coord/coordinator_address.h"
 
 ABSL_FLAG(std::string, coordinator, "",
@@ -19,12 +21,13 @@ absl::StatusOr<CoordinatorFlags> CoordinatorFromFlags() {
   CoordinatorFlags f;
   f.address = absl::GetFlag(FLAGS_coordinator);
   f.registration.job = absl::GetFlag(FLAGS_job);
-  const double ttl = absl::GetFlag(FLAGS_coordinator_ttl);
-  if (!(ttl >= 2 && ttl <= 86400)) {
+  ASSIGN_OR_RETURN(f.registration.ttl,
+                   SecondsFromFlag("coordinator_ttl", absl::GetFlag(FLAGS_coordinator_ttl)));
+  if (f.registration.ttl < absl::Seconds(2) || f.registration.ttl > absl::Hours(24)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--coordinator_ttl=", ttl, ": must be between 2 and 86400 seconds"));
+        absl::StrCat("--coordinator_ttl=", absl::GetFlag(FLAGS_coordinator_ttl),
+                     ": must be between 2 and 86400 seconds"));
   }
-  f.registration.ttl = absl::Seconds(ttl);
   if (f.address.empty()) return f;
   if (absl::StatusOr<CoordinatorAddress> a = ParseCoordinatorAddress(f.address); !a.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("--coordinator: ", a.status().message()));

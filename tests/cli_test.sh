@@ -80,6 +80,13 @@ expect "worker rejects a negative --retry_timeout" 2 "--retry_timeout must be >=
   "$WORKER" --servers=127.0.0.1:1 --retry_timeout=-1 --max_steps=1
 expect "worker without servers says how to fix it" 2 "--servers is empty.*--standalone" \
   "$WORKER" --max_steps=1
+expect "server rejects a coordinator that is not etcd" 2 "--coordinator: .*etcd://HOST:PORT" \
+  "$SERVER" --listen=127.0.0.1:0 --coordinator=zk://127.0.0.1:2181
+expect "worker rejects a coordinator ttl under 2 s" 2 "--coordinator_ttl=1: must be between 2" \
+  "$WORKER" --coordinator=etcd://127.0.0.1:2379 --coordinator_ttl=1 --max_steps=1
+expect "ps_ctl members needs a coordinator" 2 "members needs --coordinator" "$CTL" members
+expect "server names an etcd that does not answer" 2 "etcd 127.0.0.1:1: grant a lease" \
+  "$SERVER" --listen=127.0.0.1:0 --coordinator=etcd://127.0.0.1:1
 expect "worker names the dataset package" 1 "dataset-fashion-mnist" \
   "$WORKER" --standalone --dataset_dir=/nonexistent
 expect "worker rejects a bad --hidden" 2 "--hidden=5,x: 'x' is not a positive integer" \
