@@ -165,9 +165,7 @@ std::unique_ptr<PendingOp> PsClient::PushPullRowsAsync(absl::string_view table,
   absl::StatusOr<SparseRequest> request = GroupIds(ids, num_shards());
   if (!request.ok()) return PendingCalls::Failed(request.status());
   const int d = *dim;
-  std::function<std::unique_ptr<PendingOp>(std::vector<PushOutcome>*,
-                                           std::vector<std::vector<float>>*)>
-      start;
+  RowsPushPullOp::Start start;
   if (sync) {
     // Then the rows of the step that closes: a pull beside the transport
     // that each shard answers at its step's close (PullRowsRequest.
