@@ -16,6 +16,7 @@ struct EtcdClient::Endpoint {
   std::string address;
   std::unique_ptr<etcdserverpb::KV::Stub> kv;
   std::unique_ptr<etcdserverpb::Lease::Stub> lease;
+  std::unique_ptr<etcdserverpb::Watch::Stub> watch;
 };
 
 namespace {
@@ -56,6 +57,10 @@ absl::StatusOr<std::unique_ptr<EtcdClient>> EtcdClient::Connect(const Coordinato
     // grows to two minutes).
     grpc::ChannelArguments args;
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+    // A watch on an etcd that went silent (a lost link) ends: pings every
+    // 10 s (etcd accepts one every 5 s), 5 s for the answer.
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
     absl::StatusOr<std::shared_ptr<grpc::Channel>> made = MakeSecureChannel(e, sec, args);
     if (!made.ok()) {
       return absl::Status(made.status().code(),
@@ -66,6 +71,7 @@ absl::StatusOr<std::unique_ptr<EtcdClient>> EtcdClient::Connect(const Coordinato
     ep->address = e;
     ep->kv = etcdserverpb::KV::NewStub(channel);
     ep->lease = etcdserverpb::Lease::NewStub(channel);
+    ep->watch = etcdserverpb::Watch::NewStub(channel);
     endpoints.push_back(std::move(ep));
   }
   return std::unique_ptr<EtcdClient>(new EtcdClient(std::move(endpoints), rpc_timeout));
@@ -170,16 +176,33 @@ absl::Status EtcdClient::Put(const std::string& key, const std::string& value, i
 
 absl::StatusOr<bool> EtcdClient::PutIfAbsent(const std::string& key, const std::string& value,
                                              int64_t lease) {
+  return PutIf(absl::StrCat("create \"", key, "\""), key, 0, value, lease);
+}
+
+absl::StatusOr<bool> EtcdClient::CompareAndPut(const std::string& key, int64_t mod_revision,
+                                               const std::string& value) {
+  return PutIf(absl::StrCat("compare-and-put \"", key, "\" at revision ", mod_revision), key,
+               mod_revision, value, 0);
+}
+
+absl::StatusOr<bool> EtcdClient::PutIf(const std::string& what, const std::string& key,
+                                       int64_t mod_revision, const std::string& value,
+                                       int64_t lease) {
   bool put = false;
-  absl::Status s = Call(absl::StrCat("create \"", key, "\""), [&](Endpoint& e) {
+  absl::Status s = Call(what, [&](Endpoint& e) {
     grpc::ClientContext ctx;
     ctx.set_deadline(absl::ToChronoTime(absl::Now() + rpc_timeout_));
     etcdserverpb::TxnRequest req;
     etcdserverpb::Compare* c = req.add_compare();
     c->set_key(key);
-    c->set_target(etcdserverpb::Compare::CREATE);
     c->set_result(etcdserverpb::Compare::EQUAL);
-    c->set_create_revision(0);  // the key does not exist
+    if (mod_revision == 0) {
+      c->set_target(etcdserverpb::Compare::CREATE);
+      c->set_create_revision(0);  // the key does not exist
+    } else {
+      c->set_target(etcdserverpb::Compare::MOD);
+      c->set_mod_revision(mod_revision);
+    }
     etcdserverpb::PutRequest* p = req.add_success()->mutable_request_put();
     p->set_key(key);
     p->set_value(value);
@@ -193,7 +216,8 @@ absl::StatusOr<bool> EtcdClient::PutIfAbsent(const std::string& key, const std::
   return put;
 }
 
-absl::StatusOr<std::vector<EtcdClient::KeyValue>> EtcdClient::List(const std::string& prefix) {
+absl::StatusOr<std::vector<EtcdClient::KeyValue>> EtcdClient::List(const std::string& prefix,
+                                                                   int64_t* revision) {
   std::vector<KeyValue> out;
   absl::Status s = Call(absl::StrCat("list \"", prefix, "\""), [&](Endpoint& e) {
     grpc::ClientContext ctx;
@@ -206,7 +230,10 @@ absl::StatusOr<std::vector<EtcdClient::KeyValue>> EtcdClient::List(const std::st
     etcdserverpb::RangeResponse resp;
     absl::Status st = FromGrpc(e.kv->Range(&ctx, req, &resp));
     out.clear();
-    for (const auto& kv : resp.kvs()) out.push_back(KeyValue{kv.key(), kv.value(), kv.lease()});
+    for (const auto& kv : resp.kvs()) {
+      out.push_back(KeyValue{kv.key(), kv.value(), kv.lease(), kv.mod_revision()});
+    }
+    if (revision != nullptr) *revision = resp.header().revision();
     return st;
   });
   if (!s.ok()) return s;
@@ -222,6 +249,83 @@ absl::Status EtcdClient::Delete(const std::string& key) {
     etcdserverpb::DeleteRangeResponse resp;
     return FromGrpc(e.kv->DeleteRange(&ctx, req, &resp));
   });
+}
+
+void EtcdClient::WatchCanceller::Cancel() {
+  absl::MutexLock l(&mu_);
+  cancelled_ = true;
+  if (ctx_ != nullptr) ctx_->TryCancel();
+}
+
+bool EtcdClient::WatchCanceller::cancelled() const {
+  absl::MutexLock l(&mu_);
+  return cancelled_;
+}
+
+bool EtcdClient::WatchCanceller::Attach(grpc::ClientContext* ctx) {
+  absl::MutexLock l(&mu_);
+  if (cancelled_) return false;
+  ctx_ = ctx;
+  return true;
+}
+
+void EtcdClient::WatchCanceller::Detach() {
+  absl::MutexLock l(&mu_);
+  ctx_ = nullptr;
+}
+
+absl::Status EtcdClient::Watch(
+    const std::string& prefix, int64_t start_revision, WatchCanceller* cancel,
+    const std::function<void(const std::vector<WatchEvent>&)>& on_events) {
+  Endpoint* e;
+  {
+    absl::MutexLock l(&mu_);
+    e = endpoints_[current_].get();
+  }
+  const std::string what = absl::StrCat("etcd ", e->address, ": watch \"", prefix, "\": ");
+  grpc::ClientContext ctx;  // no deadline: it runs until cancelled or broken
+  if (!cancel->Attach(&ctx)) return absl::OkStatus();
+  auto stream = e->watch->Watch(&ctx);
+  etcdserverpb::WatchRequest req;
+  etcdserverpb::WatchCreateRequest* create = req.mutable_create_request();
+  create->set_key(prefix.empty() ? std::string(1, '\0') : prefix);
+  create->set_range_end(PrefixEnd(prefix));
+  create->set_start_revision(start_revision);
+  absl::Status result;
+  if (stream->Write(req)) {
+    etcdserverpb::WatchResponse resp;
+    std::vector<WatchEvent> events;
+    while (stream->Read(&resp)) {
+      if (resp.canceled()) {
+        result = resp.compact_revision() > 0
+                     ? absl::OutOfRangeError(absl::StrCat(what, "revision ", start_revision,
+                                                          " was compacted (etcd keeps from ",
+                                                          resp.compact_revision(), ")"))
+                     : absl::AbortedError(
+                           absl::StrCat(what, "etcd cancelled it: ", resp.cancel_reason()));
+        break;
+      }
+      events.clear();
+      for (const mvccpb::Event& ev : resp.events()) {
+        WatchEvent out;
+        out.put = ev.type() == mvccpb::Event::PUT;
+        out.kv = KeyValue{ev.kv().key(), ev.kv().value(), ev.kv().lease(), ev.kv().mod_revision()};
+        out.revision = ev.kv().mod_revision();
+        events.push_back(std::move(out));
+      }
+      if (!events.empty()) on_events(events);
+    }
+  }
+  cancel->Detach();
+  // Broken off here (etcd cancelled the watch): end the stream, which etcd
+  // keeps open. Otherwise it ended, and Finish says why.
+  if (!result.ok()) ctx.TryCancel();
+  const grpc::Status finished = stream->Finish();
+  if (cancel->cancelled()) return absl::OkStatus();
+  if (!result.ok()) return result;
+  absl::Status s = FromGrpc(finished);
+  if (s.ok()) s = absl::UnavailableError("the stream ended");
+  return absl::Status(s.code(), absl::StrCat(what, s.message()));
 }
 
 }  // namespace ps

@@ -1,8 +1,8 @@
 // EtcdClient: the calls this project makes to etcd, the coordinator of
 // elastic clusters (Debian's etcd-server 3.4), over etcd's v3 gRPC API
 // (etcdserverpb, built from Debian's .proto files by third_party/etcd.bzl):
-// keys with leases, a put-if-absent transaction, listing by prefix, and
-// lease grant, keep-alive and revoke. Nothing of etcd's semantics is
+// keys with leases, a put-if-absent transaction, listing by prefix, a
+// watch on a prefix, and lease grant, keep-alive and revoke. Nothing of etcd's semantics is
 // re-implemented here: a lease that etcd lets expire takes its keys with it.
 //
 // The endpoints of a CoordinatorAddress are tried in order: a call that
@@ -15,6 +15,7 @@
 #define PS_COORD_ETCD_CLIENT_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,9 +28,14 @@
 #include "common/security_options.h"
 #include "coord/coordinator_address.h"
 
+namespace grpc {
+class ClientContext;
+}  // namespace grpc
+
 namespace etcdserverpb {
 class KV;
 class Lease;
+class Watch;
 }  // namespace etcdserverpb
 
 namespace ps {
@@ -39,7 +45,8 @@ class EtcdClient {
   struct KeyValue {
     std::string key;
     std::string value;
-    int64_t lease = 0;  // 0: none
+    int64_t lease = 0;         // 0: none
+    int64_t mod_revision = 0;  // etcd's revision of its last change
   };
 
   // Opens channels to the endpoints (no call is made: an etcd that is down
@@ -72,10 +79,49 @@ class EtcdClient {
   // Sets `key` only if it does not exist, in one transaction: whether it
   // was set.
   absl::StatusOr<bool> PutIfAbsent(const std::string& key, const std::string& value, int64_t lease);
-  // The keys that start with `prefix`, in key order.
-  absl::StatusOr<std::vector<KeyValue>> List(const std::string& prefix);
+  // Sets `key` only if its last change is `mod_revision` (0: only if it
+  // does not exist), in one transaction: whether it was set. The
+  // compare-and-swap of a record that several processes change.
+  absl::StatusOr<bool> CompareAndPut(const std::string& key, int64_t mod_revision,
+                                     const std::string& value);
+  // The keys that start with `prefix`, in key order; `revision` (if not
+  // null): etcd's revision the listing is of.
+  absl::StatusOr<std::vector<KeyValue>> List(const std::string& prefix,
+                                             int64_t* revision = nullptr);
   // Deletes `key` (OK if absent).
   absl::Status Delete(const std::string& key);
+
+  // A change to a watched key: set (put) or deleted (with its lease, or by
+  // Delete); a deleted key's value is empty.
+  struct WatchEvent {
+    bool put = false;
+    KeyValue kv;
+    int64_t revision = 0;  // etcd's revision of the change
+  };
+  // Ends a Watch from another thread. Thread-safe.
+  class WatchCanceller {
+   public:
+    void Cancel();
+    bool cancelled() const;
+
+   private:
+    friend class EtcdClient;
+    // Whether the watch may go on (false: cancelled already).
+    bool Attach(grpc::ClientContext* ctx);
+    void Detach();
+    mutable absl::Mutex mu_;
+    bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+    grpc::ClientContext* ctx_ ABSL_GUARDED_BY(mu_) = nullptr;
+  };
+  // Streams the changes to the keys under `prefix` from `start_revision`
+  // on (etcd sends the ones after it happened too), each batch to
+  // `on_events` on this thread, until `cancel` is cancelled (OK) or the
+  // stream ends: UNAVAILABLE when etcd goes away (kill, restart, lost
+  // link: the channel's keepalive notices a silent one within 15 s),
+  // OUT_OF_RANGE when etcd compacted start_revision away. On the current
+  // endpoint only: a caller that lists again (List) falls over to another.
+  absl::Status Watch(const std::string& prefix, int64_t start_revision, WatchCanceller* cancel,
+                     const std::function<void(const std::vector<WatchEvent>&)>& on_events);
 
   // The endpoint the client uses now.
   std::string endpoint() const;
@@ -88,6 +134,9 @@ class EtcdClient {
   // each other one; the first that answers becomes current. `what` starts
   // the error message.
   absl::Status Call(const std::string& what, const std::function<absl::Status(Endpoint&)>& call);
+  // Puts `key` if its mod revision is `mod_revision` (0: absent).
+  absl::StatusOr<bool> PutIf(const std::string& what, const std::string& key, int64_t mod_revision,
+                             const std::string& value, int64_t lease);
 
   const std::vector<std::unique_ptr<Endpoint>> endpoints_;
   const absl::Duration rpc_timeout_;

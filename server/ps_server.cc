@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "common/status_macros.h"
+#include "coord/job_settings.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/server_builder.h"
 #include "grpcpp/version_info.h"
@@ -156,6 +157,7 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
   RETURN_IF_ERROR(CheckSecurityOptions(options.security, options.listen, /*server=*/true));
   std::unique_ptr<PsServer> s(new PsServer(options));
   ShardOptions shard_options = options.shard;
+  shard_options.worker_registry = !options.coordinator.address.empty();
   const ServerOptions::Checkpoints& c = options.checkpoints;
   if (!c.dir.empty()) {
     CheckpointStoreOptions so;
@@ -331,11 +333,35 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
     ASSIGN_OR_RETURN(s->etcd_, EtcdClient::Connect(where, options.security));
     RegistrationOptions ro = options.coordinator.registration;
     if (!ro.log) ro.log = options.shard.log;
-    ASSIGN_OR_RETURN(s->registration_, Registration::Join(s->etcd_.get(), "servers",
-                                                          options.shard.shard_id, s->address_, ro));
-    if (options.shard.log) {
-      options.shard.log(absl::StrCat("shard ", options.shard.shard_id, ": registered as ",
-                                     s->registration_->key(), " in etcd ", s->etcd_->endpoint()));
+    const ShardOptions& so = options.shard;
+    JobSettings settings;
+    settings.num_shards = so.num_shards;
+    settings.num_workers = so.num_workers;
+    settings.mode = ModeName(so.mode);
+    RETURN_IF_ERROR(PublishJobSettings(s->etcd_.get(), ro.job, settings));
+    ASSIGN_OR_RETURN(s->registration_,
+                     Registration::Join(s->etcd_.get(), "servers", so.shard_id, s->address_, ro));
+    if (so.log) {
+      so.log(absl::StrCat("shard ", so.shard_id, ": registered as ", s->registration_->key(),
+                          " in etcd ", s->etcd_->endpoint(), " (job settings ", settings.Format(),
+                          ")"));
+    }
+    if (so.mode != Mode::kAsync) {
+      if (so.log) {
+        so.log(absl::StrCat("shard ", so.shard_id, ": ", ModeName(so.mode),
+                            " steps wait for the workers registered in etcd under ",
+                            RolePrefix(ro.job, "workers"), " (docs/elastic.md)"));
+      }
+      MemberWatchOptions wo;
+      wo.job = ro.job;
+      wo.role = "workers";
+      wo.ttl = ro.ttl;
+      wo.retry = ro.ttl / 3;
+      wo.log = ro.log;
+      Shard* shard = s->shard_.get();
+      s->worker_watch_ = MemberWatch::Start(
+          s->etcd_.get(), wo,
+          [shard](const std::vector<int>& ids) { shard->SetRegisteredWorkers(ids); });
     }
   }
   return s;
@@ -355,6 +381,7 @@ absl::Status PsServer::Shutdown() {
   if (shut_down_) return shutdown_status_;
   shut_down_ = true;
   // Out of the membership at once, before the calls drain.
+  worker_watch_.reset();
   registration_.reset();
   if (shard_ != nullptr) shard_->Close();
   if (health_server_ != nullptr) {

@@ -21,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "coord/etcd_client.h"
+#include "coord/member_watch.h"
 #include "coord/registration.h"
 #include "grpcpp/generic/async_generic_service.h"
 #include "grpcpp/server.h"
@@ -84,7 +85,11 @@ struct ServerOptions {
   // of registration.job (its value the address it serves on) once it
   // serves, holding the key with a lease it renews, and leaves first thing
   // at Shutdown. Start fails, naming the holder, if a live server holds
-  // that shard id. Empty: none, a fixed cluster.
+  // that shard id, and when the job's settings in etcd (coord/
+  // job_settings.h) are another running cluster's. In sync and SSP mode
+  // the steps then wait for the workers registered in etcd
+  // (ShardOptions::worker_registry, a coord/member_watch.h on them).
+  // Empty: none, a fixed cluster.
   struct Coordinator {
     std::string address;  // etcd://HOST:PORT[,HOST:PORT...]
     RegistrationOptions registration;
@@ -171,6 +176,7 @@ class PsServer {
   // (left, and destroyed, first in Shutdown).
   std::unique_ptr<EtcdClient> etcd_;
   std::unique_ptr<Registration> registration_;
+  std::unique_ptr<MemberWatch> worker_watch_;  // sync and SSP; stopped first
   std::string address_;
   std::string health_address_;
   int port_ = 0;

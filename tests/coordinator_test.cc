@@ -44,14 +44,10 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-std::string TempDir(const std::string& name) {
-  const char* base = std::getenv("TEST_TMPDIR");
-  return absl::StrCat(base != nullptr ? base : "/tmp", "/", name);
-}
+std::string TempDir(const std::string& name) { return EtcdTestPath(name); }
 
 std::unique_ptr<EtcdClient> Client(const EtcdProcess& etcd) {
-  absl::StatusOr<std::unique_ptr<EtcdClient>> c =
-      EtcdClient::Connect(*ParseCoordinatorAddress(etcd.url()));
+  absl::StatusOr<std::unique_ptr<EtcdClient>> c = ConnectPlain(etcd);
   EXPECT_TRUE(c.ok()) << c.status();
   return *std::move(c);
 }

@@ -2,7 +2,7 @@
 // tests of the coordinator (coord/), one member on 127.0.0.1 ports picked
 // free, its data in a folder the test names. Start waits (bounded) until it
 // answers; the destructor stops it (SIGTERM, then SIGKILL). Test-only; one
-// thread owns it.
+// thread owns it. EtcdTestPath and ConnectPlain are what its tests share.
 #ifndef PS_TESTS_ETCD_PROCESS_H_
 #define PS_TESTS_ETCD_PROCESS_H_
 
@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -107,6 +108,19 @@ class EtcdProcess {
   std::unique_ptr<ChildProcess> child_;
   const int port_;
 };
+
+// `name` under the test's TEST_TMPDIR (/tmp outside Bazel).
+inline std::string EtcdTestPath(const std::string& name) {
+  const char* base = std::getenv("TEST_TMPDIR");
+  return absl::StrCat(base != nullptr ? base : "/tmp", "/", name);
+}
+
+// A plaintext client of `etcd` (null, with the error, on failure).
+inline absl::StatusOr<std::unique_ptr<EtcdClient>> ConnectPlain(const EtcdProcess& etcd) {
+  absl::StatusOr<CoordinatorAddress> a = ParseCoordinatorAddress(etcd.url());
+  if (!a.ok()) return a.status();
+  return EtcdClient::Connect(*a);
+}
 
 }  // namespace ps
 

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "common/status_macros.h"
+#include "coord/job_settings.h"
 
 namespace ps {
 
@@ -20,6 +21,14 @@ absl::StatusOr<JobMembership> JoinJob(WorkerConfig* config) {
   if (client.servers.empty()) {
     ASSIGN_OR_RETURN(client.servers, RegisteredServers(m.etcd.get(), coordinator.registration.job));
     RETURN_IF_ERROR(ValidateClientOptions(client));
+  }
+  if (!config->num_workers_given) {
+    ASSIGN_OR_RETURN(const JobSettings settings,
+                     ReadJobSettings(m.etcd.get(), coordinator.registration.job));
+    config->run.num_workers = settings.num_workers;
+    config->workload.num_workers = settings.num_workers;
+    client.num_workers = settings.num_workers;
+    RETURN_IF_ERROR(config->run.Validate());
   }
   RegistrationOptions ro = coordinator.registration;
   if (std::ostream* out = config->report.log; out != nullptr) {

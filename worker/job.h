@@ -5,8 +5,10 @@
 // PID", under a lease renewed while it trains (coord/registration.h): with
 // --worker_id that id (ALREADY_EXISTS naming the holder when a live worker
 // has it), without it the lowest id below --num_workers that no live
-// worker holds (RESOURCE_EXHAUSTED when all are). The id is then set
-// wherever `config` carries it. Without --servers it takes the servers
+// worker holds (RESOURCE_EXHAUSTED when all are). Without --num_workers
+// the worker count is the job's (coord/job_settings.h: what its servers
+// wrote; FAILED_PRECONDITION when none has). The id and count are then set
+// wherever `config` carries them. Without --servers it takes the servers
 // from etcd: those registered, in shard order, which must be shards
 // 0..S-1 (FAILED_PRECONDITION naming the missing ones otherwise).
 //

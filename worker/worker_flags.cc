@@ -1,5 +1,6 @@
 #include "worker/worker_flags.h"
 
+#include <algorithm>
 #include <cstdint>
 
 #include "absl/flags/flag.h"
@@ -16,7 +17,9 @@
 ABSL_FLAG(std::optional<int>, worker_id, std::nullopt,
           "This worker's id, 0 <= worker_id < num_workers. Default 0; with --coordinator, the "
           "lowest id no live worker of the job holds (docs/elastic.md).");
-ABSL_FLAG(int, num_workers, 1, "Total number of workers (must match the servers).");
+ABSL_FLAG(std::optional<int>, num_workers, std::nullopt,
+          "Total number of workers W (must match the servers). Default 1; with --coordinator, "
+          "the job's, as its servers wrote it in etcd (docs/elastic.md).");
 ABSL_FLAG(bool, standalone, false,
           "Train alone with no servers, applying the update in-process (for debugging a "
           "model, and as the single-process baseline). Uses --lr, --optimizer and its flags; "
@@ -104,7 +107,9 @@ absl::StatusOr<WorkerConfig> WorkerConfigFromFlags() {
   const std::optional<int> worker_id = absl::GetFlag(FLAGS_worker_id);
   r.worker_id = worker_id.value_or(0);
   c.worker_id_given = worker_id.has_value();
-  r.num_workers = absl::GetFlag(FLAGS_num_workers);
+  const std::optional<int> num_workers = absl::GetFlag(FLAGS_num_workers);
+  r.num_workers = num_workers.value_or(1);
+  c.num_workers_given = num_workers.has_value();
   c.workload.worker_id = r.worker_id;
   c.workload.num_workers = r.num_workers;
   r.eval_every = absl::GetFlag(FLAGS_eval_every);
@@ -118,7 +123,13 @@ absl::StatusOr<WorkerConfig> WorkerConfigFromFlags() {
   }
   r.slowdown_whole_step = slowdown_of == "step";
   r.slowdown_every = absl::GetFlag(FLAGS_slowdown_every);
-  RETURN_IF_ERROR(r.Validate());
+  {
+    // Without --num_workers the worker count may be the job's (JoinJob
+    // checks the id against it): here only the rest.
+    RunOptions check = r;
+    if (!c.num_workers_given) check.num_workers = std::max(r.num_workers, r.worker_id + 1);
+    RETURN_IF_ERROR(check.Validate());
+  }
   ASSIGN_OR_RETURN(c.progress, ParseProgressMode(absl::GetFlag(FLAGS_progress)));
   ASSIGN_OR_RETURN(c.backend, BackendOptionsFromFlags());
   c.standalone = absl::GetFlag(FLAGS_standalone);
@@ -148,7 +159,10 @@ absl::StatusOr<WorkerConfig> WorkerConfigFromFlags() {
         "--metrics_linger must be a finite number of seconds >= 0, got ",
         absl::GetFlag(FLAGS_metrics_linger)));
   }
-  if (c.standalone) return c;
+  if (c.standalone) {
+    RETURN_IF_ERROR(r.Validate());
+    return c;
+  }
 
   ASSIGN_OR_RETURN(c.coordinator, CoordinatorFromFlags());
   if (client.servers.empty() && c.coordinator.address.empty()) {
@@ -156,6 +170,7 @@ absl::StatusOr<WorkerConfig> WorkerConfigFromFlags() {
         "--servers is empty: list the parameter servers (HOST:PORT,...), name their "
         "--coordinator, or pass --standalone");
   }
+  if (c.coordinator.address.empty()) RETURN_IF_ERROR(r.Validate());  // W is 1 or given
   client.worker_id = r.worker_id;
   client.num_workers = r.num_workers;
   ASSIGN_OR_RETURN(client.connect_timeout,

@@ -48,10 +48,12 @@ struct WorkerConfig {
   // --servers, once JoinJob found them); log unset.
   ClientOptions client;
   // --coordinator, --job, --coordinator_ttl (address empty: none), whether
-  // --worker_id was given, and --metrics_file before {worker_id} was
-  // replaced: JoinJob (worker/job.h) may choose the id.
+  // --worker_id and --num_workers were given, and --metrics_file before
+  // {worker_id} was replaced: JoinJob (worker/job.h) may choose the id and
+  // read the worker count.
   CoordinatorFlags coordinator;
   bool worker_id_given = false;
+  bool num_workers_given = false;
   std::string metrics_file_template;
 };
 

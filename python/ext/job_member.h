@@ -2,7 +2,8 @@
 // ps.Client(coordinator=...) (python/src/ps/__init__.py; docs/elastic.md):
 // the same registration ps_worker --coordinator makes (coord/): the worker
 // key workers/<id> under a lease renewed while it lives (`worker_id` -1:
-// the lowest free id below `num_workers`), and, asked for, the servers
+// the lowest free id below `num_workers`; `num_workers` -1: the job's,
+// coord/job_settings.h), and, asked for, the servers
 // registered in etcd in shard order. leave() (or destruction) revokes the
 // lease. Network calls run with the GIL released. For one thread.
 #ifndef PS_PYTHON_EXT_JOB_MEMBER_H_
@@ -16,6 +17,7 @@
 
 #include "absl/status/status.h"
 #include "coord/etcd_client.h"
+#include "coord/job_settings.h"
 #include "coord/registration.h"
 
 namespace ps {
@@ -44,17 +46,24 @@ class JobMember {
       ThrowIfError(servers.status());
       servers_ = *std::move(servers);
     }
+    num_workers_ = num_workers;
+    if (num_workers_ < 0) {
+      absl::StatusOr<JobSettings> settings = ReadJobSettings(etcd_.get(), job);
+      ThrowIfError(settings.status());
+      num_workers_ = settings->num_workers;
+    }
     RegistrationOptions o;
     o.job = job;
     o.ttl = absl::Seconds(ttl);
     absl::StatusOr<std::unique_ptr<Registration>> r =
-        JoinAsWorker(etcd_.get(), worker_id, num_workers, o);
+        JoinAsWorker(etcd_.get(), worker_id, num_workers_, o);
     ThrowIfError(r.status());
     registration_ = *std::move(r);
   }
   ~JobMember() { Leave(); }
 
   int worker_id() const { return registration_->id(); }
+  int num_workers() const { return num_workers_; }
   const std::vector<std::string>& servers() const { return servers_; }
   void Leave() {
     if (registration_ == nullptr) return;
@@ -65,6 +74,7 @@ class JobMember {
  private:
   std::unique_ptr<EtcdClient> etcd_;
   std::vector<std::string> servers_;
+  int num_workers_ = 0;
   std::unique_ptr<Registration> registration_;  // null once left
 };
 

@@ -396,6 +396,7 @@ PYBIND11_MODULE(_ps, m) {
            py::arg("tls_ca"), py::arg("insecure"))
       .def_property_readonly("worker_id", &ps::JobMember::worker_id)
       .def_property_readonly("servers", &ps::JobMember::servers)
+      .def_property_readonly("num_workers", &ps::JobMember::num_workers)
       .def("leave", &ps::JobMember::Leave);
   py::class_<ps::Client>(m, "Client")
       .def(py::init<std::vector<std::string>, int, int, std::string, std::string, std::string,

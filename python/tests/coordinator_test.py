@@ -70,11 +70,14 @@ class CoordinatorTest(unittest.TestCase):
         try:
             extra = [f"--coordinator={etcd.url}", "--job=py", "--coordinator_ttl=2"]
             with Cluster(shards=2, workers=2, mode="sync", lr=0.5, extra=extra) as c:
-                self.assertEqual(etcd.keys("/ps/py/"), ["/ps/py/servers/0", "/ps/py/servers/1"])
-                clients = [ps.Client(None, None, 2, coordinator=etcd.url, job="py",
+                self.assertEqual(etcd.keys("/ps/py/"), ["/ps/py/servers/0", "/ps/py/servers/1",
+                                                        "/ps/py/settings"])
+                # The second is given no worker count: it takes the job's.
+                clients = [ps.Client(None, None, n, coordinator=etcd.url, job="py",
                                      coordinator_ttl=2, connect_timeout=10, wait_timeout=30)
-                           for _ in range(2)]
+                           for n in (2, None)]
                 self.assertEqual(sorted(cl.worker_id for cl in clients), [0, 1])
+                self.assertEqual([cl.num_workers for cl in clients], [2, 2])
                 self.assertEqual(etcd.keys("/ps/py/workers/"),
                                  ["/ps/py/workers/0", "/ps/py/workers/1"])
                 by_id = {cl.worker_id: cl for cl in clients}
@@ -92,16 +95,17 @@ class CoordinatorTest(unittest.TestCase):
                     ps.Client(c.servers, 1, 2, coordinator=etcd.url, job="py")
                 by_id[1].close()  # leaves at once
                 self.assertEqual(etcd.keys("/ps/py/workers/"), ["/ps/py/workers/0"])
-                # connect_from_env: PS_COORDINATOR and PS_JOB, no PS_SERVERS or PS_WORKER_ID.
-                env = {"PS_COORDINATOR": etcd.url, "PS_JOB": "py", "PS_NUM_WORKERS": "2"}
+                # connect_from_env: PS_COORDINATOR and PS_JOB only.
+                env = {"PS_COORDINATOR": etcd.url, "PS_JOB": "py"}
                 saved = {k: os.environ.get(k) for k in
-                         list(env) + ["PS_SERVERS", "PS_WORKER_ID", "PS_TLS_DIR"]}
+                         list(env) + ["PS_SERVERS", "PS_WORKER_ID", "PS_NUM_WORKERS", "PS_TLS_DIR"]}
                 try:
                     for k in saved:
                         os.environ.pop(k, None)
                     os.environ.update(env)
                     again = ps.connect_from_env(connect_timeout=10)
                     self.assertEqual(again.worker_id, 1)  # the id worker 1 left
+                    self.assertEqual(again.num_workers, 2)
                     again.close()
                 finally:
                     for k, v in saved.items():

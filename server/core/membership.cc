@@ -7,10 +7,15 @@
 
 namespace ps {
 
-Membership::Membership(int shard_id, int num_workers, absl::Duration worker_timeout)
+Membership::Membership(int shard_id, int num_workers, absl::Duration worker_timeout, bool registry)
     : shard_id_(shard_id),
       worker_timeout_(worker_timeout),
-      last_seen_(num_workers, absl::InfinitePast()) {}
+      registry_(registry),
+      last_seen_(num_workers, absl::InfinitePast()) {
+  if (registry_) {
+    for (int w = 0; w < num_workers; ++w) away_.insert(w);
+  }
+}
 
 LeaseEvents Membership::Arm(absl::Time when) {
   // Leases only move later, so a check already set is never late.
@@ -22,22 +27,68 @@ LeaseEvents Membership::Arm(absl::Time when) {
 }
 
 LeaseEvents Membership::Touch(int worker, absl::Time now, int64_t step) {
-  if (!leases()) return {};
-  last_seen_[worker] = now;
-  LeaseEvents events = Arm(now + worker_timeout_);
-  if (dropped_.erase(worker) > 0) {
+  LeaseEvents events;
+  bool back = false;
+  if (leases()) {
+    last_seen_[worker] = now;
+    events = Arm(now + worker_timeout_);
+    back = dropped_.erase(worker) > 0;
+  }
+  // Its key may not have reached the watch yet, or etcd lost it while the
+  // worker went on: a request says it is here.
+  const bool returned = away_.erase(worker) > 0;
+  if (returned || back) {
     events.changes.push_back(LeaseChange{
         worker, true,
-        absl::StrCat("shard ", shard_id_, ": worker ", worker, " is back (at step ", step,
-                     "); sync steps wait for it again")});
+        absl::StrCat("shard ", shard_id_, ": worker ", worker, " is back (at step ", step, ")",
+                     returned ? " before etcd lists it" : "", "; sync steps wait for it again")});
+  }
+  return events;
+}
+
+LeaseEvents Membership::Registered(const std::vector<int>& workers, absl::Time now, int64_t step) {
+  LeaseEvents events;
+  if (!registry_) return events;
+  const int n = static_cast<int>(last_seen_.size());
+  std::vector<bool> in(n, false);
+  for (int w : workers) {
+    if (w >= 0 && w < n) in[w] = true;
+  }
+  for (int w = 0; w < n; ++w) {
+    const bool away = away_.count(w) > 0;
+    if (in[w] && away) {
+      away_.erase(w);
+      // Registering is a sign of life: the lease starts now, so a worker
+      // that registers and never comes is dropped after worker_timeout.
+      if (leases()) {
+        last_seen_[w] = now;
+        const LeaseEvents armed = Arm(now + worker_timeout_);
+        events.wake_at = std::min(events.wake_at, armed.wake_at);
+      }
+      events.changes.push_back(
+          LeaseChange{w, true,
+                      absl::StrCat("shard ", shard_id_, ": worker ", w,
+                                   " joined the job (registered in etcd) at step ", step,
+                                   "; sync steps wait for it")});
+    } else if (!in[w] && !away) {
+      away_.insert(w);
+      // Away implies not dropped. One dropped already: steps close without
+      // it as they did.
+      if (dropped_.erase(w) > 0) continue;
+      events.changes.push_back(
+          LeaseChange{w, false,
+                      absl::StrCat("shard ", shard_id_, ": worker ", w,
+                                   " left the job (its etcd key is gone) at step ", step,
+                                   "; sync steps close without it")});
+    }
   }
   return events;
 }
 
 LeaseEvents Membership::ExpectAll(absl::Time now) {
   if (!leases()) return {};
-  for (absl::Time& seen : last_seen_) {
-    if (seen == absl::InfinitePast()) seen = now;
+  for (int w = 0; w < static_cast<int>(last_seen_.size()); ++w) {
+    if (last_seen_[w] == absl::InfinitePast() && away_.count(w) == 0) last_seen_[w] = now;
   }
   return Arm(now + worker_timeout_);
 }
@@ -50,7 +101,9 @@ LeaseEvents Membership::Expire(absl::Time now, int64_t step) {
   }
   next_check_ = absl::InfiniteFuture();
   for (int w = 0; w < static_cast<int>(last_seen_.size()); ++w) {
-    if (last_seen_[w] == absl::InfinitePast() || dropped_.count(w) > 0) continue;
+    if (last_seen_[w] == absl::InfinitePast() || dropped_.count(w) > 0 || away_.count(w) > 0) {
+      continue;
+    }
     const absl::Time expires = last_seen_[w] + worker_timeout_;
     if (expires > now) {
       next_check_ = std::min(next_check_, expires);
@@ -71,11 +124,19 @@ LeaseEvents Membership::Expire(absl::Time now, int64_t step) {
 
 std::vector<int> Membership::live() const {
   std::vector<int> live;
-  if (!leases()) return live;
+  if (!tracks_requests()) return live;
   for (int w = 0; w < static_cast<int>(last_seen_.size()); ++w) {
-    if (last_seen_[w] != absl::InfinitePast() && dropped_.count(w) == 0) live.push_back(w);
+    if (away_.count(w) > 0 || dropped_.count(w) > 0) continue;
+    if (!registry_ && last_seen_[w] == absl::InfinitePast()) continue;
+    live.push_back(w);
   }
   return live;
+}
+
+std::vector<int> Membership::not_live() const {
+  std::set<int> out = dropped_;
+  out.insert(away_.begin(), away_.end());
+  return {out.begin(), out.end()};
 }
 
 }  // namespace ps

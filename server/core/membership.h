@@ -1,6 +1,6 @@
 // Membership: which workers a shard has seen, and their sync leases.
 //
-// Two records, kept apart on purpose:
+// Three records, kept apart on purpose:
 //   - Seen (MarkSeen): the workers that registered or pushed. It goes into
 //     checkpoints and Stats, and never shrinks.
 //   - Leases (with a worker_timeout > 0, sync mode only): when each worker
@@ -8,10 +8,20 @@
 //     heard from once and then silent for worker_timeout is dropped
 //     (Expire), and comes back with its next request (Touch). A worker never
 //     heard from holds no lease and is never dropped: a step waits for it.
+//   - The registry (with a coordinator, docs/elastic.md): the workers that
+//     hold a key in etcd, as the owner's watch reports them (Registered). A
+//     worker is then live only while it is in the registry's set or has
+//     made a request since it last left it, and is not dropped by its
+//     lease: it joins the steps when its key appears (its lease, with
+//     leases, starts then), and leaves them at once when its key goes (it
+//     stopped, or etcd let its lease expire). At the start no worker is in
+//     the set. Without a registry every worker is expected from the start.
 // Each drop or return comes back as a LeaseChange for the owner to act on
 // (ConsistencyPolicy::SetLive) and log:
-//   shard 0: worker 2 dropped: no request for 3.0s (--worker_timeout=3s) at step 7; sync steps close without it until it is back
-//   shard 0: worker 2 is back (at step 9); sync steps wait for it again
+//   shard 0: worker 2 dropped: no request for 3.0s (--worker_timeout=3s) at step 7; sync steps
+//   close without it until it is back shard 0: worker 2 is back (at step 9); sync steps wait for it
+//   again shard 0: worker 3 joined the job (registered in etcd) at step 12; sync steps wait for it
+//   shard 0: worker 3 left the job (its etcd key is gone) at step 40; sync steps close without it
 //
 // Time is passed in (`now`) and nothing here sleeps or owns a thread. The
 // owner keeps an alarm: each LeaseEvents says when Expire must run next
@@ -51,10 +61,14 @@ class Membership {
  public:
   // `shard_id` names the shard in the lines. Leases are on iff
   // worker_timeout > 0 (the owner passes zero in async mode).
+  // With `registry`, workers are live by the registry's rule (above).
   // REQUIRES: num_workers >= 1.
-  Membership(int shard_id, int num_workers, absl::Duration worker_timeout);
+  Membership(int shard_id, int num_workers, absl::Duration worker_timeout, bool registry = false);
 
   bool leases() const { return worker_timeout_ > absl::ZeroDuration(); }
+  bool registry() const { return registry_; }
+  // Whether a request must be reported (Touch): leases or a registry.
+  bool tracks_requests() const { return leases() || registry_; }
 
   // Records that `worker` registered or pushed. REQUIRES: a valid worker id.
   void MarkSeen(int worker) { seen_.insert(worker); }
@@ -63,9 +77,16 @@ class Membership {
   std::vector<int> seen() const { return {seen_.begin(), seen_.end()}; }
 
   // A request from `worker` at `now` (step: the shard's version, for the
-  // line): renews its lease and, if it was dropped, brings it back. Without
-  // leases: nothing. REQUIRES: a valid worker id.
+  // line): renews its lease and, if it was dropped or out of the registry's
+  // set, brings it back. Without leases or a registry: nothing. REQUIRES: a
+  // valid worker id.
   LeaseEvents Touch(int worker, absl::Time now, int64_t step);
+
+  // The registry's set now: every worker that holds a key (ids out of
+  // range are ignored). Those that enter it become live (their lease
+  // starting at `now`), those that leave it stop being live, each with its
+  // line. Without a registry: nothing.
+  LeaseEvents Registered(const std::vector<int>& workers, absl::Time now, int64_t step);
 
   // The run is live (a worker holds a copy of the weights): every worker
   // never heard from gets a lease from `now`, so one that died while the
@@ -77,17 +98,26 @@ class Membership {
   // check (the earliest lease still running), InfiniteFuture if none.
   LeaseEvents Expire(absl::Time now, int64_t step);
 
-  // Among the workers holding a lease (heard from in this incarnation):
-  // the live ones and the dropped ones, ascending. Empty without leases.
+  // The live workers: with leases, those heard from in this incarnation
+  // (with a registry: in its set) and not dropped; without leases, those in
+  // the registry's set. Empty without either. Ascending.
   std::vector<int> live() const;
+  // The workers whose lease ran out (they were live before), ascending.
   std::vector<int> dropped() const { return {dropped_.begin(), dropped_.end()}; }
+  // Every worker a step must not wait for: dropped, or (with a registry)
+  // out of its set. Ascending.
+  std::vector<int> not_live() const;
 
  private:
   LeaseEvents Arm(absl::Time when);
 
   const int shard_id_;
   const absl::Duration worker_timeout_;
+  const bool registry_;
   std::set<int> seen_;
+  // With a registry: the workers out of its set (and not back by a
+  // request). All of them at the start.
+  std::set<int> away_;
   // By worker: when it was last heard from (InfinitePast: not yet).
   std::vector<absl::Time> last_seen_;
   std::set<int> dropped_;

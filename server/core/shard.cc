@@ -30,7 +30,8 @@ Shard::Shard(const ShardOptions& options, std::unique_ptr<ConsistencyPolicy> pol
       // Leases are sync and SSP rules, stall reports sync's: async has no
       // step barrier.
       membership_(options.shard_id, options.num_workers,
-                  options.mode != Mode::kAsync ? options.worker_timeout : absl::ZeroDuration()),
+                  options.mode != Mode::kAsync ? options.worker_timeout : absl::ZeroDuration(),
+                  options.mode != Mode::kAsync && options.worker_registry),
       stalls_(options.shard_id, options.num_workers,
               options.mode == Mode::kSync ? options.stall_report_after : absl::ZeroDuration()),
       tables_(options.tables, options.mode, options.shard_id, options.num_shards,
@@ -54,6 +55,10 @@ Shard::Shard(const ShardOptions& options, std::unique_ptr<ConsistencyPolicy> pol
   w.on_alarm = [this](absl::Time now) { OnAlarm(now); };
   w.clock = options.clock;
   waiters_ = std::make_unique<Waiters>(std::move(w));
+  // With a worker registry nobody is expected before its first report.
+  std::vector<std::vector<float>> none;
+  absl::MutexLock l(&mu_);
+  for (int worker : membership_.not_live()) policy_->SetLive(worker, false, &none);
 }
 
 Shard::~Shard() {

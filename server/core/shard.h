@@ -118,6 +118,13 @@ class Shard {
   // Renews the worker's lease; returns the shard's version.
   absl::StatusOr<int64_t> Heartbeat(int worker_id);
 
+  // With options().worker_registry: the workers that hold a key in etcd
+  // now (the owner's watch, every time it changes). Those that enter the
+  // set join the sync steps, those that leave it are left out at once (a
+  // step they completed closes), each with a log line
+  // (server/core/membership.h). Otherwise, or in async mode: nothing.
+  void SetRegisteredWorkers(const std::vector<int>& workers) ABSL_LOCKS_EXCLUDED(mu_);
+
   // The async push seq last accepted from `worker_id` (0: none, and always
   // in sync mode), so that a restarted worker numbers its pushes after it.
   int64_t LastSeq(int worker_id) const;
@@ -348,8 +355,11 @@ class Shard {
   void OnAlarm(absl::Time now) ABSL_LOCKS_EXCLUDED(mu_);
   void WakeAt(absl::Time when) const;  // InfiniteFuture: no-op
   absl::Time Now() const { return options_.clock->Now(); }
-  bool leases() const {
-    return options_.mode != Mode::kAsync && options_.worker_timeout > absl::ZeroDuration();
+  // Whether requests renew a lease or bring a worker back (sync and SSP,
+  // with leases or a worker registry).
+  bool tracks_requests() const {
+    return options_.mode != Mode::kAsync &&
+           (options_.worker_timeout > absl::ZeroDuration() || options_.worker_registry);
   }
 
   absl::Status CheckInitializedLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);

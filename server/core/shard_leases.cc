@@ -45,11 +45,23 @@ absl::StatusOr<int64_t> Shard::Heartbeat(int worker_id) {
 }
 
 void Shard::Touch(int worker_id) {
-  if (!leases()) return;
+  if (!tracks_requests()) return;
   Effects fx;
   {
     absl::MutexLock l(&mu_);
     TouchLocked(worker_id, Now(), &fx);
+  }
+  Finish(std::move(fx));
+}
+
+void Shard::SetRegisteredWorkers(const std::vector<int>& workers) {
+  if (!tracks_requests()) return;
+  Effects fx;
+  {
+    absl::MutexLock l(&mu_);
+    if (closed_) return;
+    const absl::Time now = Now();
+    OnLeaseEventsLocked(membership_.Registered(workers, now, weights_.version()), now, &fx);
   }
   Finish(std::move(fx));
 }

@@ -93,6 +93,11 @@ struct ShardOptions {
   // again. Zero: no leases (a step waits for every worker, up to the pulls'
   // wait).
   absl::Duration worker_timeout = absl::ZeroDuration();
+  // Sync and SSP with a coordinator (docs/elastic.md): steps wait only for
+  // the workers registered in etcd, as the owner reports them
+  // (Shard::SetRegisteredWorkers; server/core/membership.h has the rule).
+  // No worker is expected before the first report.
+  bool worker_registry = false;
   // How a sync step closes: quorum (backup workers) and min_workers.
   SyncRule sync_rule;
   // SSP mode: the staleness bound S, in steps (>= 0): a worker's pull waits

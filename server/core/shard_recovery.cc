@@ -20,7 +20,7 @@ absl::Status Shard::ReplaceParametersLocked(std::shared_ptr<const ShardLayout> l
   RETURN_IF_ERROR(
       weights_.Install(std::move(layout), std::move(weights), std::move(optimizer), version));
   std::vector<std::vector<float>> none;
-  for (int w : membership_.dropped()) policy->SetLive(w, false, &none);  // no step is open
+  for (int w : membership_.not_live()) policy->SetLive(w, false, &none);  // no step is open
   policy_ = std::move(policy);
   stalls_.Reset();  // the pending gradients are gone, so is the open step
   tables_.DropOpenStep();

@@ -126,6 +126,52 @@ TEST(Shard, ExpiredLeaseClosesTheStepOnTimeWithoutTheWorkerUntilItIsBack) {
   EXPECT_THAT(shard->Stats().waiting_for, ElementsAre(0, 1, 2));
 }
 
+// A coordinator's worker registry (Membership's rule, membership_test):
+// the steps wait for the registered workers only, a worker whose key
+// appears is waited for from then on, and one whose key goes is left out at
+// once, closing the step it was the last one missing from.
+TEST(Shard, WorkerRegistryDecidesWhomASyncStepWaitsFor) {
+  FakeClock clock;
+  LogCapture log;
+  ShardOptions o;
+  o.clock = &clock;
+  o.num_workers = 3;  // ids 0..2; no lease: only the registry decides
+  o.mode = Mode::kSync;
+  o.optimizer.learning_rate = 1.0f;
+  o.worker_registry = true;
+  o.log = log.Sink();
+  auto shard = *Shard::Create(o);
+  EXPECT_THAT(shard->Stats().live_workers, IsEmpty());
+  shard->SetRegisteredWorkers({0, 1});
+  EXPECT_THAT(shard->Stats().live_workers, ElementsAre(0, 1));
+  InitShard(shard.get(), {{0, 0, 0, 0}, {0, 0, 0}});
+  Slices g = Encode(kSpec, 1, 0, {{2, 2, 2, 2}, {2, 2, 2}});
+  // Step 0 closes with workers 0 and 1: worker 2 is not in the job.
+  ASSERT_TRUE(PushSlices(shard.get(), 0, 0, g.data).ok());
+  ASSERT_TRUE(PushSlices(shard.get(), 1, 0, g.data).ok());
+  EXPECT_EQ(shard->Stats().version, 1);
+  // Worker 2 registers: step 1 waits for it.
+  shard->SetRegisteredWorkers({0, 1, 2});
+  EXPECT_THAT(log.Lines("worker 2 joined the job"), SizeIs(1));
+  ASSERT_TRUE(PushSlices(shard.get(), 0, 1, g.data).ok());
+  ASSERT_TRUE(PushSlices(shard.get(), 1, 1, g.data).ok());
+  PullResult pull;
+  StartPull(shard.get(), 0, 2, absl::Seconds(10), &pull);
+  clock.Advance(absl::Seconds(5));
+  EXPECT_FALSE(pull.done.HasBeenNotified());
+  EXPECT_THAT(shard->Stats().waiting_for, ElementsAre(2));
+  // Its key goes (it stopped, or its etcd lease ran out): the step closes.
+  shard->SetRegisteredWorkers({0, 1});
+  ASSERT_TRUE(pull.done.HasBeenNotified());
+  ASSERT_TRUE(pull.snap.ok()) << pull.snap.status();
+  EXPECT_EQ(pull.snap->version, 2);
+  EXPECT_EQ((*pull.snap->weights)[0], -4.0f);  // two means of 2, lr 1
+  EXPECT_THAT(log.Lines("worker 2 left the job"),
+              ElementsAre(HasSubstr("shard 0: worker 2 left the job (its etcd key is gone) at "
+                                    "step 1; sync steps close without it")));
+  EXPECT_THAT(shard->Stats().live_workers, ElementsAre(0, 1));
+}
+
 // The lease rule is Membership's (membership_test); this is the shard
 // ringing it on its timer: a worker silent for exactly worker_timeout is
 // dropped then, not a nanosecond before, and a heartbeat renews a lease.

@@ -114,7 +114,8 @@ class Client:
       servers: "HOST:PORT,HOST:PORT" or a list, shard 0 first; "unix:/ABS/PATH" for a
         server on a unix socket of this host (no TLS needed there).
       worker_id: this worker, 0 <= worker_id < num_workers.
-      num_workers: W; the servers must have been started with the same.
+      num_workers: W; the servers must have been started with the same. With a
+        coordinator, None takes the job's (what its servers wrote in etcd).
       tls_dir: a folder laid out by deploy/make_certs.sh; picks ca.pem and
         worker-<id>.pem/.key (explicit tls_* arguments win).
       tls_cert, tls_key, tls_ca: PEM files for mutual TLS.
@@ -143,7 +144,7 @@ class Client:
     """
 
     def __init__(self, servers: Union[str, Sequence[str], None], worker_id: Optional[int],
-                 num_workers: int, *,
+                 num_workers: Optional[int], *,
                  tls_dir: Optional[str] = None, tls_cert: Optional[str] = None,
                  tls_key: Optional[str] = None, tls_ca: Optional[str] = None,
                  server_name: Optional[str] = None, auth_token_file: Optional[str] = None,
@@ -165,13 +166,16 @@ class Client:
                 cert = cert or os.path.join(tls_dir, f"worker-{max(member_id, 0)}.pem")
                 key = key or os.path.join(tls_dir, f"worker-{max(member_id, 0)}.key")
             self._member = _ps.JobMember(coordinator, job, float(coordinator_ttl), member_id,
-                                         int(num_workers), servers is None, cert or "",
-                                         key or "", ca or "", bool(insecure))
+                                         -1 if num_workers is None else int(num_workers),
+                                         servers is None, cert or "", key or "", ca or "",
+                                         bool(insecure))
             worker_id = self._member.worker_id
+            num_workers = self._member.num_workers
             if servers is None:
                 servers = self._member.servers
-        elif servers is None or worker_id is None:
-            raise ValueError("Client: servers and worker_id are required without a coordinator")
+        elif servers is None or worker_id is None or num_workers is None:
+            raise ValueError("Client: servers, worker_id and num_workers are required without "
+                             "a coordinator")
         if tls_dir is not None:
             tls_ca = tls_ca or os.path.join(tls_dir, "ca.pem")
             tls_cert = tls_cert or os.path.join(tls_dir, f"worker-{worker_id}.pem")
@@ -465,8 +469,8 @@ def connect_from_env(**kwargs: Any) -> Client:
     PS_SERVERS (HOST:PORT or unix:PATH,... shard 0 first), PS_WORKER_ID and PS_NUM_WORKERS
     are required; PS_TLS_DIR (a deploy/make_certs.sh folder) is optional.
     deploy/local_cluster.sh --worker_cmd sets them. With PS_COORDINATOR
-    (etcd://HOST:PORT, docs/elastic.md; PS_JOB its job) PS_SERVERS and
-    PS_WORKER_ID may be left out: the worker takes them from etcd. `kwargs`
+    (etcd://HOST:PORT, docs/elastic.md; PS_JOB its job) all three may be left
+    out: the worker takes them from etcd. `kwargs`
     go to Client (e.g. retry_timeout) and win over the environment.
     """
     coordinator = os.environ.get("PS_COORDINATOR")
@@ -474,13 +478,12 @@ def connect_from_env(**kwargs: Any) -> Client:
         kwargs.setdefault("coordinator", coordinator)
         if os.environ.get("PS_JOB"):
             kwargs.setdefault("job", os.environ["PS_JOB"])
-    required = ("PS_NUM_WORKERS",) if coordinator else ("PS_SERVERS", "PS_WORKER_ID",
-                                                         "PS_NUM_WORKERS")
+    required = () if coordinator else ("PS_SERVERS", "PS_WORKER_ID", "PS_NUM_WORKERS")
     for var in required:
         if not os.environ.get(var):
             raise ValueError(f"{var} is not set (deploy/local_cluster.sh --worker_cmd sets "
                              "PS_SERVERS, PS_WORKER_ID and PS_NUM_WORKERS; with "
-                             "PS_COORDINATOR only PS_NUM_WORKERS is needed)")
+                             "PS_COORDINATOR none is needed)")
     ints: Dict[str, Optional[int]] = {}
     for var in ("PS_WORKER_ID", "PS_NUM_WORKERS"):
         value = os.environ.get(var)
@@ -490,7 +493,5 @@ def connect_from_env(**kwargs: Any) -> Client:
             raise ValueError(f"{var}={value!r} is not an integer") from None
     if os.environ.get("PS_TLS_DIR"):
         kwargs.setdefault("tls_dir", os.environ["PS_TLS_DIR"])
-    num_workers = ints["PS_NUM_WORKERS"]
-    assert num_workers is not None  # required above
-    return Client(os.environ.get("PS_SERVERS") or None, ints["PS_WORKER_ID"], num_workers,
-                  **kwargs)
+    return Client(os.environ.get("PS_SERVERS") or None, ints["PS_WORKER_ID"],
+                  ints["PS_NUM_WORKERS"], **kwargs)

@@ -1,0 +1,112 @@
+#include "coord/member_watch.h"
+
+#include <set>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "coord/registration.h"
+
+namespace ps {
+namespace {
+
+// The id of `key` under `prefix`; false for a key that names none.
+bool IdOf(const std::string& key, const std::string& prefix, int* id) {
+  return key.size() > prefix.size() &&
+         absl::SimpleAtoi(absl::string_view(key).substr(prefix.size()), id) && *id >= 0;
+}
+
+}  // namespace
+
+std::unique_ptr<MemberWatch> MemberWatch::Start(
+    EtcdClient* etcd, const MemberWatchOptions& options,
+    std::function<void(const std::vector<int>&)> on_change) {
+  return std::unique_ptr<MemberWatch>(new MemberWatch(etcd, options, std::move(on_change)));
+}
+
+MemberWatch::MemberWatch(EtcdClient* etcd, const MemberWatchOptions& options,
+                         std::function<void(const std::vector<int>&)> on_change)
+    : etcd_(etcd),
+      options_(options),
+      prefix_(RolePrefix(options.job, options.role)),
+      on_change_(std::move(on_change)),
+      thread_([this] { Run(); }) {}
+
+MemberWatch::~MemberWatch() { Stop(); }
+
+void MemberWatch::Stop() {
+  {
+    absl::MutexLock l(&mu_);
+    stopping_ = true;
+  }
+  canceller_.Cancel();
+  if (thread_.joinable()) thread_.join();
+}
+
+bool MemberWatch::Sleep(absl::Duration d) {
+  absl::MutexLock l(&mu_);
+  auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
+  mu_.AwaitWithTimeout(absl::Condition(&stopping), d);
+  return !stopping_;
+}
+
+void MemberWatch::Log(const std::string& line) const {
+  if (options_.log) options_.log(line);
+}
+
+void MemberWatch::Run() {
+  const std::string what = absl::StrCat("the ", options_.role, " of job ", options_.job);
+  int64_t last_revision = 0;  // the newest revision seen
+  bool broken = false;        // since the last failure was logged
+  std::set<int> ids;
+  auto report = [&] { on_change_(std::vector<int>(ids.begin(), ids.end())); };
+  while (true) {
+    int64_t revision = 0;
+    absl::StatusOr<std::vector<EtcdClient::KeyValue>> kvs = etcd_->List(prefix_, &revision);
+    if (kvs.ok() && revision < last_revision) {
+      Log(absl::StrCat("etcd came back without its data (revision ", revision, " < ", last_revision,
+                       "): listing ", what, " in ", absl::FormatDuration(options_.ttl),
+                       ", once they have registered again"));
+      last_revision = 0;
+      if (!Sleep(options_.ttl)) return;
+      continue;
+    }
+    absl::Status s = kvs.status();
+    if (s.ok()) {
+      if (broken) Log(absl::StrCat("etcd answers again: watching ", what));
+      broken = false;
+      ids.clear();
+      for (const EtcdClient::KeyValue& kv : *kvs) {
+        int id;
+        if (IdOf(kv.key, prefix_, &id)) ids.insert(id);
+      }
+      last_revision = revision;
+      report();
+      s = etcd_->Watch(prefix_, revision + 1, &canceller_,
+                       [&](const std::vector<EtcdClient::WatchEvent>& events) {
+                         for (const EtcdClient::WatchEvent& e : events) {
+                           last_revision = std::max(last_revision, e.revision);
+                           int id;
+                           if (!IdOf(e.kv.key, prefix_, &id)) continue;
+                           if (e.put) {
+                             ids.insert(id);
+                           } else {
+                             ids.erase(id);
+                           }
+                         }
+                         report();
+                       });
+    }
+    if (canceller_.cancelled()) return;
+    if (!broken) {
+      Log(absl::StrCat("cannot watch ", what, " in etcd: ", s.message(), "; keeping the last set [",
+                       absl::StrJoin(ids, ", "), "] and trying again every ",
+                       absl::FormatDuration(options_.retry)));
+      broken = true;
+    }
+    if (!Sleep(options_.retry)) return;
+  }
+}
+
+}  // namespace ps

@@ -1,0 +1,85 @@
+// MemberWatch: the ids of one role's live members of a job in etcd
+// (coord/registration.h's keys, /ps/<job>/<role>/<id>), reported to its
+// owner every time the set changes. ps_server watches the workers this way:
+// in sync and SSP mode with a coordinator, its steps wait for the workers
+// in this set (server/core/membership.h, docs/elastic.md).
+//
+// A thread of its own lists the keys, reports the set, and watches the
+// prefix from the listing's revision on, so that no change between the two
+// is missed; each put or delete reports the new set. When the watch breaks
+// (etcd down, restarted, or unreachable), the owner keeps the last set:
+// the thread logs it once, tries again every `retry`, and when etcd answers
+// lists the keys again and reports that set (a member that left meanwhile
+// is reported gone then). If etcd came back without its data (its revision
+// is below the last one seen), the members register again within a third
+// of their ttl (coord/registration.h), so the listing waits one `ttl`
+// first: a restart of etcd does not drop every worker.
+//
+// Thread-safe. Borrows the EtcdClient, which must outlive it. The callback
+// runs on the watch's thread, one call at a time; it must not destroy the
+// watch.
+#ifndef PS_COORD_MEMBER_WATCH_H_
+#define PS_COORD_MEMBER_WATCH_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "coord/etcd_client.h"
+
+namespace ps {
+
+struct MemberWatchOptions {
+  std::string job = "default";
+  std::string role = "workers";
+  // The members' lease ttl (--coordinator_ttl): how long the listing waits
+  // after etcd came back without its data.
+  absl::Duration ttl = absl::Seconds(10);
+  // How often a broken watch is tried again.
+  absl::Duration retry = absl::Seconds(1);
+  // Where the thread's lines go (null: nowhere).
+  std::function<void(const std::string&)> log;
+};
+
+class MemberWatch {
+ public:
+  // Starts the thread; `on_change` gets the ids (ascending) after the first
+  // listing and after every change.
+  static std::unique_ptr<MemberWatch> Start(EtcdClient* etcd, const MemberWatchOptions& options,
+                                            std::function<void(const std::vector<int>&)> on_change);
+  ~MemberWatch();  // Stop()
+
+  MemberWatch(const MemberWatch&) = delete;
+  MemberWatch& operator=(const MemberWatch&) = delete;
+
+  // Ends the watch and joins the thread. Idempotent.
+  void Stop();
+
+ private:
+  MemberWatch(EtcdClient* etcd, const MemberWatchOptions& options,
+              std::function<void(const std::vector<int>&)> on_change);
+  void Run();  // the thread
+  // Waits `d` or until Stop; whether to go on.
+  bool Sleep(absl::Duration d);
+  void Log(const std::string& line) const;
+
+  EtcdClient* const etcd_;
+  const MemberWatchOptions options_;
+  const std::string prefix_;
+  const std::function<void(const std::vector<int>&)> on_change_;
+  EtcdClient::WatchCanceller canceller_;
+
+  absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;  // last: started once the rest is set
+};
+
+}  // namespace ps
+
+#endif  // PS_COORD_MEMBER_WATCH_H_

@@ -1,0 +1,325 @@
+// Elastic membership against a real etcd (tests/etcd_process.h): the
+// watch and compare-and-put of EtcdClient, MemberWatch reporting a role's
+// members through joins, leaves, etcd's loss and its return without its
+// data, the job's settings in etcd, and then the real binaries: a sync
+// ps_server for up to 3 workers, without leases, whose steps wait for the
+// registered workers only: two ps_workers given neither an id nor a worker
+// count train, and the one that trains longer goes on alone once the other
+// leaves.
+//
+// Args: the paths of ps_server and ps_worker.
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "common/testing/wait_until.h"
+#include "coord/job_settings.h"
+#include "coord/member_watch.h"
+#include "coord/registration.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/etcd_process.h"
+#include "tools/process/server_process.h"
+
+namespace ps {
+
+const char* g_server_binary = nullptr;
+const char* g_worker_binary = nullptr;
+
+namespace {
+
+using ::testing::Contains;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+std::unique_ptr<EtcdClient> Client(const EtcdProcess& etcd) {
+  absl::StatusOr<std::unique_ptr<EtcdClient>> c = ConnectPlain(etcd);
+  EXPECT_TRUE(c.ok()) << c.status();
+  return *std::move(c);
+}
+
+RegistrationOptions Options() {
+  RegistrationOptions o;
+  o.job = "j";
+  o.ttl = absl::Seconds(2);
+  return o;
+}
+
+TEST(EtcdClient, WatchSeesEveryChangeFromItsRevisionUntilCancelled) {
+  auto etcd = EtcdProcess::Start(EtcdTestPath("watch"));
+  ASSERT_TRUE(etcd.ok()) << etcd.status();
+  std::unique_ptr<EtcdClient> c = Client(**etcd);
+  ASSERT_TRUE(c->Put("/p/a", "1").ok());
+  int64_t revision = 0;
+  absl::StatusOr<std::vector<EtcdClient::KeyValue>> listed = c->List("/p/", &revision);
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ((*listed)[0].mod_revision, revision);
+  // A change after the listing and before the watch starts is not missed.
+  ASSERT_TRUE(c->Put("/p/b", "2").ok());
+  absl::Mutex mu;
+  std::vector<std::string> seen;  // "+key=value" or "-key"
+  EtcdClient::WatchCanceller cancel;
+  absl::Status result = absl::UnknownError("running");
+  std::thread watcher([&] {
+    absl::Status s = c->Watch(
+        "/p/", revision + 1, &cancel, [&](const std::vector<EtcdClient::WatchEvent>& events) {
+          absl::MutexLock l(&mu);
+          for (const auto& e : events) {
+            seen.push_back(e.put ? absl::StrCat("+", e.kv.key, "=", e.kv.value)
+                                 : absl::StrCat("-", e.kv.key));
+          }
+        });
+    absl::MutexLock l(&mu);
+    result = s;
+  });
+  ASSERT_TRUE(c->Delete("/p/a").ok());
+  ASSERT_TRUE(c->Put("/other", "x").ok());  // not under the prefix
+  ASSERT_TRUE(c->Put("/p/c", "3").ok());
+  EXPECT_EQ(WaitUntil(
+                [&] {
+                  absl::MutexLock l(&mu);
+                  return seen.size() == 3;
+                },
+                absl::Seconds(10), "three changes"),
+            absl::OkStatus());
+  cancel.Cancel();
+  watcher.join();
+  absl::MutexLock l(&mu);
+  EXPECT_THAT(seen, ElementsAre("+/p/b=2", "-/p/a", "+/p/c=3"));
+  EXPECT_TRUE(result.ok()) << result;
+}
+
+TEST(EtcdClient, WatchEndsUnavailableWhenEtcdGoesAndCompareAndPutSwapsOnce) {
+  auto etcd = EtcdProcess::Start(EtcdTestPath("cas"));
+  ASSERT_TRUE(etcd.ok()) << etcd.status();
+  std::unique_ptr<EtcdClient> c = Client(**etcd);
+  // Created only if absent; swapped only from the revision read.
+  absl::StatusOr<bool> put = c->CompareAndPut("/k", 0, "v1");
+  ASSERT_TRUE(put.ok() && *put);
+  EXPECT_FALSE(*c->CompareAndPut("/k", 0, "again"));
+  const int64_t rev = (*c->List("/k"))[0].mod_revision;
+  EXPECT_TRUE(*c->CompareAndPut("/k", rev, "v2"));
+  EXPECT_FALSE(*c->CompareAndPut("/k", rev, "v3"));  // lost: v2 changed it
+  EXPECT_EQ((*c->List("/k"))[0].value, "v2");
+
+  EtcdClient::WatchCanceller cancel;
+  absl::Status result = absl::UnknownError("running");
+  std::thread watcher([&] { result = c->Watch("/k", 1, &cancel, [](const auto&) {}); });
+  absl::SleepFor(absl::Milliseconds(300));
+  etcd->reset();
+  watcher.join();
+  EXPECT_EQ(result.code(), absl::StatusCode::kUnavailable) << result;
+  EXPECT_THAT(result.message(), HasSubstr("watch \"/k\""));
+}
+
+// What a MemberWatch reported, in order.
+struct Reports {
+  absl::Mutex mu;
+  std::vector<std::vector<int>> sets ABSL_GUARDED_BY(mu);
+  std::vector<std::string> lines ABSL_GUARDED_BY(mu);
+
+  std::vector<int> last() {
+    absl::MutexLock l(&mu);
+    return sets.empty() ? std::vector<int>{-1} : sets.back();
+  }
+  absl::Status WaitFor(const std::vector<int>& want, absl::Duration within) {
+    return WaitUntil([&] { return last() == want; }, within, "the reported set");
+  }
+  std::unique_ptr<MemberWatch> Start(EtcdClient* etcd, absl::Duration ttl) {
+    MemberWatchOptions o;
+    o.job = "j";
+    o.ttl = ttl;
+    o.retry = absl::Milliseconds(300);
+    o.log = [this](const std::string& line) {
+      absl::MutexLock l(&mu);
+      lines.push_back(line);
+    };
+    return MemberWatch::Start(etcd, o, [this](const std::vector<int>& ids) {
+      absl::MutexLock l(&mu);
+      sets.push_back(ids);
+    });
+  }
+};
+
+TEST(MemberWatch, ReportsTheMembersAndEachJoinAndLeave) {
+  auto etcd = EtcdProcess::Start(EtcdTestPath("members"));
+  ASSERT_TRUE(etcd.ok()) << etcd.status();
+  std::unique_ptr<EtcdClient> c = Client(**etcd);
+  auto w0 = Registration::Join(c.get(), "workers", 0, "w0", Options());
+  ASSERT_TRUE(w0.ok()) << w0.status();
+  auto server = Registration::Join(c.get(), "servers", 0, "s0", Options());  // another role
+  ASSERT_TRUE(server.ok()) << server.status();
+  Reports r;
+  std::unique_ptr<MemberWatch> watch = r.Start(c.get(), absl::Seconds(2));
+  EXPECT_EQ(r.WaitFor({0}, absl::Seconds(10)), absl::OkStatus());
+  auto w3 = Registration::Join(c.get(), "workers", 3, "w3", Options());
+  ASSERT_TRUE(w3.ok()) << w3.status();
+  EXPECT_EQ(r.WaitFor({0, 3}, absl::Seconds(10)), absl::OkStatus());
+  (*w0)->Leave();  // revoked: gone at once
+  EXPECT_EQ(r.WaitFor({3}, absl::Seconds(10)), absl::OkStatus());
+  watch->Stop();
+  watch->Stop();  // idempotent
+}
+
+TEST(MemberWatch, KeepsTheSetWhileEtcdIsGoneAndWaitsForMembersWhenItLostItsData) {
+  auto etcd = EtcdProcess::Start(EtcdTestPath("loss-a"));
+  ASSERT_TRUE(etcd.ok()) << etcd.status();
+  const int port = (*etcd)->port();
+  std::unique_ptr<EtcdClient> c = Client(**etcd);
+  // A revision well above what the members' return reaches, as a job that
+  // ran a while has.
+  for (int k = 0; k < 20; ++k) ASSERT_TRUE(c->Put("/noise", absl::StrCat(k)).ok());
+  auto w0 = Registration::Join(c.get(), "workers", 0, "w0", Options());
+  auto w1 = Registration::Join(c.get(), "workers", 1, "w1", Options());
+  ASSERT_TRUE(w0.ok() && w1.ok());
+  Reports r;
+  std::unique_ptr<MemberWatch> watch = r.Start(c.get(), absl::Seconds(2));
+  ASSERT_EQ(r.WaitFor({0, 1}, absl::Seconds(10)), absl::OkStatus());
+  etcd->reset();  // gone: the set stays as it was
+  absl::SleepFor(absl::Seconds(1.5));
+  EXPECT_THAT(r.last(), ElementsAre(0, 1));
+  etcd = EtcdProcess::Start(EtcdTestPath("loss-b"), port);  // empty, same address
+  ASSERT_TRUE(etcd.ok()) << etcd.status();
+  // The members register again (each within a third of its ttl), and only
+  // then does the watch list them: no report ever lost them.
+  ASSERT_EQ(WaitUntil(
+                [&] {
+                  absl::MutexLock l(&r.mu);
+                  return std::find_if(r.lines.begin(), r.lines.end(), [](const std::string& s) {
+                           return s.find("etcd answers again") != std::string::npos;
+                         }) != r.lines.end();
+                },
+                absl::Seconds(20), "the watch to run again"),
+            absl::OkStatus());
+  EXPECT_EQ(r.WaitFor({0, 1}, absl::Seconds(10)), absl::OkStatus());
+  absl::MutexLock l(&r.mu);
+  for (const std::vector<int>& set : r.sets) EXPECT_THAT(set, ElementsAre(0, 1));
+  EXPECT_THAT(r.lines, Contains(HasSubstr("cannot watch the workers of job j in etcd")));
+  EXPECT_THAT(r.lines, Contains(HasSubstr("etcd came back without its data")));
+}
+
+TEST(JobSettings, PublishedOnceDefendedWhileServersRunAndReplacedAfter) {
+  EXPECT_EQ(ParseJobSettings("num_shards=2 num_workers=0 mode=sync").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseJobSettings("num_workers=2 mode=sync").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  auto etcd = EtcdProcess::Start(EtcdTestPath("settings"));
+  ASSERT_TRUE(etcd.ok()) << etcd.status();
+  std::unique_ptr<EtcdClient> c = Client(**etcd);
+  absl::StatusOr<JobSettings> none = ReadJobSettings(c.get(), "j");
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(none.status().message(), HasSubstr("start its ps_server"));
+  JobSettings a;
+  a.num_shards = 2;
+  a.num_workers = 3;
+  a.mode = "sync";
+  ASSERT_TRUE(PublishJobSettings(c.get(), "j", a).ok());
+  ASSERT_TRUE(PublishJobSettings(c.get(), "j", a).ok());  // equal: fine
+  absl::StatusOr<JobSettings> read = ReadJobSettings(c.get(), "j");
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_TRUE(*read == a);
+  EXPECT_EQ((*c->List(JobSettingsKey("j")))[0].value, "num_shards=2 num_workers=3 mode=sync");
+  // A server of the job runs: other settings are refused, naming both.
+  auto s0 = Registration::Join(c.get(), "servers", 0, "s0", Options());
+  ASSERT_TRUE(s0.ok());
+  JobSettings b = a;
+  b.num_workers = 4;
+  absl::Status refused = PublishJobSettings(c.get(), "j", b);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(refused.message(), HasSubstr("job j runs with num_shards=2 num_workers=3 mode=sync"));
+  EXPECT_THAT(refused.message(), HasSubstr("this server has num_shards=2 num_workers=4"));
+  // Once no server runs, the record is an earlier run's: replaced.
+  (*s0)->Leave();
+  ASSERT_TRUE(PublishJobSettings(c.get(), "j", b).ok());
+  EXPECT_EQ(ReadJobSettings(c.get(), "j")->num_workers, 4);
+}
+
+// A sync ps_server for up to 3 workers, with no worker leases
+// (--worker_timeout=0): only the registry lets a step close without a
+// worker. Worker ids and the count come from etcd.
+TEST(CoordinatedSync, StepsWaitForTheRegisteredWorkersOnly) {
+  auto etcd = EtcdProcess::Start(EtcdTestPath("sync"));
+  ASSERT_TRUE(etcd.ok()) << etcd.status();
+  std::unique_ptr<EtcdClient> c = Client(**etcd);
+  ServerProcessOptions so;
+  so.binary = g_server_binary;
+  so.dir = EtcdTestPath("");
+  so.name = "sync-server";
+  so.flags = {"--num_workers=3",
+              "--mode=sync",
+              "--worker_timeout=0",
+              absl::StrCat("--coordinator=", (*etcd)->url()),
+              "--job=s",
+              "--coordinator_ttl=2"};
+  so.start_timeout = absl::Seconds(20);
+  auto server = ServerProcess::Start(so);
+  ASSERT_TRUE(server.ok()) << server.status();
+  absl::StatusOr<JobSettings> settings = ReadJobSettings(c.get(), "s");
+  ASSERT_TRUE(settings.ok()) << settings.status();
+  EXPECT_EQ(settings->num_workers, 3);
+
+  // Worker 0 trains 4 steps, worker 1 trains 12: after worker 0 leaves,
+  // worker 1's steps close alone.
+  std::vector<std::unique_ptr<ChildProcess>> workers;
+  for (int steps : {4, 12}) {
+    auto w = ChildProcess::Spawn({g_worker_binary, absl::StrCat("--coordinator=", (*etcd)->url()),
+                                  "--job=s", absl::StrCat("--max_steps=", steps), "--batch_size=16",
+                                  "--progress=off", "--wait_timeout=60"},
+                                 EtcdTestPath(absl::StrCat("sync-worker", steps, ".log")),
+                                 /*pipe_stdout=*/false);
+    ASSERT_TRUE(w.ok()) << w.status();
+    workers.push_back(*std::move(w));
+    // In order, so that the first takes id 0 (it creates the parameters).
+    ASSERT_EQ(WaitUntil(
+                  [&] {
+                    absl::StatusOr<std::vector<Member>> m = ListMembers(c.get(), "s");
+                    return m.ok() && m->size() == workers.size() + 1;
+                  },
+                  absl::Seconds(20), "the worker to register"),
+              absl::OkStatus());
+  }
+  for (auto& w : workers) {
+    std::optional<int> status = w->Wait(absl::Now() + absl::Seconds(120));
+    ASSERT_TRUE(status.has_value() && WIFEXITED(*status) && WEXITSTATUS(*status) == 0)
+        << DescribeExit(status) << "\n"
+        << w->LogTail(20) << "\nserver:\n"
+        << (*server)->process().LogTail(30);
+  }
+  const std::string log = (*server)->process().LogTail(200);
+  EXPECT_THAT(log, HasSubstr("sync steps wait for the workers registered in etcd under /ps/s/"
+                             "workers/"));
+  EXPECT_THAT(log, HasSubstr("worker 0 joined the job"));
+  EXPECT_THAT(log, HasSubstr("worker 1 joined the job"));
+  EXPECT_THAT(log, HasSubstr("worker 0 left the job (its etcd key is gone)"));
+  EXPECT_THAT(log, ::testing::Not(HasSubstr("worker 2 ")));
+  // Both left: nobody is registered but the server.
+  absl::StatusOr<std::vector<Member>> m = ListMembers(c.get(), "s");
+  ASSERT_TRUE(m.ok());
+  ASSERT_EQ(m->size(), 1u);
+  EXPECT_EQ((*m)[0].role, "servers");
+}
+
+}  // namespace
+}  // namespace ps
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: elastic_membership_test PS_SERVER PS_WORKER\n");
+    return 2;
+  }
+  ps::g_server_binary = argv[1];
+  ps::g_worker_binary = argv[2];
+  return RUN_ALL_TESTS();
+}
