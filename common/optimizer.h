@@ -127,6 +127,25 @@ absl::StatusOr<std::unique_ptr<Optimizer>> CreateOptimizer(const OptimizerOption
                                                            int64_t num_elements,
                                                            int64_t start_version = 0);
 
+// An optimizer's state (SaveState's bytes) taken apart, so that ranges of
+// elements can move between shards (server/checkpoint/reshard.h): the
+// rule that wrote it ("" for SGD, which keeps none), the version its state
+// started from, and its per-element buffers (momentum 1, adagrad 1, adam
+// 2), each of `elements` floats.
+struct OptimizerStateParts {
+  std::string name;
+  int64_t start = 0;
+  int64_t elements = 0;
+  std::vector<std::vector<float>> buffers;
+};
+// INVALID_ARGUMENT for bytes SaveState did not write (truncated, another
+// format).
+absl::StatusOr<OptimizerStateParts> SplitOptimizerState(absl::string_view state);
+// The bytes SaveState writes for `parts`: JoinOptimizerState of a split
+// state is that state, byte for byte. "" for SGD's (no name).
+// REQUIRES: every buffer of `elements` floats.
+std::string JoinOptimizerState(const OptimizerStateParts& parts);
+
 }  // namespace ps
 
 #endif  // PS_COMMON_OPTIMIZER_H_

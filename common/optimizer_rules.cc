@@ -70,6 +70,21 @@ std::string WriterName(absl::string_view state) {
   return std::string(state.substr(0, len));
 }
 
+// A stateful rule's SaveState bytes: the header, then the buffers.
+std::string WriteState(const std::string& name, int64_t start, int64_t elements,
+                       const std::vector<std::vector<float>>& buffers) {
+  std::string out(kMagic, kMagicSize);
+  Put<uint32_t>(&out, static_cast<uint32_t>(name.size()));
+  out += name;
+  Put<int64_t>(&out, start);
+  Put<int64_t>(&out, elements);
+  Put<uint32_t>(&out, static_cast<uint32_t>(buffers.size()));
+  for (const std::vector<float>& b : buffers) {
+    out.append(reinterpret_cast<const char*>(b.data()), b.size() * sizeof(float));
+  }
+  return out;
+}
+
 // Plain SGD: g += wd * w; w -= lr * g. No state.
 class Sgd final : public Optimizer {
  public:
@@ -129,16 +144,7 @@ class Stateful : public Optimizer {
       : o_(o), start_(start), buffers_(buffers, std::vector<float>(n, 0.0f)) {}
 
   absl::StatusOr<std::string> SaveState() const override {
-    std::string out(kMagic, kMagicSize);
-    Put<uint32_t>(&out, static_cast<uint32_t>(o_.name.size()));
-    out += o_.name;
-    Put<int64_t>(&out, start_);
-    Put<int64_t>(&out, size());
-    Put<uint32_t>(&out, static_cast<uint32_t>(buffers_.size()));
-    for (const std::vector<float>& b : buffers_) {
-      out.append(reinterpret_cast<const char*>(b.data()), b.size() * sizeof(float));
-    }
-    return out;
+    return WriteState(o_.name, start_, size(), buffers_);
   }
 
   absl::Status RestoreState(absl::string_view state) override {
@@ -293,4 +299,36 @@ std::unique_ptr<Optimizer> NewOptimizerRule(const OptimizerOptions& o, int64_t n
 }
 
 }  // namespace internal
+
+absl::StatusOr<OptimizerStateParts> SplitOptimizerState(absl::string_view state) {
+  using internal::Get;
+  using internal::kMagicSize;
+  OptimizerStateParts parts;
+  if (state.empty()) return parts;  // SGD's
+  parts.name = internal::WriterName(state);
+  if (parts.name.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("an optimizer state of ", state.size(), " bytes without its header"));
+  }
+  absl::string_view in = state.substr(kMagicSize + sizeof(uint32_t) + parts.name.size());
+  uint32_t buffers = 0;
+  if (!Get(&in, &parts.start) || !Get(&in, &parts.elements) || !Get(&in, &buffers) ||
+      parts.elements < 0 ||
+      in.size() != uint64_t{buffers} * static_cast<uint64_t>(parts.elements) * sizeof(float)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the ", parts.name, " state is truncated or of another size"));
+  }
+  parts.buffers.assign(buffers, std::vector<float>(parts.elements));
+  for (std::vector<float>& b : parts.buffers) {
+    std::memcpy(b.data(), in.data(), b.size() * sizeof(float));
+    in.remove_prefix(b.size() * sizeof(float));
+  }
+  return parts;
+}
+
+std::string JoinOptimizerState(const OptimizerStateParts& parts) {
+  if (parts.name.empty()) return std::string();
+  return internal::WriteState(parts.name, parts.start, parts.elements, parts.buffers);
+}
+
 }  // namespace ps

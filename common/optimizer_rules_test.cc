@@ -152,6 +152,46 @@ TEST(Optimizer, StateRoundTripsAndRangesAreIndependent) {
   }
 }
 
+// A state split into its buffers and joined again is the same bytes; a
+// state of two elements joined from halves of two states restores an
+// optimizer that steps as the two did.
+TEST(Optimizer, StateSplitsIntoBuffersAndJoinsBack) {
+  for (const std::string& name : OptimizerNames()) {
+    const OptimizerOptions o = Named(name, 0.05);
+    auto opt = Make(o, 4, /*start=*/2);
+    std::vector<float> w = {1, -2, 0.5f, 3};
+    for (int t = 3; t <= 5; ++t) Step(opt.get(), t, {0.1f * t, -0.3f, 1.0f / t, 2}, &w);
+    const std::string state = *opt->SaveState();
+    absl::StatusOr<OptimizerStateParts> parts = SplitOptimizerState(state);
+    ASSERT_TRUE(parts.ok()) << parts.status();
+    EXPECT_EQ(JoinOptimizerState(*parts), state) << name;
+    if (name == "sgd") {
+      EXPECT_TRUE(parts->name.empty());
+      continue;
+    }
+    EXPECT_EQ(parts->name, name);
+    EXPECT_EQ(parts->start, 2);
+    EXPECT_EQ(parts->elements, 4);
+    EXPECT_EQ(parts->buffers.size(), name.rfind("adam", 0) == 0 ? 2u : 1u) << name;
+    // Elements 1..2 alone: an optimizer of 2 restored from them steps them
+    // as the whole one steps them.
+    OptimizerStateParts middle = *parts;
+    middle.elements = 2;
+    for (std::vector<float>& b : middle.buffers) b = {b[1], b[2]};
+    auto part = Make(o, 2);
+    ASSERT_TRUE(part->RestoreState(JoinOptimizerState(middle)).ok()) << name;
+    std::vector<float> whole = w, half = {w[1], w[2]};
+    const std::vector<float> g = {0.2f, -0.4f, 0.7f, -1};
+    Step(opt.get(), 6, g, &whole);
+    Step(part.get(), 6, {g[1], g[2]}, &half);
+    EXPECT_EQ(half, (std::vector<float>{whole[1], whole[2]})) << name;
+  }
+  EXPECT_EQ(SplitOptimizerState("garbage").status().code(), absl::StatusCode::kInvalidArgument);
+  const std::string adam = *Make(Named("adam", 0.1), 3)->SaveState();
+  EXPECT_EQ(SplitOptimizerState(adam.substr(0, adam.size() - 1)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(Optimizer, RefusesStateOfAnotherRuleNamingBoth) {
   auto adam = Make(Named("adam", 0.1), 2);
   absl::StatusOr<std::string> adam_state = adam->SaveState();

@@ -85,10 +85,12 @@ absl::Status ServerOptions::Validate() const {
                      checkpoints.every_versions, ", ", absl::FormatDuration(checkpoints.period),
                      ", ", checkpoints.keep, " and ", checkpoints.full_every));
   }
-  if (checkpoints.tables_from.empty() != (checkpoints.tables_from_shards == 0) ||
-      checkpoints.tables_from_shards < 0) {
+  if (checkpoints.restore_from.empty() != (checkpoints.restore_from_shards == 0) ||
+      checkpoints.restore_from_shards < 0) {
     return absl::InvalidArgumentError(
-        "--restore_tables_from and --restore_tables_shards (>= 1) go together");
+        checkpoints.tables_only
+            ? "--restore_tables_from and --restore_tables_shards (>= 1) go together"
+            : "--restore_from and --restore_shards (>= 1) go together");
   }
   if (shard.mode != Mode::kSync &&
       (shard.sync_rule.quorum != 0 || shard.sync_rule.min_workers != 1)) {
@@ -113,24 +115,42 @@ int MaxReceiveMessageBytes(const ServerOptions& options) {
 
 namespace {
 
-// --restore_tables_from: this shard's rows of a checkpoint of another shard
-// count, into `shard`.
-absl::Status RestoreTables(const ServerOptions& options, Shard* shard) {
+// --restore_from (--restore_tables_from: its tables only): this shard's
+// part of a checkpoint of another shard count, into `shard`.
+absl::Status RestoreResharded(const ServerOptions& options, Shard* shard) {
   const ServerOptions::Checkpoints& c = options.checkpoints;
-  const std::string who = absl::StrCat("shard ", options.shard.shard_id, ": ");
-  absl::StatusOr<ReshardedTables> loaded = LoadTablesForShard(
-      c.tables_from, c.tables_from_shards, options.shard.shard_id, options.shard.num_shards,
-      options.shard.spec_limits, options.shard.tables.read_tier_snapshot);
-  absl::Status s = loaded.ok() ? shard->ImportTables(loaded->tables) : loaded.status();
-  if (!s.ok()) {
-    return absl::Status(s.code(), absl::StrCat(who, "--restore_tables_from: ", s.message()));
+  const ShardOptions& so = options.shard;
+  const std::string who = absl::StrCat("shard ", so.shard_id, ": ");
+  const std::string flag = c.tables_only ? "--restore_tables_from" : "--restore_from";
+  int64_t version = 0;
+  std::vector<EmbeddingTableState> tables;
+  absl::Status s;
+  if (c.tables_only) {
+    absl::StatusOr<ReshardedTables> loaded =
+        LoadTablesForShard(c.restore_from, c.restore_from_shards, so.shard_id, so.num_shards,
+                           so.spec_limits, so.tables.read_tier_snapshot);
+    s = loaded.ok() ? shard->ImportTables(loaded->tables) : loaded.status();
+    if (s.ok()) {
+      version = loaded->version;
+      tables = std::move(loaded->tables);
+    }
+  } else {
+    absl::StatusOr<ShardState> loaded =
+        LoadStateForShard(c.restore_from, c.restore_from_shards, so.shard_id, so.num_shards,
+                          so.spec_limits, so.tables.read_tier_snapshot);
+    s = loaded.ok() ? shard->LoadCheckpoint(*loaded) : loaded.status();
+    if (s.ok()) {
+      version = loaded->version;
+      tables = std::move(loaded->tables);
+    }
   }
-  if (options.shard.log) {
+  if (!s.ok()) return absl::Status(s.code(), absl::StrCat(who, flag, ": ", s.message()));
+  if (so.log) {
     int64_t rows = 0;
-    for (const EmbeddingTableState& t : loaded->tables) rows += t.contents.ids.size();
-    options.shard.log(absl::StrCat(who, "restored ", loaded->tables.size(), " tables (", rows,
-                                   " rows) of version ", loaded->version, " of ",
-                                   c.tables_from_shards, " shards in ", c.tables_from));
+    for (const EmbeddingTableState& t : tables) rows += t.contents.ids.size();
+    so.log(absl::StrCat(who, "restored ", c.tables_only ? "" : "the dense state and ",
+                        tables.size(), " tables (", rows, " rows) of version ", version, " of ",
+                        c.restore_from_shards, " shards in ", c.restore_from));
   }
   return absl::OkStatus();
 }
@@ -217,8 +237,9 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
     }
     s->checkpointer_ = std::make_unique<Checkpointer>(s->store_.get(), std::move(co));
   }
-  if (!c.tables_from.empty() && !restored_own)
-    RETURN_IF_ERROR(RestoreTables(options, s->shard_.get()));
+  if (!c.restore_from.empty() && !restored_own) {
+    RETURN_IF_ERROR(RestoreResharded(options, s->shard_.get()));
+  }
   ServiceOptions service_options = options.service;
   if (!options.metrics_listen.empty()) {
     s->rpc_metrics_ = std::make_shared<RpcMetrics>();

@@ -72,11 +72,14 @@ struct ServerOptions {
     absl::Duration period = absl::ZeroDuration();     // 0: none by time
     int keep = 3;                                     // newest full checkpoints kept
     int64_t full_every = 1;  // every Nth checkpoint full, deltas between; 1: all full
-    // Embedding tables from a checkpoint of another shard count
-    // (server/checkpoint/reshard.h), for a shard with no checkpoint of its
-    // own: its directory (empty: none) and that shard count (>= 1).
-    std::string tables_from;
-    int tables_from_shards = 0;
+    // A checkpoint of another shard count (server/checkpoint/reshard.h),
+    // for a shard with no checkpoint of its own: its directory (empty:
+    // none), that shard count (>= 1), and whether only its embedding tables
+    // are restored (the dense model then starts anew with worker 0's init)
+    // or the whole state, re-cut for this shard.
+    std::string restore_from;
+    int restore_from_shards = 0;
+    bool tables_only = false;
   };
   Checkpoints checkpoints;
 

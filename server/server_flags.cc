@@ -117,6 +117,14 @@ ABSL_FLAG(int64_t, checkpoint_full_every, 1,
           "full; those between are deltas holding the dense state and only the embedding rows "
           "changed (and the ids removed) since the checkpoint before. A restore applies the "
           "deltas to the newest full one. 1 = every checkpoint full.");
+ABSL_FLAG(std::string, restore_from, "",
+          "Directory of a checkpoint taken with --restore_shards shards: at start, a shard "
+          "with no checkpoint of its own loads its part of the whole state at this "
+          "--num_shards, from the newest version every old shard has: the dense weights and "
+          "optimizer state re-cut, the embedding rows it owns (ids re-hashed), the push seqs. "
+          "Training goes on bit for bit as on the old count. Empty: none.");
+ABSL_FLAG(int, restore_shards, 0,
+          "With --restore_from: the shard count that checkpoint was taken with.");
 ABSL_FLAG(std::string, restore_tables_from, "",
           "Directory of a checkpoint taken with --restore_tables_shards shards: at start, a "
           "shard with no checkpoint of its own loads the embedding tables' rows it owns at "
@@ -190,8 +198,17 @@ absl::StatusOr<ServerOptions> ServerOptionsFromFlags() {
   ASSIGN_OR_RETURN(o.checkpoints.period, SecondsFromFlag("checkpoint_secs", absl::GetFlag(FLAGS_checkpoint_secs)));
   o.checkpoints.keep = absl::GetFlag(FLAGS_checkpoint_keep);
   o.checkpoints.full_every = absl::GetFlag(FLAGS_checkpoint_full_every);
-  o.checkpoints.tables_from = absl::GetFlag(FLAGS_restore_tables_from);
-  o.checkpoints.tables_from_shards = absl::GetFlag(FLAGS_restore_tables_shards);
+  const std::string restore_from = absl::GetFlag(FLAGS_restore_from);
+  const std::string tables_from = absl::GetFlag(FLAGS_restore_tables_from);
+  if (!restore_from.empty() && !tables_from.empty()) {
+    return absl::InvalidArgumentError(
+        "--restore_from restores the tables too: give it or --restore_tables_from, not both");
+  }
+  o.checkpoints.tables_only = !tables_from.empty();
+  o.checkpoints.restore_from = o.checkpoints.tables_only ? tables_from : restore_from;
+  o.checkpoints.restore_from_shards = o.checkpoints.tables_only
+                                          ? absl::GetFlag(FLAGS_restore_tables_shards)
+                                          : absl::GetFlag(FLAGS_restore_shards);
   ASSIGN_OR_RETURN(const CoordinatorFlags coordinator, CoordinatorFromFlags());
   o.coordinator.address = coordinator.address;
   o.coordinator.registration = coordinator.registration;

@@ -35,6 +35,10 @@ ABSL_DECLARE_FLAG(int64_t, admission_bloom_bytes);
 ABSL_DECLARE_FLAG(int64_t, table_ttl_steps);
 ABSL_DECLARE_FLAG(int64_t, table_ttl_secs);
 ABSL_DECLARE_FLAG(double, table_evict_l2_below);
+ABSL_DECLARE_FLAG(std::string, restore_from);
+ABSL_DECLARE_FLAG(int, restore_shards);
+ABSL_DECLARE_FLAG(std::string, restore_tables_from);
+ABSL_DECLARE_FLAG(int, restore_tables_shards);
 
 namespace ps {
 namespace {
@@ -335,6 +339,32 @@ TEST(DescribeServer, WarnsOfSecurityThatIsNotAsItShouldBe) {
   EXPECT_EQ(d.security,
             "security: mutual TLS + bearer tokens; health probes (plaintext) on 0.0.0.0:8081");
   EXPECT_EQ(d.warning, "");
+}
+
+TEST(ServerOptionsFromFlags, RestoreFromAnotherShardCountWholeOrTablesOnly) {
+  absl::FlagSaver saver;
+  absl::SetFlag(&FLAGS_restore_from, "/ckpt");
+  absl::SetFlag(&FLAGS_restore_shards, 2);
+  absl::StatusOr<ServerOptions> o = ServerOptionsFromFlags();
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->checkpoints.restore_from, "/ckpt");
+  EXPECT_EQ(o->checkpoints.restore_from_shards, 2);
+  EXPECT_FALSE(o->checkpoints.tables_only);
+  absl::SetFlag(&FLAGS_restore_tables_from, "/other");
+  EXPECT_THAT(Message(ServerOptionsFromFlags().status()), HasSubstr("not both"));
+  absl::SetFlag(&FLAGS_restore_from, "");
+  absl::SetFlag(&FLAGS_restore_tables_shards, 3);
+  o = ServerOptionsFromFlags();
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->checkpoints.restore_from, "/other");
+  EXPECT_EQ(o->checkpoints.restore_from_shards, 3);
+  EXPECT_TRUE(o->checkpoints.tables_only);
+  // A directory without its shard count is refused where the server starts.
+  absl::SetFlag(&FLAGS_restore_tables_from, "");
+  absl::SetFlag(&FLAGS_restore_from, "/ckpt");
+  absl::SetFlag(&FLAGS_restore_shards, 0);
+  EXPECT_THAT(Message(ServerOptionsFromFlags()->Validate()),
+              HasSubstr("--restore_from and --restore_shards (>= 1) go together"));
 }
 
 }  // namespace

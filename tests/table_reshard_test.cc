@@ -1,7 +1,10 @@
-// Embedding tables restored on another shard count through real servers:
-// the checkpoint of 2 shards, loaded by 3 (ServerOptions::Checkpoints::
-// tables_from, ps_server's --restore_tables_from), answers every row bit for
-// bit, and trains on bit for bit (the rows' optimizer state came too).
+// Checkpoints restored on another shard count through real servers. The
+// tables only (ServerOptions::Checkpoints::tables_only, ps_server's
+// --restore_tables_from): the checkpoint of 2 shards, loaded by 3, answers
+// every row bit for bit and trains on bit for bit (the rows' optimizer
+// state came too). The whole state (--restore_from): a sync run with Adam
+// on a dense model and a table, checkpointed on 2 shards and restored onto
+// 3 and onto 1, goes on bit for bit as the run on 2 does.
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
@@ -72,8 +75,9 @@ TEST(TableReshard, ACheckpointOfTwoShardsRestoresOntoThreeBitForBit) {
   }
 
   ServerOptions o = Base();
-  o.checkpoints.tables_from = dir;
-  o.checkpoints.tables_from_shards = 2;
+  o.checkpoints.restore_from = dir;
+  o.checkpoints.restore_from_shards = 2;
+  o.checkpoints.tables_only = true;
   absl::StatusOr<LocalServers> three = LocalServers::Start(o, 3);
   ASSERT_TRUE(three.ok()) << three.status();
   int64_t rows = 0;
@@ -93,10 +97,129 @@ TEST(TableReshard, ACheckpointOfTwoShardsRestoresOntoThreeBitForBit) {
   EXPECT_EQ(Pull(a.get(), ids), Pull(b.get(), ids));  // adam's moments and steps came along
 
   // A directory that is not there fails the start, naming it.
-  o.checkpoints.tables_from = dir + "/none";
+  o.checkpoints.restore_from = dir + "/none";
   absl::StatusOr<LocalServers> bad = LocalServers::Start(o, 3);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find(dir + "/none"), std::string::npos) << bad.status();
+}
+
+// Writes each shard's state, as ps_server writes a checkpoint, into `dir`.
+void WriteCheckpoint(const LocalServers& servers, const std::string& dir) {
+  const int shards = static_cast<int>(servers.servers.size());
+  for (int s = 0; s < shards; ++s) {
+    absl::StatusOr<ShardState> state = servers.servers[s]->shard()->ExportState();
+    ASSERT_TRUE(state.ok()) << state.status();
+    CheckpointStoreOptions so;
+    so.dir = dir;
+    so.shard_id = s;
+    so.num_shards = shards;
+    auto store = CheckpointStore::Open(so);
+    ASSERT_TRUE(store.ok());
+    ASSERT_TRUE((*store)->Write(*state).ok());
+  }
+}
+
+// A sync worker of `servers` training a dense model (7x5 and 3) with Adam
+// and table "users": step() pushes the gradients of `round` (the same on
+// every cluster) and returns the new weights and rows.
+struct DenseRun {
+  std::unique_ptr<PsClient> client;
+  std::vector<uint64_t> ids;
+
+  static const ModelSpec& Spec() {
+    static const ModelSpec* spec = new ModelSpec{{"w", {7, 5}}, {"b", {3}}};
+    return *spec;
+  }
+  void Connect(const LocalServers& servers) {
+    ClientOptions o;
+    o.servers = servers.addresses;
+    o.wait_timeout = absl::Seconds(30);
+    absl::StatusOr<std::unique_ptr<PsClient>> c = PsClient::Connect(o);
+    ASSERT_TRUE(c.ok()) << c.status();
+    client = *std::move(c);
+    ASSERT_TRUE(client->DeclareTables({kTable}).ok());
+    TensorList init = {std::vector<float>(35), std::vector<float>(3)};
+    for (size_t t = 0; t < init.size(); ++t) {
+      for (size_t e = 0; e < init[t].size(); ++e) init[t][e] = 0.01f * (e + 7 * t);
+    }
+    ASSERT_TRUE(client->Init(Spec(), &init).ok());  // the restored clusters keep theirs
+    // As a worker starts: from the weights the servers hold, at their step.
+    TensorList w;
+    ASSERT_TRUE(client->Pull(0, &w).ok());
+    for (uint64_t i = 0; i < 50; ++i) ids.push_back(i * 7919);
+  }
+  std::vector<float> Step(int round) {
+    std::mt19937_64 rng(round);
+    TensorList g = {std::vector<float>(35), std::vector<float>(3)};
+    for (auto& t : g) {
+      for (float& x : t) x = static_cast<float>(static_cast<int>(rng() % 201) - 100) / 70;
+    }
+    std::vector<float> rows_g(ids.size() * kDim);
+    for (float& x : rows_g) x = static_cast<float>(static_cast<int>(rng() % 201) - 100) / 90;
+    EXPECT_TRUE(client->PushRows("users", ids, rows_g).ok());
+    TensorList w;
+    const absl::Status s = client->PushPull(g, &w);
+    EXPECT_TRUE(s.ok()) << s;
+    std::vector<float> out;
+    for (const auto& t : w) out.insert(out.end(), t.begin(), t.end());
+    const std::vector<float> rows = Pull(client.get(), ids);
+    out.insert(out.end(), rows.begin(), rows.end());
+    return out;
+  }
+};
+
+TEST(Reshard, ASyncRunRestoredOnAnotherShardCountGoesOnBitForBit) {
+  ServerOptions base;
+  base.shard.num_workers = 1;
+  base.shard.mode = Mode::kSync;
+  base.shard.optimizer.name = "adam";
+  base.shard.optimizer.learning_rate = 0.01;
+  base.shard.tables.optimizer.kind = SparseOptimizerKind::kAdam;
+  base.shard.tables.optimizer.lr = 0.05f;
+  absl::StatusOr<LocalServers> two = LocalServers::Start(base, 2);
+  ASSERT_TRUE(two.ok()) << two.status();
+  DenseRun a;
+  a.Connect(*two);
+  for (int round = 0; round < 4; ++round) a.Step(round);
+  const std::string dir = TempDir();
+  WriteCheckpoint(*two, dir);
+
+  for (int shards : {3, 1}) {
+    ServerOptions o = base;
+    o.checkpoints.restore_from = dir;
+    o.checkpoints.restore_from_shards = 2;
+    absl::StatusOr<LocalServers> other = LocalServers::Start(o, shards);
+    ASSERT_TRUE(other.ok()) << other.status();
+    for (const auto& server : other->servers) EXPECT_EQ(server->shard()->Stats().version, 4);
+    DenseRun b;
+    b.Connect(*other);
+    // The run on 2 shards goes on from its checkpoint; so does this one.
+    absl::StatusOr<LocalServers> again = LocalServers::Start(
+        [&] {
+          ServerOptions same = base;
+          same.checkpoints.restore_from = dir;
+          same.checkpoints.restore_from_shards = 2;
+          return same;
+        }(),
+        2);
+    ASSERT_TRUE(again.ok()) << again.status();
+    DenseRun ref;
+    ref.Connect(*again);
+    for (int round = 4; round < 7; ++round) {
+      EXPECT_EQ(b.Step(round), ref.Step(round)) << shards << " shards, round " << round;
+    }
+  }
+  // And the run on 2 shards that never stopped agrees with them.
+  ServerOptions o = base;
+  o.checkpoints.restore_from = dir;
+  o.checkpoints.restore_from_shards = 2;
+  absl::StatusOr<LocalServers> restored = LocalServers::Start(o, 3);
+  ASSERT_TRUE(restored.ok());
+  DenseRun ref;  // after its servers: it goes first
+  ref.Connect(*restored);
+  for (int round = 4; round < 7; ++round) {
+    EXPECT_EQ(a.Step(round), ref.Step(round)) << "round " << round;
+  }
 }
 
 }  // namespace

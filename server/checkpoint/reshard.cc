@@ -4,11 +4,14 @@
 #include <filesystem>
 #include <limits>
 #include <optional>
+#include <set>
 #include <system_error>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "common/embedding_shard.h"
+#include "common/optimizer.h"
+#include "common/partition.h"
 #include "common/status_macros.h"
 #include "server/checkpoint/checkpoint_store.h"
 #include "server/core/sparse_tables.h"
@@ -90,10 +93,13 @@ absl::StatusOr<std::vector<EmbeddingTableState>> TablesForShard(
   return out;
 }
 
-absl::StatusOr<ReshardedTables> LoadTablesForShard(const std::string& dir, int from_shards,
-                                                   int shard_id, int num_shards,
-                                                   const SpecLimits& limits,
-                                                   const TierSnapshotReader& read) {
+namespace {
+
+// The states of every position of the checkpoint of `from_shards` in `dir`
+// at the newest version they all have, their tier snapshots read in.
+absl::StatusOr<std::vector<ShardState>> LoadCompleteStates(const std::string& dir, int from_shards,
+                                                           const SpecLimits& limits,
+                                                           const TierSnapshotReader& read) {
   if (from_shards < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("reshard: the checkpoint's shard count must be >= 1, got ", from_shards));
@@ -132,12 +138,138 @@ absl::StatusOr<ReshardedTables> LoadTablesForShard(const std::string& dir, int f
       for (ShardState& s : states) {
         for (EmbeddingTableState& t : s.tables) RETURN_IF_ERROR(MaterializeTierSnapshot(read, &t));
       }
-      ASSIGN_OR_RETURN(std::vector<EmbeddingTableState> tables,
-                       TablesForShard(states, shard_id, num_shards));
-      return ReshardedTables{lowest, std::move(tables)};
+      return states;
     }
     version = lowest;
   }
+}
+
+// Where each element of shard `shard` of `num_shards` lives in the whole
+// tensors: calls f(tensor, offset in the tensor, offset in the shard's
+// flat buffer, length) for each slice.
+template <typename F>
+void ForEachSlice(const ModelSpec& spec, int num_shards, int shard, F f) {
+  for (const SliceRange& r : ShardSlices(spec, num_shards, shard)) {
+    f(r.tensor_index, r.offset, r.flat_offset, r.length);
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<ReshardedTables> LoadTablesForShard(const std::string& dir, int from_shards,
+                                                   int shard_id, int num_shards,
+                                                   const SpecLimits& limits,
+                                                   const TierSnapshotReader& read) {
+  ASSIGN_OR_RETURN(std::vector<ShardState> states,
+                   LoadCompleteStates(dir, from_shards, limits, read));
+  ASSIGN_OR_RETURN(std::vector<EmbeddingTableState> tables,
+                   TablesForShard(states, shard_id, num_shards));
+  return ReshardedTables{states[0].version, std::move(tables)};
+}
+
+absl::StatusOr<ShardState> StateForShard(const std::vector<ShardState>& states, int shard_id,
+                                         int num_shards) {
+  ASSIGN_OR_RETURN(std::vector<EmbeddingTableState> tables,
+                   TablesForShard(states, shard_id, num_shards));  // checks the positions
+  std::vector<const ShardState*> by_id(states.size());
+  for (const ShardState& s : states) by_id[s.shard_id] = &s;
+  const ShardState& first = *by_id[0];
+  const int from = first.num_shards;
+  ShardState out;
+  out.shard_id = shard_id;
+  out.num_shards = num_shards;
+  out.num_workers = first.num_workers;
+  out.spec = first.spec;
+  out.version = first.version;
+  out.optimizer = first.optimizer;
+  out.incarnation = first.incarnation;
+  out.last_seq = first.last_seq;
+  out.last_row_seq = first.last_row_seq;
+  out.tables = std::move(tables);
+  std::set<int> seen;
+  for (const ShardState* s : by_id) {
+    const std::string who = absl::StrCat("reshard: shard ", s->shard_id, " of ", from, " ");
+    const auto differs = [&](const std::string& what) {
+      return absl::InvalidArgumentError(absl::StrCat(who, "differs from shard 0 in its ", what));
+    };
+    if (s->version != first.version) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(who, "is at version ", s->version, ", shard 0 at ", first.version));
+    }
+    if (!CompareModelSpecs(first.spec, s->spec).ok()) return differs("model spec");
+    if (s->optimizer != first.optimizer) return differs("optimizer");
+    if (s->num_workers != first.num_workers) return differs("worker count");
+    if (s->last_seq != first.last_seq || s->last_row_seq != first.last_row_seq) {
+      return differs("last push seqs (a push some shards applied and others not)");
+    }
+    if (s->delta_base >= 0) return absl::InvalidArgumentError(absl::StrCat(who, "is a delta"));
+    // Each shard has a run of its own: this one continues shard 0's, past
+    // every incarnation the old shards reached.
+    out.incarnation.start = std::max(out.incarnation.start, s->incarnation.start);
+    seen.insert(s->workers_seen.begin(), s->workers_seen.end());
+  }
+  out.workers_seen.assign(seen.begin(), seen.end());
+  if (first.spec.empty()) return out;  // no parameters yet
+
+  // The whole tensors, and the optimizer's buffers of each, from the slices.
+  std::vector<std::vector<float>> weights(first.spec.size());
+  for (size_t t = 0; t < first.spec.size(); ++t) weights[t].resize(first.spec[t].num_elements());
+  OptimizerStateParts parts;
+  std::vector<std::vector<std::vector<float>>> buffers;  // [buffer][tensor][element]
+  for (const ShardState* s : by_id) {
+    const std::string who = absl::StrCat("reshard: shard ", s->shard_id, " of ", from, ": ");
+    const int64_t mine = SliceElements(ShardSlices(first.spec, from, s->shard_id));
+    if (static_cast<int64_t>(s->weights.size()) != mine) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(who, s->weights.size(), " weights where its slices hold ", mine));
+    }
+    absl::StatusOr<OptimizerStateParts> p = SplitOptimizerState(s->optimizer_state);
+    if (!p.ok()) return absl::InvalidArgumentError(absl::StrCat(who, p.status().message()));
+    if (!p->name.empty() && p->elements != mine) {
+      return absl::InvalidArgumentError(absl::StrCat(who, "an optimizer state of ", p->elements,
+                                                     " elements where its slices hold ", mine));
+    }
+    if (s == by_id[0]) {
+      parts = *p;
+      buffers.assign(p->buffers.size(), std::vector<std::vector<float>>(weights.size()));
+      for (auto& b : buffers) {
+        for (size_t t = 0; t < weights.size(); ++t) b[t].resize(weights[t].size());
+      }
+    } else if (p->name != parts.name || p->start != parts.start ||
+               p->buffers.size() != parts.buffers.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(who, "its optimizer state differs from shard 0's in kind or start"));
+    }
+    ForEachSlice(
+        first.spec, from, s->shard_id, [&](int t, int64_t offset, int64_t flat, int64_t length) {
+          std::copy_n(s->weights.begin() + flat, length, weights[t].begin() + offset);
+          for (size_t k = 0; k < buffers.size(); ++k) {
+            std::copy_n(p->buffers[k].begin() + flat, length, buffers[k][t].begin() + offset);
+          }
+        });
+  }
+  // Cut again as this shard owns them.
+  const int64_t n = SliceElements(ShardSlices(first.spec, num_shards, shard_id));
+  out.weights.resize(n);
+  for (std::vector<float>& b : parts.buffers) b.assign(n, 0.0f);
+  parts.elements = n;
+  ForEachSlice(
+      first.spec, num_shards, shard_id, [&](int t, int64_t offset, int64_t flat, int64_t length) {
+        std::copy_n(weights[t].begin() + offset, length, out.weights.begin() + flat);
+        for (size_t k = 0; k < buffers.size(); ++k) {
+          std::copy_n(buffers[k][t].begin() + offset, length, parts.buffers[k].begin() + flat);
+        }
+      });
+  out.optimizer_state = JoinOptimizerState(parts);
+  return out;
+}
+
+absl::StatusOr<ShardState> LoadStateForShard(const std::string& dir, int from_shards, int shard_id,
+                                             int num_shards, const SpecLimits& limits,
+                                             const TierSnapshotReader& read) {
+  ASSIGN_OR_RETURN(std::vector<ShardState> states,
+                   LoadCompleteStates(dir, from_shards, limits, read));
+  return StateForShard(states, shard_id, num_shards);
 }
 
 }  // namespace ps

@@ -1,12 +1,17 @@
-// Embedding tables restored on another shard count: the rows of a
-// checkpoint taken with S shards, re-hashed onto shard i of S'
-// (ShardOfId(id, S') == i), each with its optimizer state bit for bit.
+// Checkpoints restored on another shard count. The rows of a checkpoint
+// taken with S shards are re-hashed onto shard i of S'
+// (ShardOfId(id, S') == i), each with its optimizer state bit for bit; the
+// dense parameters are put together from the S slices of every tensor and
+// cut again as shard i of S' owns them (common/partition.h), with the
+// optimizer's per-element buffers (common/optimizer.h's
+// SplitOptimizerState) cut the same way. The updates are elementwise, so a
+// run restored onto S' goes on bit for bit as it would have on S.
 //
-// TablesForShard works on decoded states (one per old shard position);
-// LoadTablesForShard reads them from a checkpoint directory (the newest
-// version every old position has). Only the tables move: the dense
-// parameters' slices and optimizer state depend on the shard count, so a
-// cluster restored this way starts its dense model anew (worker 0's Init).
+// TablesForShard and StateForShard work on decoded states (one per old
+// shard position); the Load functions read them from a checkpoint
+// directory (the newest version every old position has). LoadTablesForShard
+// moves only the tables (ps_server --restore_tables_from: the dense model
+// starts anew); LoadStateForShard the whole state (--restore_from).
 //
 // Stateless functions; thread-safe.
 #ifndef PS_SERVER_CHECKPOINT_RESHARD_H_
@@ -44,6 +49,22 @@ absl::StatusOr<ReshardedTables> LoadTablesForShard(const std::string& dir, int f
                                                    int shard_id, int num_shards,
                                                    const SpecLimits& limits,
                                                    const TierSnapshotReader& read = nullptr);
+
+// The whole state of shard `shard_id` of `num_shards` from `states` (as
+// TablesForShard takes them): the tables, the dense weights and optimizer
+// state re-cut, the version, spec, membership (the workers seen by any),
+// push seqs and incarnation. INVALID_ARGUMENT naming the problem as
+// TablesForShard does, and when the states disagree on what must be one
+// for the whole cluster: version, spec, optimizer, worker count, push
+// seqs (a push some old shards applied and others not cannot be re-cut);
+// or when a state's weights or optimizer state do not fit its slices.
+absl::StatusOr<ShardState> StateForShard(const std::vector<ShardState>& states, int shard_id,
+                                         int num_shards);
+
+// LoadTablesForShard's reading, then StateForShard.
+absl::StatusOr<ShardState> LoadStateForShard(const std::string& dir, int from_shards, int shard_id,
+                                             int num_shards, const SpecLimits& limits,
+                                             const TierSnapshotReader& read = nullptr);
 
 }  // namespace ps
 
