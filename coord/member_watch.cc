@@ -51,6 +51,16 @@ bool MemberWatch::Sleep(absl::Duration d) {
   return !stopping_;
 }
 
+bool MemberWatch::watching() const {
+  absl::MutexLock l(&mu_);
+  return watching_;
+}
+
+void MemberWatch::SetWatching(bool on) {
+  absl::MutexLock l(&mu_);
+  watching_ = on;
+}
+
 void MemberWatch::Log(const std::string& line) const {
   if (options_.log) options_.log(line);
 }
@@ -83,6 +93,7 @@ void MemberWatch::Run() {
       }
       last_revision = revision;
       report();
+      SetWatching(true);
       s = etcd_->Watch(prefix_, revision + 1, &canceller_,
                        [&](const std::vector<EtcdClient::WatchEvent>& events) {
                          for (const EtcdClient::WatchEvent& e : events) {
@@ -99,6 +110,7 @@ void MemberWatch::Run() {
                        });
     }
     if (canceller_.cancelled()) return;
+    SetWatching(false);
     if (!broken) {
       Log(absl::StrCat("cannot watch ", what, " in etcd: ", s.message(), "; keeping the last set [",
                        absl::StrJoin(ids, ", "), "] and trying again every ",

@@ -61,6 +61,10 @@ class MemberWatch {
   // Ends the watch and joins the thread. Idempotent.
   void Stop();
 
+  // Whether the watch runs (false from a failure until etcd answers again:
+  // the set reported last may be stale meanwhile).
+  bool watching() const;
+
  private:
   MemberWatch(EtcdClient* etcd, const MemberWatchOptions& options,
               std::function<void(const std::vector<int>&)> on_change);
@@ -68,6 +72,7 @@ class MemberWatch {
   // Waits `d` or until Stop; whether to go on.
   bool Sleep(absl::Duration d);
   void Log(const std::string& line) const;
+  void SetWatching(bool on);
 
   EtcdClient* const etcd_;
   const MemberWatchOptions options_;
@@ -75,8 +80,9 @@ class MemberWatch {
   const std::function<void(const std::vector<int>&)> on_change_;
   EtcdClient::WatchCanceller canceller_;
 
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool watching_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;  // last: started once the rest is set
 };
 

@@ -162,6 +162,11 @@ void Registration::Leave() {
   }
 }
 
+bool Registration::renewing() const {
+  absl::MutexLock l(&mu_);
+  return renewing_;
+}
+
 void Registration::Log(const std::string& line) const {
   if (options_.log) options_.log(line);
 }
@@ -197,6 +202,7 @@ void Registration::Renew() {
     failing = !s.ok();
     mu_.Lock();
     lease_ = renewed;
+    renewing_ = s.ok();
   }
 }
 

@@ -92,6 +92,9 @@ class Registration {
   int id() const { return id_; }
   const std::string& key() const { return key_; }
 
+  // Whether the last renewal reached etcd (true until one fails).
+  bool renewing() const;
+
   // Revokes the lease (the key goes at once) and stops renewing it.
   // Idempotent; errors are logged (the lease then expires on its own).
   void Leave();
@@ -109,8 +112,9 @@ class Registration {
   const std::string value_;
   const RegistrationOptions options_;
 
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
   int64_t lease_ ABSL_GUARDED_BY(mu_);
+  bool renewing_ ABSL_GUARDED_BY(mu_) = true;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;  // last: started once the rest is set
 };

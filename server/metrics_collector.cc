@@ -176,15 +176,24 @@ std::vector<MetricFamily> ServerCollector::Collect() const {
       "Workers seen and not dropped (live; with leases, those holding one) and dropped for "
       "silence.",
       MetricType::Gauge);
-  // Without leases no worker is ever dropped: every one seen is live.
-  const size_t live = st.worker_timeout > absl::ZeroDuration() ? st.live_workers.size()
-                                                               : st.workers_seen.size();
+  // Without leases or a registry no worker is ever dropped: every one seen
+  // is live.
+  const size_t live = st.worker_timeout > absl::ZeroDuration() || st.worker_registry
+                          ? st.live_workers.size()
+                          : st.workers_seen.size();
   workers.metric.push_back(Value(MetricType::Gauge, static_cast<double>(live),
                                  {{"state", "live"}}));
   workers.metric.push_back(Value(MetricType::Gauge,
                                  static_cast<double>(st.dropped_workers.size()),
                                  {{"state", "dropped"}}));
   out.push_back(std::move(workers));
+  if (coordinator_reachable_) {
+    out.push_back(Single("ps_server_coordinator_reachable",
+                         "1 while the server's registration and its watch on the workers reach "
+                         "etcd (--coordinator), 0 while they do not: training goes on with the "
+                         "last membership, and changes wait.",
+                         MetricType::Gauge, coordinator_reachable_() ? 1 : 0));
+  }
   out.push_back(Single("ps_server_workers_dropped_total",
                        "Workers dropped after --worker_timeout without a request.",
                        MetricType::Counter, static_cast<double>(sm.workers_dropped.Get())));

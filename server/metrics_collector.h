@@ -16,6 +16,7 @@
 //   ps_server_sync_barrier_wait_seconds, ps_server_push_duration_seconds,
 //   ps_server_pull_duration_seconds                   histograms
 //   ps_server_workers{state="live|dropped"}, ps_server_workers_dropped_total
+//   ps_server_coordinator_reachable                   (only with a coordinator)
 //   ps_server_waiting_calls, ps_server_pending_pushes
 //   ps_server_checkpoint_duration_seconds (histogram),
 //   ps_server_checkpoint_failures_total,
@@ -41,10 +42,15 @@ namespace ps {
 class ServerCollector final : public prometheus::Collectable {
  public:
   // `checkpointer` may be null (no --checkpoint_dir); `started` is when
-  // the server started.
+  // the server started; `coordinator_reachable` (null without a
+  // coordinator) says whether etcd answers now, called at each scrape.
   ServerCollector(const Shard* shard, const RpcMetrics* rpc, const Checkpointer* checkpointer,
-                  absl::Time started)
-      : shard_(shard), rpc_(rpc), checkpointer_(checkpointer), started_(started) {}
+                  absl::Time started, std::function<bool()> coordinator_reachable = nullptr)
+      : shard_(shard),
+        rpc_(rpc),
+        checkpointer_(checkpointer),
+        started_(started),
+        coordinator_reachable_(std::move(coordinator_reachable)) {}
 
   std::vector<prometheus::MetricFamily> Collect() const override;
 
@@ -53,6 +59,7 @@ class ServerCollector final : public prometheus::Collectable {
   const RpcMetrics* const rpc_;
   const Checkpointer* const checkpointer_;
   const absl::Time started_;
+  const std::function<bool()> coordinator_reachable_;
 };
 
 // A histogram family member from one of our fixed-bucket histograms;

@@ -341,8 +341,13 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
     s->address_ = absl::StrCat(host, ":", s->port_);
   }
   if (!options.metrics_listen.empty()) {
+    std::function<bool()> reachable;
+    if (!options.coordinator.address.empty()) {
+      reachable = [server = s.get()] { return server->CoordinatorReachable(); };
+    }
     s->collector_ = std::make_shared<ServerCollector>(s->shard_.get(), s->rpc_metrics_.get(),
-                                                      s->checkpointer_.get(), absl::Now());
+                                                      s->checkpointer_.get(), absl::Now(),
+                                                      std::move(reachable));
     MetricsEndpointOptions mo;
     mo.listen = options.metrics_listen;
     mo.security = options.security;
@@ -360,8 +365,10 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
     settings.num_workers = so.num_workers;
     settings.mode = ModeName(so.mode);
     RETURN_IF_ERROR(PublishJobSettings(s->etcd_.get(), ro.job, settings));
-    ASSIGN_OR_RETURN(s->registration_,
+    ASSIGN_OR_RETURN(std::unique_ptr<Registration> registration,
                      Registration::Join(s->etcd_.get(), "servers", so.shard_id, s->address_, ro));
+    absl::MutexLock l(&s->coordinator_mu_);
+    s->registration_ = std::move(registration);
     if (so.log) {
       so.log(absl::StrCat("shard ", so.shard_id, ": registered as ", s->registration_->key(),
                           " in etcd ", s->etcd_->endpoint(), " (job settings ", settings.Format(),
@@ -402,8 +409,11 @@ absl::Status PsServer::Shutdown() {
   if (shut_down_) return shutdown_status_;
   shut_down_ = true;
   // Out of the membership at once, before the calls drain.
-  worker_watch_.reset();
-  registration_.reset();
+  {
+    absl::MutexLock l(&coordinator_mu_);
+    worker_watch_.reset();
+    registration_.reset();
+  }
   if (shard_ != nullptr) shard_->Close();
   if (health_server_ != nullptr) {
     health_server_->GetHealthCheckService()->Shutdown();  // NOT_SERVING from now on
@@ -436,6 +446,12 @@ absl::Status PsServer::Shutdown() {
   }
   if (metrics_ != nullptr) metrics_->Shutdown();
   return shutdown_status_;
+}
+
+bool PsServer::CoordinatorReachable() const {
+  absl::MutexLock l(&coordinator_mu_);
+  if (registration_ == nullptr || !registration_->renewing()) return false;
+  return worker_watch_ == nullptr || worker_watch_->watching();
 }
 
 absl::StatusOr<bool> PsServer::RollBack(int worker_id, int64_t max_version) {

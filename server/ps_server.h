@@ -156,6 +156,9 @@ class PsServer {
   // `max_version` if the shard is above it and untouched since its own
   // restore (Shard::RollBackToCheckpoint); true if it rolled back.
   absl::StatusOr<bool> RollBack(int worker_id, int64_t max_version);
+  // /metrics' ps_server_coordinator_reachable: the registration renews and
+  // the watch on the workers (if any) runs.
+  bool CoordinatorReachable() const ABSL_LOCKS_EXCLUDED(coordinator_mu_);
 
   const ServerOptions options_;
 
@@ -178,8 +181,11 @@ class PsServer {
   // With a coordinator: the etcd client and this server's membership key
   // (left, and destroyed, first in Shutdown).
   std::unique_ptr<EtcdClient> etcd_;
-  std::unique_ptr<Registration> registration_;
-  std::unique_ptr<MemberWatch> worker_watch_;  // sync and SSP; stopped first
+  // Guards the two below, which /metrics reads (CoordinatorReachable).
+  mutable absl::Mutex coordinator_mu_;
+  std::unique_ptr<Registration> registration_ ABSL_GUARDED_BY(coordinator_mu_);
+  // Sync and SSP; stopped first.
+  std::unique_ptr<MemberWatch> worker_watch_ ABSL_GUARDED_BY(coordinator_mu_);
   std::string address_;
   std::string health_address_;
   int port_ = 0;

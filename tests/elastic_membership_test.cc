@@ -4,13 +4,15 @@
 // data, the job's settings in etcd, and then the real binaries: a sync
 // ps_server for up to 3 workers, without leases, whose steps wait for the
 // registered workers only: two ps_workers given neither an id nor a worker
-// count train, and the one that trains longer goes on alone once the other
-// leaves.
+// count train, the one that trains longer goes on alone once the other
+// leaves, and a third killed right after it registered holds the steps only
+// until its lease runs out; /metrics and the log say when etcd is gone.
 //
 // Args: the paths of ps_server and ps_worker.
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -18,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
@@ -27,6 +30,7 @@
 #include "coord/registration.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "httplib.h"
 #include "tests/etcd_process.h"
 #include "tools/process/server_process.h"
 
@@ -41,6 +45,13 @@ using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+
+std::string Scrape(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  httplib::Client client(address.substr(0, colon), std::stoi(address.substr(colon + 1)));
+  httplib::Result res = client.Get("/metrics");
+  return res && res->status == 200 ? res->body : "";
+}
 
 std::unique_ptr<EtcdClient> Client(const EtcdProcess& etcd) {
   absl::StatusOr<std::unique_ptr<EtcdClient>> c = ConnectPlain(etcd);
@@ -186,9 +197,12 @@ TEST(MemberWatch, KeepsTheSetWhileEtcdIsGoneAndWaitsForMembersWhenItLostItsData)
   Reports r;
   std::unique_ptr<MemberWatch> watch = r.Start(c.get(), absl::Seconds(2));
   ASSERT_EQ(r.WaitFor({0, 1}, absl::Seconds(10)), absl::OkStatus());
+  EXPECT_TRUE(watch->watching());
   etcd->reset();  // gone: the set stays as it was
   absl::SleepFor(absl::Seconds(1.5));
   EXPECT_THAT(r.last(), ElementsAre(0, 1));
+  EXPECT_FALSE(watch->watching());
+  EXPECT_FALSE((*w0)->renewing());                          // a renewal (every 2/3 s) has failed
   etcd = EtcdProcess::Start(EtcdTestPath("loss-b"), port);  // empty, same address
   ASSERT_TRUE(etcd.ok()) << etcd.status();
   // The members register again (each within a third of its ttl), and only
@@ -203,6 +217,8 @@ TEST(MemberWatch, KeepsTheSetWhileEtcdIsGoneAndWaitsForMembersWhenItLostItsData)
                 absl::Seconds(20), "the watch to run again"),
             absl::OkStatus());
   EXPECT_EQ(r.WaitFor({0, 1}, absl::Seconds(10)), absl::OkStatus());
+  EXPECT_TRUE(watch->watching());
+  EXPECT_TRUE((*w0)->renewing());
   absl::MutexLock l(&r.mu);
   for (const std::vector<int>& set : r.sets) EXPECT_THAT(set, ElementsAre(0, 1));
   EXPECT_THAT(r.lines, Contains(HasSubstr("cannot watch the workers of job j in etcd")));
@@ -256,12 +272,14 @@ TEST(CoordinatedSync, StepsWaitForTheRegisteredWorkersOnly) {
   so.binary = g_server_binary;
   so.dir = EtcdTestPath("");
   so.name = "sync-server";
+  const std::string metrics = absl::StrCat("127.0.0.1:", FreeLocalPort());
   so.flags = {"--num_workers=3",
               "--mode=sync",
               "--worker_timeout=0",
               absl::StrCat("--coordinator=", (*etcd)->url()),
               "--job=s",
-              "--coordinator_ttl=2"};
+              "--coordinator_ttl=2",
+              absl::StrCat("--metrics_listen=", metrics)};
   so.start_timeout = absl::Seconds(20);
   auto server = ServerProcess::Start(so);
   ASSERT_TRUE(server.ok()) << server.status();
@@ -270,9 +288,10 @@ TEST(CoordinatedSync, StepsWaitForTheRegisteredWorkersOnly) {
   EXPECT_EQ(settings->num_workers, 3);
 
   // Worker 0 trains 4 steps, worker 1 trains 12: after worker 0 leaves,
-  // worker 1's steps close alone.
+  // worker 1's steps close alone. Worker 2 is killed (-9) as soon as it has
+  // registered: the steps wait for it only until its 2 s lease runs out.
   std::vector<std::unique_ptr<ChildProcess>> workers;
-  for (int steps : {4, 12}) {
+  for (int steps : {4, 12, 1000}) {
     auto w = ChildProcess::Spawn({g_worker_binary, absl::StrCat("--coordinator=", (*etcd)->url()),
                                   "--job=s", absl::StrCat("--max_steps=", steps), "--batch_size=16",
                                   "--progress=off", "--wait_timeout=60"},
@@ -289,6 +308,8 @@ TEST(CoordinatedSync, StepsWaitForTheRegisteredWorkersOnly) {
                   absl::Seconds(20), "the worker to register"),
               absl::OkStatus());
   }
+  workers.back()->Signal(SIGKILL);
+  workers.pop_back();
   for (auto& w : workers) {
     std::optional<int> status = w->Wait(absl::Now() + absl::Seconds(120));
     ASSERT_TRUE(status.has_value() && WIFEXITED(*status) && WEXITSTATUS(*status) == 0)
@@ -302,12 +323,29 @@ TEST(CoordinatedSync, StepsWaitForTheRegisteredWorkersOnly) {
   EXPECT_THAT(log, HasSubstr("worker 0 joined the job"));
   EXPECT_THAT(log, HasSubstr("worker 1 joined the job"));
   EXPECT_THAT(log, HasSubstr("worker 0 left the job (its etcd key is gone)"));
-  EXPECT_THAT(log, ::testing::Not(HasSubstr("worker 2 ")));
+  EXPECT_THAT(log, HasSubstr("worker 2 joined the job"));
+  EXPECT_THAT(log, HasSubstr("worker 2 left the job (its etcd key is gone)"));
+  EXPECT_THAT(Scrape(metrics), HasSubstr("\nps_server_coordinator_reachable 1"));
+  EXPECT_THAT(Scrape(metrics), HasSubstr("\nps_server_workers{state=\"live\"} 0"));
   // Both left: nobody is registered but the server.
   absl::StatusOr<std::vector<Member>> m = ListMembers(c.get(), "s");
   ASSERT_TRUE(m.ok());
   ASSERT_EQ(m->size(), 1u);
   EXPECT_EQ((*m)[0].role, "servers");
+  // etcd gone: the server says so on /metrics (and in its log).
+  etcd->reset();
+  EXPECT_EQ(
+      WaitUntil(
+          [&] { return absl::StrContains(Scrape(metrics), "\nps_server_coordinator_reachable 0"); },
+          absl::Seconds(10), "the metric to say etcd is out of reach"),
+      absl::OkStatus());
+  EXPECT_EQ(WaitUntil(
+                [&] {
+                  return absl::StrContains((*server)->process().LogTail(20),
+                                           "cannot watch the workers of job s");
+                },
+                absl::Seconds(10), "the log line"),
+            absl::OkStatus());
 }
 
 }  // namespace

@@ -14,6 +14,7 @@ ShardStats StatsFrom(const ShardOptions& options, const ShardMetrics& metrics) {
     s.min_workers = options.sync_rule.min_workers;
     s.worker_timeout = options.worker_timeout;
   }
+  s.worker_registry = options.mode != Mode::kAsync && options.worker_registry;
   s.pushes_accepted = metrics.pushes_accepted.Get();
   s.max_staleness = metrics.staleness_max.Get();
   s.mean_staleness = metrics.MeanStaleness();

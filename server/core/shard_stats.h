@@ -40,12 +40,14 @@ struct ShardStats {
   int64_t pulls_served = 0;
   Incarnation incarnation;
   // Sync membership: live (not dropped) and dropped workers among those
-  // seen in this incarnation; the step rule; the lease (zero: none).
+  // seen in this incarnation (with a worker registry: registered); the step
+  // rule; the lease (zero: none); whether a registry decides.
   std::vector<int> live_workers;
   std::vector<int> dropped_workers;
   int sync_quorum = 0;  // num_workers unless a quorum was set
   int min_workers = 1;
   absl::Duration worker_timeout;
+  bool worker_registry = false;
   int64_t pushes_dropped = 0;
   int64_t pushes_duplicate = 0;
   // SSP: the bound S, each worker's step (by worker id), the largest
