@@ -83,6 +83,14 @@ options:
   --certs_dir=DIR      certificates from deploy/make_certs.sh (implies --tcp;
                        default: made afresh in the launcher's temporary folder)
   --insecure           plaintext over loopback TCP (implies --tcp)
+  --elastic            start an etcd too (Debian's etcd-server; docs/elastic.md):
+                       the servers and workers register there (job "local"),
+                       workers find the servers there, and sync steps wait for
+                       the registered workers; it prints how to add a worker
+                       from another shell (with TLS, with the certificate of
+                       the --worker_id it takes)
+  --max_workers=N      with --elastic: the most workers the job takes (the
+                       servers' --num_workers; default --workers)
   --gpus_per_host=N    GPU workers: worker i gets --device=cuda --gpu=(i mod N),
                        one worker per GPU when W = N (default 0: no GPU flags;
                        workers then pick with their own --device, default auto)
@@ -119,6 +127,9 @@ SERVER_BIN="$ROOT/bazel-bin/server/ps_server"
 WORKER_BIN="$ROOT/bazel-bin/worker/ps_worker"
 WORKER_ARGS=()
 WORKER_CMD=
+ELASTIC=0
+MAX_WORKERS=
+COORDINATOR=
 
 die() { echo "local_cluster: $*" >&2; exit 2; }
 
@@ -142,6 +153,8 @@ while [ $# -gt 0 ]; do
     --certs_dir=*) CERTS_DIR="${1#*=}"; TCP=1 ;;
     --insecure) INSECURE=1; TCP=1 ;;
     --tcp) TCP=1 ;;
+    --elastic) ELASTIC=1 ;;
+    --max_workers=*) MAX_WORKERS="${1#*=}" ;;
     --bin_dir=*) SERVER_BIN="${1#*=}/ps_server"; WORKER_BIN="${1#*=}/ps_worker" ;;
     --server_bin=*) SERVER_BIN="${1#*=}" ;;
     --worker_bin=*) WORKER_BIN="${1#*=}" ;;
@@ -158,6 +171,10 @@ done
 [[ "$GPUS_PER_HOST" =~ ^[0-9]+$ ]] || die "--gpus_per_host must be a non-negative integer, got '$GPUS_PER_HOST'"
 [[ "$MODE" == sync || "$MODE" == async || "$MODE" == ssp ]] || die "--mode must be sync, async or ssp, got '$MODE'"
 [[ "$MAX_RESTARTS" =~ ^[0-9]+$ ]] || die "--max_restarts must be a non-negative integer, got '$MAX_RESTARTS'"
+[ -n "$MAX_WORKERS" ] || MAX_WORKERS=$NUM_WORKERS
+[[ "$MAX_WORKERS" =~ ^[1-9][0-9]*$ && $MAX_WORKERS -ge $NUM_WORKERS ]] || die "--max_workers must be an integer >= --workers, got '$MAX_WORKERS'"
+[ $ELASTIC -eq 1 ] || [ $MAX_WORKERS -eq $NUM_WORKERS ] || die "--max_workers needs --elastic"
+[ $ELASTIC -eq 0 ] || [ -x /usr/bin/etcd ] || die "--elastic needs etcd (apt-get install etcd-server)"
 [ -z "$WORKER_TIMEOUT" ] || SERVER_FLAGS+=("--worker_timeout=$WORKER_TIMEOUT")
 [ -z "$CHECKPOINT_EVERY" ] || SERVER_FLAGS+=("--checkpoint_every=$CHECKPOINT_EVERY")
 bins=("$SERVER_BIN")
@@ -203,13 +220,13 @@ elif [ $INSECURE -eq 1 ]; then
 elif [ -z "$CERTS_DIR" ]; then
   CERTS_DIR="$WORKDIR/certs"
   "$(dirname "${BASH_SOURCE[0]}")/make_certs.sh" "$CERTS_DIR" --servers="$NUM_SERVERS" \
-    --workers="$NUM_WORKERS" >/dev/null || { rm -rf "$WORKDIR"; die "cannot make certificates (is openssl installed?)"; }
+    --workers="$MAX_WORKERS" >/dev/null || { rm -rf "$WORKDIR"; die "cannot make certificates (is openssl installed?)"; }
 fi
 if [ -n "$CERTS_DIR" ]; then
   reader=()
   [ $METRICS -eq 0 ] || reader=(reader.pem reader.key)
-  for f in ca.pem "${reader[@]+"${reader[@]}"}" $(seq -f 'server-%g.pem' 0 $((NUM_SERVERS - 1))) $(seq -f 'worker-%g.pem' 0 $((NUM_WORKERS - 1))); do
-    [ -r "$CERTS_DIR/$f" ] || { rm -rf "$WORKDIR"; die "$CERTS_DIR/$f is missing: make it with deploy/make_certs.sh $CERTS_DIR --servers=$NUM_SERVERS --workers=$NUM_WORKERS"; }
+  for f in ca.pem "${reader[@]+"${reader[@]}"}" $(seq -f 'server-%g.pem' 0 $((NUM_SERVERS - 1))) $(seq -f 'worker-%g.pem' 0 $((MAX_WORKERS - 1))); do
+    [ -r "$CERTS_DIR/$f" ] || { rm -rf "$WORKDIR"; die "$CERTS_DIR/$f is missing: make it with deploy/make_certs.sh $CERTS_DIR --servers=$NUM_SERVERS --workers=$MAX_WORKERS"; }
   done
 fi
 # tls ROLE-NAME: the TLS flags of that certificate (none with --insecure).
@@ -235,6 +252,27 @@ free_port() {
   done
   return 1
 }
+
+if [ $ELASTIC -eq 1 ]; then
+  # One etcd member on loopback, TLS with the cluster's certificates.
+  free_port && client=$FREE_PORT && free_port && peer=$FREE_PORT || die "no free port for etcd"
+  scheme=http etcd_tls=()
+  [ -z "$CERTS_DIR" ] || { scheme=https; etcd_tls=(--cert-file="$CERTS_DIR/etcd.pem" \
+    --key-file="$CERTS_DIR/etcd.key" --trusted-ca-file="$CERTS_DIR/ca.pem" --client-cert-auth); }
+  /usr/bin/etcd --name=local --data-dir="$WORKDIR/etcd" \
+    --listen-client-urls=$scheme://127.0.0.1:$client --advertise-client-urls=$scheme://127.0.0.1:$client \
+    --listen-peer-urls=http://127.0.0.1:$peer --initial-advertise-peer-urls=http://127.0.0.1:$peer \
+    --initial-cluster=local=http://127.0.0.1:$peer "${etcd_tls[@]+"${etcd_tls[@]}"}" > "$WORKDIR/etcd.log" 2>&1 &
+  ETCD_PID=$!
+  deadline=$(( $(date +%s) + STARTUP_TIMEOUT ))
+  until grep -q 'ready to serve client requests' "$WORKDIR/etcd.log"; do
+    kill -0 $ETCD_PID 2>/dev/null && [ "$(date +%s)" -lt $deadline ] ||
+      { tail -5 "$WORKDIR/etcd.log" >&2; die "etcd did not start"; }
+    sleep 0.1
+  done
+  COORDINATOR="etcd://127.0.0.1:$client"
+  SERVER_FLAGS+=("--coordinator=$COORDINATOR" --job=local)
+fi
 
 SERVER_METRICS=()  # server index -> 127.0.0.1:PORT of its /metrics
 WORKER_METRICS=()  # worker index -> 127.0.0.1:PORT (ps_worker only)
@@ -309,6 +347,7 @@ cleanup() {
     done
     kill -KILL "${pids[@]}" 2>/dev/null
   fi
+  [ -z "${ETCD_PID:-}" ] || { kill -TERM "$ETCD_PID" 2>/dev/null; wait "$ETCD_PID" 2>/dev/null; }
   rm -rf "$WORKDIR"
   [ -z "$SOCKET_DIR" ] || rm -rf "$SOCKET_DIR"
 }
@@ -332,7 +371,7 @@ start_server() {
   fi
   [ -z "${SERVER_METRICS[$s]:-}" ] || extra+=("--metrics_listen=${SERVER_METRICS[$s]}")
   start "server $s" "$SERVER_BIN" --listen="$listen" --port_file="$WORKDIR/port.$s" \
-    --shard_id=$s --num_shards=$NUM_SERVERS --num_workers=$NUM_WORKERS --mode=$MODE \
+    --shard_id=$s --num_shards=$NUM_SERVERS --num_workers=$MAX_WORKERS --mode=$MODE \
     --lr=$LR --pull_timeout=$PULL_TIMEOUT "${extra[@]+"${extra[@]}"}" $(tls "server-$s") \
     "${SERVER_FLAGS[@]+"${SERVER_FLAGS[@]}"}"
   SERVER_PIDS[$s]=$LAST_PID
@@ -345,17 +384,19 @@ start_worker() {
     # The command line, then the flags after "--", each quoted for bash -c.
     local cmd="$WORKER_CMD" a
     for a in "${WORKER_ARGS[@]+"${WORKER_ARGS[@]}"}"; do cmd+=" $(printf '%q' "$a")"; done
-    start "worker $w" env PS_SERVERS="$SERVERS_FLAG" PS_WORKER_ID=$w \
-      PS_NUM_WORKERS=$NUM_WORKERS ${CERTS_DIR:+PS_TLS_DIR="$CERTS_DIR"} \
+    local place=(PS_SERVERS="$SERVERS_FLAG" PS_WORKER_ID=$w PS_NUM_WORKERS=$NUM_WORKERS)
+    [ $ELASTIC -eq 0 ] || place=(PS_COORDINATOR="$COORDINATOR" PS_JOB=local PS_WORKER_ID=$w)
+    start "worker $w" env "${place[@]}" ${CERTS_DIR:+PS_TLS_DIR="$CERTS_DIR"} \
       PYTHONPATH="$ROOT/bazel-bin/python${PYTHONPATH:+:$PYTHONPATH}" bash -c "$cmd"
     WORKER_PIDS[$w]=$LAST_PID
     return
   fi
   [ $GPUS_PER_HOST -gt 0 ] && gpu=("--gpu=$((w % GPUS_PER_HOST))")
   [ -z "${WORKER_METRICS[$w]:-}" ] || metrics=("--metrics_listen=${WORKER_METRICS[$w]}")
-  start "worker $w" "$WORKER_BIN" --servers="$SERVERS_FLAG" --worker_id=$w \
-    --num_workers=$NUM_WORKERS $(tls "worker-$w") "${WORKER_ARGS[@]}" "${gpu[@]+"${gpu[@]}"}" \
-    "${metrics[@]+"${metrics[@]}"}"
+  local place=(--servers="$SERVERS_FLAG" --worker_id=$w --num_workers=$NUM_WORKERS)
+  [ $ELASTIC -eq 0 ] || place=(--coordinator="$COORDINATOR" --job=local --worker_id=$w)
+  start "worker $w" "$WORKER_BIN" "${place[@]}" $(tls "worker-$w") "${WORKER_ARGS[@]}" \
+    "${gpu[@]+"${gpu[@]}"}" "${metrics[@]+"${metrics[@]}"}"
   WORKER_PIDS[$w]=$LAST_PID
 }
 
@@ -401,6 +442,10 @@ else
   security="plaintext TCP"
 fi
 echo "local_cluster: $NUM_SERVERS servers ($MODE mode, $security) at $SERVERS_FLAG; starting $NUM_WORKERS workers"
+if [ $ELASTIC -eq 1 ]; then
+  echo "local_cluster: elastic: etcd at $COORDINATOR, job local, up to $MAX_WORKERS workers; add one from another shell:"
+  echo "local_cluster:   $WORKER_BIN --coordinator=$COORDINATOR --job=local${CERTS_DIR:+ --worker_id=N --tls_ca=$CERTS_DIR/ca.pem --tls_cert=$CERTS_DIR/worker-N.pem --tls_key=$CERTS_DIR/worker-N.key} [worker flags]"
+fi
 if [ -n "$PROM_CONFIG" ]; then
   all_metrics=("${SERVER_METRICS[@]}" "${WORKER_METRICS[@]+"${WORKER_METRICS[@]}"}")
   echo "local_cluster: metrics at $(IFS=,; echo "${all_metrics[*]}"); Prometheus config $PROM_CONFIG"

@@ -18,10 +18,6 @@ absl::StatusOr<JobMembership> JoinJob(WorkerConfig* config) {
   ASSIGN_OR_RETURN(const CoordinatorAddress where, ParseCoordinatorAddress(coordinator.address));
   ClientOptions& client = config->client;
   ASSIGN_OR_RETURN(m.etcd, EtcdClient::Connect(where, client.security));
-  if (client.servers.empty()) {
-    ASSIGN_OR_RETURN(client.servers, RegisteredServers(m.etcd.get(), coordinator.registration.job));
-    RETURN_IF_ERROR(ValidateClientOptions(client));
-  }
   if (!config->num_workers_given) {
     ASSIGN_OR_RETURN(const JobSettings settings,
                      ReadJobSettings(m.etcd.get(), coordinator.registration.job));
@@ -29,6 +25,10 @@ absl::StatusOr<JobMembership> JoinJob(WorkerConfig* config) {
     config->workload.num_workers = settings.num_workers;
     client.num_workers = settings.num_workers;
     RETURN_IF_ERROR(config->run.Validate());
+  }
+  if (client.servers.empty()) {
+    ASSIGN_OR_RETURN(client.servers, RegisteredServers(m.etcd.get(), coordinator.registration.job));
+    RETURN_IF_ERROR(ValidateClientOptions(client));
   }
   RegistrationOptions ro = coordinator.registration;
   if (std::ostream* out = config->report.log; out != nullptr) {
