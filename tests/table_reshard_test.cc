@@ -46,6 +46,22 @@ std::vector<float> Pull(PsClient* c, const std::vector<uint64_t>& ids) {
   return rows;
 }
 
+// Writes each shard's state, as ps_server writes a checkpoint, into `dir`.
+void WriteCheckpoint(const LocalServers& servers, const std::string& dir) {
+  const int shards = static_cast<int>(servers.servers.size());
+  for (int s = 0; s < shards; ++s) {
+    absl::StatusOr<ShardState> state = servers.servers[s]->shard()->ExportState();
+    ASSERT_TRUE(state.ok()) << state.status();
+    CheckpointStoreOptions so;
+    so.dir = dir;
+    so.shard_id = s;
+    so.num_shards = shards;
+    auto store = CheckpointStore::Open(so);
+    ASSERT_TRUE(store.ok());
+    ASSERT_TRUE((*store)->Write(*state).ok());
+  }
+}
+
 TEST(TableReshard, ACheckpointOfTwoShardsRestoresOntoThreeBitForBit) {
   absl::StatusOr<LocalServers> two = LocalServers::Start(Base(), 2);
   ASSERT_TRUE(two.ok()) << two.status();
@@ -62,17 +78,7 @@ TEST(TableReshard, ACheckpointOfTwoShardsRestoresOntoThreeBitForBit) {
   for (int round = 0; round < 3; ++round) ASSERT_TRUE(a->PushRows("users", ids, grads()).ok());
   // The checkpoint, as ps_server writes it at a version: each shard's file.
   const std::string dir = TempDir();
-  for (int s = 0; s < 2; ++s) {
-    absl::StatusOr<ShardState> state = two->servers[s]->shard()->ExportState();
-    ASSERT_TRUE(state.ok()) << state.status();
-    CheckpointStoreOptions so;
-    so.dir = dir;
-    so.shard_id = s;
-    so.num_shards = 2;
-    auto store = CheckpointStore::Open(so);
-    ASSERT_TRUE(store.ok());
-    ASSERT_TRUE((*store)->Write(*state).ok());
-  }
+  WriteCheckpoint(*two, dir);
 
   ServerOptions o = Base();
   o.checkpoints.restore_from = dir;
@@ -101,22 +107,6 @@ TEST(TableReshard, ACheckpointOfTwoShardsRestoresOntoThreeBitForBit) {
   absl::StatusOr<LocalServers> bad = LocalServers::Start(o, 3);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find(dir + "/none"), std::string::npos) << bad.status();
-}
-
-// Writes each shard's state, as ps_server writes a checkpoint, into `dir`.
-void WriteCheckpoint(const LocalServers& servers, const std::string& dir) {
-  const int shards = static_cast<int>(servers.servers.size());
-  for (int s = 0; s < shards; ++s) {
-    absl::StatusOr<ShardState> state = servers.servers[s]->shard()->ExportState();
-    ASSERT_TRUE(state.ok()) << state.status();
-    CheckpointStoreOptions so;
-    so.dir = dir;
-    so.shard_id = s;
-    so.num_shards = shards;
-    auto store = CheckpointStore::Open(so);
-    ASSERT_TRUE(store.ok());
-    ASSERT_TRUE((*store)->Write(*state).ok());
-  }
 }
 
 // A sync worker of `servers` training a dense model (7x5 and 3) with Adam
