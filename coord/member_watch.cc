@@ -1,5 +1,6 @@
 #include "coord/member_watch.h"
 
+#include <algorithm>
 #include <set>
 #include <utility>
 

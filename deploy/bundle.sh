@@ -73,7 +73,7 @@ for b in "${BINARIES[@]}"; do
   [ -x "$b" ] || die "$b is not an executable file"
   cp -L "$b" "$OUT/bin/"
 done
-cp "$ROOT/deploy/local_cluster.sh" "$ROOT/deploy/make_certs.sh" "$ROOT/tests/gpu/run_on_gpu.sh" \
+cp "$ROOT/deploy/local_cluster.sh" "$ROOT/deploy/etcd_lib.sh" "$ROOT/deploy/make_certs.sh" "$ROOT/tests/gpu/run_on_gpu.sh" \
   "$OUT/bin/"
 
 # glibc and the loader must be the target's own; so must the driver's libcuda.

@@ -255,22 +255,9 @@ free_port() {
 
 if [ $ELASTIC -eq 1 ]; then
   # One etcd member on loopback, TLS with the cluster's certificates.
+  source "$(dirname "${BASH_SOURCE[0]}")/etcd_lib.sh"
   free_port && client=$FREE_PORT && free_port && peer=$FREE_PORT || die "no free port for etcd"
-  scheme=http etcd_tls=()
-  [ -z "$CERTS_DIR" ] || { scheme=https; etcd_tls=(--cert-file="$CERTS_DIR/etcd.pem" \
-    --key-file="$CERTS_DIR/etcd.key" --trusted-ca-file="$CERTS_DIR/ca.pem" --client-cert-auth); }
-  /usr/bin/etcd --name=local --data-dir="$WORKDIR/etcd" \
-    --listen-client-urls=$scheme://127.0.0.1:$client --advertise-client-urls=$scheme://127.0.0.1:$client \
-    --listen-peer-urls=http://127.0.0.1:$peer --initial-advertise-peer-urls=http://127.0.0.1:$peer \
-    --initial-cluster=local=http://127.0.0.1:$peer "${etcd_tls[@]+"${etcd_tls[@]}"}" > "$WORKDIR/etcd.log" 2>&1 &
-  ETCD_PID=$!
-  deadline=$(( $(date +%s) + STARTUP_TIMEOUT ))
-  until grep -q 'ready to serve client requests' "$WORKDIR/etcd.log"; do
-    kill -0 $ETCD_PID 2>/dev/null && [ "$(date +%s)" -lt $deadline ] ||
-      { tail -5 "$WORKDIR/etcd.log" >&2; die "etcd did not start"; }
-    sleep 0.1
-  done
-  COORDINATOR="etcd://127.0.0.1:$client"
+  start_etcd "$WORKDIR/etcd" $client $peer "$CERTS_DIR" $STARTUP_TIMEOUT || die "etcd did not start"
   SERVER_FLAGS+=("--coordinator=$COORDINATOR" --job=local)
 fi
 
