@@ -348,6 +348,43 @@ TEST(CoordinatedSync, StepsWaitForTheRegisteredWorkersOnly) {
             absl::OkStatus());
 }
 
+// SIGTERM (or Ctrl-C) makes a ps_worker leave its job before it exits: its
+// key goes at once, not a (here 30 s) ttl later.
+TEST(CoordinatedWorkers, SigtermLeavesTheJobAtOnce) {
+  auto etcd = EtcdProcess::Start(EtcdTestPath("sigterm"));
+  ASSERT_TRUE(etcd.ok()) << etcd.status();
+  std::unique_ptr<EtcdClient> c = Client(**etcd);
+  ServerProcessOptions so;
+  so.binary = g_server_binary;
+  so.dir = EtcdTestPath("");
+  so.name = "sigterm-server";
+  so.flags = {"--num_workers=1", "--mode=sync", absl::StrCat("--coordinator=", (*etcd)->url()),
+              "--job=t"};
+  auto server = ServerProcess::Start(so);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto w = ChildProcess::Spawn(
+      {g_worker_binary, absl::StrCat("--coordinator=", (*etcd)->url()), "--job=t",
+       "--coordinator_ttl=30", "--max_steps=1000000", "--batch_size=16", "--progress=off"},
+      EtcdTestPath("sigterm-worker.log"), /*pipe_stdout=*/false);
+  ASSERT_TRUE(w.ok()) << w.status();
+  const auto workers = [&] {
+    absl::StatusOr<std::vector<Member>> m = ListMembers(c.get(), "t");
+    int n = 0;
+    for (const Member& x : m.ok() ? *m : std::vector<Member>{}) n += x.role == "workers";
+    return n;
+  };
+  ASSERT_EQ(WaitUntil([&] { return workers() == 1; }, absl::Seconds(20), "the worker to register"),
+            absl::OkStatus());
+  absl::SleepFor(absl::Seconds(1));  // training
+  (*w)->Signal(SIGTERM);
+  std::optional<int> status = (*w)->Wait(absl::Now() + absl::Seconds(10));
+  ASSERT_TRUE(status.has_value());
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 128 + SIGTERM) << DescribeExit(status);
+  EXPECT_EQ(workers(), 0);  // gone at once
+  EXPECT_THAT((*w)->LogTail(5),
+              HasSubstr("ps_worker: received SIGTERM; left the job (/ps/t/workers/0)"));
+}
+
 }  // namespace
 }  // namespace ps
 

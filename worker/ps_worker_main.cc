@@ -7,7 +7,8 @@
 //
 //   ps_worker --servers=127.0.0.1:50051,127.0.0.1:50052 --worker_id=0 --num_workers=2
 //
-// With --coordinator it takes its id and servers from etcd (worker/job.h).
+// With --coordinator it takes its id and servers from etcd (worker/job.h),
+// and leaves the job at SIGINT or SIGTERM (worker/stop_signals.h).
 // Its flags: worker/worker_flags.h, worker/mlp/flags.h, worker/ctr/flags.h,
 // worker/compute/flags.h, client/client_flags.h and the security flags of
 // common/client_security_flags.h.
@@ -16,6 +17,7 @@
 #include <iostream>
 #include <memory>
 
+#include "absl/cleanup/cleanup.h"
 #include "common/allocator.h"
 #include "common/command_line.h"
 #include "common/status_macros.h"
@@ -24,6 +26,7 @@
 #include "worker/mlp/flags.h"
 #include "worker/reporter.h"
 #include "worker/run_loop.h"
+#include "worker/stop_signals.h"
 #include "worker/train/workload.h"
 #include "worker/worker_flags.h"
 
@@ -58,6 +61,8 @@ int main(int argc, char** argv) {
       "  ps_worker --servers=ps-server-0:50051,ps-server-1:50051 --worker_id=0 --num_workers=2 "
       "--epochs=2 --tls_ca=ca.pem --tls_cert=worker-0.pem --tls_key=worker-0.key\n"
       "or, without servers:\n  ps_worker --standalone --batch_size=128");
+  // SIGINT and SIGTERM leave the job, then exit.
+  ps::StopSignals* const stop = ps::StopSignals::Install();
   absl::StatusOr<ps::WorkerConfig> config = ps::WorkerConfigFromFlags();
   if (!config.ok()) return Fail(config.status(), 2);
   config->report.log = &std::cout;
@@ -66,6 +71,10 @@ int main(int argc, char** argv) {
   // leaves the job when `job` goes, at the end of main.
   absl::StatusOr<ps::JobMembership> job = ps::JoinJob(&*config);
   if (!job.ok()) return FailStarting(job.status());
+  if (stop != nullptr) stop->Watch(job->registration.get());
+  absl::Cleanup unwatch = [stop] {  // before `job` goes
+    if (stop != nullptr) stop->Unwatch();
+  };
 
   // /metrics: up from before connecting until training ends (and
   // --metrics_linger after).
