@@ -312,8 +312,10 @@ absl::StatusOr<OptimizerStateParts> SplitOptimizerState(absl::string_view state)
   }
   absl::string_view in = state.substr(kMagicSize + sizeof(uint32_t) + parts.name.size());
   uint32_t buffers = 0;
-  if (!Get(&in, &parts.start) || !Get(&in, &parts.elements) || !Get(&in, &buffers) ||
+  // Checked by division: a product of hostile counts could wrap around.
+  if (!Get(&in, &parts.start) || !Get(&in, &parts.elements) || !Get(&in, &buffers) || buffers < 1 ||
       parts.elements < 0 ||
+      static_cast<uint64_t>(parts.elements) > in.size() / sizeof(float) / buffers ||
       in.size() != uint64_t{buffers} * static_cast<uint64_t>(parts.elements) * sizeof(float)) {
     return absl::InvalidArgumentError(
         absl::StrCat("the ", parts.name, " state is truncated or of another size"));

@@ -187,6 +187,16 @@ TEST(Optimizer, StateSplitsIntoBuffersAndJoinsBack) {
     EXPECT_EQ(half, (std::vector<float>{whole[1], whole[2]})) << name;
   }
   EXPECT_EQ(SplitOptimizerState("garbage").status().code(), absl::StatusCode::kInvalidArgument);
+  // Counts that would wrap around a size check, or no buffer at all.
+  OptimizerStateParts huge;
+  huge.name = "adam";
+  huge.elements = int64_t{1} << 61;
+  huge.buffers.resize(8);  // 8 * 2^61 * 4 wraps to 0 bytes
+  std::string forged = JoinOptimizerState(huge);
+  EXPECT_EQ(SplitOptimizerState(forged).status().code(), absl::StatusCode::kInvalidArgument);
+  huge.buffers.clear();
+  forged = JoinOptimizerState(huge);
+  EXPECT_EQ(SplitOptimizerState(forged).status().code(), absl::StatusCode::kInvalidArgument);
   const std::string adam = *Make(Named("adam", 0.1), 3)->SaveState();
   EXPECT_EQ(SplitOptimizerState(adam.substr(0, adam.size() - 1)).status().code(),
             absl::StatusCode::kInvalidArgument);

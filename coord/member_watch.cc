@@ -62,6 +62,10 @@ void MemberWatch::SetWatching(bool on) {
   watching_ = on;
 }
 
+bool MemberWatch::Counts(const std::string& value) const {
+  return !options_.counts || options_.counts(value);
+}
+
 void MemberWatch::Log(const std::string& line) const {
   if (options_.log) options_.log(line);
 }
@@ -90,7 +94,7 @@ void MemberWatch::Run() {
       ids.clear();
       for (const EtcdClient::KeyValue& kv : *kvs) {
         int id;
-        if (IdOf(kv.key, prefix_, &id)) ids.insert(id);
+        if (IdOf(kv.key, prefix_, &id) && Counts(kv.value)) ids.insert(id);
       }
       last_revision = revision;
       report();
@@ -101,7 +105,7 @@ void MemberWatch::Run() {
                            last_revision = std::max(last_revision, e.revision);
                            int id;
                            if (!IdOf(e.kv.key, prefix_, &id)) continue;
-                           if (e.put) {
+                           if (e.put && Counts(e.kv.value)) {
                              ids.insert(id);
                            } else {
                              ids.erase(id);

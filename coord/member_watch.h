@@ -45,6 +45,9 @@ struct MemberWatchOptions {
   absl::Duration retry = absl::Seconds(1);
   // Where the thread's lines go (null: nowhere).
   std::function<void(const std::string&)> log;
+  // Which keys count, by value (null: all): the servers leave out workers
+  // still loading their data (registration.h's kJoiningSuffix).
+  std::function<bool(const std::string& value)> counts;
 };
 
 class MemberWatch {
@@ -73,6 +76,7 @@ class MemberWatch {
   bool Sleep(absl::Duration d);
   void Log(const std::string& line) const;
   void SetWatching(bool on);
+  bool Counts(const std::string& value) const;
 
   EtcdClient* const etcd_;
   const MemberWatchOptions options_;

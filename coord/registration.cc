@@ -123,12 +123,21 @@ absl::StatusOr<std::unique_ptr<Registration>> Registration::JoinFreeId(
                                                    " is held by a live member"));
 }
 
-absl::StatusOr<std::unique_ptr<Registration>> JoinAsWorker(EtcdClient* etcd, int id,
-                                                           int num_workers,
-                                                           const RegistrationOptions& options) {
+namespace {
+
+std::string WorkerValue() {
   char host[256] = {0};
   gethostname(host, sizeof(host) - 1);
-  const std::string value = absl::StrCat(host, " pid ", getpid());
+  return absl::StrCat(host, " pid ", getpid());
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Registration>> JoinAsWorker(EtcdClient* etcd, int id,
+                                                           int num_workers,
+                                                           const RegistrationOptions& options,
+                                                           bool joining) {
+  const std::string value = absl::StrCat(WorkerValue(), joining ? kJoiningSuffix : "");
   if (id >= 0) return Registration::Join(etcd, "workers", id, value, options);
   return Registration::JoinFreeId(etcd, "workers", num_workers, value, options);
 }
@@ -139,8 +148,8 @@ Registration::Registration(EtcdClient* etcd, std::string role, int id, std::stri
       role_(std::move(role)),
       id_(id),
       key_(MemberKey(options.job, role_, id)),
-      value_(std::move(value)),
       options_(options),
+      value_(std::move(value)),
       lease_(lease) {
   thread_ = std::thread([this] { Renew(); });
 }
@@ -167,6 +176,20 @@ bool Registration::renewing() const {
   return renewing_;
 }
 
+absl::Status MarkWorkerReady(Registration* registration) {
+  return registration->SetValue(WorkerValue());
+}
+
+absl::Status Registration::SetValue(const std::string& value) {
+  int64_t lease;
+  {
+    absl::MutexLock l(&mu_);
+    value_ = value;
+    lease = lease_;
+  }
+  return etcd_->Put(key_, value, lease);
+}
+
 void Registration::Log(const std::string& line) const {
   if (options_.log) options_.log(line);
 }
@@ -180,15 +203,17 @@ void Registration::Renew() {
     mu_.AwaitWithTimeout(absl::Condition(&stopping_), period);
     if (stopping_) return;
     const int64_t lease = lease_;
+    const std::string value = value_;
     mu_.Unlock();
     absl::Status s = etcd_->KeepAlive(lease);
     int64_t renewed = lease;
     if (s.code() == absl::StatusCode::kNotFound) {
       // etcd dropped the lease (it expired while etcd was out of reach, or
       // etcd restarted without its data): register again.
-      absl::StatusOr<int64_t> again = Claim(etcd_, key_, value_, options_.ttl);
+      absl::StatusOr<int64_t> again = Claim(etcd_, key_, value, options_.ttl);
       if (again.ok()) {
         Log(absl::StrCat(key_, ": the lease had ended; registered again"));
+        if (options_.on_registered_again) options_.on_registered_again();
         renewed = *again;
       }
       s = again.status();

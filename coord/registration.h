@@ -42,6 +42,10 @@ struct RegistrationOptions {
   absl::Duration ttl = absl::Seconds(10);
   // Where the renewal thread's lines go (null: nowhere).
   std::function<void(const std::string&)> log;
+  // Called on the renewal thread after each registration again (the lease
+  // had ended: etcd may have lost its data), e.g. to write again what the
+  // member keeps in etcd besides its key. Null: nothing.
+  std::function<void()> on_registered_again;
 
   // INVALID_ARGUMENT for an empty job or one with '/', or a ttl under 2 s.
   absl::Status Validate() const;
@@ -69,10 +73,16 @@ class Registration;
 
 // A worker's registration, its value this process's "HOST pid PID": id >= 0
 // takes that id (Registration::Join), -1 the lowest free one below
-// `num_workers` (Registration::JoinFreeId).
+// `num_workers` (Registration::JoinFreeId). With `joining`, the value ends
+// in kJoiningSuffix until MarkWorkerReady: the id is held, but sync servers
+// do not wait for the worker yet (it is loading its data).
 absl::StatusOr<std::unique_ptr<Registration>> JoinAsWorker(EtcdClient* etcd, int id,
                                                            int num_workers,
-                                                           const RegistrationOptions& options);
+                                                           const RegistrationOptions& options,
+                                                           bool joining = false);
+inline constexpr char kJoiningSuffix[] = " joining";
+// Drops the suffix: the servers wait for the worker from now on.
+absl::Status MarkWorkerReady(Registration* registration);
 
 class Registration {
  public:
@@ -95,6 +105,10 @@ class Registration {
   // Whether the last renewal reached etcd (true until one fails).
   bool renewing() const;
 
+  // Replaces the key's value (under the same lease), for a registration
+  // again after a lost lease too. The error of the put, if any.
+  absl::Status SetValue(const std::string& value);
+
   // Revokes the lease (the key goes at once) and stops renewing it.
   // Idempotent; errors are logged (the lease then expires on its own).
   void Leave();
@@ -109,10 +123,10 @@ class Registration {
   const std::string role_;
   const int id_;
   const std::string key_;
-  const std::string value_;
   const RegistrationOptions options_;
 
   mutable absl::Mutex mu_;
+  std::string value_ ABSL_GUARDED_BY(mu_);
   int64_t lease_ ABSL_GUARDED_BY(mu_);
   bool renewing_ ABSL_GUARDED_BY(mu_) = true;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

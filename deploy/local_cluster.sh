@@ -175,6 +175,7 @@ done
 [[ "$MAX_WORKERS" =~ ^[1-9][0-9]*$ && $MAX_WORKERS -ge $NUM_WORKERS ]] || die "--max_workers must be an integer >= --workers, got '$MAX_WORKERS'"
 [ $ELASTIC -eq 1 ] || [ $MAX_WORKERS -eq $NUM_WORKERS ] || die "--max_workers needs --elastic"
 [ $ELASTIC -eq 0 ] || [ -x /usr/bin/etcd ] || die "--elastic needs etcd (apt-get install etcd-server)"
+[ $ELASTIC -eq 0 ] || [ $RESTART -eq 0 ] || die "--restart with --elastic is not supported yet: a restarted process finds its etcd key held until its lease ends"
 [ -z "$WORKER_TIMEOUT" ] || SERVER_FLAGS+=("--worker_timeout=$WORKER_TIMEOUT")
 [ -z "$CHECKPOINT_EVERY" ] || SERVER_FLAGS+=("--checkpoint_every=$CHECKPOINT_EVERY")
 bins=("$SERVER_BIN")
@@ -225,7 +226,9 @@ fi
 if [ -n "$CERTS_DIR" ]; then
   reader=()
   [ $METRICS -eq 0 ] || reader=(reader.pem reader.key)
-  for f in ca.pem "${reader[@]+"${reader[@]}"}" $(seq -f 'server-%g.pem' 0 $((NUM_SERVERS - 1))) $(seq -f 'worker-%g.pem' 0 $((MAX_WORKERS - 1))); do
+  etcd=()
+  [ $ELASTIC -eq 0 ] || etcd=(etcd.pem etcd.key)
+  for f in ca.pem "${reader[@]+"${reader[@]}"}" "${etcd[@]+"${etcd[@]}"}" $(seq -f 'server-%g.pem' 0 $((NUM_SERVERS - 1))) $(seq -f 'worker-%g.pem' 0 $((MAX_WORKERS - 1))); do
     [ -r "$CERTS_DIR/$f" ] || { rm -rf "$WORKDIR"; die "$CERTS_DIR/$f is missing: make it with deploy/make_certs.sh $CERTS_DIR --servers=$NUM_SERVERS --workers=$MAX_WORKERS"; }
   done
 fi
@@ -252,14 +255,6 @@ free_port() {
   done
   return 1
 }
-
-if [ $ELASTIC -eq 1 ]; then
-  # One etcd member on loopback, TLS with the cluster's certificates.
-  source "$(dirname "${BASH_SOURCE[0]}")/etcd_lib.sh"
-  free_port && client=$FREE_PORT && free_port && peer=$FREE_PORT || die "no free port for etcd"
-  start_etcd "$WORKDIR/etcd" $client $peer "$CERTS_DIR" $STARTUP_TIMEOUT || die "etcd did not start"
-  SERVER_FLAGS+=("--coordinator=$COORDINATOR" --job=local)
-fi
 
 SERVER_METRICS=()  # server index -> 127.0.0.1:PORT of its /metrics
 WORKER_METRICS=()  # worker index -> 127.0.0.1:PORT (ps_worker only)
@@ -340,6 +335,15 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'echo "local_cluster: interrupted, stopping all processes" >&2; exit 130' INT TERM
+
+if [ $ELASTIC -eq 1 ]; then
+  # One etcd member on loopback (after the trap: cleanup stops it); mutual
+  # TLS with the cluster's certificates under --tcp, plaintext otherwise.
+  source "$(dirname "${BASH_SOURCE[0]}")/etcd_lib.sh"
+  free_port && client=$FREE_PORT && free_port && peer=$FREE_PORT || die "no free port for etcd"
+  start_etcd "$WORKDIR/etcd" $client $peer "$CERTS_DIR" $STARTUP_TIMEOUT || die "etcd did not start"
+  SERVER_FLAGS+=("--coordinator=$COORDINATOR" --job=local)
+fi
 
 # start ROLE_NAME BINARY ARGS...: runs BINARY with its output prefixed.
 start() {

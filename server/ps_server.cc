@@ -11,7 +11,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "common/status_macros.h"
-#include "coord/job_settings.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/server_builder.h"
 #include "grpcpp/version_info.h"
@@ -353,45 +352,7 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
     mo.security = options.security;
     ASSIGN_OR_RETURN(s->metrics_, MetricsEndpoint::Start(mo, {s->collector_}));
   }
-  if (!options.coordinator.address.empty()) {
-    ASSIGN_OR_RETURN(const CoordinatorAddress where,
-                     ParseCoordinatorAddress(options.coordinator.address));
-    ASSIGN_OR_RETURN(s->etcd_, EtcdClient::Connect(where, options.security));
-    RegistrationOptions ro = options.coordinator.registration;
-    if (!ro.log) ro.log = options.shard.log;
-    const ShardOptions& so = options.shard;
-    JobSettings settings;
-    settings.num_shards = so.num_shards;
-    settings.num_workers = so.num_workers;
-    settings.mode = ModeName(so.mode);
-    RETURN_IF_ERROR(PublishJobSettings(s->etcd_.get(), ro.job, settings));
-    ASSIGN_OR_RETURN(std::unique_ptr<Registration> registration,
-                     Registration::Join(s->etcd_.get(), "servers", so.shard_id, s->address_, ro));
-    absl::MutexLock l(&s->coordinator_mu_);
-    s->registration_ = std::move(registration);
-    if (so.log) {
-      so.log(absl::StrCat("shard ", so.shard_id, ": registered as ", s->registration_->key(),
-                          " in etcd ", s->etcd_->endpoint(), " (job settings ", settings.Format(),
-                          ")"));
-    }
-    if (so.mode != Mode::kAsync) {
-      if (so.log) {
-        so.log(absl::StrCat("shard ", so.shard_id, ": ", ModeName(so.mode),
-                            " steps wait for the workers registered in etcd under ",
-                            RolePrefix(ro.job, "workers"), " (docs/elastic.md)"));
-      }
-      MemberWatchOptions wo;
-      wo.job = ro.job;
-      wo.role = "workers";
-      wo.ttl = ro.ttl;
-      wo.retry = ro.ttl / 3;
-      wo.log = ro.log;
-      Shard* shard = s->shard_.get();
-      s->worker_watch_ = MemberWatch::Start(
-          s->etcd_.get(), wo,
-          [shard](const std::vector<int>& ids) { shard->SetRegisteredWorkers(ids); });
-    }
-  }
+  if (!options.coordinator.address.empty()) RETURN_IF_ERROR(s->JoinCoordinator());
   return s;
 }
 
@@ -408,12 +369,17 @@ PsServer::~PsServer() {
 absl::Status PsServer::Shutdown() {
   if (shut_down_) return shutdown_status_;
   shut_down_ = true;
-  // Out of the membership at once, before the calls drain.
+  // Out of the membership at once, before the calls drain; the etcd calls
+  // outside the lock that /metrics takes.
+  std::unique_ptr<Registration> registration;
+  std::unique_ptr<MemberWatch> watch;
   {
     absl::MutexLock l(&coordinator_mu_);
-    worker_watch_.reset();
-    registration_.reset();
+    registration = std::move(registration_);
+    watch = std::move(worker_watch_);
   }
+  registration.reset();
+  watch.reset();
   if (shard_ != nullptr) shard_->Close();
   if (health_server_ != nullptr) {
     health_server_->GetHealthCheckService()->Shutdown();  // NOT_SERVING from now on
@@ -446,12 +412,6 @@ absl::Status PsServer::Shutdown() {
   }
   if (metrics_ != nullptr) metrics_->Shutdown();
   return shutdown_status_;
-}
-
-bool PsServer::CoordinatorReachable() const {
-  absl::MutexLock l(&coordinator_mu_);
-  if (registration_ == nullptr || !registration_->renewing()) return false;
-  return worker_watch_ == nullptr || worker_watch_->watching();
 }
 
 absl::StatusOr<bool> PsServer::RollBack(int worker_id, int64_t max_version) {

@@ -156,6 +156,10 @@ class PsServer {
   // `max_version` if the shard is above it and untouched since its own
   // restore (Shard::RollBackToCheckpoint); true if it rolled back.
   absl::StatusOr<bool> RollBack(int worker_id, int64_t max_version);
+  // With a coordinator, once serving: publishes the job's settings,
+  // registers, and (sync, SSP) starts the watch on the workers
+  // (ps_server_coordinator.cc).
+  absl::Status JoinCoordinator();
   // /metrics' ps_server_coordinator_reachable: the registration renews and
   // the watch on the workers (if any) runs.
   bool CoordinatorReachable() const ABSL_LOCKS_EXCLUDED(coordinator_mu_);

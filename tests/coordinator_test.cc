@@ -1,4 +1,4 @@
-// The coordinator's parts (coord/) against a real etcd (tests/etcd_process.h):
+// The coordinator's parts (coord/) against a real etcd (tools/process/etcd_process.h):
 // EtcdClient's keys, leases and transaction; Registration's leased member
 // keys: taken ids refused naming the holder, free ids claimed, a member
 // that leaves gone at once, one that keeps renewing listed past its ttl,
@@ -29,7 +29,7 @@
 #include "coord/registration.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/etcd_process.h"
+#include "tools/process/etcd_process.h"
 #include "tools/process/server_process.h"
 
 namespace ps {

@@ -1,12 +1,12 @@
-// Elastic membership against a real etcd (tests/etcd_process.h): the
+// Elastic membership against a real etcd (tools/process/etcd_process.h): the
 // watch and compare-and-put of EtcdClient, MemberWatch reporting a role's
 // members through joins, leaves, etcd's loss and its return without its
 // data, the job's settings in etcd, and then the real binaries: a sync
 // ps_server for up to 3 workers, without leases, whose steps wait for the
 // registered workers only: two ps_workers given neither an id nor a worker
 // count train, the one that trains longer goes on alone once the other
-// leaves, and a third killed right after it registered holds the steps only
-// until its lease runs out; /metrics and the log say when etcd is gone.
+// leaves, and a third killed while it loads its data (registered as
+// joining) holds no step; /metrics and the log say when etcd is gone.
 //
 // Args: the paths of ps_server and ps_worker.
 #include <sys/wait.h>
@@ -31,7 +31,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
-#include "tests/etcd_process.h"
+#include "tools/process/etcd_process.h"
 #include "tools/process/server_process.h"
 
 namespace ps {
@@ -152,6 +152,7 @@ struct Reports {
     o.job = "j";
     o.ttl = ttl;
     o.retry = absl::Milliseconds(300);
+    o.counts = [](const std::string& value) { return !absl::EndsWith(value, kJoiningSuffix); };
     o.log = [this](const std::string& line) {
       absl::MutexLock l(&mu);
       lines.push_back(line);
@@ -179,6 +180,14 @@ TEST(MemberWatch, ReportsTheMembersAndEachJoinAndLeave) {
   EXPECT_EQ(r.WaitFor({0, 3}, absl::Seconds(10)), absl::OkStatus());
   (*w0)->Leave();  // revoked: gone at once
   EXPECT_EQ(r.WaitFor({3}, absl::Seconds(10)), absl::OkStatus());
+  // A worker still loading its data holds its id but does not count until
+  // it is ready.
+  auto w5 = JoinAsWorker(c.get(), 5, 8, Options(), /*joining=*/true);
+  ASSERT_TRUE(w5.ok()) << w5.status();
+  absl::SleepFor(absl::Milliseconds(500));
+  EXPECT_THAT(r.last(), ElementsAre(3));
+  ASSERT_TRUE(MarkWorkerReady(w5->get()).ok());
+  EXPECT_EQ(r.WaitFor({3, 5}, absl::Seconds(10)), absl::OkStatus());
   watch->Stop();
   watch->Stop();  // idempotent
 }
@@ -289,7 +298,7 @@ TEST(CoordinatedSync, StepsWaitForTheRegisteredWorkersOnly) {
 
   // Worker 0 trains 4 steps, worker 1 trains 12: after worker 0 leaves,
   // worker 1's steps close alone. Worker 2 is killed (-9) as soon as it has
-  // registered: the steps wait for it only until its 2 s lease runs out.
+  // registered, while it loads its data: the steps never wait for it.
   std::vector<std::unique_ptr<ChildProcess>> workers;
   for (int steps : {4, 12, 1000}) {
     auto w = ChildProcess::Spawn({g_worker_binary, absl::StrCat("--coordinator=", (*etcd)->url()),
@@ -323,15 +332,20 @@ TEST(CoordinatedSync, StepsWaitForTheRegisteredWorkersOnly) {
   EXPECT_THAT(log, HasSubstr("worker 0 joined the job"));
   EXPECT_THAT(log, HasSubstr("worker 1 joined the job"));
   EXPECT_THAT(log, HasSubstr("worker 0 left the job (its etcd key is gone)"));
-  EXPECT_THAT(log, HasSubstr("worker 2 joined the job"));
-  EXPECT_THAT(log, HasSubstr("worker 2 left the job (its etcd key is gone)"));
+  // Worker 2 died while it loaded its data, its key still marked joining:
+  // the servers never waited for it.
+  EXPECT_THAT(log, ::testing::Not(HasSubstr("worker 2 ")));
   EXPECT_THAT(Scrape(metrics), HasSubstr("\nps_server_coordinator_reachable 1"));
   EXPECT_THAT(Scrape(metrics), HasSubstr("\nps_server_workers{state=\"live\"} 0"));
-  // Both left: nobody is registered but the server.
-  absl::StatusOr<std::vector<Member>> m = ListMembers(c.get(), "s");
-  ASSERT_TRUE(m.ok());
-  ASSERT_EQ(m->size(), 1u);
-  EXPECT_EQ((*m)[0].role, "servers");
+  // Both left, and worker 2's lease ran out: nobody is registered but the
+  // server.
+  ASSERT_EQ(WaitUntil(
+                [&] {
+                  absl::StatusOr<std::vector<Member>> m = ListMembers(c.get(), "s");
+                  return m.ok() && m->size() == 1 && (*m)[0].role == "servers";
+                },
+                absl::Seconds(10), "the workers' keys to go"),
+            absl::OkStatus());
   // etcd gone: the server says so on /metrics (and in its log).
   etcd->reset();
   EXPECT_EQ(

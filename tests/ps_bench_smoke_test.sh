@@ -236,4 +236,17 @@ set +e
 rc=$?
 set -e
 [ "$rc" -eq 2 ] || fail "train --model=dlrm: exit status $rc, expected 2"
+
+# elastic: a real etcd, a worker joining and leaving; three rows with pauses.
+json=$("$BENCH" elastic --elastic_window=1 --elastic_batch_size=16 --json)
+echo "$json"
+/usr/bin/python3 -c '
+import json, sys
+d = json.loads(sys.argv[1])
+names = [r["name"] for r in d["rows"]]
+assert d["mode"] == "elastic" and names == ["steady W=1", "join +1 W=2", "leave -1 W=1"], names
+for r in d["rows"]:
+    assert r["value"] > 0 and r["baseline"] == d["rows"][0]["value"] and r["pause_ms"] > 0, r
+' "$json"
+if "$BENCH" elastic --elastic_window=0.5 2>/dev/null; then fail "--elastic_window=0.5 should be an error"; fi
 echo PASS

@@ -36,7 +36,7 @@ absl::StatusOr<JobMembership> JoinJob(WorkerConfig* config) {
   }
   ASSIGN_OR_RETURN(m.registration,
                    JoinAsWorker(m.etcd.get(), config->worker_id_given ? config->run.worker_id : -1,
-                                config->run.num_workers, ro));
+                                config->run.num_workers, ro, /*joining=*/true));
   const int id = m.registration->id();
   config->run.worker_id = id;
   config->workload.worker_id = id;

@@ -2,7 +2,9 @@
 // in its job's membership in etcd, taken before it connects to the servers.
 //
 // It registers the worker as workers/<id> of the job, the value "HOST pid
-// PID", under a lease renewed while it trains (coord/registration.h): with
+// PID joining" (until ps_worker has loaded its data and calls
+// MarkWorkerReady: sync servers do not wait for it before), under a lease
+// renewed while it trains (coord/registration.h): with
 // --worker_id that id (ALREADY_EXISTS naming the holder when a live worker
 // has it), without it the lowest id below --num_workers that no live
 // worker holds (RESOURCE_EXHAUSTED when all are). Without --num_workers

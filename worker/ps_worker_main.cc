@@ -85,6 +85,12 @@ int main(int argc, char** argv) {
 
   absl::StatusOr<std::unique_ptr<ps::Workload>> workload = MakeWorkload(&*config);
   if (!workload.ok()) return FailStarting(workload.status());
+  // Its data loaded: the sync steps wait for it from now on.
+  if (job->registration != nullptr) {
+    if (absl::Status s = ps::MarkWorkerReady(job->registration.get()); !s.ok()) {
+      return FailStarting(s);
+    }
+  }
   absl::StatusOr<ps::RunResult> result =
       ps::RunWorker(config->run, workload->get(), config->standalone ? nullptr : &config->client,
                     config->standalone_store, reporter->get());

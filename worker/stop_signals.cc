@@ -72,6 +72,7 @@ void StopSignals::Wait(int in) {
   } else {
     std::cerr << "ps_worker: received " << name << std::endl;
   }
+  std::cout.flush();
   std::_Exit(128 + sig);
 }
 

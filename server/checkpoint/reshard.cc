@@ -199,8 +199,16 @@ absl::StatusOr<ShardState> StateForShard(const std::vector<ShardState>& states, 
     if (!CompareModelSpecs(first.spec, s->spec).ok()) return differs("model spec");
     if (s->optimizer != first.optimizer) return differs("optimizer");
     if (s->num_workers != first.num_workers) return differs("worker count");
-    if (s->last_seq != first.last_seq || s->last_row_seq != first.last_row_seq) {
+    if (s->last_seq != first.last_seq) {
       return differs("last push seqs (a push some shards applied and others not)");
+    }
+    // Row pushes go only to the shards that own some of their ids, so the
+    // shards' row seqs differ: the newest per worker (see the header).
+    if (s->last_row_seq.size() > out.last_row_seq.size()) {
+      out.last_row_seq.resize(s->last_row_seq.size(), 0);
+    }
+    for (size_t w = 0; w < s->last_row_seq.size(); ++w) {
+      out.last_row_seq[w] = std::max(out.last_row_seq[w], s->last_row_seq[w]);
     }
     if (s->delta_base >= 0) return absl::InvalidArgumentError(absl::StrCat(who, "is a delta"));
     // Each shard has a run of its own: this one continues shard 0's, past

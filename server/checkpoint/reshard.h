@@ -53,9 +53,12 @@ absl::StatusOr<ReshardedTables> LoadTablesForShard(const std::string& dir, int f
 // The whole state of shard `shard_id` of `num_shards` from `states` (as
 // TablesForShard takes them): the tables, the dense weights and optimizer
 // state re-cut, the version, spec, membership (the workers seen by any),
-// push seqs and incarnation. INVALID_ARGUMENT naming the problem as
+// push seqs and incarnation. Row pushes reach only the shards that own
+// some of their ids, so their seqs differ by shard: each worker's newest is
+// kept (async: a retry of a row push that only some old shards had applied
+// when they checkpointed is not applied again). INVALID_ARGUMENT naming the problem as
 // TablesForShard does, and when the states disagree on what must be one
-// for the whole cluster: version, spec, optimizer, worker count, push
+// for the whole cluster: version, spec, optimizer, worker count, dense push
 // seqs (a push some old shards applied and others not cannot be re-cut);
 // or when a state's weights or optimizer state do not fit its slices.
 absl::StatusOr<ShardState> StateForShard(const std::vector<ShardState>& states, int shard_id,

@@ -11,11 +11,7 @@ Membership::Membership(int shard_id, int num_workers, absl::Duration worker_time
     : shard_id_(shard_id),
       worker_timeout_(worker_timeout),
       registry_(registry),
-      last_seen_(num_workers, absl::InfinitePast()) {
-  if (registry_) {
-    for (int w = 0; w < num_workers; ++w) away_.insert(w);
-  }
-}
+      last_seen_(num_workers, absl::InfinitePast()) {}
 
 LeaseEvents Membership::Arm(absl::Time when) {
   // Leases only move later, so a check already set is never late.
@@ -34,9 +30,10 @@ LeaseEvents Membership::Touch(int worker, absl::Time now, int64_t step) {
     events = Arm(now + worker_timeout_);
     back = dropped_.erase(worker) > 0;
   }
-  // Its key may not have reached the watch yet, or etcd lost it while the
-  // worker went on: a request says it is here.
-  const bool returned = away_.erase(worker) > 0;
+  // Its key may not have reached the watch yet, or it has none: a request
+  // says it is here. One whose key went is not back before its key is (a
+  // late request of a worker that left).
+  const bool returned = left_.count(worker) == 0 && away_.erase(worker) > 0;
   if (returned || back) {
     events.changes.push_back(LeaseChange{
         worker, true,
@@ -50,14 +47,21 @@ LeaseEvents Membership::Registered(const std::vector<int>& workers, absl::Time n
   LeaseEvents events;
   if (!registry_) return events;
   const int n = static_cast<int>(last_seen_.size());
-  std::vector<bool> in(n, false);
+  std::set<int> set;
   for (int w : workers) {
-    if (w >= 0 && w < n) in[w] = true;
+    if (w >= 0 && w < n) set.insert(w);
+  }
+  const bool first = !reported_.has_value();
+  std::set<int> before;
+  if (first) {
+    for (int w = 0; w < n; ++w) before.insert(w);  // all were expected
+  } else {
+    before = *reported_;
   }
   for (int w = 0; w < n; ++w) {
-    const bool away = away_.count(w) > 0;
-    if (in[w] && away) {
-      away_.erase(w);
+    const bool in = set.count(w) > 0, was = before.count(w) > 0;
+    if (in && !was) left_.erase(w);
+    if (in && !was && away_.erase(w) > 0) {
       // Registering is a sign of life: the lease starts now, so a worker
       // that registers and never comes is dropped after worker_timeout.
       if (leases()) {
@@ -70,18 +74,20 @@ LeaseEvents Membership::Registered(const std::vector<int>& workers, absl::Time n
                       absl::StrCat("shard ", shard_id_, ": worker ", w,
                                    " joined the job (registered in etcd) at step ", step,
                                    "; sync steps wait for it")});
-    } else if (!in[w] && !away) {
-      away_.insert(w);
+    } else if (!in && was && away_.insert(w).second) {
+      if (!first) left_.insert(w);
       // Away implies not dropped. One dropped already: steps close without
       // it as they did.
       if (dropped_.erase(w) > 0) continue;
       events.changes.push_back(
           LeaseChange{w, false,
-                      absl::StrCat("shard ", shard_id_, ": worker ", w,
-                                   " left the job (its etcd key is gone) at step ", step,
-                                   "; sync steps close without it")});
+                      first ? std::string()
+                            : absl::StrCat("shard ", shard_id_, ": worker ", w,
+                                           " left the job (its etcd key is gone) at step ", step,
+                                           "; sync steps close without it")});
     }
   }
+  reported_ = std::move(set);
   return events;
 }
 
@@ -110,13 +116,14 @@ LeaseEvents Membership::Expire(absl::Time now, int64_t step) {
       continue;
     }
     dropped_.insert(w);
-    events.changes.push_back(LeaseChange{
-        w, false,
-        absl::StrFormat("shard %d: worker %d dropped: no request for %.1fs "
-                        "(--worker_timeout=%s) at step %d; "
-                        "sync steps close without it until it is back",
-                        shard_id_, w, absl::ToDoubleSeconds(now - last_seen_[w]),
-                        absl::FormatDuration(worker_timeout_), step)});
+    events.changes.push_back(
+        LeaseChange{w, false,
+                    absl::StrFormat("shard %d: worker %d dropped: no request for %.1fs "
+                                    "(--worker_timeout=%s) at step %d; "
+                                    "sync steps close without it until it is back",
+                                    shard_id_, w, absl::ToDoubleSeconds(now - last_seen_[w]),
+                                    absl::FormatDuration(worker_timeout_), step),
+                    /*expired=*/true});
   }
   events.wake_at = next_check_;
   return events;

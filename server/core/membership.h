@@ -9,19 +9,28 @@
 //     (Expire), and comes back with its next request (Touch). A worker never
 //     heard from holds no lease and is never dropped: a step waits for it.
 //   - The registry (with a coordinator, docs/elastic.md): the workers that
-//     hold a key in etcd, as the owner's watch reports them (Registered). A
-//     worker is then live only while it is in the registry's set or has
-//     made a request since it last left it, and is not dropped by its
-//     lease: it joins the steps when its key appears (its lease, with
-//     leases, starts then), and leaves them at once when its key goes (it
-//     stopped, or etcd let its lease expire). At the start no worker is in
-//     the set. Without a registry every worker is expected from the start.
+//     hold a key in etcd, as the owner's watch reports them (Registered).
+//     Until the first report every worker is expected, as without one;
+//     that report leaves out (silently) those not in it. Later, a worker
+//     whose key appears joins the steps (its lease, with leases, starts
+//     then), and one whose key goes leaves them at once (it stopped, or
+//     etcd let its lease expire) and stays out until its key is back (a
+//     request it sent before it left, arriving late, does not bring it
+//     back). A worker that was never in the set (it has no key: started
+//     with --servers, or etcd lost it) comes in with its next request. A
+//     report changes only the workers whose key came or went since the one
+//     before. The leases hold on top: a worker
+//     in the set that falls silent is dropped as without a registry.
 // Each drop or return comes back as a LeaseChange for the owner to act on
-// (ConsistencyPolicy::SetLive) and log:
-//   shard 0: worker 2 dropped: no request for 3.0s (--worker_timeout=3s) at step 7; sync steps
-//   close without it until it is back shard 0: worker 2 is back (at step 9); sync steps wait for it
-//   again shard 0: worker 3 joined the job (registered in etcd) at step 12; sync steps wait for it
-//   shard 0: worker 3 left the job (its etcd key is gone) at step 40; sync steps close without it
+// (ConsistencyPolicy::SetLive) and log (unless its line is empty):
+//
+//   shard 0: worker 2 dropped: no request for 3.0s (--worker_timeout=3s)
+//            at step 7; sync steps close without it until it is back
+//   shard 0: worker 2 is back (at step 9); sync steps wait for it again
+//   shard 0: worker 3 joined the job (registered in etcd) at step 12;
+//            sync steps wait for it
+//   shard 0: worker 3 left the job (its etcd key is gone) at step 40;
+//            sync steps close without it
 //
 // Time is passed in (`now`) and nothing here sleeps or owns a thread. The
 // owner keeps an alarm: each LeaseEvents says when Expire must run next
@@ -34,6 +43,7 @@
 #define PS_SERVER_CORE_MEMBERSHIP_H_
 
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -46,7 +56,8 @@ namespace ps {
 struct LeaseChange {
   int worker = 0;
   bool live = false;
-  std::string line;
+  std::string line;      // empty: nothing to log
+  bool expired = false;  // a drop by worker_timeout (the metric counts those)
 };
 
 // What a call changed.
@@ -77,15 +88,16 @@ class Membership {
   std::vector<int> seen() const { return {seen_.begin(), seen_.end()}; }
 
   // A request from `worker` at `now` (step: the shard's version, for the
-  // line): renews its lease and, if it was dropped or out of the registry's
-  // set, brings it back. Without leases or a registry: nothing. REQUIRES: a
+  // line): renews its lease and, if it was dropped or never in the
+  // registry's set, brings it back. Without leases or a registry: nothing. REQUIRES: a
   // valid worker id.
   LeaseEvents Touch(int worker, absl::Time now, int64_t step);
 
   // The registry's set now: every worker that holds a key (ids out of
-  // range are ignored). Those that enter it become live (their lease
-  // starting at `now`), those that leave it stop being live, each with its
-  // line. Without a registry: nothing.
+  // range are ignored). Those that entered it since the last report become
+  // live (their lease starting at `now`), those that left it stop being
+  // live, each with its line; the first report leaves out the others
+  // without a line. Without a registry: nothing.
   LeaseEvents Registered(const std::vector<int>& workers, absl::Time now, int64_t step);
 
   // The run is live (a worker holds a copy of the weights): every worker
@@ -116,8 +128,11 @@ class Membership {
   const bool registry_;
   std::set<int> seen_;
   // With a registry: the workers out of its set (and not back by a
-  // request). All of them at the start.
+  // request); the set of the last report (unset before the first).
   std::set<int> away_;
+  std::optional<std::set<int>> reported_;
+  // Away because their key went (a request does not bring them back).
+  std::set<int> left_;
   // By worker: when it was last heard from (InfinitePast: not yet).
   std::vector<absl::Time> last_seen_;
   std::set<int> dropped_;

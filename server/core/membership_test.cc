@@ -148,58 +148,82 @@ TEST(Membership, ExpectAllGivesWorkersNeverHeardFromALease) {
   EXPECT_EQ(fresh.ExpectAll(At(0)).wake_at, At(2));
 }
 
-// The registry's rule (a coordinator): nobody is expected at the start; a
-// worker joins when its key appears and leaves at once when it goes.
+// The registry's rule (a coordinator): everyone is expected until the
+// first report, which leaves out silently those not in it; later a worker
+// joins when its key appears and leaves at once when it goes.
 TEST(Membership, RegistryExpectsOnlyRegisteredWorkers) {
-  Membership m(1, 3, absl::ZeroDuration(), /*registry=*/true);
+  Membership m(1, 4, absl::ZeroDuration(), /*registry=*/true);
   EXPECT_TRUE(m.tracks_requests());
-  EXPECT_THAT(m.live(), IsEmpty());
-  EXPECT_THAT(m.not_live(), ElementsAre(0, 1, 2));
+  EXPECT_THAT(m.live(), ElementsAre(0, 1, 2, 3));  // no report yet
+  EXPECT_THAT(m.not_live(), IsEmpty());
   LeaseEvents e = m.Registered({0, 2, 7, -1}, At(0), 4);  // 7 and -1: out of range
-  ASSERT_EQ(e.changes.size(), 2u);
-  EXPECT_EQ(e.changes[0].worker, 0);
-  EXPECT_TRUE(e.changes[0].live);
-  EXPECT_EQ(e.changes[1].worker, 2);
-  EXPECT_THAT(e.changes[1].line,
-              ::testing::HasSubstr("shard 1: worker 2 joined the job (registered in etcd) at "
-                                   "step 4; sync steps wait for it"));
+  ASSERT_EQ(e.changes.size(), 2u);                        // 1 and 3 left out, without a line
+  EXPECT_EQ(e.changes[0].worker, 1);
+  EXPECT_FALSE(e.changes[0].live);
+  EXPECT_TRUE(e.changes[0].line.empty());
+  EXPECT_EQ(e.changes[1].worker, 3);
+  EXPECT_FALSE(e.changes[1].expired);
   EXPECT_EQ(e.wake_at, absl::InfiniteFuture());  // no leases: no alarm
   EXPECT_THAT(m.live(), ElementsAre(0, 2));
-  EXPECT_THAT(m.not_live(), ElementsAre(1));
+  EXPECT_THAT(m.not_live(), ElementsAre(1, 3));
   // The same set again changes nothing.
   EXPECT_THAT(m.Registered({0, 2}, At(1), 4).changes, IsEmpty());
+  // Worker 3 registers: it joins.
+  e = m.Registered({0, 2, 3}, At(1), 5);
+  ASSERT_EQ(e.changes.size(), 1u);
+  EXPECT_TRUE(e.changes[0].live);
+  EXPECT_THAT(e.changes[0].line,
+              ::testing::HasSubstr("shard 1: worker 3 joined the job (registered in etcd) at "
+                                   "step 5; sync steps wait for it"));
   // Worker 0's key goes: it leaves at once.
-  e = m.Registered({2}, At(2), 9);
+  e = m.Registered({2, 3}, At(2), 9);
   ASSERT_EQ(e.changes.size(), 1u);
   EXPECT_EQ(e.changes[0].worker, 0);
   EXPECT_FALSE(e.changes[0].live);
+  EXPECT_FALSE(e.changes[0].expired);
   EXPECT_THAT(e.changes[0].line, ::testing::HasSubstr("worker 0 left the job (its etcd key is "
                                                       "gone) at step 9; sync steps close without "
                                                       "it"));
-  EXPECT_THAT(m.live(), ElementsAre(2));
+  EXPECT_THAT(m.live(), ElementsAre(2, 3));
   EXPECT_THAT(m.not_live(), ElementsAre(0, 1));
 }
 
 TEST(Membership, ARequestBringsBackAWorkerTheRegistryDoesNotList) {
   // Its key may still be on its way to the watch, or etcd lost it while
-  // the worker went on training.
-  Membership m(0, 2, absl::ZeroDuration(), /*registry=*/true);
+  // the worker went on training (or it has none: started with --servers).
+  Membership m(0, 3, absl::ZeroDuration(), /*registry=*/true);
+  m.Registered({0}, At(0), 3);
   LeaseEvents e = m.Touch(1, At(0), 3);
   ASSERT_EQ(e.changes.size(), 1u);
   EXPECT_TRUE(e.changes[0].live);
   EXPECT_THAT(e.changes[0].line, ::testing::HasSubstr("worker 1 is back (at step 3) before etcd "
                                                       "lists it"));
-  EXPECT_THAT(m.live(), ElementsAre(1));
-  // Its key then appears: it was live already, nothing changes.
-  EXPECT_THAT(m.Registered({1}, At(1), 3).changes, IsEmpty());
-  // A second request changes nothing either.
-  EXPECT_THAT(m.Touch(1, At(2), 3).changes, IsEmpty());
+  EXPECT_THAT(m.live(), ElementsAre(0, 1));
+  // A report about another worker leaves it alone: its key did not go.
+  EXPECT_THAT(m.Registered({0, 2}, At(1), 3).changes, ::testing::SizeIs(1));  // 2 joins
+  EXPECT_THAT(m.live(), ElementsAre(0, 1, 2));
+  // Its key then appears and goes: it leaves.
+  EXPECT_THAT(m.Registered({0, 1, 2}, At(2), 3).changes, IsEmpty());  // live already
+  e = m.Registered({0, 2}, At(3), 4);
+  ASSERT_EQ(e.changes.size(), 1u);
+  EXPECT_EQ(e.changes[0].worker, 1);
+  EXPECT_FALSE(e.changes[0].live);
+  // A request it sent before it left, arriving late, does not bring it
+  // back (the steps would wait for a worker that is gone)...
+  EXPECT_THAT(m.Touch(1, At(4), 4).changes, IsEmpty());
+  EXPECT_THAT(m.live(), ElementsAre(0, 2));
+  // ... its key does.
+  e = m.Registered({0, 1, 2}, At(5), 5);
+  ASSERT_EQ(e.changes.size(), 1u);
+  EXPECT_TRUE(e.changes[0].live);
+  EXPECT_THAT(m.live(), ElementsAre(0, 1, 2));
 }
 
 TEST(Membership, RegistryWithLeasesStartsTheLeaseAtRegistration) {
   // A worker that registers and never comes is dropped after one lease;
-  // the others are never dropped while out of the set.
+  // one out of the set is never dropped by its lease.
   Membership m(0, 3, absl::Seconds(2), /*registry=*/true);
+  m.Registered({}, At(9), 0);  // nobody yet
   LeaseEvents e = m.Registered({0, 1}, At(10), 0);
   EXPECT_EQ(e.wake_at, At(12));
   m.Touch(0, At(11), 0);
@@ -207,6 +231,7 @@ TEST(Membership, RegistryWithLeasesStartsTheLeaseAtRegistration) {
   ASSERT_EQ(e.changes.size(), 1u);  // worker 1, never heard; worker 2 is not in the set
   EXPECT_EQ(e.changes[0].worker, 1);
   EXPECT_FALSE(e.changes[0].live);
+  EXPECT_TRUE(e.changes[0].expired);
   EXPECT_THAT(m.dropped(), ElementsAre(1));
   EXPECT_THAT(m.not_live(), ElementsAre(1, 2));
   // Its key goes later: it is away now, not dropped, and nothing is

@@ -55,10 +55,6 @@ Shard::Shard(const ShardOptions& options, std::unique_ptr<ConsistencyPolicy> pol
   w.on_alarm = [this](absl::Time now) { OnAlarm(now); };
   w.clock = options.clock;
   waiters_ = std::make_unique<Waiters>(std::move(w));
-  // With a worker registry nobody is expected before its first report.
-  std::vector<std::vector<float>> none;
-  absl::MutexLock l(&mu_);
-  for (int worker : membership_.not_live()) policy_->SetLive(worker, false, &none);
 }
 
 Shard::~Shard() {

@@ -72,8 +72,8 @@ void Shard::TouchLocked(int worker_id, absl::Time now, Effects* fx) {
 
 void Shard::OnLeaseEventsLocked(LeaseEvents events, absl::Time now, Effects* fx) {
   for (LeaseChange& change : events.changes) {
-    fx->lines.push_back(std::move(change.line));
-    if (!change.live) metrics_->workers_dropped.Add();
+    if (!change.line.empty()) fx->lines.push_back(std::move(change.line));
+    if (change.expired) metrics_->workers_dropped.Add();
     std::vector<std::vector<float>> to_apply;
     if (policy_->SetLive(change.worker, change.live, &to_apply) && weights_.initialized()) {
       ApplyLocked(std::move(to_apply), now, fx);

@@ -96,7 +96,7 @@ struct ShardOptions {
   // Sync and SSP with a coordinator (docs/elastic.md): steps wait only for
   // the workers registered in etcd, as the owner reports them
   // (Shard::SetRegisteredWorkers; server/core/membership.h has the rule).
-  // No worker is expected before the first report.
+  // Until the first report every worker is expected.
   bool worker_registry = false;
   // How a sync step closes: quorum (backup workers) and min_workers.
   SyncRule sync_rule;

@@ -91,6 +91,7 @@ std::string Json(const std::string& section, const std::vector<Row>& rows) {
       absl::StrAppendFormat(&o, ", \"ids\": %d, \"rows_per_s\": %.6g, \"unique_fraction\": %.4f",
                             r.ids, r.rows_per_s, r.unique_fraction);
     }
+    if (r.pause_ms >= 0) absl::StrAppendFormat(&o, ", \"pause_ms\": %.1f", r.pause_ms);
     objs.push_back(o + "}");
   }
   return absl::StrCat("{\"mode\": \"", section, "\", \"rows\": [", absl::StrJoin(objs, ", "), "]}");
@@ -154,6 +155,12 @@ void PrintTable(const std::string& section, const std::vector<Row>& rows) {
                   static_cast<long long>(r.ids), HumanBytes(r.bytes).c_str(), r.unique_fraction,
                   r.rows_per_s, r.value, r.baseline, r.value / r.baseline, r.p50_us,
                   r.baseline_p50_us);
+    }
+  } else if (section == "elastic") {
+    std::printf("%-16s %10s %10s %7s %9s\n", "event", "samples/s", "steady", "ratio", "pause ms");
+    for (const Row& r : rows) {
+      std::printf("%-16s %10.0f %10.0f %7.2f %9.0f\n", r.name.c_str(), r.value, r.baseline,
+                  r.value / r.baseline, r.pause_ms);
     }
   } else if (section == "apply") {
     std::printf("%-16s %12s %10s %10s %7s\n", "apply", "elements", "GB/s", "axpy GB/s", "ratio");

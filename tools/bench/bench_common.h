@@ -41,6 +41,8 @@ struct Row {
   // value and baseline are M rows/s, ours and ps-lite's).
   int64_t ids = 0;
   double rows_per_s = -1, unique_fraction = -1;
+  // Elastic only: the longest time between two steps after the event.
+  double pause_ms = -1;
 };
 
 // Where a benchmark's certificates are, when it measures TLS.

@@ -18,6 +18,10 @@
 //                        (tools/bench/bench_rows_cold.h), or warm, against
 //                        the dense path moving the same bytes
 //                        (tools/bench/bench_sparse.h)
+//   ps_bench elastic     a worker joining and leaving a running sync job
+//                        (etcd, real processes): throughput after each
+//                        event against the steady one, and the pause
+//                        (tools/bench/bench_elastic.h)
 //   ps_bench consistency time to accuracy of each consistency mode and
 //                        optimizer with a straggler, real ps_server and
 //                        ps_worker processes (tools/bench/bench_consistency.h)
@@ -40,6 +44,7 @@
 #include "tools/bench/bench_common.h"
 #include "tools/bench/bench_consistency.h"
 #include "tools/bench/bench_ctr_train.h"
+#include "tools/bench/bench_elastic.h"
 #include "tools/bench/bench_flags.h"
 #include "tools/bench/bench_sparse.h"
 #include "tools/bench/bench_train.h"
@@ -54,6 +59,7 @@ constexpr char kUsage[] =
     "  ps_bench train --model=ctr [--max_steps=2000] [--ctr_batch=128]\n"
     "  ps_bench sparse [--sparse_ids=1000,10000,100000] [--dims=16,64] [--dists=uniform,zipf]\n"
     "    [--sockets=tcp,unix] [--sparse_clients=W] [--pslite_bench=PATH] [--sparse_workload=warm]\n"
+    "  ps_bench elastic [--elastic_shards=2] [--elastic_window=5]\n"
     "  ps_bench consistency [--modes=...] [--optimizers=sgd:0.1,adam:0.001] [--png=PATH] "
     "[--quick]\n"
     "TLS cost: deploy/make_certs.sh DIR --servers=1 --workers=W, then add --tls "
@@ -82,6 +88,7 @@ const RowsMode kRowsModes[] = {
     {"transport", [] { return Bind(ps::TransportBenchOptionsFromFlags, ps::RunTransportBench); }},
     {"apply", [] { return Bind(ps::ApplyBenchOptionsFromFlags, ps::RunApplyBench); }},
     {"sparse", [] { return Bind(ps::SparseBenchOptionsFromFlags, ps::RunSparseBench); }},
+    {"elastic", [] { return Bind(ps::ElasticBenchOptionsFromFlags, ps::RunElasticBench); }},
     {"train",
      []() -> absl::StatusOr<RowsRun> {
        ASSIGN_OR_RETURN(const ps::TrainModel model, ps::TrainModelFromFlags());
@@ -124,8 +131,9 @@ int main(int argc, char** argv) {
     if (mode == m.name) chosen = &m;
   }
   if (chosen == nullptr) {
-    std::cerr << "usage: ps_bench transport|apply|train|sparse|consistency [flags] (see --help)"
-              << std::endl;
+    std::cerr
+        << "usage: ps_bench transport|apply|train|sparse|elastic|consistency [flags] (see --help)"
+        << std::endl;
     return 2;
   }
   absl::StatusOr<RowsRun> run = chosen->from_flags();

@@ -1,10 +1,11 @@
-// EtcdProcess: a real etcd (Debian's etcd-server, /usr/bin/etcd) for the
-// tests of the coordinator (coord/), one member on 127.0.0.1 ports picked
-// free, its data in a folder the test names. Start waits (bounded) until it
-// answers; the destructor stops it (SIGTERM, then SIGKILL). Test-only; one
-// thread owns it. EtcdTestPath and ConnectPlain are what its tests share.
-#ifndef PS_TESTS_ETCD_PROCESS_H_
-#define PS_TESTS_ETCD_PROCESS_H_
+// EtcdProcess: a real etcd (Debian's etcd-server, /usr/bin/etcd), one
+// member on 127.0.0.1 ports picked free, its data in a folder the caller
+// names: for the tests of the coordinator (coord/) and ps_bench elastic.
+// Start waits (bounded) until it answers; the destructor stops it
+// (SIGTERM, then SIGKILL). One thread owns it. EtcdTestPath and
+// ConnectPlain are what its tests share.
+#ifndef PS_TOOLS_PROCESS_ETCD_PROCESS_H_
+#define PS_TOOLS_PROCESS_ETCD_PROCESS_H_
 
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -124,4 +125,4 @@ inline absl::StatusOr<std::unique_ptr<EtcdClient>> ConnectPlain(const EtcdProces
 
 }  // namespace ps
 
-#endif  // PS_TESTS_ETCD_PROCESS_H_
+#endif  // PS_TOOLS_PROCESS_ETCD_PROCESS_H_

@@ -1,0 +1,81 @@
+// PsServer's side in an elastic cluster (see ps_server.h: Coordinator):
+// the job's settings, this server's registration, and the watch on the
+// workers that sync and SSP steps wait by.
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "coord/job_settings.h"
+#include "server/ps_server.h"
+
+namespace ps {
+
+absl::Status PsServer::JoinCoordinator() {
+  ASSIGN_OR_RETURN(const CoordinatorAddress where,
+                   ParseCoordinatorAddress(options_.coordinator.address));
+  ASSIGN_OR_RETURN(etcd_, EtcdClient::Connect(where, options_.security));
+  RegistrationOptions ro = options_.coordinator.registration;
+  if (!ro.log) ro.log = options_.shard.log;
+  const ShardOptions& so = options_.shard;
+  JobSettings settings;
+  settings.num_shards = so.num_shards;
+  settings.num_workers = so.num_workers;
+  settings.mode = ModeName(so.mode);
+  RETURN_IF_ERROR(PublishJobSettings(etcd_.get(), ro.job, settings));
+  // etcd restarted without its data: the settings go back with the key.
+  ro.on_registered_again = [etcd = etcd_.get(), job = ro.job, settings, log = ro.log] {
+    if (absl::Status p = PublishJobSettings(etcd, job, settings); !p.ok() && log) {
+      log(absl::StrCat("cannot write the job's settings again: ", p.message()));
+    }
+  };
+  ASSIGN_OR_RETURN(std::unique_ptr<Registration> registration,
+                   Registration::Join(etcd_.get(), "servers", so.shard_id, address_, ro));
+  // Two servers that started at once with other settings: the second to
+  // register sees the first's record.
+  ASSIGN_OR_RETURN(const JobSettings registered, ReadJobSettings(etcd_.get(), ro.job));
+  if (!(registered == settings)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", ro.job, " runs with ", registered.Format(), " (etcd ",
+                     JobSettingsKey(ro.job), "), but this server has ", settings.Format(),
+                     ": start it with the job's flags, or under another --job"));
+  }
+  absl::MutexLock l(&coordinator_mu_);
+  registration_ = std::move(registration);
+  if (so.log) {
+    so.log(absl::StrCat("shard ", so.shard_id, ": registered as ", registration_->key(),
+                        " in etcd ", etcd_->endpoint(), " (job settings ", settings.Format(), ")"));
+  }
+  if (so.mode != Mode::kAsync) {
+    if (so.log) {
+      so.log(absl::StrCat("shard ", so.shard_id, ": ", ModeName(so.mode),
+                          " steps wait for the workers registered in etcd under ",
+                          RolePrefix(ro.job, "workers"), " (docs/elastic.md)"));
+    }
+    MemberWatchOptions wo;
+    wo.job = ro.job;
+    wo.role = "workers";
+    wo.ttl = ro.ttl;
+    wo.retry = ro.ttl / 3;
+    wo.log = ro.log;
+    wo.counts = [](const std::string& value) {
+      return !absl::EndsWith(value, kJoiningSuffix);  // still loading its data
+    };
+    Shard* shard = shard_.get();
+    worker_watch_ = MemberWatch::Start(etcd_.get(), wo, [shard](const std::vector<int>& ids) {
+      shard->SetRegisteredWorkers(ids);
+    });
+  }
+  return absl::OkStatus();
+}
+
+bool PsServer::CoordinatorReachable() const {
+  absl::MutexLock l(&coordinator_mu_);
+  if (registration_ == nullptr || !registration_->renewing()) return false;
+  return worker_watch_ == nullptr || worker_watch_->watching();
+}
+
+}  // namespace ps
