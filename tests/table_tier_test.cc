@@ -240,8 +240,9 @@ TEST(TableTier, ACheckpointSnapshotsTheTierThroughRocksDb) {
   all = absl::UnknownError("stopped");
 
   ServerOptions two = Base(Mode::kAsync, "");
-  two.checkpoints.tables_from = o.checkpoints.dir;
-  two.checkpoints.tables_from_shards = 1;
+  two.checkpoints.restore_from = o.checkpoints.dir;
+  two.checkpoints.restore_from_shards = 1;
+  two.checkpoints.tables_only = true;
   two.shard.tables.read_tier_snapshot = ReadRocksDbSnapshot;
   absl::StatusOr<LocalServers> resharded = LocalServers::Start(two, 2);
   ASSERT_TRUE(resharded.ok()) << resharded.status();
