@@ -85,7 +85,7 @@ expect "server rejects a coordinator that is not etcd" 2 "--coordinator: .*etcd:
 expect "worker rejects a coordinator ttl under 2 s" 2 "--coordinator_ttl=1: must be between 2" \
   "$WORKER" --coordinator=etcd://127.0.0.1:2379 --coordinator_ttl=1 --max_steps=1
 expect "ps_ctl members needs a coordinator" 2 "members needs --coordinator" "$CTL" members
-expect "server names an etcd that does not answer" 2 "etcd 127.0.0.1:1: grant a lease" \
+expect "server names an etcd that does not answer" 2 "etcd 127.0.0.1:1: .*failed to connect" \
   "$SERVER" --listen=127.0.0.1:0 --coordinator=etcd://127.0.0.1:1
 expect "worker names the dataset package" 1 "dataset-fashion-mnist" \
   "$WORKER" --standalone --dataset_dir=/nonexistent
