@@ -310,7 +310,6 @@ absl::Status EtcdClient::Watch(
         WatchEvent out;
         out.put = ev.type() == mvccpb::Event::PUT;
         out.kv = KeyValue{ev.kv().key(), ev.kv().value(), ev.kv().lease(), ev.kv().mod_revision()};
-        out.revision = ev.kv().mod_revision();
         events.push_back(std::move(out));
       }
       if (!events.empty()) on_events(events);

@@ -92,11 +92,11 @@ class EtcdClient {
   absl::Status Delete(const std::string& key);
 
   // A change to a watched key: set (put) or deleted (with its lease, or by
-  // Delete); a deleted key's value is empty.
+  // Delete); a deleted key's value is empty. kv.mod_revision is etcd's
+  // revision of the change.
   struct WatchEvent {
     bool put = false;
     KeyValue kv;
-    int64_t revision = 0;  // etcd's revision of the change
   };
   // Ends a Watch from another thread. Thread-safe.
   class WatchCanceller {

@@ -4,22 +4,11 @@
 #include <set>
 #include <utility>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "coord/registration.h"
 
 namespace ps {
-namespace {
-
-// The id of `key` under `prefix`; false for a key that names none.
-bool IdOf(const std::string& key, const std::string& prefix, int* id) {
-  return key.size() > prefix.size() &&
-         absl::SimpleAtoi(absl::string_view(key).substr(prefix.size()), id) && *id >= 0;
-}
-
-}  // namespace
-
 std::unique_ptr<MemberWatch> MemberWatch::Start(
     EtcdClient* etcd, const MemberWatchOptions& options,
     std::function<void(const std::vector<int>&)> on_change) {
@@ -94,7 +83,7 @@ void MemberWatch::Run() {
       ids.clear();
       for (const EtcdClient::KeyValue& kv : *kvs) {
         int id;
-        if (IdOf(kv.key, prefix_, &id) && Counts(kv.value)) ids.insert(id);
+        if (MemberIdOfKey(kv.key, prefix_, &id) && Counts(kv.value)) ids.insert(id);
       }
       last_revision = revision;
       report();
@@ -102,9 +91,9 @@ void MemberWatch::Run() {
       s = etcd_->Watch(prefix_, revision + 1, &canceller_,
                        [&](const std::vector<EtcdClient::WatchEvent>& events) {
                          for (const EtcdClient::WatchEvent& e : events) {
-                           last_revision = std::max(last_revision, e.revision);
+                           last_revision = std::max(last_revision, e.kv.mod_revision);
                            int id;
-                           if (!IdOf(e.kv.key, prefix_, &id)) continue;
+                           if (!MemberIdOfKey(e.kv.key, prefix_, &id)) continue;
                            if (e.put && Counts(e.kv.value)) {
                              ids.insert(id);
                            } else {

@@ -31,6 +31,11 @@ std::string MemberKey(const std::string& job, const std::string& role, int id) {
   return absl::StrCat(RolePrefix(job, role), id);
 }
 
+bool MemberIdOfKey(const std::string& key, const std::string& prefix, int* id) {
+  return key.size() > prefix.size() && absl::StartsWith(key, prefix) &&
+         absl::SimpleAtoi(absl::string_view(key).substr(prefix.size()), id) && *id >= 0;
+}
+
 absl::StatusOr<std::vector<Member>> ListMembers(EtcdClient* etcd, const std::string& job) {
   std::vector<Member> out;
   for (const char* role : {"servers", "workers"}) {
@@ -40,7 +45,7 @@ absl::StatusOr<std::vector<Member>> ListMembers(EtcdClient* etcd, const std::str
     std::vector<Member> members;
     for (const EtcdClient::KeyValue& kv : *kvs) {
       int id;
-      if (!absl::SimpleAtoi(absl::string_view(kv.key).substr(prefix.size()), &id)) continue;
+      if (!MemberIdOfKey(kv.key, prefix, &id)) continue;
       members.push_back(Member{role, id, kv.value});
     }
     std::sort(members.begin(), members.end(),

@@ -56,6 +56,10 @@ struct RegistrationOptions {
 std::string MemberKey(const std::string& job, const std::string& role, int id);
 std::string RolePrefix(const std::string& job, const std::string& role);
 
+// The id of a member's `key` under `prefix` (RolePrefix); false for a key
+// that names none.
+bool MemberIdOfKey(const std::string& key, const std::string& prefix, int* id);
+
 struct Member {
   std::string role;
   int id = 0;
