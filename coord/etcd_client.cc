@@ -251,6 +251,18 @@ absl::Status EtcdClient::Delete(const std::string& key) {
   });
 }
 
+absl::Status EtcdClient::DeletePrefix(const std::string& prefix) {
+  return Call(absl::StrCat("delete the keys under \"", prefix, "\""), [&](Endpoint& e) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(absl::ToChronoTime(absl::Now() + rpc_timeout_));
+    etcdserverpb::DeleteRangeRequest req;
+    req.set_key(prefix);
+    req.set_range_end(PrefixEnd(prefix));
+    etcdserverpb::DeleteRangeResponse resp;
+    return FromGrpc(e.kv->DeleteRange(&ctx, req, &resp));
+  });
+}
+
 void EtcdClient::WatchCanceller::Cancel() {
   absl::MutexLock l(&mu_);
   cancelled_ = true;

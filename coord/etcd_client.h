@@ -90,6 +90,8 @@ class EtcdClient {
                                              int64_t* revision = nullptr);
   // Deletes `key` (OK if absent).
   absl::Status Delete(const std::string& key);
+  // Deletes every key that starts with `prefix` (OK if none does).
+  absl::Status DeletePrefix(const std::string& prefix);
 
   // A change to a watched key: set (put) or deleted (with its lease, or by
   // Delete); a deleted key's value is empty. kv.mod_revision is etcd's

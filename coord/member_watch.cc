@@ -11,12 +11,12 @@
 namespace ps {
 std::unique_ptr<MemberWatch> MemberWatch::Start(
     EtcdClient* etcd, const MemberWatchOptions& options,
-    std::function<void(const std::vector<int>&)> on_change) {
+    std::function<void(const WatchedMembers&)> on_change) {
   return std::unique_ptr<MemberWatch>(new MemberWatch(etcd, options, std::move(on_change)));
 }
 
 MemberWatch::MemberWatch(EtcdClient* etcd, const MemberWatchOptions& options,
-                         std::function<void(const std::vector<int>&)> on_change)
+                         std::function<void(const WatchedMembers&)> on_change)
     : etcd_(etcd),
       options_(options),
       prefix_(RolePrefix(options.job, options.role)),
@@ -63,8 +63,16 @@ void MemberWatch::Run() {
   const std::string what = absl::StrCat("the ", options_.role, " of job ", options_.job);
   int64_t last_revision = 0;  // the newest revision seen
   bool broken = false;        // since the last failure was logged
-  std::set<int> ids;
-  auto report = [&] { on_change_(std::vector<int>(ids.begin(), ids.end())); };
+  std::set<int> ids, held;    // the members that count, and the others
+  auto report = [&] {
+    on_change_(WatchedMembers{std::vector<int>(ids.begin(), ids.end()),
+                              std::vector<int>(held.begin(), held.end())});
+  };
+  auto set = [&](int id, bool put, const std::string& value) {
+    ids.erase(id);
+    held.erase(id);
+    if (put) (Counts(value) ? ids : held).insert(id);
+  };
   while (true) {
     int64_t revision = 0;
     absl::StatusOr<std::vector<EtcdClient::KeyValue>> kvs = etcd_->List(prefix_, &revision);
@@ -81,9 +89,10 @@ void MemberWatch::Run() {
       if (broken) Log(absl::StrCat("etcd answers again: watching ", what));
       broken = false;
       ids.clear();
+      held.clear();
       for (const EtcdClient::KeyValue& kv : *kvs) {
         int id;
-        if (MemberIdOfKey(kv.key, prefix_, &id) && Counts(kv.value)) ids.insert(id);
+        if (MemberIdOfKey(kv.key, prefix_, &id)) set(id, true, kv.value);
       }
       last_revision = revision;
       report();
@@ -93,11 +102,8 @@ void MemberWatch::Run() {
                          for (const EtcdClient::WatchEvent& e : events) {
                            last_revision = std::max(last_revision, e.kv.mod_revision);
                            int id;
-                           if (!MemberIdOfKey(e.kv.key, prefix_, &id)) continue;
-                           if (e.put && Counts(e.kv.value)) {
-                             ids.insert(id);
-                           } else {
-                             ids.erase(id);
+                           if (MemberIdOfKey(e.kv.key, prefix_, &id)) {
+                             set(id, e.put, e.kv.value);
                            }
                          }
                          report();

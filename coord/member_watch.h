@@ -46,16 +46,24 @@ struct MemberWatchOptions {
   // Where the thread's lines go (null: nowhere).
   std::function<void(const std::string&)> log;
   // Which keys count, by value (null: all): the servers leave out workers
-  // still loading their data (registration.h's kJoiningSuffix).
+  // still loading their data or waiting for an epoch (registration.h's
+  // WorkerCounts).
   std::function<bool(const std::string& value)> counts;
+};
+
+// One report: the ids of the members whose keys count, and of those whose
+// keys do not (held: the id is taken), each ascending.
+struct WatchedMembers {
+  std::vector<int> counted;
+  std::vector<int> held;
 };
 
 class MemberWatch {
  public:
-  // Starts the thread; `on_change` gets the ids (ascending) after the first
+  // Starts the thread; `on_change` gets the members after the first
   // listing and after every change.
   static std::unique_ptr<MemberWatch> Start(EtcdClient* etcd, const MemberWatchOptions& options,
-                                            std::function<void(const std::vector<int>&)> on_change);
+                                            std::function<void(const WatchedMembers&)> on_change);
   ~MemberWatch();  // Stop()
 
   MemberWatch(const MemberWatch&) = delete;
@@ -70,7 +78,7 @@ class MemberWatch {
 
  private:
   MemberWatch(EtcdClient* etcd, const MemberWatchOptions& options,
-              std::function<void(const std::vector<int>&)> on_change);
+              std::function<void(const WatchedMembers&)> on_change);
   void Run();  // the thread
   // Waits `d` or until Stop; whether to go on.
   bool Sleep(absl::Duration d);
@@ -81,7 +89,7 @@ class MemberWatch {
   EtcdClient* const etcd_;
   const MemberWatchOptions options_;
   const std::string prefix_;
-  const std::function<void(const std::vector<int>&)> on_change_;
+  const std::function<void(const WatchedMembers&)> on_change_;
   EtcdClient::WatchCanceller canceller_;
 
   mutable absl::Mutex mu_;

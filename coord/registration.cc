@@ -185,6 +185,16 @@ absl::Status MarkWorkerReady(Registration* registration) {
   return registration->SetValue(WorkerValue());
 }
 
+absl::Status MarkWorkerWaiting(Registration* registration) {
+  return registration->SetValue(absl::StrCat(WorkerValue(), kWaitingSuffix));
+}
+
+bool WorkerReady(const std::string& value) {
+  return !absl::EndsWith(value, kJoiningSuffix) && !absl::EndsWith(value, kWaitingSuffix);
+}
+
+bool WorkerLoaded(const std::string& value) { return !absl::EndsWith(value, kJoiningSuffix); }
+
 absl::Status Registration::SetValue(const std::string& value) {
   int64_t lease;
   {

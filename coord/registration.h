@@ -85,8 +85,18 @@ absl::StatusOr<std::unique_ptr<Registration>> JoinAsWorker(EtcdClient* etcd, int
                                                            const RegistrationOptions& options,
                                                            bool joining = false);
 inline constexpr char kJoiningSuffix[] = " joining";
+// A worker that loaded its data and waits for an epoch to take a share of
+// (worker/elastic_shares.h): its value ends in kWaitingSuffix.
+inline constexpr char kWaitingSuffix[] = " waiting";
 // Drops the suffix: the servers wait for the worker from now on.
 absl::Status MarkWorkerReady(Registration* registration);
+// Sets the value to "HOST pid PID waiting".
+absl::Status MarkWorkerWaiting(Registration* registration);
+// Whether a worker's key of `value` is ready (no suffix): sync servers
+// wait for it, and its requests bring it back after a drop.
+bool WorkerReady(const std::string& value);
+// Whether it has loaded its data (ready or waiting): a new epoch lists it.
+bool WorkerLoaded(const std::string& value);
 
 class Registration {
  public:

@@ -6,9 +6,9 @@
 #include <utility>
 #include <vector>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "coord/epoch_record.h"
 #include "coord/job_settings.h"
 #include "server/ps_server.h"
 
@@ -32,6 +32,13 @@ absl::Status PsServer::JoinCoordinator() {
       log(absl::StrCat("cannot write the job's settings again: ", p.message()));
     }
   };
+  // The first server of a run from step 0 starts the record of its epochs
+  // over (coord/epoch_record.h); a run that resumes keeps it.
+  if (shard_->Stats().version == 0) {
+    ASSIGN_OR_RETURN(const std::vector<EtcdClient::KeyValue> servers,
+                     etcd_->List(RolePrefix(ro.job, "servers")));
+    if (servers.empty()) RETURN_IF_ERROR(ClearEpochs(etcd_.get(), ro.job));
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<Registration> registration,
                    Registration::Join(etcd_.get(), "servers", so.shard_id, address_, ro));
   // Two servers that started at once with other settings: the second to
@@ -61,12 +68,10 @@ absl::Status PsServer::JoinCoordinator() {
     wo.ttl = ro.ttl;
     wo.retry = ro.ttl / 3;
     wo.log = ro.log;
-    wo.counts = [](const std::string& value) {
-      return !absl::EndsWith(value, kJoiningSuffix);  // still loading its data
-    };
+    wo.counts = WorkerReady;  // not loading its data, nor waiting for an epoch
     Shard* shard = shard_.get();
-    worker_watch_ = MemberWatch::Start(etcd_.get(), wo, [shard](const std::vector<int>& ids) {
-      shard->SetRegisteredWorkers(ids);
+    worker_watch_ = MemberWatch::Start(etcd_.get(), wo, [shard](const WatchedMembers& m) {
+      shard->SetRegisteredWorkers(m.counted, m.held);
     });
   }
   return absl::OkStatus();

@@ -14,7 +14,9 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>
@@ -22,9 +24,13 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "common/status_macros.h"
 #include "common/testing/wait_until.h"
+#include "coord/epoch_record.h"
 #include "coord/job_settings.h"
 #include "coord/member_watch.h"
 #include "coord/registration.h"
@@ -57,6 +63,40 @@ std::unique_ptr<EtcdClient> Client(const EtcdProcess& etcd) {
   absl::StatusOr<std::unique_ptr<EtcdClient>> c = ConnectPlain(etcd);
   EXPECT_TRUE(c.ok()) << c.status();
   return *std::move(c);
+}
+
+// A ps_server of `job` (one shard) registered in `etcd`, with `flags`.
+ServerProcessOptions JobServer(const EtcdProcess& etcd, const std::string& job,
+                               const std::string& name, std::vector<std::string> flags) {
+  ServerProcessOptions so;
+  so.binary = g_server_binary;
+  so.dir = EtcdTestPath("");
+  so.name = name;
+  so.flags = std::move(flags);
+  so.flags.push_back(absl::StrCat("--coordinator=", etcd.url()));
+  so.flags.push_back(absl::StrCat("--job=", job));
+  so.start_timeout = absl::Seconds(20);
+  return so;
+}
+
+// Starts a ps_worker of `job` with `flags`, logging to `log`, and waits
+// until the job has `members` members (it among them): workers started in
+// turn take ids in order, and id 0 creates the parameters.
+absl::StatusOr<std::unique_ptr<ChildProcess>> SpawnWorker(const EtcdProcess& etcd, EtcdClient* c,
+                                                          const std::string& job,
+                                                          std::vector<std::string> flags,
+                                                          const std::string& log, size_t members) {
+  flags.insert(flags.begin(), {g_worker_binary, absl::StrCat("--coordinator=", etcd.url()),
+                               absl::StrCat("--job=", job), "--progress=off"});
+  ASSIGN_OR_RETURN(std::unique_ptr<ChildProcess> w,
+                   ChildProcess::Spawn(flags, EtcdTestPath(log), /*pipe_stdout=*/false));
+  RETURN_IF_ERROR(WaitUntil(
+      [&] {
+        absl::StatusOr<std::vector<Member>> m = ListMembers(c, job);
+        return m.ok() && m->size() == members;
+      },
+      absl::Seconds(20), "the worker to register"));
+  return w;
 }
 
 RegistrationOptions Options() {
@@ -138,6 +178,7 @@ TEST(EtcdClient, WatchEndsUnavailableWhenEtcdGoesAndCompareAndPutSwapsOnce) {
 struct Reports {
   absl::Mutex mu;
   std::vector<std::vector<int>> sets ABSL_GUARDED_BY(mu);
+  std::vector<int> held ABSL_GUARDED_BY(mu);  // of the last report
   std::vector<std::string> lines ABSL_GUARDED_BY(mu);
 
   std::vector<int> last() {
@@ -152,14 +193,15 @@ struct Reports {
     o.job = "j";
     o.ttl = ttl;
     o.retry = absl::Milliseconds(300);
-    o.counts = [](const std::string& value) { return !absl::EndsWith(value, kJoiningSuffix); };
+    o.counts = WorkerReady;
     o.log = [this](const std::string& line) {
       absl::MutexLock l(&mu);
       lines.push_back(line);
     };
-    return MemberWatch::Start(etcd, o, [this](const std::vector<int>& ids) {
+    return MemberWatch::Start(etcd, o, [this](const WatchedMembers& m) {
       absl::MutexLock l(&mu);
-      sets.push_back(ids);
+      sets.push_back(m.counted);
+      held = m.held;
     });
   }
 };
@@ -180,14 +222,26 @@ TEST(MemberWatch, ReportsTheMembersAndEachJoinAndLeave) {
   EXPECT_EQ(r.WaitFor({0, 3}, absl::Seconds(10)), absl::OkStatus());
   (*w0)->Leave();  // revoked: gone at once
   EXPECT_EQ(r.WaitFor({3}, absl::Seconds(10)), absl::OkStatus());
-  // A worker still loading its data holds its id but does not count until
-  // it is ready.
+  // A worker still loading its data, or waiting for an epoch, holds its id
+  // but does not count until it is ready.
   auto w5 = JoinAsWorker(c.get(), 5, 8, Options(), /*joining=*/true);
   ASSERT_TRUE(w5.ok()) << w5.status();
+  EXPECT_EQ(WaitUntil(
+                [&] {
+                  absl::MutexLock l(&r.mu);
+                  return r.held == std::vector<int>{5};
+                },
+                absl::Seconds(10), "worker 5 held"),
+            absl::OkStatus());
+  ASSERT_TRUE(MarkWorkerWaiting(w5->get()).ok());
   absl::SleepFor(absl::Milliseconds(500));
   EXPECT_THAT(r.last(), ElementsAre(3));
   ASSERT_TRUE(MarkWorkerReady(w5->get()).ok());
   EXPECT_EQ(r.WaitFor({3, 5}, absl::Seconds(10)), absl::OkStatus());
+  {
+    absl::MutexLock l(&r.mu);
+    EXPECT_TRUE(r.held.empty());
+  }
   watch->Stop();
   watch->Stop();  // idempotent
 }
@@ -277,19 +331,11 @@ TEST(CoordinatedSync, StepsWaitForTheRegisteredWorkersOnly) {
   auto etcd = EtcdProcess::Start(EtcdTestPath("sync"));
   ASSERT_TRUE(etcd.ok()) << etcd.status();
   std::unique_ptr<EtcdClient> c = Client(**etcd);
-  ServerProcessOptions so;
-  so.binary = g_server_binary;
-  so.dir = EtcdTestPath("");
-  so.name = "sync-server";
   const std::string metrics = absl::StrCat("127.0.0.1:", FreeLocalPort());
-  so.flags = {"--num_workers=3",
-              "--mode=sync",
-              "--worker_timeout=0",
-              absl::StrCat("--coordinator=", (*etcd)->url()),
-              "--job=s",
-              "--coordinator_ttl=2",
-              absl::StrCat("--metrics_listen=", metrics)};
-  so.start_timeout = absl::Seconds(20);
+  ServerProcessOptions so =
+      JobServer(**etcd, "s", "sync-server",
+                {"--num_workers=3", "--mode=sync", "--worker_timeout=0", "--coordinator_ttl=2",
+                 absl::StrCat("--metrics_listen=", metrics)});
   auto server = ServerProcess::Start(so);
   ASSERT_TRUE(server.ok()) << server.status();
   absl::StatusOr<JobSettings> settings = ReadJobSettings(c.get(), "s");
@@ -301,21 +347,12 @@ TEST(CoordinatedSync, StepsWaitForTheRegisteredWorkersOnly) {
   // registered, while it loads its data: the steps never wait for it.
   std::vector<std::unique_ptr<ChildProcess>> workers;
   for (int steps : {4, 12, 1000}) {
-    auto w = ChildProcess::Spawn({g_worker_binary, absl::StrCat("--coordinator=", (*etcd)->url()),
-                                  "--job=s", absl::StrCat("--max_steps=", steps), "--batch_size=16",
-                                  "--progress=off", "--wait_timeout=60"},
-                                 EtcdTestPath(absl::StrCat("sync-worker", steps, ".log")),
-                                 /*pipe_stdout=*/false);
+    auto w =
+        SpawnWorker(**etcd, c.get(), "s",
+                    {absl::StrCat("--max_steps=", steps), "--batch_size=16", "--wait_timeout=60"},
+                    absl::StrCat("sync-worker", steps, ".log"), workers.size() + 2);
     ASSERT_TRUE(w.ok()) << w.status();
     workers.push_back(*std::move(w));
-    // In order, so that the first takes id 0 (it creates the parameters).
-    ASSERT_EQ(WaitUntil(
-                  [&] {
-                    absl::StatusOr<std::vector<Member>> m = ListMembers(c.get(), "s");
-                    return m.ok() && m->size() == workers.size() + 1;
-                  },
-                  absl::Seconds(20), "the worker to register"),
-              absl::OkStatus());
   }
   workers.back()->Signal(SIGKILL);
   workers.pop_back();
@@ -362,18 +399,103 @@ TEST(CoordinatedSync, StepsWaitForTheRegisteredWorkersOnly) {
             absl::OkStatus());
 }
 
+// "worker W: epoch E: share R of N from step S (workers ...)" lines.
+struct EpochShares {
+  int workers = 0;
+  int64_t first_step = -1;
+  std::vector<int> ranks;  // as the workers logged them
+};
+
+// Two ps_workers train a sync MLP of 5 epochs; a third starts once the
+// first epoch's record is in etcd. Every epoch is split among the workers
+// its record lists, each taking one share (the join shows from an epoch on
+// as a third share), the epochs follow each other step for step, no worker
+// skips a step, and all three end at the same step.
+TEST(CoordinatedSync, AWorkerThatJoinsTakesAShareFromTheNextEpoch) {
+  auto etcd = EtcdProcess::Start(EtcdTestPath("shares"));
+  ASSERT_TRUE(etcd.ok()) << etcd.status();
+  std::unique_ptr<EtcdClient> c = Client(**etcd);
+  ServerProcessOptions so =
+      JobServer(**etcd, "e", "shares-server",
+                {"--num_workers=3", "--mode=sync", "--worker_timeout=0", "--coordinator_ttl=2"});
+  auto server = ServerProcess::Start(so);
+  ASSERT_TRUE(server.ok()) << server.status();
+  // 60,000 examples in batches of 1000: 30 steps an epoch for 2 workers,
+  // 20 for 3.
+  const auto steps_per_epoch = [](int n) { return 60000 / n / 1000; };
+  std::vector<std::unique_ptr<ChildProcess>> workers;
+  const auto spawn = [&](int k) {
+    auto w =
+        SpawnWorker(**etcd, c.get(), "e",
+                    {"--coordinator_ttl=2", "--epochs=5", "--batch_size=1000", "--wait_timeout=60"},
+                    absl::StrCat("shares-worker", k, ".log"), workers.size() + 2);
+    ASSERT_TRUE(w.ok()) << w.status();
+    workers.push_back(*std::move(w));
+  };
+  spawn(0);
+  spawn(1);
+  ASSERT_EQ(WaitUntil(
+                [&] {
+                  absl::StatusOr<std::vector<EpochRecord>> r = ListEpochs(c.get(), "e");
+                  return r.ok() && !r->empty();
+                },
+                absl::Seconds(30), "epoch 0's record"),
+            absl::OkStatus());
+  spawn(2);
+  std::map<int64_t, EpochShares> epochs;
+  std::set<std::string> ends;
+  for (auto& w : workers) {
+    std::optional<int> status = w->Wait(absl::Now() + absl::Seconds(180));
+    const std::string log = w->LogTail(400);
+    ASSERT_TRUE(status.has_value() && WIFEXITED(*status) && WEXITSTATUS(*status) == 0)
+        << DescribeExit(status) << "\n"
+        << log << "\nserver:\n"
+        << (*server)->process().LogTail(30);
+    EXPECT_THAT(log, ::testing::Not(HasSubstr("without this worker"))) << log;
+    EXPECT_THAT(log, ::testing::Not(HasSubstr("dropped this gradient"))) << log;
+    for (absl::string_view line : absl::StrSplit(log, '\n')) {
+      line = absl::StripPrefix(line, "    | ");  // LogTail's
+      int id, rank, n;
+      int64_t epoch, first;
+      if (std::sscanf(std::string(line).c_str(),
+                      "worker %d: epoch %ld: share %d of %d from step %ld", &id, &epoch, &rank, &n,
+                      &first) == 5) {
+        EpochShares& e = epochs[epoch];
+        EXPECT_TRUE(e.first_step < 0 || (e.first_step == first && e.workers == n)) << line;
+        e.first_step = first;
+        e.workers = n;
+        e.ranks.push_back(rank);
+      }
+      const size_t done = line.find(" done: mode sync, steps ");
+      if (done != absl::string_view::npos) {
+        ends.insert(std::string(line.substr(done, line.find(',', done + 24) - done)));
+      }
+    }
+  }
+  ASSERT_EQ(epochs.size(), 5u);
+  int64_t next = 0;
+  for (auto& [epoch, e] : epochs) {
+    std::sort(e.ranks.begin(), e.ranks.end());
+    std::vector<int> all(e.workers);
+    for (int k = 0; k < e.workers; ++k) all[k] = k;
+    EXPECT_EQ(e.ranks, all) << "epoch " << epoch;  // every share once
+    EXPECT_EQ(e.first_step, next) << "epoch " << epoch;
+    next = e.first_step + steps_per_epoch(e.workers);
+  }
+  EXPECT_EQ(epochs[0].workers, 2);
+  EXPECT_EQ(epochs[4].workers, 3);  // the third joined
+  EXPECT_THAT(ends, ElementsAre(absl::StrCat(" done: mode sync, steps ", next)));
+  EXPECT_THAT(workers[2]->LogTail(400), HasSubstr("worker 2: takes share 2 of 3 of epoch "));
+}
+
 // SIGTERM (or Ctrl-C) makes a ps_worker leave its job before it exits: its
 // key goes at once, not a (here 30 s) ttl later.
 TEST(CoordinatedWorkers, SigtermLeavesTheJobAtOnce) {
   auto etcd = EtcdProcess::Start(EtcdTestPath("sigterm"));
   ASSERT_TRUE(etcd.ok()) << etcd.status();
   std::unique_ptr<EtcdClient> c = Client(**etcd);
-  ServerProcessOptions so;
-  so.binary = g_server_binary;
-  so.dir = EtcdTestPath("");
-  so.name = "sigterm-server";
-  so.flags = {"--num_workers=1", "--mode=sync", absl::StrCat("--coordinator=", (*etcd)->url()),
-              "--job=t"};
+  ServerProcessOptions so =
+      JobServer(**etcd, "t", "sigterm-server", {"--num_workers=1", "--mode=sync"});
   auto server = ServerProcess::Start(so);
   ASSERT_TRUE(server.ok()) << server.status();
   auto w = ChildProcess::Spawn(

@@ -1,5 +1,6 @@
 #include "worker/job.h"
 
+#include <memory>
 #include <ostream>
 #include <string>
 #include <utility>
@@ -8,6 +9,7 @@
 #include "absl/strings/str_replace.h"
 #include "common/status_macros.h"
 #include "coord/job_settings.h"
+#include "worker/elastic_shares.h"
 
 namespace ps {
 
@@ -45,6 +47,24 @@ absl::StatusOr<JobMembership> JoinJob(WorkerConfig* config) {
   config->report.metrics_file =
       absl::StrReplaceAll(config->metrics_file_template, {{"{worker_id}", absl::StrCat(id)}});
   return m;
+}
+
+absl::StatusOr<std::unique_ptr<DataShares>> JobDataShares(const WorkerConfig& config,
+                                                          const JobMembership& job) {
+  if (job.registration == nullptr) return nullptr;
+  const RegistrationOptions& ro = config.coordinator.registration;
+  ASSIGN_OR_RETURN(const JobSettings settings, ReadJobSettings(job.etcd.get(), ro.job));
+  RETURN_IF_ERROR(MarkWorkerWaiting(job.registration.get()));
+  ElasticSharesOptions o;
+  o.job = ro.job;
+  o.worker_id = config.run.worker_id;
+  o.barrier = settings.mode != "async";
+  o.barrier_timeout = ro.ttl;
+  o.wait_slice = ro.ttl;
+  if (std::ostream* out = config.report.log; out != nullptr) {
+    o.log = [out](const std::string& line) { *out << line << std::endl; };
+  }
+  return std::make_unique<ElasticShares>(job.etcd.get(), job.registration.get(), std::move(o));
 }
 
 }  // namespace ps

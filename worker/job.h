@@ -15,7 +15,7 @@
 // 0..S-1 (FAILED_PRECONDITION naming the missing ones otherwise).
 //
 // Without a coordinator it does nothing. The result holds the
-// registration: destroying it leaves the job at once.
+// registration: destroying it leaves the job at once (after the shares).
 #ifndef PS_WORKER_JOB_H_
 #define PS_WORKER_JOB_H_
 
@@ -24,6 +24,7 @@
 #include "absl/status/statusor.h"
 #include "coord/etcd_client.h"
 #include "coord/registration.h"
+#include "worker/train/data_share.h"
 #include "worker/worker_flags.h"
 
 namespace ps {
@@ -34,6 +35,14 @@ struct JobMembership {
 };
 
 absl::StatusOr<JobMembership> JoinJob(WorkerConfig* config);
+
+// Once the worker has loaded its data: with a coordinator, marks its key
+// waiting (for an epoch to take a share of) and returns the shares by the
+// job's membership (worker/elastic_shares.h; waiting at each epoch's start
+// for its workers unless the job's mode is async); without one, null
+// (the run loop's FixedShares). Errors: etcd's.
+absl::StatusOr<std::unique_ptr<DataShares>> JobDataShares(const WorkerConfig& config,
+                                                          const JobMembership& job);
 
 }  // namespace ps
 

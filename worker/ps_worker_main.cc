@@ -85,15 +85,13 @@ int main(int argc, char** argv) {
 
   absl::StatusOr<std::unique_ptr<ps::Workload>> workload = MakeWorkload(&*config);
   if (!workload.ok()) return FailStarting(workload.status());
-  // Its data loaded: the sync steps wait for it from now on.
-  if (job->registration != nullptr) {
-    if (absl::Status s = ps::MarkWorkerReady(job->registration.get()); !s.ok()) {
-      return FailStarting(s);
-    }
-  }
+  // Its data loaded: with a coordinator it waits for an epoch to take a
+  // share of (the sync steps wait for it from then on).
+  absl::StatusOr<std::unique_ptr<ps::DataShares>> shares = ps::JobDataShares(*config, *job);
+  if (!shares.ok()) return FailStarting(shares.status());
   absl::StatusOr<ps::RunResult> result =
       ps::RunWorker(config->run, workload->get(), config->standalone ? nullptr : &config->client,
-                    config->standalone_store, reporter->get());
+                    config->standalone_store, reporter->get(), shares->get());
   if (!result.ok()) return Fail(result.status());
   (*reporter)->Linger();
   return 0;

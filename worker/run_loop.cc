@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <limits>
 #include <memory>
 #include <optional>
 
@@ -43,12 +44,16 @@ absl::Status SaveModel(const std::string& dir, const ModelSpec& spec, const Tens
 // One run of RunLoop: its state between the steps.
 class Run {
  public:
-  Run(const RunOptions& o, Workload* workload, ParamStore* store, Reporter* reporter)
+  Run(const RunOptions& o, Workload* workload, ParamStore* store, Reporter* reporter,
+      DataShares* shares)
       : o_(o),
         workload_(workload),
         store_(store),
         reporter_(reporter),
-        straggler_(o.slowdown, o.slowdown_whole_step, o.slowdown_every, o.worker_id) {}
+        shares_(shares),
+        straggler_(o.slowdown, o.slowdown_whole_step, o.slowdown_every, o.worker_id) {
+    shape_.steps = [workload](int workers) { return workload->StepsPerEpoch(workers); };
+  }
 
   absl::StatusOr<RunResult> Go();
 
@@ -60,16 +65,23 @@ class Run {
   void FollowServers(int64_t pushed);
   // A reporter's point at step_, with an evaluation when `evaluate`.
   absl::Status Point(bool evaluate);
-  int64_t EpochOf(int64_t step) const {
-    return plan_.steps_per_epoch > 0 ? step / plan_.steps_per_epoch : 0;
-  }
+  // Moves share_ on to the epoch that holds step_ (or the next one where
+  // this worker has a share, step_ then moving to its start); whether
+  // there is a step left to train.
+  absl::StatusOr<bool> Advance();
+  // The share of a later epoch starts past step_: this worker joined.
+  absl::Status JumpTo(int64_t first_step);
 
   const RunOptions& o_;
   Workload* const workload_;
   ParamStore* const store_;
   Reporter* const reporter_;
+  DataShares* const shares_;
   Straggler straggler_;
   WorkloadPlan plan_;
+  EpochShape shape_;
+  DataShare share_;    // of the epoch being trained
+  int64_t limit_ = 0;  // the run ends at this step at the latest
   bool sync_ = false;
   int64_t step_ = 0;                      // the next step to train
   int64_t epoch_ = 0;                     // of the last step trained (or the first, before one)
@@ -88,18 +100,24 @@ absl::StatusOr<RunResult> Run::Go() {
     reporter_->Line(
         absl::StrFormat("worker %d/%d: %s", o_.worker_id, o_.num_workers, plan_.description));
   }
+  shape_.epochs = plan_.epochs;
+  limit_ = plan_.max_steps > 0 ? plan_.max_steps : std::numeric_limits<int64_t>::max();
+  if (shares_->all_workers()) limit_ = std::min(limit_, plan_.total_steps);
   // Sync servers restored from a checkpoint are at step V > 0: resume there.
   // The data is a pure function of the step, so the run continues exactly
   // as an uninterrupted one would.
-  step_ = sync_ ? std::min(store_->version(), plan_.total_steps) : 0;
+  step_ = sync_ ? std::min(store_->version(), limit_) : 0;
   if (step_ > 0) {
     reporter_->Line(absl::StrFormat("worker %d: the servers are at step %d; resuming there",
                                     o_.worker_id, step_));
   }
-  epoch_ = EpochOf(step_);
+  ASSIGN_OR_RETURN(share_, shares_->ShareAt(step_, shape_));
+  epoch_ = share_.epoch;
   const absl::Time start = absl::Now();
   reporter_->Start(plan_, result_.mode, store_->version(), step_, start);
-  while (step_ < plan_.total_steps) {
+  while (true) {
+    ASSIGN_OR_RETURN(const bool more, Advance());
+    if (!more) break;
     RETURN_IF_ERROR(TrainStep());
     const bool eval = o_.worker_id == 0 && o_.eval_every > 0 && step_ % o_.eval_every == 0;
     if (step_ < plan_.total_steps && (eval || (o_.log_every > 0 && step_ % o_.log_every == 0))) {
@@ -108,7 +126,7 @@ absl::StatusOr<RunResult> Run::Go() {
   }
   reporter_->EndSteps();
   const absl::Time end = absl::Now();
-  if (o_.worker_id == 0 && !sync_) {
+  if (o_.worker_id == 0 && !sync_ && shares_->all_workers()) {
     // Async and SSP: evaluate and save the model of every worker's pushes,
     // not just the weights last pulled. A worker that died leaves the run
     // short of W * steps; the shards' weights as of now are still a model
@@ -135,10 +153,29 @@ absl::StatusOr<RunResult> Run::Go() {
   return std::move(result_);
 }
 
+absl::StatusOr<bool> Run::Advance() {
+  while (step_ >= shape_.EndOf(share_) && !shape_.Past(share_.epoch)) {
+    if (shape_.Past(share_.epoch + 1)) return false;  // the last epoch is done
+    ASSIGN_OR_RETURN(share_, shares_->Next(share_, shape_));
+  }
+  if (shape_.Past(share_.epoch)) return false;
+  if (share_.first_step > step_) RETURN_IF_ERROR(JumpTo(share_.first_step));
+  return step_ < limit_;
+}
+
+absl::Status Run::JumpTo(int64_t first_step) {
+  reporter_->Line(absl::StrFormat(
+      "worker %d: takes share %d of %d of epoch %d, from step %d on (it joined at step %d)",
+      o_.worker_id, share_.rank, share_.workers, share_.epoch, first_step, step_));
+  step_ = first_step;
+  // The weights of the step it starts at (sync: once the servers are there).
+  return store_->Pull(sync_ ? first_step : 0, workload_->weights());
+}
+
 absl::Status Run::TrainStep() {
-  epoch_ = EpochOf(step_);
+  epoch_ = share_.epoch;
   const absl::Time compute_start = absl::Now();
-  ASSIGN_OR_RETURN(const double loss, workload_->Compute(step_));
+  ASSIGN_OR_RETURN(const double loss, workload_->Compute(step_, share_));
   const absl::Time comm_start = absl::Now();
   RETURN_IF_ERROR(workload_->Exchange());
   const absl::Time comm_end = absl::Now();
@@ -168,7 +205,7 @@ absl::Status Run::TrainStep() {
 }
 
 void Run::FollowServers(int64_t pushed) {
-  const int64_t total = plan_.total_steps;
+  const int64_t total = limit_;
   const bool dropped = store_->DroppedShards() > 0;
   if (dropped) {
     const int64_t n = ++result_.steps_dropped;
@@ -221,14 +258,17 @@ absl::Status RunOptions::Validate() const {
 }
 
 absl::StatusOr<RunResult> RunLoop(const RunOptions& options, Workload* workload, ParamStore* store,
-                                  Reporter* reporter) {
+                                  Reporter* reporter, DataShares* shares) {
   RETURN_IF_ERROR(options.Validate());
-  return Run(options, workload, store, reporter).Go();
+  std::optional<FixedShares> fixed;
+  if (shares == nullptr) shares = &fixed.emplace(options.worker_id, options.num_workers);
+  return Run(options, workload, store, reporter, shares).Go();
 }
 
 absl::StatusOr<RunResult> RunWorker(const RunOptions& options, Workload* workload,
                                     const ClientOptions* client,
-                                    const LocalStoreOptions& standalone, Reporter* reporter) {
+                                    const LocalStoreOptions& standalone, Reporter* reporter,
+                                    DataShares* shares) {
   RETURN_IF_ERROR(options.Validate());
   if (client == nullptr && options.num_workers != 1) {
     return absl::InvalidArgumentError("--standalone trains alone: use --num_workers=1");
@@ -239,7 +279,7 @@ absl::StatusOr<RunResult> RunWorker(const RunOptions& options, Workload* workloa
     reporter = silent.get();
   }
   ASSIGN_OR_RETURN(std::unique_ptr<ParamStore> store, ConnectParamStore(client, standalone));
-  return RunLoop(options, workload, store.get(), reporter);
+  return RunLoop(options, workload, store.get(), reporter, shares);
 }
 
 }  // namespace ps

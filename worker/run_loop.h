@@ -7,6 +7,10 @@
 // every log_every steps a point of the reporter's. At the end, worker 0
 // evaluates and saves the dense weights (save_model).
 //
+// The data: each epoch, this worker's share of it (worker/train/data_share.h;
+// with a coordinator, by the job's membership: a worker that joins during
+// an epoch starts at the next epoch's first step, with the weights there).
+//
 // Sync mode:
 //   - a worker starts at the servers' step (min(version, total_steps)): one
 //     that (re)starts against servers restored from a checkpoint resumes
@@ -18,7 +22,8 @@
 // Async and SSP: the shards count pushes, and every worker pushes once a
 // step, so the run is complete at version num_workers * steps: worker 0
 // pulls that version before its final evaluation (a warning, and the
-// weights as they are, when some worker's pushes never arrive).
+// weights as they are, when some worker's pushes never arrive), unless
+// membership decides the shares (then it evaluates the weights it holds).
 //
 // Borrows its arguments for the call. Several loops may run at once in
 // different threads, on distinct workloads, stores and reporters (tests do).
@@ -58,9 +63,11 @@ struct RunOptions {
 };
 
 // Trains `workload` on `store` to the plan's last step, reporting to
-// `reporter`. Errors: the options', the workload's, the store's.
+// `reporter`, each epoch on the share `shares` gives this worker (null:
+// FixedShares, worker_id's of num_workers). Errors: the options', the
+// workload's, the store's, the shares'.
 absl::StatusOr<RunResult> RunLoop(const RunOptions& options, Workload* workload, ParamStore* store,
-                                  Reporter* reporter);
+                                  Reporter* reporter, DataShares* shares = nullptr);
 
 // RunLoop on a store of its own: the servers of `client`, or, when `client`
 // is null, a LocalParamStore with `standalone` (one worker only).
@@ -68,7 +75,7 @@ absl::StatusOr<RunResult> RunLoop(const RunOptions& options, Workload* workload,
 absl::StatusOr<RunResult> RunWorker(const RunOptions& options, Workload* workload,
                                     const ClientOptions* client,
                                     const LocalStoreOptions& standalone,
-                                    Reporter* reporter = nullptr);
+                                    Reporter* reporter = nullptr, DataShares* shares = nullptr);
 
 }  // namespace ps
 

@@ -5,9 +5,11 @@
 // evaluation, and errors ending the run.
 #include "worker/run_loop.h"
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <sstream>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -76,14 +78,18 @@ class ScriptedWorkload final : public Workload {
     RETURN_IF_ERROR(store->Init(spec_, {{0.0f}}, true, &weights_));
     WorkloadPlan plan;
     plan.total_steps = total_steps_;
+    plan.epochs = epochs;
+    plan.max_steps = epochs > 0 ? 0 : total_steps_;
     plan.batch_size = 8;
     plan.steps_per_epoch = 4;
     plan.description = "scripted";
     return plan;
   }
-  absl::StatusOr<double> Compute(int64_t step) override {
+  int64_t StepsPerEpoch(int workers) const override { return steps_per_epoch(workers); }
+  absl::StatusOr<double> Compute(int64_t step, const DataShare& share) override {
     if (step == fail_at) return absl::DataLossError(absl::StrCat("step ", step, " failed"));
     computed.push_back(step);
+    shares.push_back(absl::StrCat(share.epoch, ":", share.rank, "/", share.workers));
     return static_cast<double>(step);
   }
   absl::Status Exchange() override { return store_->PushPull({{1.0f}}, &weights_); }
@@ -98,8 +104,11 @@ class ScriptedWorkload final : public Workload {
   TensorList* weights() override { return &weights_; }
 
   std::vector<int64_t> computed;
+  std::vector<std::string> shares;  // "epoch:rank/workers" of each step computed
   std::vector<float> evaluated_at_weight;
   int64_t fail_at = -1;
+  int64_t epochs = 0;  // > 0: the plan ends by epochs, not at total_steps
+  std::function<int64_t(int)> steps_per_epoch = [](int) { return 4; };
 
  private:
   const int64_t total_steps_;
@@ -204,6 +213,59 @@ TEST(RunLoop, SyncFollowsTheServersPastStepsTheyClosedWithoutIt) {
   EXPECT_EQ(w.computed, (std::vector<int64_t>{0, 1, 2, 7, 8, 9}));
   EXPECT_EQ(r->steps, 10);
   EXPECT_EQ(r->steps_skipped, 4);
+}
+
+// Shares as a coordinator hands them out: this worker joined at step 5,
+// during epoch 1; it is share 2 of 3 of epoch 2 (from step 8) and share 0
+// of 2 of every epoch after.
+class ScriptedShares final : public DataShares {
+ public:
+  absl::StatusOr<DataShare> ShareAt(int64_t step, const EpochShape&) override {
+    asked_at.push_back(step);
+    return DataShare{2, 8, 2, 3};
+  }
+  absl::StatusOr<DataShare> Next(const DataShare& done, const EpochShape& shape) override {
+    return DataShare{done.epoch + 1, shape.EndOf(done), 0, 2};
+  }
+  bool all_workers() const override { return false; }
+  std::vector<int64_t> asked_at;
+};
+
+TEST(RunLoop, AWorkerThatJoinsStartsAtItsFirstShareWithThatStepsWeights) {
+  ScriptedStore store(Mode::kSync, /*version=*/5);
+  ScriptedWorkload w(100);
+  w.epochs = 4;  // epochs 2 and 3 left
+  w.steps_per_epoch = [](int workers) { return 12 / workers; };
+  ScriptedShares shares;
+  std::ostringstream log;
+  ReporterOptions ro;
+  ro.worker_id = 1;
+  ro.log = &log;
+  auto reporter = Reporter::Create(ro);
+  ASSERT_TRUE(reporter.ok()) << reporter.status();
+  absl::StatusOr<RunResult> r = RunLoop(Options(1, 4), &w, &store, reporter->get(), &shares);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(shares.asked_at, std::vector<int64_t>{5});
+  // Epoch 2: 12 / 3 steps from 8; epoch 3: 12 / 2 steps from 12.
+  EXPECT_EQ(w.computed, Range(8, 18));
+  EXPECT_EQ(w.shares, (std::vector<std::string>{"2:2/3", "2:2/3", "2:2/3", "2:2/3", "3:0/2",
+                                                "3:0/2", "3:0/2", "3:0/2", "3:0/2", "3:0/2"}));
+  EXPECT_EQ(store.pulls, std::vector<int64_t>{8});  // the weights of step 8
+  EXPECT_EQ(r->steps, 18);
+  EXPECT_NE(log.str().find(
+                "worker 1: takes share 2 of 3 of epoch 2, from step 8 on (it joined at step 5)"),
+            std::string::npos)
+      << log.str();
+}
+
+TEST(RunLoop, EpochsEndTheRunWithFixedShares) {
+  ScriptedStore store(std::nullopt);
+  ScriptedWorkload w(100);
+  w.epochs = 3;  // 3 epochs of 4 steps, whatever total_steps says
+  absl::StatusOr<RunResult> r = RunLoop(Options(0, 1), &w, &store, Reporter::Silent().get());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(w.computed, Range(0, 12));
+  EXPECT_EQ(w.shares.back(), "2:0/1");
 }
 
 TEST(RunLoop, AWorkloadErrorEndsTheRun) {

@@ -33,7 +33,8 @@ LeaseEvents Membership::Touch(int worker, absl::Time now, int64_t step) {
   // Its key may not have reached the watch yet, or it has none: a request
   // says it is here. One whose key went is not back before its key is (a
   // late request of a worker that left).
-  const bool returned = left_.count(worker) == 0 && away_.erase(worker) > 0;
+  const bool returned =
+      left_.count(worker) == 0 && held_.count(worker) == 0 && away_.erase(worker) > 0;
   if (returned || back) {
     events.changes.push_back(LeaseChange{
         worker, true,
@@ -43,10 +44,15 @@ LeaseEvents Membership::Touch(int worker, absl::Time now, int64_t step) {
   return events;
 }
 
-LeaseEvents Membership::Registered(const std::vector<int>& workers, absl::Time now, int64_t step) {
+LeaseEvents Membership::Registered(const std::vector<int>& workers, absl::Time now, int64_t step,
+                                   const std::vector<int>& held) {
   LeaseEvents events;
   if (!registry_) return events;
   const int n = static_cast<int>(last_seen_.size());
+  held_.clear();
+  for (int w : held) {
+    if (w >= 0 && w < n) held_.insert(w);
+  }
   std::set<int> set;
   for (int w : workers) {
     if (w >= 0 && w < n) set.insert(w);

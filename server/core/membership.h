@@ -17,7 +17,9 @@
 //     etcd let its lease expire) and stays out until its key is back (a
 //     request it sent before it left, arriving late, does not bring it
 //     back). A worker that was never in the set (it has no key: started
-//     with --servers, or etcd lost it) comes in with its next request. A
+//     with --servers, or etcd lost it) comes in with its next request; one
+//     whose key does not count yet (it loads its data, or waits for an
+//     epoch: worker/elastic_shares.h) does not. A
 //     report changes only the workers whose key came or went since the one
 //     before. The leases hold on top: a worker
 //     in the set that falls silent is dropped as without a registry.
@@ -93,12 +95,16 @@ class Membership {
   // valid worker id.
   LeaseEvents Touch(int worker, absl::Time now, int64_t step);
 
-  // The registry's set now: every worker that holds a key (ids out of
-  // range are ignored). Those that entered it since the last report become
-  // live (their lease starting at `now`), those that left it stop being
-  // live, each with its line; the first report leaves out the others
-  // without a line. Without a registry: nothing.
-  LeaseEvents Registered(const std::vector<int>& workers, absl::Time now, int64_t step);
+  // The registry's set now: every worker that holds a key that counts
+  // (ids out of range are ignored). Those that entered it since the last
+  // report become live (their lease starting at `now`), those that left it
+  // stop being live, each with its line; the first report leaves out the
+  // others without a line. `held`: the workers whose key is there but does
+  // not count yet (loading their data, or waiting for an epoch): out of the
+  // set, and their requests do not bring them in. Without a registry:
+  // nothing.
+  LeaseEvents Registered(const std::vector<int>& workers, absl::Time now, int64_t step,
+                         const std::vector<int>& held = {});
 
   // The run is live (a worker holds a copy of the weights): every worker
   // never heard from gets a lease from `now`, so one that died while the
@@ -133,6 +139,8 @@ class Membership {
   std::optional<std::set<int>> reported_;
   // Away because their key went (a request does not bring them back).
   std::set<int> left_;
+  // Holding a key that does not count (the last report's `held`).
+  std::set<int> held_;
   // By worker: when it was last heard from (InfinitePast: not yet).
   std::vector<absl::Time> last_seen_;
   std::set<int> dropped_;

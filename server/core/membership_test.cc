@@ -188,6 +188,32 @@ TEST(Membership, RegistryExpectsOnlyRegisteredWorkers) {
   EXPECT_THAT(m.not_live(), ElementsAre(0, 1));
 }
 
+// A worker whose key is there but does not count (loading its data, or
+// waiting for an epoch to take a share of) is not brought in by its
+// requests: it connects and pulls before it trains, and a step must not
+// wait for it then.
+TEST(Membership, AHeldWorkersRequestsDoNotBringItIn) {
+  Membership m(0, 3, absl::ZeroDuration(), /*registry=*/true);
+  m.Registered({0}, At(0), 3, /*held=*/{2});
+  EXPECT_THAT(m.Touch(2, At(1), 3).changes, IsEmpty());
+  EXPECT_THAT(m.live(), ElementsAre(0));
+  // Ready: it joins the steps.
+  LeaseEvents e = m.Registered({0, 2}, At(2), 5);
+  ASSERT_EQ(e.changes.size(), 1u);
+  EXPECT_EQ(e.changes[0].worker, 2);
+  EXPECT_TRUE(e.changes[0].live);
+  EXPECT_THAT(m.live(), ElementsAre(0, 2));
+  // Waiting again (an epoch that does not list it): it leaves them, and
+  // its requests meanwhile do not bring it back.
+  e = m.Registered({0}, At(3), 7, /*held=*/{2});
+  ASSERT_EQ(e.changes.size(), 1u);
+  EXPECT_FALSE(e.changes[0].live);
+  EXPECT_THAT(m.Touch(2, At(4), 7).changes, IsEmpty());
+  EXPECT_THAT(m.live(), ElementsAre(0));
+  // Worker 1, which holds no key, still comes in with a request.
+  EXPECT_THAT(m.Touch(1, At(5), 7).changes, ::testing::SizeIs(1));
+}
+
 TEST(Membership, ARequestBringsBackAWorkerTheRegistryDoesNotList) {
   // Its key may still be on its way to the watch, or etcd lost it while
   // the worker went on training (or it has none: started with --servers).

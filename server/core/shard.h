@@ -119,11 +119,14 @@ class Shard {
   absl::StatusOr<int64_t> Heartbeat(int worker_id);
 
   // With options().worker_registry: the workers that hold a key in etcd
-  // now (the owner's watch, every time it changes). Those that enter the
-  // set join the sync steps, those that leave it are left out at once (a
-  // step they completed closes), each with a log line
-  // (server/core/membership.h). Otherwise, or in async mode: nothing.
-  void SetRegisteredWorkers(const std::vector<int>& workers) ABSL_LOCKS_EXCLUDED(mu_);
+  // that counts now (the owner's watch, every time it changes). Those that
+  // enter the set join the sync steps, those that leave it are left out at
+  // once (a step they completed closes), each with a log line
+  // (server/core/membership.h). `held`: those whose key does not count yet
+  // (their requests do not bring them in). Otherwise, or in async mode:
+  // nothing.
+  void SetRegisteredWorkers(const std::vector<int>& workers, const std::vector<int>& held = {})
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // The async push seq last accepted from `worker_id` (0: none, and always
   // in sync mode), so that a restarted worker numbers its pushes after it.

@@ -54,14 +54,14 @@ void Shard::Touch(int worker_id) {
   Finish(std::move(fx));
 }
 
-void Shard::SetRegisteredWorkers(const std::vector<int>& workers) {
+void Shard::SetRegisteredWorkers(const std::vector<int>& workers, const std::vector<int>& held) {
   if (!tracks_requests()) return;
   Effects fx;
   {
     absl::MutexLock l(&mu_);
     if (closed_) return;
     const absl::Time now = Now();
-    OnLeaseEventsLocked(membership_.Registered(workers, now, weights_.version()), now, &fx);
+    OnLeaseEventsLocked(membership_.Registered(workers, now, weights_.version(), held), now, &fx);
   }
   Finish(std::move(fx));
 }

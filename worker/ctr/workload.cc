@@ -108,6 +108,8 @@ absl::StatusOr<WorkloadPlan> CtrWorkload::Init(ParamStore* store) {
   WorkloadPlan plan;
   const int64_t per_pass = source_->train_size() / (int64_t{o.num_workers} * o.batch_size);
   plan.total_steps = o.steps > 0 ? o.steps : per_pass * o.epochs;
+  plan.epochs = o.steps > 0 ? 0 : o.epochs;
+  plan.max_steps = o.steps;
   plan.batch_size = o.batch_size;
   plan.log_loss_lines = true;
   plan.description = absl::StrFormat(
@@ -123,10 +125,19 @@ absl::StatusOr<WorkloadPlan> CtrWorkload::Init(ParamStore* store) {
   return plan;
 }
 
-absl::StatusOr<double> CtrWorkload::Compute(int64_t step) {
+int64_t CtrWorkload::StepsPerEpoch(int workers) const {
+  return std::max<int64_t>(1, source_->train_size() / (int64_t{workers} * options_.batch_size));
+}
+
+absl::StatusOr<double> CtrWorkload::Compute(int64_t step, const DataShare& share) {
   const CtrOptions& o = options_;
+  const int64_t steps = StepsPerEpoch(share.workers);
+  // Step t of epoch e: the share's batch t of the e-th pass over the
+  // examples, each pass of steps * workers batches taking on from the last
+  // (so with fixed shares, step s is batch s * W + w of one long stream).
   const auto fill = [&](int64_t s, std::vector<CtrExample>* batch) {
-    const int64_t first = (s * o.num_workers + o.worker_id) * int64_t{o.batch_size};
+    const int64_t t = share.epoch * steps + (s - share.first_step);
+    const int64_t first = (t * share.workers + share.rank) * int64_t{o.batch_size};
     batch->resize(o.batch_size);
     for (int i = 0; i < o.batch_size; ++i) {
       (*batch)[i] = source_->Example((first + i) % source_->train_size());
@@ -137,7 +148,10 @@ absl::StatusOr<double> CtrWorkload::Compute(int64_t step) {
   } else {
     fill(step, &batch_);
   }
-  if (!o.prefetch_rows) return trainer_->Compute(batch_);
+  next_step_ = -1;
+  // The next batch is made ahead within the epoch only: the next epoch's
+  // share is not known yet.
+  if (!o.prefetch_rows || step + 1 >= share.first_step + steps) return trainer_->Compute(batch_);
   fill(step + 1, &next_batch_);
   next_step_ = step + 1;
   return trainer_->Compute(batch_, next_batch_);

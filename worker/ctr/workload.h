@@ -71,7 +71,8 @@ class CtrWorkload final : public Workload {
   CtrWorkload& operator=(const CtrWorkload&) = delete;
 
   absl::StatusOr<WorkloadPlan> Init(ParamStore* store) override;
-  absl::StatusOr<double> Compute(int64_t step) override;
+  int64_t StepsPerEpoch(int workers) const override;
+  absl::StatusOr<double> Compute(int64_t step, const DataShare& share) override;
   absl::Status Exchange() override;
   absl::StatusOr<Evaluation> Evaluate() override;
   // After Init.

@@ -38,7 +38,8 @@ absl::StatusOr<std::unique_ptr<MlpWorkload>> MlpWorkload::Create(
 MlpWorkload::MlpWorkload(const MlpOptions& options, std::shared_ptr<const FashionMnist> data)
     : options_(options),
       data_(std::move(data)),
-      steps_per_epoch_(StepsPerEpoch(data_->train.size, options.num_workers, options.batch_size)),
+      steps_per_epoch_(
+          ::ps::StepsPerEpoch(data_->train.size, options.num_workers, options.batch_size)),
       examples_(options.batch_size) {}
 
 absl::StatusOr<WorkloadPlan> MlpWorkload::Init(ParamStore* store) {
@@ -66,6 +67,8 @@ absl::StatusOr<WorkloadPlan> MlpWorkload::Init(ParamStore* store) {
   WorkloadPlan plan;
   plan.total_steps = steps_per_epoch_ * o.epochs;
   if (o.max_steps > 0) plan.total_steps = std::min(plan.total_steps, o.max_steps);
+  plan.epochs = o.epochs;
+  plan.max_steps = o.max_steps;
   plan.batch_size = o.batch_size;
   plan.steps_per_epoch = steps_per_epoch_;
   plan.description = absl::StrFormat(
@@ -77,17 +80,25 @@ absl::StatusOr<WorkloadPlan> MlpWorkload::Init(ParamStore* store) {
   return plan;
 }
 
-absl::StatusOr<double> MlpWorkload::Compute(int64_t step) {
+int64_t MlpWorkload::StepsPerEpoch(int workers) const {
+  return ::ps::StepsPerEpoch(data_->train.size, workers, options_.batch_size);
+}
+
+absl::StatusOr<double> MlpWorkload::Compute(int64_t step, const DataShare& share) {
   const MlpOptions& o = options_;
   const Dataset& train = data_->train;
-  const int epoch = static_cast<int>(step / steps_per_epoch_);
-  const int64_t t = step - int64_t{epoch} * steps_per_epoch_;
+  const int epoch = static_cast<int>(share.epoch);
+  const int64_t t = step - share.first_step;
+  if (t < 0 || t >= StepsPerEpoch(share.workers)) {
+    return absl::InternalError(absl::StrCat("step ", step, " is not in epoch ", share.epoch,
+                                            "'s share (from step ", share.first_step, ")"));
+  }
   if (epoch != perm_epoch_) {
     perm_ = EpochPermutation(train.size, o.seed, epoch, o.shuffle);
     perm_epoch_ = epoch;
   }
   for (int i = 0; i < o.batch_size; ++i) {
-    examples_[i] = BatchExample(perm_, o.num_workers, o.worker_id, o.batch_size, t, i);
+    examples_[i] = BatchExample(perm_, share.workers, share.rank, o.batch_size, t, i);
     if (hold_) continue;
     const int64_t e = examples_[i];
     std::copy(train.image(e), train.image(e) + train.features,

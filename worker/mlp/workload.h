@@ -56,7 +56,8 @@ class MlpWorkload final : public Workload {
   MlpWorkload& operator=(const MlpWorkload&) = delete;
 
   absl::StatusOr<WorkloadPlan> Init(ParamStore* store) override;
-  absl::StatusOr<double> Compute(int64_t step) override;
+  int64_t StepsPerEpoch(int workers) const override;
+  absl::StatusOr<double> Compute(int64_t step, const DataShare& share) override;
   absl::Status Exchange() override;
   absl::StatusOr<Evaluation> Evaluate() override;
   const ModelSpec& spec() const override { return model_->spec(); }

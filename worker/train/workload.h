@@ -5,14 +5,15 @@
 //   plan = Init(store)        once: creates or joins the parameters on the
 //                             store (the servers, or an in-process store)
 //   for each step t:          from 0, or from the servers' step (sync resume)
-//     Compute(t)              this worker's batch of step t: forward,
+//     Compute(t, share)       this worker's batch of step t in its share of
+//                             the epoch (worker/train/data_share.h): forward,
 //                             backward, gradients sent as they are made
 //     Exchange()              the step's push-pull completes: the next
 //                             weights are in place (sync: once every
 //                             worker's gradient of step t was applied)
 //   Evaluate()                worker 0, every eval_every steps and at the end
 //
-// The batch of step t is a pure function of t, the worker and the seed, so
+// The batch of step t is a pure function of t, the share and the seed, so
 // a sync worker that resumes at the servers' step, or skips the steps they
 // closed without it, trains on the data of the step it is at.
 //
@@ -31,6 +32,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "common/model_spec.h"
+#include "worker/train/data_share.h"
 #include "worker/train/param_store.h"
 
 namespace ps {
@@ -71,8 +73,13 @@ struct Evaluation {
 
 // What a workload will do, known once Init is done.
 struct WorkloadPlan {
-  int64_t total_steps = 0;  // the run ends at this step; >= 1
-  int64_t batch_size = 0;   // examples per step on this worker
+  // The run ends at this step (with the --num_workers workers sharing every
+  // epoch: FixedShares); >= 1. It ends after `epochs` epochs (0: not by
+  // epochs) or at max_steps (0: no limit), whichever comes first.
+  int64_t total_steps = 0;
+  int64_t epochs = 0;
+  int64_t max_steps = 0;
+  int64_t batch_size = 0;  // examples per step on this worker
   // > 0: the lines name the epoch of the last step trained (step /
   // steps_per_epoch); 0: the workload has no epochs.
   int64_t steps_per_epoch = 0;
@@ -100,11 +107,18 @@ class Workload {
   // the current weights. Errors: the store's, the device's.
   virtual absl::StatusOr<WorkloadPlan> Init(ParamStore* store) = 0;
 
-  // The first half of step `step` (0 <= step < total_steps): computes this
-  // worker's gradient on its batch of that step with the weights held, and
-  // starts sending it. Returns the batch's mean training loss. After an
-  // error the step is over (nothing is left in flight).
-  virtual absl::StatusOr<double> Compute(int64_t step) = 0;
+  // The steps of an epoch shared by `workers` workers (>= 1); the
+  // workload refuses, at Create, a batch that leaves a worker of the
+  // --num_workers none. A workload without epochs (the plan's
+  // steps_per_epoch is 0) still cuts its data into passes of this length.
+  virtual int64_t StepsPerEpoch(int workers) const = 0;
+
+  // The first half of step `step` (share.first_step <= step <
+  // share.first_step + StepsPerEpoch(share.workers)): computes this
+  // worker's gradient on its batch of that step in `share` with the weights
+  // held, and starts sending it. Returns the batch's mean training loss.
+  // After an error the step is over (nothing is left in flight).
+  virtual absl::StatusOr<double> Compute(int64_t step, const DataShare& share) = 0;
   // The second half: finishes sending the step's gradients and receives the
   // next weights. REQUIRES: a successful Compute before it.
   virtual absl::Status Exchange() = 0;
