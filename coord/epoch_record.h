@@ -7,7 +7,7 @@
 // create-if-absent, so racing workers end up with one record); nothing
 // changes it after. The epoch's examples are cut into as many shares as it
 // lists workers, and the worker listed k-th takes share k, from step S on
-// (worker/elastic_shares.h). The servers delete the records when a job
+// (coord/elastic_shares.h). The servers delete the records when a job
 // starts from step 0 (ClearEpochs): they are one run's history, and a run
 // that resumes from a checkpoint keeps them.
 //

@@ -1,6 +1,6 @@
 // WaitForKeys: waits until the keys under a prefix in etcd meet a
 // condition, or a deadline passes. ps_worker waits so for the records and
-// keys of a job's epochs (worker/elastic_shares.h).
+// keys of a job's epochs (coord/elastic_shares.h).
 //
 // It lists the keys and, unless `done` holds for them, watches the prefix
 // from the listing's revision on, applying each change to its copy and

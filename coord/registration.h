@@ -86,7 +86,7 @@ absl::StatusOr<std::unique_ptr<Registration>> JoinAsWorker(EtcdClient* etcd, int
                                                            bool joining = false);
 inline constexpr char kJoiningSuffix[] = " joining";
 // A worker that loaded its data and waits for an epoch to take a share of
-// (worker/elastic_shares.h): its value ends in kWaitingSuffix.
+// (coord/elastic_shares.h): its value ends in kWaitingSuffix.
 inline constexpr char kWaitingSuffix[] = " waiting";
 // Drops the suffix: the servers wait for the worker from now on.
 absl::Status MarkWorkerReady(Registration* registration);

@@ -238,7 +238,7 @@ set -e
 [ "$rc" -eq 2 ] || fail "train --model=dlrm: exit status $rc, expected 2"
 
 # elastic: a real etcd, a worker joining and leaving; three rows with pauses.
-json=$("$BENCH" elastic --elastic_window=1 --elastic_batch_size=16 --json)
+json=$("$BENCH" elastic --elastic_window=1 --elastic_batch_size=250 --json)
 echo "$json"
 /usr/bin/python3 -c '
 import json, sys

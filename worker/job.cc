@@ -8,8 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "common/status_macros.h"
+#include "coord/elastic_shares.h"
 #include "coord/job_settings.h"
-#include "worker/elastic_shares.h"
 
 namespace ps {
 

@@ -22,9 +22,9 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
+#include "common/data_share.h"
 #include "coord/etcd_client.h"
 #include "coord/registration.h"
-#include "worker/train/data_share.h"
 #include "worker/worker_flags.h"
 
 namespace ps {
@@ -38,7 +38,7 @@ absl::StatusOr<JobMembership> JoinJob(WorkerConfig* config);
 
 // Once the worker has loaded its data: with a coordinator, marks its key
 // waiting (for an epoch to take a share of) and returns the shares by the
-// job's membership (worker/elastic_shares.h; waiting at each epoch's start
+// job's membership (coord/elastic_shares.h; waiting at each epoch's start
 // for its workers unless the job's mode is async); without one, null
 // (the run loop's FixedShares). Errors: etcd's.
 absl::StatusOr<std::unique_ptr<DataShares>> JobDataShares(const WorkerConfig& config,

@@ -120,7 +120,7 @@ absl::StatusOr<RunResult> Run::Go() {
     if (!more) break;
     RETURN_IF_ERROR(TrainStep());
     const bool eval = o_.worker_id == 0 && o_.eval_every > 0 && step_ % o_.eval_every == 0;
-    if (step_ < plan_.total_steps && (eval || (o_.log_every > 0 && step_ % o_.log_every == 0))) {
+    if (step_ < limit_ && (eval || (o_.log_every > 0 && step_ % o_.log_every == 0))) {
       RETURN_IF_ERROR(Point(eval));
     }
   }

@@ -7,7 +7,7 @@
 // every log_every steps a point of the reporter's. At the end, worker 0
 // evaluates and saves the dense weights (save_model).
 //
-// The data: each epoch, this worker's share of it (worker/train/data_share.h;
+// The data: each epoch, this worker's share of it (common/data_share.h;
 // with a coordinator, by the job's membership: a worker that joins during
 // an epoch starts at the next epoch's first step, with the weights there).
 //

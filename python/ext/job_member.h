@@ -5,17 +5,24 @@
 // the lowest free id below `num_workers`; `num_workers` -1: the job's,
 // coord/job_settings.h), and, asked for, the servers
 // registered in etcd in shard order. leave() (or destruction) revokes the
-// lease. Network calls run with the GIL released. For one thread.
+// lease. With `waiting` it registers as waiting for an epoch and takes each
+// epoch's data share by the job's membership (coord/elastic_shares.h) for
+// ps.torch.ElasticSampler. Network calls run with the GIL released. For
+// one thread.
 #ifndef PS_PYTHON_EXT_JOB_MEMBER_H_
 #define PS_PYTHON_EXT_JOB_MEMBER_H_
 
 #include <pybind11/pybind11.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "common/data_share.h"
+#include "coord/elastic_shares.h"
 #include "coord/etcd_client.h"
 #include "coord/job_settings.h"
 #include "coord/registration.h"
@@ -29,7 +36,8 @@ class JobMember {
   // `tls_*` and `insecure`: the client's own (EtcdClient::Connect).
   JobMember(const std::string& coordinator, const std::string& job, double ttl, int worker_id,
             int num_workers, bool find_servers, const std::string& tls_cert,
-            const std::string& tls_key, const std::string& tls_ca, bool insecure) {
+            const std::string& tls_key, const std::string& tls_ca, bool insecure, bool waiting)
+      : job_(job), ttl_(absl::Seconds(ttl)) {
     pybind11::gil_scoped_release release;
     absl::StatusOr<CoordinatorAddress> where = ParseCoordinatorAddress(coordinator);
     ThrowIfError(where.status());
@@ -59,6 +67,7 @@ class JobMember {
         JoinAsWorker(etcd_.get(), worker_id, num_workers_, o);
     ThrowIfError(r.status());
     registration_ = *std::move(r);
+    if (waiting) ThrowIfError(MarkWorkerWaiting(registration_.get()));
   }
   ~JobMember() { Leave(); }
 
@@ -68,14 +77,61 @@ class JobMember {
   void Leave() {
     if (registration_ == nullptr) return;
     pybind11::gil_scoped_release release;
+    shares_.reset();
     registration_.reset();
   }
 
+  // (epoch, first_step, rank, workers): ElasticShares::ShareAt(step), and
+  // ::Next of the share `done` (its epoch, first_step, workers), for a
+  // dataset of `examples` cut into batches of `batch_size` (an epoch of n
+  // workers: examples / n / batch_size steps) trained for `epochs`.
+  using Share = std::tuple<int64_t, int64_t, int, int>;
+  Share ShareAt(int64_t step, int64_t examples, int batch_size, int64_t epochs) {
+    pybind11::gil_scoped_release release;
+    return Tuple(Shares()->ShareAt(step, Shape(examples, batch_size, epochs)));
+  }
+  Share NextShare(int64_t epoch, int64_t first_step, int workers, int64_t examples, int batch_size,
+                  int64_t epochs) {
+    pybind11::gil_scoped_release release;
+    DataShare done{epoch, first_step, 0, workers};
+    return Tuple(Shares()->Next(done, Shape(examples, batch_size, epochs)));
+  }
+
  private:
+  static EpochShape Shape(int64_t examples, int batch_size, int64_t epochs) {
+    EpochShape shape;
+    shape.steps = [examples, batch_size](int n) {
+      return std::max<int64_t>(1, examples / n / batch_size);
+    };
+    shape.epochs = epochs;
+    return shape;
+  }
+  static Share Tuple(const absl::StatusOr<DataShare>& s) {
+    ThrowIfError(s.status());
+    return {s->epoch, s->first_step, s->rank, s->workers};
+  }
+  ElasticShares* Shares() {
+    if (registration_ == nullptr) ThrowIfError(absl::FailedPreconditionError("left the job"));
+    if (shares_ == nullptr) {
+      absl::StatusOr<JobSettings> settings = ReadJobSettings(etcd_.get(), job_);
+      ThrowIfError(settings.status());
+      ElasticSharesOptions o;
+      o.job = job_;
+      o.worker_id = registration_->id();
+      o.barrier = settings->mode != "async";
+      o.barrier_timeout = o.wait_slice = ttl_;
+      shares_ = std::make_unique<ElasticShares>(etcd_.get(), registration_.get(), o);
+    }
+    return shares_.get();
+  }
+
   std::unique_ptr<EtcdClient> etcd_;
   std::vector<std::string> servers_;
   int num_workers_ = 0;
+  const std::string job_;
+  const absl::Duration ttl_;
   std::unique_ptr<Registration> registration_;  // null once left
+  std::unique_ptr<ElasticShares> shares_;       // made at the first share
 };
 
 }  // namespace ps

@@ -390,14 +390,18 @@ PYBIND11_MODULE(_ps, m) {
   py::class_<ps::RowsHandle>(m, "PushPullRowsInProgress").def("wait", &ps::RowsHandle::Wait);
   py::class_<ps::JobMember>(m, "JobMember")
       .def(py::init<std::string, std::string, double, int, int, bool, std::string, std::string,
-                    std::string, bool>(),
+                    std::string, bool, bool>(),
            py::arg("coordinator"), py::arg("job"), py::arg("ttl"), py::arg("worker_id"),
            py::arg("num_workers"), py::arg("find_servers"), py::arg("tls_cert"), py::arg("tls_key"),
-           py::arg("tls_ca"), py::arg("insecure"))
+           py::arg("tls_ca"), py::arg("insecure"), py::arg("waiting"))
       .def_property_readonly("worker_id", &ps::JobMember::worker_id)
       .def_property_readonly("servers", &ps::JobMember::servers)
       .def_property_readonly("num_workers", &ps::JobMember::num_workers)
-      .def("leave", &ps::JobMember::Leave);
+      .def("leave", &ps::JobMember::Leave)
+      .def("share_at", &ps::JobMember::ShareAt, py::arg("step"), py::arg("examples"),
+           py::arg("batch_size"), py::arg("epochs"))
+      .def("next_share", &ps::JobMember::NextShare, py::arg("epoch"), py::arg("first_step"),
+           py::arg("workers"), py::arg("examples"), py::arg("batch_size"), py::arg("epochs"));
   py::class_<ps::Client>(m, "Client")
       .def(py::init<std::vector<std::string>, int, int, std::string, std::string, std::string,
                     std::string, std::string, bool, std::string, std::string, double, double,

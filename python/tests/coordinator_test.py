@@ -4,7 +4,10 @@ servers nor worker ids take ids 0 and 1 and the servers registered in etcd,
 train a sync step together, and leave the job when closed; a client that
 asks for a taken id is refused naming the holder; connect_from_env reads
 PS_COORDINATOR and PS_JOB; killed servers drop out with their leases, and a
-client then finds none. The keys are read back with etcdctl.
+client then finds none. The keys are read back with etcdctl. Three
+ps.torch workers with ElasticSampler, the third joining during epoch 0,
+split each epoch among its workers (disjoint shares covering it), and the
+third starts at epoch 1's first step.
 
 Run by //python:coordinator_test (python/tests/run_python_test.sh)."""
 
@@ -13,6 +16,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import unittest
 
@@ -127,6 +131,79 @@ class CoordinatorTest(unittest.TestCase):
             etcd.close()
         with self.assertRaisesRegex(ValueError, "required without a coordinator"):
             ps.Client(None, 0, 1)
+
+    def test_elastic_sampler_shares_each_epoch_by_membership(self):
+        import torch
+        import ps.torch
+        etcd = Etcd()
+        try:
+            extra = [f"--coordinator={etcd.url}", "--job=sh", "--coordinator_ttl=2",
+                     "--worker_timeout=0"]
+            with Cluster(shards=1, workers=3, mode="sync", lr=0.1, extra=extra):
+                n, batch, epochs = 1200, 100, 4
+                x = torch.randn(n, 2, generator=torch.Generator().manual_seed(1))
+                y = x.sum(dim=1, keepdim=True)
+                seen, firsts, versions = {}, {}, {}
+                started, joined = threading.Event(), threading.Event()
+                # The first two register before either asks for a share, so
+                # that epoch 0 lists both.
+                registered = threading.Barrier(2)
+
+                def train(k):
+                    client = ps.Client(None, None, None, coordinator=etcd.url, job="sh",
+                                       coordinator_ttl=2, data_shares=True, connect_timeout=10,
+                                       wait_timeout=60)
+                    w = client.worker_id
+                    if k == 2:
+                        joined.set()
+                    else:
+                        registered.wait(30)
+                    torch.manual_seed(0)
+                    model = torch.nn.Linear(2, 1)
+                    opt = ps.torch.DistributedOptimizer(model.named_parameters(), client)
+                    sampler = ps.torch.ElasticSampler(n, batch, opt, epochs=epochs)
+                    while sampler.next_epoch():
+                        epoch, first, rank, workers = sampler.share
+                        firsts.setdefault(w, (epoch, first))
+                        if k == 0:
+                            started.set()
+                            # The third joins while epoch 0 runs.
+                            joined.wait(30)
+                        idx = list(sampler)
+                        seen[w, epoch] = (rank, workers, first, idx)
+                        for i in range(0, len(idx), batch):
+                            b = torch.tensor(idx[i:i + batch])
+                            opt.zero_grad()
+                            torch.nn.functional.mse_loss(model(x[b]), y[b]).backward()
+                            opt.step()
+                    versions[w] = client.version
+                    client.close()
+
+                threads = [threading.Thread(target=train, args=(k,)) for k in (0, 1)]
+                for t in threads:
+                    t.start()
+                    time.sleep(0.5)  # in turn: ids 0 and 1
+                self.assertTrue(started.wait(30))
+                threads.append(threading.Thread(target=train, args=(2,)))
+                threads[-1].start()
+                for t in threads:
+                    t.join(120)
+                # Epoch 0: 2 workers (6 steps), then 3 (4 steps each).
+                steps = {2: 6, 3: 4}
+                first = 0
+                for epoch in range(epochs):
+                    shares = sorted(v for (w, e), v in seen.items() if e == epoch)
+                    workers = 2 if epoch == 0 else 3
+                    self.assertEqual([(r, m, f) for r, m, f, _ in shares],
+                                     [(r, workers, first) for r in range(workers)])
+                    taken = [i for *_, idx in shares for i in idx]
+                    self.assertEqual(len(taken), steps[workers] * workers * batch)
+                    self.assertEqual(len(set(taken)), len(taken))  # disjoint
+                    first += steps[workers]
+                self.assertEqual(firsts[2], (1, 6))  # the joiner: from epoch 1's first step
+                self.assertEqual(versions, {0: first, 1: first, 2: first})
+        finally:
+            etcd.close()
 
 
 if __name__ == "__main__":

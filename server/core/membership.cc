@@ -49,7 +49,8 @@ LeaseEvents Membership::Registered(const std::vector<int>& workers, absl::Time n
   LeaseEvents events;
   if (!registry_) return events;
   const int n = static_cast<int>(last_seen_.size());
-  held_.clear();
+  std::set<int> was_held;
+  was_held.swap(held_);
   for (int w : held) {
     if (w >= 0 && w < n) held_.insert(w);
   }
@@ -92,6 +93,11 @@ LeaseEvents Membership::Registered(const std::vector<int>& workers, absl::Time n
                                            " left the job (its etcd key is gone) at step ", step,
                                            "; sync steps close without it")});
     }
+  }
+  // A held worker whose key went (it stopped before it had a share): a
+  // late request of it does not bring it in either.
+  for (int w : was_held) {
+    if (held_.count(w) == 0 && set.count(w) == 0) left_.insert(w);
   }
   reported_ = std::move(set);
   return events;

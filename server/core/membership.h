@@ -19,7 +19,7 @@
 //     back). A worker that was never in the set (it has no key: started
 //     with --servers, or etcd lost it) comes in with its next request; one
 //     whose key does not count yet (it loads its data, or waits for an
-//     epoch: worker/elastic_shares.h) does not. A
+//     epoch: coord/elastic_shares.h) does not. A
 //     report changes only the workers whose key came or went since the one
 //     before. The leases hold on top: a worker
 //     in the set that falls silent is dropped as without a registry.

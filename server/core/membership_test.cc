@@ -212,6 +212,13 @@ TEST(Membership, AHeldWorkersRequestsDoNotBringItIn) {
   EXPECT_THAT(m.live(), ElementsAre(0));
   // Worker 1, which holds no key, still comes in with a request.
   EXPECT_THAT(m.Touch(1, At(5), 7).changes, ::testing::SizeIs(1));
+  // Worker 2's key goes while it waits: a late request of it does not
+  // bring it in; its key back, ready, does.
+  EXPECT_THAT(m.Registered({0}, At(6), 7).changes, IsEmpty());
+  EXPECT_THAT(m.Touch(2, At(7), 7).changes, IsEmpty());
+  EXPECT_THAT(m.live(), ElementsAre(0, 1));
+  EXPECT_THAT(m.Registered({0, 2}, At(8), 8).changes, ::testing::SizeIs(1));
+  EXPECT_THAT(m.live(), ElementsAre(0, 1, 2));
 }
 
 TEST(Membership, ARequestBringsBackAWorkerTheRegistryDoesNotList) {

@@ -13,6 +13,8 @@
 #include "absl/synchronization/notification.h"
 #include "client/admin_client.h"
 #include "common/status_macros.h"
+#include "coord/key_wait.h"
+#include "coord/registration.h"
 #include "tools/process/child_process.h"
 #include "tools/process/etcd_process.h"
 #include "tools/process/server_process.h"
@@ -160,10 +162,11 @@ absl::StatusOr<std::vector<Row>> RunElasticBench(const ElasticBenchOptions& o) {
   steady.pause_ms = absl::ToDoubleMilliseconds(trace.LongestGap(s0, s1));
   std::vector<Row> rows = {steady};
 
-  // Each event: the pause over the next two windows, the throughput in the
-  // second.
-  const auto after = [&](const std::string& name, absl::Time event, int workers) {
-    absl::SleepFor(2 * o.window - (absl::Now() - event));
+  // Each event: the pause from it to two windows after it took effect,
+  // the throughput in the second.
+  const auto after = [&](const std::string& name, absl::Time event, absl::Time effect,
+                         int workers) {
+    absl::SleepFor(2 * o.window - (absl::Now() - effect));
     const absl::Time end = absl::Now();
     Row r;
     r.name = absl::StrCat(name, " W=", workers);
@@ -177,10 +180,26 @@ absl::StatusOr<std::vector<Row>> RunElasticBench(const ElasticBenchOptions& o) {
     ASSIGN_OR_RETURN(std::unique_ptr<ChildProcess> p, start_worker());
     joining.push_back(std::move(p));
   }
-  rows.push_back(after(absl::StrCat("join +", o.joining_workers), join, max_workers));
+  // A joiner trains from the next epoch on (docs/elastic.md, "Data
+  // shares"): the join takes effect when every worker's key is ready.
+  ASSIGN_OR_RETURN(const std::unique_ptr<EtcdClient> etcd_client, ConnectPlain(*etcd));
+  ASSIGN_OR_RETURN(const bool joined, WaitForKeys(
+                                          etcd_client.get(), RolePrefix("bench", "workers"),
+                                          [&](const KeyMap& keys) {
+                                            int ready = 0;
+                                            for (const auto& [key, value] : keys)
+                                              ready += WorkerReady(value);
+                                            return ready == max_workers;
+                                          },
+                                          absl::Now() + absl::Seconds(300)));
+  if (!joined) {
+    return absl::DeadlineExceededError(absl::StrCat(
+        "elastic: the joining workers took no share in 300 s:\n", joining[0]->LogTail(10)));
+  }
+  rows.push_back(after(absl::StrCat("join +", o.joining_workers), join, absl::Now(), max_workers));
   const absl::Time leave = absl::Now();
   for (auto& p : joining) p->Signal(SIGTERM);  // they leave the job at once
-  rows.push_back(after(absl::StrCat("leave -", o.joining_workers), leave, o.base_workers));
+  rows.push_back(after(absl::StrCat("leave -", o.joining_workers), leave, leave, o.base_workers));
   for (auto& p : joining) p->Stop(absl::Seconds(10));
   if (rows.back().pause_ms > absl::ToDoubleMilliseconds(o.window)) {
     std::cerr << "elastic: the steps stopped after the leave; a leaving worker's log:\n"

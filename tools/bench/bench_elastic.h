@@ -4,11 +4,12 @@
 // and `base_workers` ps_worker processes training the built-in MLP; it reads
 // shard 0's version (the step) every 10 ms (StatusPoller). After a steady
 // window it starts `joining_workers` more ps_workers (they register, load
-// their data, and the steps wait for them), and later stops them with
-// SIGTERM (they leave the job at once). For each event it reports the
-// throughput of the window after it against the steady one measured in the
-// same run, and the pause: the longest time between two steps from the
-// event to the end of its window.
+// their data, and take a share from the next epoch on: the steps wait for
+// them from then), and later stops them with SIGTERM (they leave the job at
+// once). For each event it reports the throughput of the window a window
+// after it took effect (the joiners' keys all ready; a leave at once)
+// against the steady one measured in the same run, and the pause: the
+// longest time between two steps from the event to the end of its window.
 //
 // Rows (samples/s = steps/s x workers x batch):
 //   steady            the base workers alone (its own baseline)

@@ -6,7 +6,7 @@
 //                             store (the servers, or an in-process store)
 //   for each step t:          from 0, or from the servers' step (sync resume)
 //     Compute(t, share)       this worker's batch of step t in its share of
-//                             the epoch (worker/train/data_share.h): forward,
+//                             the epoch (common/data_share.h): forward,
 //                             backward, gradients sent as they are made
 //     Exchange()              the step's push-pull completes: the next
 //                             weights are in place (sync: once every
@@ -31,8 +31,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/data_share.h"
 #include "common/model_spec.h"
-#include "worker/train/data_share.h"
 #include "worker/train/param_store.h"
 
 namespace ps {

@@ -128,8 +128,8 @@ class Client:
         before sending, and pulled weights arrive rounded the same way,
         widened back into float32 arrays; the servers keep float32 weights
         and optimizer state). Anything else is a ValueError.
-      connect_timeout: seconds to wait for the servers to come up.
-      wait_timeout: seconds a call waits for the other workers.
+      connect_timeout, wait_timeout: seconds to wait for the servers to
+        come up, and that a call waits for the other workers.
       retry_timeout: seconds a call keeps retrying when a server restarts
         (0: no retries).
       coordinator: "etcd://HOST:PORT[,HOST:PORT...]", the etcd of an elastic
@@ -139,6 +139,8 @@ class Client:
         the servers registered there; with TLS files, over TLS with them.
         close() leaves the job.
       job, coordinator_ttl: as ps_worker's --job and --coordinator_ttl.
+      data_shares: with a coordinator, take each epoch's share of the data
+        by the job's membership, through a ps.torch.ElasticSampler.
 
     A Client is a context manager: leaving the ``with`` block closes it.
     """
@@ -151,7 +153,8 @@ class Client:
                  insecure: bool = False, transport: str = "stream", wire_dtype: str = "f32",
                  connect_timeout: float = 60.0, wait_timeout: float = 120.0,
                  retry_timeout: float = 60.0, coordinator: Optional[str] = None,
-                 job: str = "default", coordinator_ttl: float = 10.0) -> None:
+                 job: str = "default", coordinator_ttl: float = 10.0,
+                 data_shares: bool = False) -> None:
         if wire_dtype not in ("f32", "bf16"):
             raise ValueError(f"wire_dtype: expected 'f32' or 'bf16', got {wire_dtype!r}")
         self._member: Optional[_ps.JobMember] = None
@@ -168,7 +171,7 @@ class Client:
             self._member = _ps.JobMember(coordinator, job, float(coordinator_ttl), member_id,
                                          -1 if num_workers is None else int(num_workers),
                                          servers is None, cert or "", key or "", ca or "",
-                                         bool(insecure))
+                                         bool(insecure), bool(data_shares))
             worker_id = self._member.worker_id
             num_workers = self._member.num_workers
             if servers is None:

@@ -54,7 +54,7 @@ from __future__ import annotations
 import ctypes
 import weakref
 from collections import OrderedDict
-from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
 import numpy as np
 import torch
@@ -63,7 +63,8 @@ from . import Client, Float32Array, PushPullInProgress, PushPullRowsInProgress, 
 from ._arrays import as_ids
 from . import connect_from_env  # re-exported: ps.torch.connect_from_env
 
-__all__ = ["DistributedOptimizer", "Embedding", "connect_from_env", "keep_freed_memory"]
+__all__ = ["DistributedOptimizer", "ElasticSampler", "Embedding", "connect_from_env",
+           "keep_freed_memory"]
 
 # The Embeddings made on each client: while a client has any, the dense
 # gradients wait for step() (the module docstring's rule).
@@ -211,6 +212,11 @@ class DistributedOptimizer(torch.optim.Optimizer):
                     self._weights[n] = old.numpy()  # float32, as the parameter
                 else:
                     p.copy_(new)
+
+    def _pull(self, min_version: int) -> None:
+        """Loads the servers' weights of version min_version or later."""
+        self._client.pull(min_version, out=self._weights)
+        self._load_weights()
 
     @torch.no_grad()
     def step(self, closure: Optional[Callable[[], float]] = None) -> Optional[float]:
@@ -376,3 +382,84 @@ class Embedding(torch.nn.Module):
 
     def extra_repr(self) -> str:
         return f"table={self.table!r}, dim={self.dim}"
+
+
+class ElasticSampler(torch.utils.data.Sampler):  # type: ignore[type-arg]
+    """This worker's share of each epoch of a dataset, by the job's
+    membership in etcd, as ps_worker --coordinator takes it (docs/elastic.md,
+    "Data shares"): the workers an epoch's record lists split one
+    permutation of the dataset (seeded by `seed` and the epoch), the k-th of
+    n taking its positions k, k + n, k + 2n, ..., steps * batch_size of
+    them, where steps = len // n // batch_size is the epoch's steps. While
+    they all train the epoch through, every example of it is trained once.
+
+    The optimizer's client must have a coordinator and ``data_shares=True``
+    (it registers waiting: the sync steps do not wait for it before it has
+    a share). One ``optimizer.step()`` per batch::
+
+        sampler = ps.torch.ElasticSampler(len(train), 64, opt, epochs=3)
+        loader = torch.utils.data.DataLoader(train, batch_size=64, sampler=sampler)
+        while sampler.next_epoch():
+            for x, y in loader: ...
+
+    ``next_epoch()`` moves to the next epoch this worker has a share of: a
+    worker that joined during an epoch waits for the next one (in sync mode
+    the others wait for it there), then loads the weights of its first
+    step. False once `epochs` epochs are done.
+    """
+
+    def __init__(self, dataset_len: int, batch_size: int, optimizer: DistributedOptimizer, *,
+                 epochs: int, shuffle: bool = True, seed: int = 0) -> None:
+        client = optimizer.client
+        if client._member is None:
+            raise ValueError("ElasticSampler: the client has no coordinator")
+        if dataset_len < 1 or batch_size < 1 or epochs < 1:
+            raise ValueError("ElasticSampler: dataset_len, batch_size and epochs must be >= 1")
+        self._member = client._member
+        self._optimizer = optimizer
+        self._len, self._batch, self._epochs = int(dataset_len), int(batch_size), int(epochs)
+        self._shuffle, self._seed = shuffle, int(seed)
+        # (epoch, first_step, rank, workers) of the epoch being trained.
+        self._share: Optional[Tuple[int, int, int, int]] = None
+
+    @property
+    def share(self) -> Tuple[int, int, int, int]:
+        """(epoch, first_step, rank, workers) of the epoch being trained."""
+        if self._share is None:
+            raise RuntimeError("ElasticSampler: call next_epoch() first")
+        return self._share
+
+    def _steps(self, workers: int) -> int:
+        return max(1, self._len // workers // self._batch)
+
+    def next_epoch(self) -> bool:
+        args = (self._len, self._batch, self._epochs)
+        if self._share is None:
+            client = self._optimizer.client
+            step = client.version if client.mode == "sync" else 0
+            share = self._member.share_at(step, *args)
+        else:
+            epoch, first, _, workers = self._share
+            step = first + self._steps(workers)
+            share = self._member.next_share(epoch, first, workers, *args)
+        if share[0] >= self._epochs:
+            return False
+        if share[1] > step:  # joined: the weights of the share's first step
+            sync = self._optimizer.client.mode == "sync"
+            self._optimizer._pull(share[1] if sync else 0)
+        self._share = share
+        return True
+
+    def __len__(self) -> int:
+        return self._steps(self.share[3]) * self._batch
+
+    def __iter__(self) -> Iterator[int]:
+        epoch, _, rank, workers = self.share
+        if self._shuffle:
+            g = torch.Generator()
+            g.manual_seed(self._seed * 1_000_003 + epoch)
+            perm = torch.randperm(self._len, generator=g)
+        else:
+            perm = torch.arange(self._len)
+        taken = perm[rank::workers][:len(self)]
+        return iter(taken.tolist())

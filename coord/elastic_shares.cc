@@ -1,4 +1,4 @@
-#include "worker/elastic_shares.h"
+#include "coord/elastic_shares.h"
 
 #include <algorithm>
 #include <map>

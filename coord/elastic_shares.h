@@ -1,5 +1,5 @@
 // ElasticShares: each epoch's data shares by the job's membership in etcd
-// (docs/elastic.md, "Data shares"): the DataShares (worker/train/data_share.h)
+// (docs/elastic.md, "Data shares"): the DataShares (common/data_share.h)
 // of ps_worker with --coordinator.
 //
 // At an epoch's first step the worker reads the epoch's record
@@ -25,8 +25,8 @@
 // `wait_slice`, taken again while the condition holds; errors are etcd's.
 // Borrows the EtcdClient and the Registration (this worker's key), which
 // must outlive it. Not thread-safe: the run loop's thread calls it.
-#ifndef PS_WORKER_ELASTIC_SHARES_H_
-#define PS_WORKER_ELASTIC_SHARES_H_
+#ifndef PS_COORD_ELASTIC_SHARES_H_
+#define PS_COORD_ELASTIC_SHARES_H_
 
 #include <cstdint>
 #include <functional>
@@ -36,11 +36,11 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/data_share.h"
 #include "coord/epoch_record.h"
 #include "coord/etcd_client.h"
 #include "coord/key_wait.h"
 #include "coord/registration.h"
-#include "worker/train/data_share.h"
 
 namespace ps {
 
@@ -85,4 +85,4 @@ class ElasticShares final : public DataShares {
 
 }  // namespace ps
 
-#endif  // PS_WORKER_ELASTIC_SHARES_H_
+#endif  // PS_COORD_ELASTIC_SHARES_H_

@@ -10,13 +10,13 @@
 //
 // FixedShares: every epoch is the --num_workers workers', worker w taking
 // share w; epoch e starts at step e * StepsPerEpoch(W) (ps_worker without a
-// coordinator). ElasticShares (worker/elastic_shares.h): by the job's
+// coordinator). ElasticShares (coord/elastic_shares.h): by the job's
 // membership in etcd, decided anew at each epoch.
 //
 // Implementations may block (ElasticShares waits in etcd); not
 // thread-safe: the run loop's thread calls them.
-#ifndef PS_WORKER_TRAIN_DATA_SHARE_H_
-#define PS_WORKER_TRAIN_DATA_SHARE_H_
+#ifndef PS_COMMON_DATA_SHARE_H_
+#define PS_COMMON_DATA_SHARE_H_
 
 #include <cstdint>
 #include <functional>
@@ -83,4 +83,4 @@ class FixedShares final : public DataShares {
 
 }  // namespace ps
 
-#endif  // PS_WORKER_TRAIN_DATA_SHARE_H_
+#endif  // PS_COMMON_DATA_SHARE_H_
