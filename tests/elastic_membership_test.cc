@@ -406,18 +406,18 @@ struct EpochShares {
   std::vector<int> ranks;  // as the workers logged them
 };
 
-// Two ps_workers train a sync MLP of 5 epochs; a third starts once the
-// first epoch's record is in etcd. Every epoch is split among the workers
-// its record lists, each taking one share (the join shows from an epoch on
-// as a third share), the epochs follow each other step for step, no worker
-// skips a step, and all three end at the same step.
-TEST(CoordinatedSync, AWorkerThatJoinsTakesAShareFromTheNextEpoch) {
-  auto etcd = EtcdProcess::Start(EtcdTestPath("shares"));
+// Two ps_workers train an MLP of 5 epochs in `mode`; a third starts once
+// the first epoch's record is in etcd. Every epoch is split among the
+// workers its record lists, each taking one share (the join shows from an
+// epoch on as a third share), the epochs follow each other step for step,
+// no worker skips a step, and all three end at the same step.
+void JoinDuringEpochZero(const std::string& mode) {
+  auto etcd = EtcdProcess::Start(EtcdTestPath(absl::StrCat("shares-", mode)));
   ASSERT_TRUE(etcd.ok()) << etcd.status();
   std::unique_ptr<EtcdClient> c = Client(**etcd);
-  ServerProcessOptions so =
-      JobServer(**etcd, "e", "shares-server",
-                {"--num_workers=3", "--mode=sync", "--worker_timeout=0", "--coordinator_ttl=2"});
+  ServerProcessOptions so = JobServer(**etcd, "e", absl::StrCat("shares-server-", mode),
+                                      {"--num_workers=3", absl::StrCat("--mode=", mode),
+                                       "--worker_timeout=0", "--coordinator_ttl=2"});
   auto server = ServerProcess::Start(so);
   ASSERT_TRUE(server.ok()) << server.status();
   // 60,000 examples in batches of 1000: 30 steps an epoch for 2 workers,
@@ -428,7 +428,7 @@ TEST(CoordinatedSync, AWorkerThatJoinsTakesAShareFromTheNextEpoch) {
     auto w =
         SpawnWorker(**etcd, c.get(), "e",
                     {"--coordinator_ttl=2", "--epochs=5", "--batch_size=1000", "--wait_timeout=60"},
-                    absl::StrCat("shares-worker", k, ".log"), workers.size() + 2);
+                    absl::StrCat("shares-", mode, "-worker", k, ".log"), workers.size() + 2);
     ASSERT_TRUE(w.ok()) << w.status();
     workers.push_back(*std::move(w));
   };
@@ -466,9 +466,9 @@ TEST(CoordinatedSync, AWorkerThatJoinsTakesAShareFromTheNextEpoch) {
         e.workers = n;
         e.ranks.push_back(rank);
       }
-      const size_t done = line.find(" done: mode sync, steps ");
+      const size_t done = line.find(absl::StrCat(" done: mode ", mode, ", steps "));
       if (done != absl::string_view::npos) {
-        ends.insert(std::string(line.substr(done, line.find(',', done + 24) - done)));
+        ends.insert(std::string(line.substr(done, line.find(',', done + 20 + mode.size()) - done)));
       }
     }
   }
@@ -484,8 +484,14 @@ TEST(CoordinatedSync, AWorkerThatJoinsTakesAShareFromTheNextEpoch) {
   }
   EXPECT_EQ(epochs[0].workers, 2);
   EXPECT_EQ(epochs[4].workers, 3);  // the third joined
-  EXPECT_THAT(ends, ElementsAre(absl::StrCat(" done: mode sync, steps ", next)));
+  EXPECT_THAT(ends, ElementsAre(absl::StrCat(" done: mode ", mode, ", steps ", next)));
   EXPECT_THAT(workers[2]->LogTail(400), HasSubstr("worker 2: takes share 2 of 3 of epoch "));
+}
+
+TEST(CoordinatedSync, AWorkerThatJoinsTakesAShareFromTheNextEpoch) { JoinDuringEpochZero("sync"); }
+TEST(CoordinatedSsp, AWorkerThatJoinsTakesAShareFromTheNextEpoch) { JoinDuringEpochZero("ssp"); }
+TEST(CoordinatedAsync, AWorkerThatJoinsTakesAShareFromTheNextEpoch) {
+  JoinDuringEpochZero("async");
 }
 
 // SIGTERM (or Ctrl-C) makes a ps_worker leave its job before it exits: its
