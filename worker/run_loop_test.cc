@@ -125,6 +125,16 @@ RunOptions Options(int worker_id, int num_workers) {
   return o;
 }
 
+// A reporter of worker `worker_id` whose lines go to `log`.
+std::unique_ptr<Reporter> LoggingReporter(int worker_id, std::ostringstream* log) {
+  ReporterOptions ro;
+  ro.worker_id = worker_id;
+  ro.log = log;
+  absl::StatusOr<std::unique_ptr<Reporter>> reporter = Reporter::Create(ro);
+  EXPECT_TRUE(reporter.ok()) << reporter.status();
+  return reporter.ok() ? *std::move(reporter) : Reporter::Silent();
+}
+
 std::vector<int64_t> Range(int64_t from, int64_t to) {
   std::vector<int64_t> v;
   for (int64_t i = from; i < to; ++i) v.push_back(i);
@@ -137,11 +147,7 @@ TEST(RunLoop, TrainsEveryStepAndWorkerZeroEvaluatesEveryEvalEveryAndAtTheEnd) {
   RunOptions o = Options(0, 1);
   o.eval_every = 4;
   std::ostringstream log;
-  ReporterOptions ro;
-  ro.log = &log;
-  auto reporter = Reporter::Create(ro);
-  ASSERT_TRUE(reporter.ok()) << reporter.status();
-  absl::StatusOr<RunResult> r = RunLoop(o, &w, &store, reporter->get());
+  absl::StatusOr<RunResult> r = RunLoop(o, &w, &store, LoggingReporter(0, &log).get());
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(w.computed, Range(0, 10));
   EXPECT_EQ(r->steps, 10);
@@ -187,12 +193,7 @@ TEST(RunLoop, SyncResumesAtTheServersStep) {
   ScriptedStore store(Mode::kSync, /*version=*/6);
   ScriptedWorkload w(10);
   std::ostringstream log;
-  ReporterOptions ro;
-  ro.worker_id = 1;
-  ro.log = &log;
-  auto reporter = Reporter::Create(ro);
-  ASSERT_TRUE(reporter.ok()) << reporter.status();
-  absl::StatusOr<RunResult> r = RunLoop(Options(1, 2), &w, &store, reporter->get());
+  absl::StatusOr<RunResult> r = RunLoop(Options(1, 2), &w, &store, LoggingReporter(1, &log).get());
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(w.computed, Range(6, 10));
   EXPECT_EQ(r->steps, 10);
@@ -238,12 +239,8 @@ TEST(RunLoop, AWorkerThatJoinsStartsAtItsFirstShareWithThatStepsWeights) {
   w.steps_per_epoch = [](int workers) { return 12 / workers; };
   ScriptedShares shares;
   std::ostringstream log;
-  ReporterOptions ro;
-  ro.worker_id = 1;
-  ro.log = &log;
-  auto reporter = Reporter::Create(ro);
-  ASSERT_TRUE(reporter.ok()) << reporter.status();
-  absl::StatusOr<RunResult> r = RunLoop(Options(1, 4), &w, &store, reporter->get(), &shares);
+  absl::StatusOr<RunResult> r =
+      RunLoop(Options(1, 4), &w, &store, LoggingReporter(1, &log).get(), &shares);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(shares.asked_at, std::vector<int64_t>{5});
   // Epoch 2: 12 / 3 steps from 8; epoch 3: 12 / 2 steps from 12.
