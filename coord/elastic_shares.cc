@@ -2,12 +2,15 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/mode.h"
 #include "common/status_macros.h"
+#include "coord/job_settings.h"
 #include "coord/key_wait.h"
 
 namespace ps {
@@ -18,6 +21,19 @@ ElasticShares::ElasticShares(EtcdClient* etcd, Registration* registration,
       registration_(registration),
       options_(std::move(options)),
       workers_prefix_(RolePrefix(options_.job, "workers")) {}
+
+absl::StatusOr<std::unique_ptr<ElasticShares>> ElasticShares::ForJob(
+    EtcdClient* etcd, Registration* registration, const std::string& job, absl::Duration ttl,
+    std::function<void(const std::string&)> log) {
+  ASSIGN_OR_RETURN(const JobSettings settings, ReadJobSettings(etcd, job));
+  ElasticSharesOptions o;
+  o.job = job;
+  o.worker_id = registration->id();
+  o.barrier = settings.mode != ModeName(Mode::kAsync);
+  o.barrier_timeout = o.wait_slice = ttl;
+  o.log = std::move(log);
+  return std::make_unique<ElasticShares>(etcd, registration, std::move(o));
+}
 
 void ElasticShares::Log(const std::string& line) const {
   if (options_.log) options_.log(absl::StrCat("worker ", options_.worker_id, ": ", line));
@@ -98,7 +114,7 @@ absl::StatusOr<DataShare> ElasticShares::Enter(int64_t epoch, int64_t first_step
     if (!exists && !ready_) {
       // A worker that joins waits for the epoch's workers to make its
       // record, unless none is left to.
-      const std::string job_prefix = absl::StrCat("/ps/", options_.job, "/");
+      const std::string job_prefix = JobPrefix(options_.job);
       bool made = false;
       ASSIGN_OR_RETURN(const bool met, WaitForKeys(
                                            etcd_, job_prefix,

@@ -30,6 +30,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,13 @@ struct ElasticSharesOptions {
 class ElasticShares final : public DataShares {
  public:
   ElasticShares(EtcdClient* etcd, Registration* registration, ElasticSharesOptions options);
+  // The shares of the worker `registration` holds in `job`, as ps_worker
+  // and ps.torch take them: waiting at each epoch's start unless the job's
+  // mode (coord/job_settings.h) is async, every wait at most `ttl` (the
+  // members' --coordinator_ttl). Errors: reading the job's settings.
+  static absl::StatusOr<std::unique_ptr<ElasticShares>> ForJob(
+      EtcdClient* etcd, Registration* registration, const std::string& job, absl::Duration ttl,
+      std::function<void(const std::string&)> log = nullptr);
 
   absl::StatusOr<DataShare> ShareAt(int64_t step, const EpochShape& shape) override;
   absl::StatusOr<DataShare> Next(const DataShare& done, const EpochShape& shape) override;

@@ -9,6 +9,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/status_macros.h"
+#include "coord/registration.h"
 
 namespace ps {
 
@@ -45,7 +46,7 @@ absl::StatusOr<EpochRecord> ParseEpochRecord(int64_t epoch, const std::string& t
   return r;
 }
 
-std::string EpochsPrefix(const std::string& job) { return absl::StrCat("/ps/", job, "/epochs/"); }
+std::string EpochsPrefix(const std::string& job) { return absl::StrCat(JobPrefix(job), "epochs/"); }
 
 std::string EpochKey(const std::string& job, int64_t epoch) {
   return absl::StrFormat("%s%010d", EpochsPrefix(job), epoch);

@@ -36,7 +36,7 @@ absl::StatusOr<JobSettings> ParseJobSettings(const std::string& text) {
 }
 
 std::string JobSettingsKey(const std::string& job) {
-  return absl::StrCat("/ps/", job, "/settings");
+  return absl::StrCat(JobPrefix(job), "settings");
 }
 
 namespace {

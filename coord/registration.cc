@@ -23,8 +23,10 @@ absl::Status RegistrationOptions::Validate() const {
   return absl::OkStatus();
 }
 
+std::string JobPrefix(const std::string& job) { return absl::StrCat("/ps/", job, "/"); }
+
 std::string RolePrefix(const std::string& job, const std::string& role) {
-  return absl::StrCat("/ps/", job, "/", role, "/");
+  return absl::StrCat(JobPrefix(job), role, "/");
 }
 
 std::string MemberKey(const std::string& job, const std::string& role, int id) {

@@ -55,6 +55,8 @@ struct RegistrationOptions {
 // the prefix of all of a role's keys.
 std::string MemberKey(const std::string& job, const std::string& role, int id);
 std::string RolePrefix(const std::string& job, const std::string& role);
+// The prefix of every key of `job`: "/ps/<job>/".
+std::string JobPrefix(const std::string& job);
 
 // The id of a member's `key` under `prefix` (RolePrefix); false for a key
 // that names none.

@@ -1,5 +1,6 @@
 #include "worker/job.h"
 
+#include <functional>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -53,18 +54,13 @@ absl::StatusOr<std::unique_ptr<DataShares>> JobDataShares(const WorkerConfig& co
                                                           const JobMembership& job) {
   if (job.registration == nullptr) return nullptr;
   const RegistrationOptions& ro = config.coordinator.registration;
-  ASSIGN_OR_RETURN(const JobSettings settings, ReadJobSettings(job.etcd.get(), ro.job));
   RETURN_IF_ERROR(MarkWorkerWaiting(job.registration.get()));
-  ElasticSharesOptions o;
-  o.job = ro.job;
-  o.worker_id = config.run.worker_id;
-  o.barrier = settings.mode != "async";
-  o.barrier_timeout = ro.ttl;
-  o.wait_slice = ro.ttl;
+  std::function<void(const std::string&)> log;
   if (std::ostream* out = config.report.log; out != nullptr) {
-    o.log = [out](const std::string& line) { *out << line << std::endl; };
+    log = [out](const std::string& line) { *out << line << std::endl; };
   }
-  return std::make_unique<ElasticShares>(job.etcd.get(), job.registration.get(), std::move(o));
+  return ElasticShares::ForJob(job.etcd.get(), job.registration.get(), ro.job, ro.ttl,
+                               std::move(log));
 }
 
 }  // namespace ps

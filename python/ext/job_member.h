@@ -113,14 +113,10 @@ class JobMember {
   ElasticShares* Shares() {
     if (registration_ == nullptr) ThrowIfError(absl::FailedPreconditionError("left the job"));
     if (shares_ == nullptr) {
-      absl::StatusOr<JobSettings> settings = ReadJobSettings(etcd_.get(), job_);
-      ThrowIfError(settings.status());
-      ElasticSharesOptions o;
-      o.job = job_;
-      o.worker_id = registration_->id();
-      o.barrier = settings->mode != "async";
-      o.barrier_timeout = o.wait_slice = ttl_;
-      shares_ = std::make_unique<ElasticShares>(etcd_.get(), registration_.get(), o);
+      absl::StatusOr<std::unique_ptr<ElasticShares>> shares =
+          ElasticShares::ForJob(etcd_.get(), registration_.get(), job_, ttl_);
+      ThrowIfError(shares.status());
+      shares_ = *std::move(shares);
     }
     return shares_.get();
   }
