@@ -391,6 +391,11 @@ absl::Status EmbeddingTable::Pull(absl::Span<const uint64_t> ids, float* out) {
 }
 
 absl::Status EmbeddingTable::Apply(absl::Span<const uint64_t> ids, const float* grads) {
+  return ApplyAndPull(ids, grads, nullptr);
+}
+
+absl::Status EmbeddingTable::ApplyAndPull(absl::Span<const uint64_t> ids, const float* grads,
+                                          float* out) {
   // Strictly ascending ids (what PsClient sends) repeat none; others are
   // sorted to find a repeat.
   if (ids.size() > 1 &&
@@ -407,7 +412,7 @@ absl::Status EmbeddingTable::Apply(absl::Span<const uint64_t> ids, const float* 
   if (!s.ok()) return s;
   const size_t dim = options_.dim;
   if (slow_path_) {
-    return CallWithLookups(ids, Lookup::kApply, [&](size_t i, uint32_t slot) {
+    RETURN_IF_ERROR(CallWithLookups(ids, Lookup::kApply, [&](size_t i, uint32_t slot) {
       if (slot == kPending) {
         ++counters_.dropped_grads;
         return;
@@ -417,7 +422,8 @@ absl::Status EmbeddingTable::Apply(absl::Span<const uint64_t> ids, const float* 
                      StepOf(slot));
       if (uint32_t* stamp = StampOf(slot)) *stamp = static_cast<uint32_t>(clock_);
       MarkChanged(ids[i]);
-    });
+    }));
+    return out == nullptr ? absl::OkStatus() : Pull(ids, out);
   }
   constexpr size_t kBatch = 256;
   uint32_t slots[kBatch];
@@ -428,6 +434,7 @@ absl::Status EmbeddingTable::Apply(absl::Span<const uint64_t> ids, const float* 
       float* row = RowOf(slots[j]);
       ApplySparseRow(options_.optimizer, options_.dim, grads + (i + j) * dim, row, row + dim,
                      StepOf(slots[j]));
+      if (out != nullptr) std::memcpy(out + (i + j) * dim, row, dim * sizeof(float));
     }
     if (changes_ != nullptr) {
       for (size_t j = 0; j < m; ++j) MarkChanged(ids[i + j]);

@@ -188,6 +188,16 @@ class EmbeddingTable {
   // repeats; RESOURCE_EXHAUSTED as Pull; either way nothing changes.
   absl::Status Apply(absl::Span<const uint64_t> ids, const float* grads);
 
+  // Apply(ids, grads), then Pull(ids, out): the same errors, rows and
+  // state. A table in memory only (no tier, admission, ttl or min_l2;
+  // InMemoryOnly) looks each row up once and reads it right after its
+  // update; any other makes the two calls (so with a tier a read error in
+  // the Pull leaves the push applied).
+  absl::Status ApplyAndPull(absl::Span<const uint64_t> ids, const float* grads, float* out);
+  // No tier, admission, ttl or min_l2: ApplyAndPull cannot fail once
+  // CheckCapacity passed and the ids are distinct.
+  bool InMemoryOnly() const { return !slow_path_; }
+
   // With a tier: reads the rows of `ids` that are there back into memory
   // (made the most recently used), for a Pull to come; makes no row and
   // counts no sighting (counters().prefetched, not the lookups). Without a

@@ -187,6 +187,51 @@ TEST(EmbeddingTable, EvictionChurnMatchesAReferenceLru) {
   EXPECT_EQ(t->Export()->ids, std::vector<uint64_t>(lru.rbegin(), lru.rend()));
 }
 
+// ApplyAndPull is Apply then Pull: the same answer, rows, state and (with
+// evict_lru at its bound) the same LRU order, for every rule; in memory
+// (one lookup a row) and with ttl (the two calls).
+TEST(EmbeddingTable, ApplyAndPullIsApplyThenPull) {
+  for (SparseOptimizerKind kind : kAllKinds) {
+    for (int variant = 0; variant < 3; ++variant) {
+      EmbeddingTableOptions o = Options(5, kind);
+      if (variant == 1) {
+        o.max_rows = 40;
+        o.evict_lru = true;
+      }
+      if (variant == 2) o.ttl = 1000;
+      auto fused = Make(o), twin = Make(o);
+      EXPECT_EQ(fused->InMemoryOnly(), variant != 2);
+      for (int step = 0; step < 30; ++step) {
+        std::vector<uint64_t> ids;
+        for (uint64_t k = 0; k < 12; ++k) ids.push_back(Mix64(step * 100 + k) % 90);
+        std::sort(ids.begin(), ids.end());
+        ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+        if (step % 2 == 1) std::reverse(ids.begin(), ids.end());  // any order
+        std::vector<float> g(ids.size() * 5);
+        for (size_t i = 0; i < g.size(); ++i) g[i] = Grad(step, ids[i / 5], i % 5);
+        std::vector<float> got(g.size());
+        ASSERT_TRUE(fused->ApplyAndPull(ids, g.data(), got.data()).ok());
+        ASSERT_TRUE(twin->Apply(ids, g.data()).ok());
+        ASSERT_EQ(Bits(got), Bits(PullAll(twin.get(), ids)))
+            << SparseOptimizerName(kind) << " variant " << variant << " step " << step;
+      }
+      absl::StatusOr<EmbeddingTableContents> a = fused->Export(), b = twin->Export();
+      ASSERT_TRUE(a.ok() && b.ok());
+      EXPECT_EQ(a->ids, b->ids);
+      EXPECT_EQ(Bits(a->values), Bits(b->values));
+      EXPECT_EQ(Bits(a->state), Bits(b->state));
+      EXPECT_EQ(a->adam_steps, b->adam_steps);
+    }
+  }
+  // Its errors are Apply's, and change nothing.
+  auto t = Make(Options(2));
+  std::vector<float> g(4, 1.0f), out(4, -1.0f);
+  EXPECT_EQ(t->ApplyAndPull({3, 3}, g.data(), out.data()).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(t->num_rows(), 0);
+  EXPECT_THAT(out, ElementsAre(-1.0f, -1.0f, -1.0f, -1.0f));
+}
+
 TEST(EmbeddingTable, ApplyRejectsRepeatedIds) {
   auto t = Make(Options(2));
   std::vector<float> g(6, 1.0f);

@@ -323,11 +323,13 @@ class Shard {
   absl::Status CheckRowPush(int worker_id, absl::string_view table, int64_t version,
                             int64_t seq) const;
   // The push of PushRows and PushPullRows: renews the lease, offers the
-  // rows to the tables, marks the worker seen when they take them.
+  // rows to the tables (with `answer`, a push-pull's: SparseTables::Push),
+  // marks the worker seen when they take them.
   absl::StatusOr<PushOutcome> PushRowsLocked(int worker_id, absl::string_view table,
                                              int64_t version, int64_t seq,
                                              absl::Span<const uint64_t> ids,
-                                             absl::Span<const float> grads, Effects* fx)
+                                             absl::Span<const float> grads, Effects* fx,
+                                             SparseTables::RowsAnswer* answer = nullptr)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Sync PushPullRows (`push`: the rows pushed for `step`) and PullRowsAt:
   // rows read when `step` closes.

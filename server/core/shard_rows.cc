@@ -98,11 +98,12 @@ absl::Status Shard::CheckRowPush(int worker_id, absl::string_view table, int64_t
 absl::StatusOr<PushOutcome> Shard::PushRowsLocked(int worker_id, absl::string_view table,
                                                   int64_t version, int64_t seq,
                                                   absl::Span<const uint64_t> ids,
-                                                  absl::Span<const float> grads, Effects* fx) {
+                                                  absl::Span<const float> grads, Effects* fx,
+                                                  SparseTables::RowsAnswer* answer) {
   TouchLocked(worker_id, Now(), fx);
   tables_.SetClock(weights_.version(), Now());
   absl::StatusOr<PushOutcome> outcome =
-      tables_.Push(worker_id, table, version, seq, weights_.version(), ids, grads);
+      tables_.Push(worker_id, table, version, seq, weights_.version(), ids, grads, answer);
   for (std::string& line : tables_.TierNews()) fx->lines.push_back(std::move(line));
   if (outcome.ok()) membership_.MarkSeen(worker_id);
   return outcome;
@@ -141,10 +142,21 @@ uint64_t Shard::PushPullRows(int worker_id, absl::string_view table, int64_t ver
   uint64_t waiting = 0;  // the ticket of a sync call that waits
   {
     absl::MutexLock l(&mu_);
+    // Async and SSP: the push reads its rows as it applies them (a row
+    // push leaves the version as it is).
+    RowsPushPullResult r;
+    r.rows.version = weights_.version();
+    SparseTables::RowsAnswer answer{&r.rows.values, piece_ids,
+                                    PieceOf(r.rows.version, PushOutcome::kApplied, piece)};
     absl::StatusOr<PushOutcome> outcome =
-        closed_ ? ShuttingDown() : PushRowsLocked(worker_id, table, version, seq, ids, grads, &fx);
+        closed_ ? ShuttingDown()
+                : PushRowsLocked(worker_id, table, version, seq, ids, grads, &fx,
+                                 sync ? nullptr : &answer);
     const int64_t now_version = weights_.version();
-    if (!outcome.ok()) {
+    if (outcome.ok() && answer.answered) {
+      r.outcome = *outcome;
+      result = std::move(r);
+    } else if (!outcome.ok()) {
       result = outcome.status();
     } else if (sync && version == now_version) {
       // Held (or held already, a retry): wait for the step to close.
@@ -159,7 +171,6 @@ uint64_t Shard::PushPullRows(int worker_id, absl::string_view table, int64_t ver
     } else {
       // Async and SSP; or sync, a retry after its step closed (kDuplicate)
       // or a push for a step gone by (kDropped): the rows now.
-      RowsPushPullResult r;
       r.outcome = *outcome;
       r.rows.version = now_version;
       absl::Status pulled = tables_.Pull(table, ids, &r.rows.values, sync ? 0 : piece_ids,

@@ -86,6 +86,48 @@ TEST(ShardRows, PushPullRowsAnswersTheRowsAfterItsPush) {
   }
 }
 
+// Async and SSP, in pieces: each piece is its rows after the push (read as
+// they are updated), in order, the last marked, and a duplicate answers in
+// pieces too, with its outcome.
+TEST(ShardRows, PushPullRowsInPiecesAnswersTheRowsAfterItsPush) {
+  for (Mode mode : {Mode::kAsync, Mode::kSsp}) {
+    FakeClock clock;
+    auto a = RowsShard(mode, &clock), b = RowsShard(mode, &clock);
+    const std::vector<uint64_t> ids = {2, 5, 8, 11, 14};
+    const std::vector<float> g = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+    ASSERT_TRUE(b->PushRows(0, "emb", 0, 1, ids, g).ok());
+    absl::StatusOr<RowsResult> want = b->PullRows(0, "emb", ids);
+    ASSERT_TRUE(want.ok());
+    for (PushOutcome expected : {PushOutcome::kApplied, PushOutcome::kDuplicate}) {
+      std::vector<float> got;
+      std::vector<size_t> sizes;
+      bool last_seen = false;
+      Answer answer;
+      EXPECT_EQ(a->PushPullRows(
+                    0, "emb", 0, 1, ids, g, absl::Seconds(10),
+                    [&answer](absl::StatusOr<RowsPushPullResult> r) {
+                      answer.done = true;
+                      answer.r = std::move(r);
+                    },
+                    /*piece_ids=*/2,
+                    [&](RowsResult rows, PushOutcome outcome, bool last) {
+                      EXPECT_FALSE(last_seen) << "a piece after the last";
+                      EXPECT_EQ(outcome, expected);
+                      sizes.push_back(rows.values.size());
+                      got.insert(got.end(), rows.values.begin(), rows.values.end());
+                      last_seen = last;
+                    }),
+                0u);
+      ASSERT_TRUE(answer.done);
+      ASSERT_TRUE(answer.r.ok()) << answer.r.status();
+      EXPECT_EQ(answer.r->outcome, expected);
+      EXPECT_TRUE(last_seen);
+      EXPECT_THAT(sizes, ::testing::ElementsAre(4, 4, 2)) << ModeName(mode);
+      EXPECT_EQ(got, want->values) << ModeName(mode);
+    }
+  }
+}
+
 // Sync: the call waits for its step to close and answers the rows of the
 // closed step, bit-equal to a twin shard's PushRows, step, PullRows.
 TEST(ShardRows, SyncPushPullRowsAnswersTheRowsOfTheStepThatCloses) {

@@ -1,15 +1,14 @@
 #include "server/core/sparse_tables.h"
 
-#include <atomic>
+#include <algorithm>
 #include <cmath>
-#include <filesystem>
-#include <system_error>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "common/embedding_shard.h"
 #include "common/model_spec.h"
+#include "common/slice_assembler.h"
 #include "common/status_macros.h"
 
 namespace ps {
@@ -170,21 +169,30 @@ absl::Status SparseTables::CheckIds(absl::string_view table, absl::Span<const ui
 
 absl::Status SparseTables::Pull(absl::string_view table, absl::Span<const uint64_t> ids,
                                 std::vector<float>* out, size_t piece_ids, const RowsPiece& piece) {
-  absl::StatusOr<Table*> t = Find(table);
-  if (!t.ok()) return t.status();
-  if (absl::Status s = CheckIds(table, ids); !s.ok()) return s;
+  ASSIGN_OR_RETURN(Table * t, Find(table));
+  RETURN_IF_ERROR(CheckIds(table, ids));
+  EmbeddingTable& rows = *t->rows;
+  return ReadRows(
+      table, *t, ids, out, piece_ids, piece,
+      [&rows](absl::Span<const uint64_t> part, float* values) { return rows.Pull(part, values); });
+}
+
+absl::Status SparseTables::ReadRows(absl::string_view table, Table& t,
+                                    absl::Span<const uint64_t> ids, std::vector<float>* out,
+                                    size_t piece_ids, const RowsPiece& piece,
+                                    const ReadRowsFn& read) {
   // Refused before the output is allocated: a hostile pull names many ids
   // of a wide table.
-  const int64_t dim = (*t)->rows->options().dim;
+  const int64_t dim = t.rows->options().dim;
   if (static_cast<int64_t>(ids.size()) > SparseTables::kMaxFloatsPerPull / dim) {
     return absl::ResourceExhaustedError(
         absl::StrCat(Quoted(table), ": ", ids.size(), " ids of dim ", dim, " in one pull; at most ",
                      SparseTables::kMaxFloatsPerPull, " floats (1 GiB) per pull"));
   }
-  if (absl::Status s = (*t)->rows->CheckCapacity(ids); !s.ok()) return s;
+  RETURN_IF_ERROR(t.rows->CheckCapacity(ids));
   if (piece_ids == 0 || !piece || ids.size() <= piece_ids) {
     out->resize(ids.size() * static_cast<size_t>(dim));
-    RETURN_IF_ERROR((*t)->rows->Pull(ids, out->data()));
+    RETURN_IF_ERROR(read(ids, out->data()));
     if (piece) piece(std::move(*out), /*last=*/true);
     return absl::OkStatus();
   }
@@ -193,7 +201,7 @@ absl::Status SparseTables::Pull(absl::string_view table, absl::Span<const uint64
   for (size_t i = 0; i < ids.size(); i += piece_ids) {
     const absl::Span<const uint64_t> part = ids.subspan(i, piece_ids);
     std::vector<float> rows(part.size() * static_cast<size_t>(dim));
-    RETURN_IF_ERROR((*t)->rows->Pull(part, rows.data()));
+    RETURN_IF_ERROR(read(part, rows.data()));
     piece(std::move(rows), i + part.size() == ids.size());
   }
   return absl::OkStatus();
@@ -215,7 +223,7 @@ absl::StatusOr<PushOutcome> SparseTables::Push(int worker_id, absl::string_view 
                                                int64_t version, int64_t seq,
                                                int64_t current_version,
                                                absl::Span<const uint64_t> ids,
-                                               absl::Span<const float> grads) {
+                                               absl::Span<const float> grads, RowsAnswer* answer) {
   absl::StatusOr<Table*> found = Find(table);
   if (!found.ok()) return found.status();
   Table& t = **found;
@@ -226,17 +234,28 @@ absl::StatusOr<PushOutcome> SparseTables::Push(int worker_id, absl::string_view 
                                                    " gradient floats for ", ids.size(),
                                                    " ids of dim ", dim));
   }
-  if (reject_nonfinite_) {
-    for (size_t i = 0; i < grads.size(); ++i) {
-      if (!std::isfinite(grads[i])) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(Quoted(table), ": the gradient of id ", ids[i / dim], " is not finite"));
-      }
-    }
+  if (reject_nonfinite_ && !AllFinite(grads.data(), grads.size())) {
+    const size_t i =
+        std::find_if(grads.begin(), grads.end(), [](float g) { return !std::isfinite(g); }) -
+        grads.begin();
+    return absl::InvalidArgumentError(
+        absl::StrCat(Quoted(table), ": the gradient of id ", ids[i / dim], " is not finite"));
   }
   if (mode_ != Mode::kSync) {
     if (seq > 0 && seq <= last_row_seq_[worker_id]) return PushOutcome::kDuplicate;
-    if (absl::Status s = t.rows->Apply(ids, grads.data()); !s.ok()) return s;
+    if (answer != nullptr && t.rows->InMemoryOnly()) {
+      // Pieces are applied one after another: only a table that cannot
+      // fail past the checks (made on the whole request) takes them.
+      EmbeddingTable& rows = *t.rows;
+      RETURN_IF_ERROR(ReadRows(table, t, ids, answer->out, answer->piece_ids, answer->piece,
+                               [&](absl::Span<const uint64_t> part, float* values) {
+                                 const size_t at = static_cast<size_t>(part.data() - ids.data());
+                                 return rows.ApplyAndPull(part, grads.data() + at * dim, values);
+                               }));
+      answer->answered = true;
+    } else if (absl::Status s = t.rows->Apply(ids, grads.data()); !s.ok()) {
+      return s;
+    }
     if (seq > 0) last_row_seq_[worker_id] = seq;
     return PushOutcome::kApplied;
   }
@@ -367,121 +386,6 @@ std::vector<TableUsage> SparseTables::Usage() const {
     out.push_back(std::move(u));
   }
   return out;
-}
-
-EmbeddingTableOptions SparseTables::SavedOptions(const Table& t) {
-  // As saved: no tier, and a tiered table's rows bounded by nothing but
-  // the restoring server's settings (its budget bounds memory, not rows).
-  EmbeddingTableOptions saved = t.rows->options();
-  saved.tier = nullptr;
-  if (t.tier != nullptr) saved.max_rows = 0;
-  return saved;
-}
-
-absl::Status SparseTables::SnapshotTier(const Table& t, EmbeddingTableState* state) const {
-  // Unique in the process: tables installed again (a restore) count on.
-  static std::atomic<int64_t> made{0};
-  const std::string dir =
-      absl::StrCat(options_.tier_snapshot_dir, "/shard-", shard_id_, "-", ++made);
-  RETURN_IF_ERROR(t.tier->Snapshot(dir));
-  state->tier_snapshot = dir;
-  // Removed with the last copy of the state, unless a checkpoint took it.
-  state->tier_snapshot_owner = std::shared_ptr<const void>(nullptr, [dir](const void*) {
-    std::error_code ignored;
-    std::filesystem::remove_all(dir, ignored);
-  });
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::vector<EmbeddingTableState>> SparseTables::Export(bool snapshot_tiers) const {
-  std::vector<EmbeddingTableState> out;
-  out.reserve(specs_.size());
-  for (const TableSpec& spec : specs_) {
-    const Table& t = tables_.at(spec.name);
-    EmbeddingTableState state{SavedOptions(t), {}, {}, {}, nullptr};
-    bool snapshot = false;
-    if (snapshot_tiers && t.tier != nullptr && !options_.tier_snapshot_dir.empty()) {
-      absl::Status s = SnapshotTier(t, &state);
-      if (!s.ok() && !absl::IsUnimplemented(s)) return s;
-      snapshot = s.ok();
-    }
-    ASSIGN_OR_RETURN(state.contents, t.rows->Export(/*tier_rows=*/!snapshot));
-    out.push_back(std::move(state));
-  }
-  return out;
-}
-
-absl::Status MaterializeTierSnapshot(const TierSnapshotReader& read, EmbeddingTableState* state) {
-  if (state->tier_snapshot.empty()) return absl::OkStatus();
-  const EmbeddingTableOptions& o = state->options;
-  if (!read) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        Quoted(o.name), ": its rows on disk are a tier snapshot (", state->tier_snapshot,
-        "), which this server cannot read: start it with --table_memory_budget and "
-        "--table_dir"));
-  }
-  absl::flat_hash_set<uint64_t> skip(state->contents.ids.begin(), state->contents.ids.end());
-  skip.insert(state->removed.begin(), state->removed.end());
-  RETURN_IF_ERROR(read(state->tier_snapshot, EmbeddingTable::TierRowFloats(o),
-                       [&](uint64_t id, absl::Span<const float> row, uint32_t step) {
-                         if (!skip.contains(id)) {
-                           EmbeddingTable::AppendTierRow(o, id, row, step, &state->contents);
-                         }
-                       }));
-  state->tier_snapshot.clear();
-  state->tier_snapshot_owner.reset();
-  state->removed.clear();
-  return absl::OkStatus();
-}
-
-absl::Status SparseTables::InstallRows(const EmbeddingTableState& state, Table* t) const {
-  if (state.tier_snapshot.empty()) return t->rows->Import(state.contents);
-  if (t->tier != nullptr) {
-    absl::Status restored = t->tier->RestoreFrom(state.tier_snapshot);
-    if (restored.ok()) {
-      RETURN_IF_ERROR(t->rows->Import(state.contents, /*keep_tier=*/true));
-      for (uint64_t id : state.removed) RETURN_IF_ERROR(t->tier->Delete(id));
-      return absl::OkStatus();
-    }
-    if (!absl::IsUnimplemented(restored)) return restored;
-  }
-  EmbeddingTableState whole = state;
-  RETURN_IF_ERROR(MaterializeTierSnapshot(options_.read_tier_snapshot, &whole));
-  return t->rows->Import(whole.contents);
-}
-
-absl::StatusOr<std::vector<EmbeddingTableState>> SparseTables::ExportChanges() const {
-  std::vector<EmbeddingTableState> out;
-  out.reserve(specs_.size());
-  for (const TableSpec& spec : specs_) {
-    const Table& t = tables_.at(spec.name);
-    ASSIGN_OR_RETURN(EmbeddingTable::Changes changes, t.rows->ExportChanges());
-    EmbeddingTableState state{SavedOptions(t), std::move(changes.changed),
-                              std::move(changes.removed)};
-    out.push_back(std::move(state));
-  }
-  return out;
-}
-
-void SparseTables::ResetChanges() {
-  for (auto& [name, t] : tables_) t.rows->ResetChanges();
-}
-
-absl::Status SparseTables::Import(const std::vector<EmbeddingTableState>& tables,
-                                  const std::vector<int64_t>& last_row_seq) {
-  if (last_row_seq.size() > static_cast<size_t>(num_workers_)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the state holds row-push seqs of ", last_row_seq.size(), " workers, not ", num_workers_));
-  }
-  std::vector<TableSpec> specs;
-  for (const EmbeddingTableState& s : tables) {
-    specs.push_back(TableSpec{s.options.name, s.options.dim, s.options.seed, s.options.init_scale});
-  }
-  if (absl::Status s = Install(std::move(specs), &tables); !s.ok()) return s;
-  last_row_seq_ = last_row_seq;
-  last_row_seq_.resize(num_workers_, 0);
-  dense_accepted_.assign(num_workers_, false);
-  return absl::OkStatus();
 }
 
 }  // namespace ps

@@ -164,12 +164,26 @@ class SparseTables {
   absl::StatusOr<bool> CheckPrefetch(absl::string_view table, absl::Span<const uint64_t> ids);
   absl::Status Prefetch(absl::string_view table, absl::Span<const uint64_t> ids);
 
+  // A push-pull's rows (async and SSP): a push that applies reads its rows
+  // too, as Pull would after it (its checks first, then into `out` or in
+  // pieces), each right after its update; in a table in memory only
+  // (EmbeddingTable::InMemoryOnly) that is one lookup a row. `answered`
+  // says it did; otherwise (sync, a duplicate, a table with a tier,
+  // admission, ttl or min_l2) the caller pulls.
+  struct RowsAnswer {
+    std::vector<float>* out = nullptr;
+    size_t piece_ids = 0;
+    RowsPiece piece;
+    bool answered = false;
+  };
+
   // A worker's row gradients: `grads` holds ids.size() * dim floats. See the
   // contract above; `current_version` is the shard's version (sync: the open
   // step). REQUIRES: 0 <= worker_id < num_workers.
   absl::StatusOr<PushOutcome> Push(int worker_id, absl::string_view table, int64_t version,
                                    int64_t seq, int64_t current_version,
-                                   absl::Span<const uint64_t> ids, absl::Span<const float> grads);
+                                   absl::Span<const uint64_t> ids, absl::Span<const float> grads,
+                                   RowsAnswer* answer = nullptr);
 
   // Sync, once step `step` closed: kApplied if it applied `worker_id`'s
   // rows of `table`, else kDropped (the step closed without its dense
@@ -244,6 +258,13 @@ class SparseTables {
   absl::StatusOr<Table*> Find(absl::string_view table);
   // Too many ids, an id not this shard's, a repeat: INVALID_ARGUMENT.
   absl::Status CheckIds(absl::string_view table, absl::Span<const uint64_t> ids) const;
+  // Pull's reading of checked `ids` of `t`: its size and capacity checks,
+  // then read(part, rows) for the whole of them into *out, or for each
+  // piece handed to `piece` (see Pull).
+  using ReadRowsFn = std::function<absl::Status(absl::Span<const uint64_t> part, float* rows)>;
+  absl::Status ReadRows(absl::string_view table, Table& t, absl::Span<const uint64_t> ids,
+                        std::vector<float>* out, size_t piece_ids, const RowsPiece& piece,
+                        const ReadRowsFn& read);
   EmbeddingTableOptions TableOptions(const TableSpec& spec) const;
   // A table's options as a checkpoint saves them.
   static EmbeddingTableOptions SavedOptions(const Table& t);
