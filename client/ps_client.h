@@ -136,7 +136,9 @@ class PsClient {
   // Writes the rows of `ids` (any order, repeats allowed) of `table` to
   // out[i * dim, (i + 1) * dim) for caller position i. Each id is sent once,
   // to the shard that owns it (client/sparse_ids.h). In sync mode call it
-  // after the step's Pull: the rows are those of that step.
+  // after the step's Pull: the rows are those of that step. Strictly
+  // ascending ids on one shard land in `out` straight from the wire; on an
+  // error `out` may hold part of the rows (as for every rows call).
   absl::Status PullRows(absl::string_view table, absl::Span<const uint64_t> ids,
                         absl::Span<float> out);
   // Names the ids of a pull to come (the next batch's): each shard checks

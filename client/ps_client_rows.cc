@@ -45,14 +45,13 @@ absl::Status PsClient::PullRows(absl::string_view table, absl::Span<const uint64
                      " need ", floats, " floats, the output holds ", out.size()));
   }
   ASSIGN_OR_RETURN(const SparseRequest request, GroupIds(ids, num_shards()));
-  std::vector<std::vector<float>> rows;
+  const RowsLanding rows(request, dim, out);
   const auto attempt = [&] {
-    return rep_->transport->PullRows(table, dim, request.shard_ids, &rows);
+    return rep_->transport->PullRows(table, request.shard_ids, rows.shards());
   };
   rep_->StartOp();
   RETURN_IF_ERROR(Retry("pull of rows", attempt(), attempt));
-  std::vector<absl::Span<const float>> views(rows.begin(), rows.end());
-  return ScatterRows(request, views, dim, out.data());
+  return rows.Scatter();
 }
 
 absl::Status PsClient::PrefetchRows(absl::string_view table, absl::Span<const uint64_t> ids) {
@@ -81,13 +80,13 @@ absl::Status PsClient::PushRows(absl::string_view table, absl::Span<const uint64
     }
   }
   ASSIGN_OR_RETURN(const SparseRequest request, GroupIds(ids, num_shards()));
-  ASSIGN_OR_RETURN(const std::vector<std::vector<float>> summed,
-                   SumGradients(request, grads.data(), dim));
+  ASSIGN_OR_RETURN(const ShardGradients summed,
+                   GradientsByShard(request, grads.data(), dim, /*borrow=*/true));
   // One seq for every try: the shards deduplicate a retry.
   const int64_t seq = ++rep_->state.row_seq;
   std::vector<PushOutcome> outcomes;
   const auto attempt = [&] {
-    return rep_->transport->PushRows(table, request.shard_ids, summed, seq, &outcomes);
+    return rep_->transport->PushRows(table, request.shard_ids, summed.views, seq, &outcomes);
   };
   rep_->StartOp();
   RETURN_IF_ERROR(Retry("push of rows", attempt(), attempt));
@@ -102,15 +101,14 @@ namespace {
 class RowsPushPullOp final : public PendingOp {
  public:
   using Start = std::function<std::unique_ptr<PendingOp>(std::vector<PushOutcome>*,
-                                                         std::vector<std::vector<float>>*)>;
+                                                         const std::vector<absl::Span<float>>&)>;
   using Retry = std::function<absl::Status(absl::Status, const std::function<absl::Status()>&)>;
   RowsPushPullOp(SparseRequest request, int dim, absl::Span<float> out, Start start, Retry retry)
       : request_(std::move(request)),
-        dim_(dim),
-        out_(out),
+        rows_(request_, dim, out),
         start_(std::move(start)),
         retry_(std::move(retry)) {
-    calls_ = start_(&outcomes_, &rows_);
+    calls_ = start_(&outcomes_, rows_.shards());
   }
 
   absl::Status Wait() override {
@@ -118,23 +116,20 @@ class RowsPushPullOp final : public PendingOp {
     calls_.reset();
     if (!s.ok()) {
       s = retry_(std::move(s), [this] {
-        std::unique_ptr<PendingOp> again = start_(&outcomes_, &rows_);
+        std::unique_ptr<PendingOp> again = start_(&outcomes_, rows_.shards());
         return again->Wait();
       });
     }
     if (!s.ok()) return s;
-    std::vector<absl::Span<const float>> views(rows_.begin(), rows_.end());
-    return ScatterRows(request_, views, dim_, out_.data());
+    return rows_.Scatter();
   }
 
  private:
   const SparseRequest request_;
-  const int dim_;
-  const absl::Span<float> out_;
+  const RowsLanding rows_;  // into request_'s shards, then the caller's `out`
   const Start start_;
   const Retry retry_;
   std::vector<PushOutcome> outcomes_;
-  std::vector<std::vector<float>> rows_;
   std::unique_ptr<PendingOp> calls_;  // the first try, until waited on
 };
 
@@ -172,22 +167,23 @@ std::unique_ptr<PendingOp> PsClient::PushPullRowsAsync(absl::string_view table,
     // min_version).
     std::vector<int64_t> min_versions = rep_->state.shard_version;
     for (int64_t& v : min_versions) ++v;
-    start = [this, table = std::string(table), d, shard_ids = request->shard_ids, min_versions](
-                std::vector<PushOutcome>*, std::vector<std::vector<float>>* rows) {
-      return rep_->rows_beside->StartPull(table, d, shard_ids, min_versions, rows);
+    start = [this, table = std::string(table), shard_ids = request->shard_ids, min_versions](
+                std::vector<PushOutcome>*, const std::vector<absl::Span<float>>& rows) {
+      return rep_->rows_beside->StartPull(table, shard_ids, min_versions, rows);
     };
   } else {
-    absl::StatusOr<std::vector<std::vector<float>>> summed =
-        SumGradients(*request, grads.data(), d);
-    if (!summed.ok()) return PendingCalls::Failed(summed.status());
-    // Every try sends the same gradients with one seq: the shards answer a
+    // Copied (the caller's gradients are read before this returns): every
+    // try sends the same gradients with one seq, and the shards answer a
     // retry as a duplicate.
-    start = [this, table = std::string(table), d, shard_ids = request->shard_ids,
-             summed = *std::move(summed), seq = ++rep_->state.row_seq,
-             versions = rep_->state.shard_version](std::vector<PushOutcome>* outcomes,
-                                                   std::vector<std::vector<float>>* rows) {
-      return rep_->rows_beside->StartPushPull(table, d, shard_ids, summed, seq, versions, outcomes,
-                                              rows);
+    absl::StatusOr<ShardGradients> summed =
+        GradientsByShard(*request, grads.data(), d, /*borrow=*/false);
+    if (!summed.ok()) return PendingCalls::Failed(summed.status());
+    start = [this, table = std::string(table), shard_ids = request->shard_ids,
+             summed = std::make_shared<const ShardGradients>(*std::move(summed)),
+             seq = ++rep_->state.row_seq, versions = rep_->state.shard_version](
+                std::vector<PushOutcome>* outcomes, const std::vector<absl::Span<float>>& rows) {
+      return rep_->rows_beside->StartPushPull(table, shard_ids, summed->views, seq, versions,
+                                              outcomes, rows);
     };
   }
   // A retry (after the step's push returned) is this client's operation in
@@ -219,19 +215,18 @@ absl::Status PsClient::PushPullRows(absl::string_view table, absl::Span<const ui
         "push; use PushPullRowsAsync, then the step's PushPull, then its Wait()"));
   }
   ASSIGN_OR_RETURN(const SparseRequest request, GroupIds(ids, num_shards()));
-  ASSIGN_OR_RETURN(const std::vector<std::vector<float>> summed,
-                   SumGradients(request, grads.data(), dim));
+  ASSIGN_OR_RETURN(const ShardGradients summed,
+                   GradientsByShard(request, grads.data(), dim, /*borrow=*/true));
   const int64_t seq = ++rep_->state.row_seq;  // one for every try
   std::vector<PushOutcome> outcomes;
-  std::vector<std::vector<float>> rows;
+  const RowsLanding rows(request, dim, out);
   const auto attempt = [&] {
-    return rep_->transport->PushPullRows(table, dim, request.shard_ids, summed, seq, &outcomes,
-                                         &rows);
+    return rep_->transport->PushPullRows(table, request.shard_ids, summed.views, seq, &outcomes,
+                                         rows.shards());
   };
   rep_->StartOp();
   RETURN_IF_ERROR(Retry("push-pull of rows", attempt(), attempt));
-  std::vector<absl::Span<const float>> views(rows.begin(), rows.end());
-  return ScatterRows(request, views, dim, out.data());
+  return rows.Scatter();
 }
 
 }  // namespace ps

@@ -171,4 +171,36 @@ absl::StatusOr<std::vector<std::vector<float>>> SumGradients(const SparseRequest
   return sums;
 }
 
+absl::StatusOr<ShardGradients> GradientsByShard(const SparseRequest& request, const float* grads,
+                                                int dim, bool borrow) {
+  ShardGradients g;
+  if (borrow && request.identity) {
+    RETURN_IF_ERROR(SparseValueCount(request.num_ids(), dim).status());
+    g.views.emplace_back(grads, request.num_ids() * static_cast<size_t>(dim));
+    return g;
+  }
+  ASSIGN_OR_RETURN(g.sums, SumGradients(request, grads, dim));
+  g.views.assign(g.sums.begin(), g.sums.end());
+  return g;
+}
+
+RowsLanding::RowsLanding(const SparseRequest& request, int dim, absl::Span<float> out)
+    : request_(request), dim_(dim), out_(out) {
+  if (request.identity) {
+    shards_.push_back(out);
+    return;
+  }
+  for (const std::vector<uint64_t>& ids : request.shard_ids) {
+    const size_t n = ids.size() * static_cast<size_t>(dim);
+    buffers_.emplace_back(new float[n]);
+    shards_.emplace_back(buffers_.back().get(), n);
+  }
+}
+
+absl::Status RowsLanding::Scatter() const {
+  if (request_.identity) return absl::OkStatus();
+  std::vector<absl::Span<const float>> views(shards_.begin(), shards_.end());
+  return ScatterRows(request_, views, dim_, out_.data());
+}
+
 }  // namespace ps

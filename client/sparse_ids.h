@@ -27,6 +27,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -84,6 +85,43 @@ absl::Status ScatterRows(const SparseRequest& request,
 // `request` came from GroupIds.
 absl::StatusOr<std::vector<std::vector<float>>> SumGradients(const SparseRequest& request,
                                                              const float* grads, int dim);
+
+// A request's gradients as the transports send them: views[s] is shard s's,
+// SumGradients' rows. With `borrow`, an identity request's view is the
+// caller's `grads` itself (no copy; they must outlive the views); otherwise
+// (and always for any other request) `sums` holds them.
+struct ShardGradients {
+  std::vector<std::vector<float>> sums;
+  std::vector<absl::Span<const float>> views;
+};
+absl::StatusOr<ShardGradients> GradientsByShard(const SparseRequest& request, const float* grads,
+                                                int dim, bool borrow);
+
+// Where a request's rows arrive: shards()[s] holds shard s's rows,
+// request.shard_ids[s].size() * dim floats. An identity request's land in
+// the caller's `out` itself; any other's in buffers of this object (not
+// zeroed: a transport fills each whole or fails), which Scatter then
+// copies into `out` in caller order. Not copyable: the views point into it.
+// REQUIRES: `request` (from GroupIds) and `out` (request.num_ids() * dim
+// floats) outlive it; dim >= 1 and SparseValueCount passed.
+class RowsLanding {
+ public:
+  RowsLanding(const SparseRequest& request, int dim, absl::Span<float> out);
+  RowsLanding(const RowsLanding&) = delete;
+  RowsLanding& operator=(const RowsLanding&) = delete;
+
+  const std::vector<absl::Span<float>>& shards() const { return shards_; }
+  // After every shard's rows arrived: `out` in caller order (ScatterRows'
+  // errors, which the sizes rule out).
+  absl::Status Scatter() const;
+
+ private:
+  const SparseRequest& request_;
+  const int dim_;
+  const absl::Span<float> out_;
+  std::vector<std::unique_ptr<float[]>> buffers_;
+  std::vector<absl::Span<float>> shards_;
+};
 
 }  // namespace ps
 

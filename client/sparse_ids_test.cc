@@ -236,6 +236,63 @@ TEST(ScatterRows, RejectsRowsOfTheWrongSizeNamingTheShard) {
   EXPECT_THAT(status.message(), HasSubstr("dim"));
 }
 
+// Rows land in the caller's `out` straight when the request is the
+// identity, and through buffers scattered in caller order otherwise: the
+// same rows as ScatterRows either way.
+TEST(RowsLanding, IdentityLandsInOutOthersScatter) {
+  const int dim = 3;
+  for (int shards : {1, 4}) {
+    for (bool ascending : {true, false}) {
+      std::vector<uint64_t> ids = RandomIds(3000, ascending ? 100000 : 400, /*seed=*/5);
+      if (ascending) {
+        std::sort(ids.begin(), ids.end());
+        ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+      }
+      absl::StatusOr<SparseRequest> request = GroupIds(ids, shards);
+      ASSERT_TRUE(request.ok()) << request.status();
+      std::vector<float> out(ids.size() * dim, -1.0f);
+      const RowsLanding landing(*request, dim, absl::MakeSpan(out));
+      ASSERT_EQ(landing.shards().size(), static_cast<size_t>(shards));
+      EXPECT_EQ(landing.shards()[0].data() == out.data(), request->identity);
+      EXPECT_EQ(request->identity, shards == 1 && ascending);
+      const std::vector<std::vector<float>> rows = ServerRows(*request, dim);
+      for (int s = 0; s < shards; ++s) {  // what a transport does
+        ASSERT_EQ(landing.shards()[s].size(), rows[s].size());
+        std::copy(rows[s].begin(), rows[s].end(), landing.shards()[s].begin());
+      }
+      ASSERT_TRUE(landing.Scatter().ok());
+      std::vector<float> want(ids.size() * dim);
+      ASSERT_TRUE(ScatterRows(*request, Spans(rows), dim, want.data()).ok());
+      EXPECT_EQ(out, want) << shards << " shards, ascending " << ascending;
+    }
+  }
+}
+
+// With `borrow`, an identity request's gradients are the caller's own;
+// without, or for any other request, SumGradients' copies.
+TEST(GradientsByShard, BorrowsOnlyAnIdentityRequestsGradients) {
+  const int dim = 2;
+  const std::vector<uint64_t> sorted = {1, 5, 9}, repeats = {9, 1, 9};
+  const std::vector<float> grads = {1, 2, 3, 4, 5, 6};
+  for (bool borrow : {true, false}) {
+    absl::StatusOr<SparseRequest> identity = GroupIds(sorted, 1);
+    ASSERT_TRUE(identity.ok() && identity->identity);
+    absl::StatusOr<ShardGradients> g = GradientsByShard(*identity, grads.data(), dim, borrow);
+    ASSERT_TRUE(g.ok()) << g.status();
+    ASSERT_EQ(g->views.size(), 1u);
+    EXPECT_EQ(g->views[0].data() == grads.data(), borrow);
+    EXPECT_EQ(std::vector<float>(g->views[0].begin(), g->views[0].end()), grads);
+  }
+  absl::StatusOr<SparseRequest> other = GroupIds(repeats, 1);
+  ASSERT_TRUE(other.ok());
+  absl::StatusOr<ShardGradients> g = GradientsByShard(*other, grads.data(), dim, true);
+  ASSERT_TRUE(g.ok());
+  EXPECT_THAT(std::vector<float>(g->views[0].begin(), g->views[0].end()),
+              ::testing::ElementsAre(3, 4, 6, 8));  // id 1, then id 9 summed
+  EXPECT_EQ(GradientsByShard(*other, grads.data(), 0, true).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(SumGradients, SumsRepeatsInCallerOrderBitForBit) {
   const int dim = 4;
   const std::vector<uint64_t> ids = RandomIds(6000, 200, /*seed=*/33);  // ~30 repeats per id

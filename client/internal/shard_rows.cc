@@ -51,15 +51,14 @@ absl::Status CallShards(const ClientState& state, const std::vector<bool>& calle
       ->Wait();
 }
 
-// A shard's answered rows (`want` floats) into `out`; INTERNAL if the
-// answer holds another number of bytes.
-absl::Status TakeRows(const std::string& values, size_t want, std::vector<float>* out) {
-  if (values.size() != want * sizeof(float)) {
+// A shard's answered rows into `out`, which holds what they take; INTERNAL
+// if the answer holds another number of bytes.
+absl::Status TakeRows(const std::string& values, absl::Span<float> out) {
+  if (values.size() != out.size() * sizeof(float)) {
     return absl::InternalError(absl::StrCat("answered ", values.size(), " bytes of rows, expected ",
-                                            want * sizeof(float)));
+                                            out.size() * sizeof(float)));
   }
-  out->resize(want);
-  CopyPieces({absl::string_view(values)}, out->data());
+  CopyPieces({absl::string_view(values)}, out.data());
   return absl::OkStatus();
 }
 
@@ -79,21 +78,18 @@ ShardRows::ShardRows(const std::vector<std::shared_ptr<grpc::Channel>>& channels
   for (const auto& channel : channels) stubs_.push_back(v1::ParameterServer::NewStub(channel));
 }
 
-absl::Status ShardRows::Pull(absl::string_view table, int dim,
+absl::Status ShardRows::Pull(absl::string_view table,
                              const std::vector<std::vector<uint64_t>>& shard_ids,
-                             std::vector<std::vector<float>>* rows) {
-  return StartPull(table, dim, shard_ids, {}, rows)->Wait();
+                             const std::vector<absl::Span<float>>& rows) {
+  return StartPull(table, shard_ids, {}, rows)->Wait();
 }
 
-std::unique_ptr<PendingOp> ShardRows::StartPull(absl::string_view table, int dim,
+std::unique_ptr<PendingOp> ShardRows::StartPull(absl::string_view table,
                                                 const std::vector<std::vector<uint64_t>>& shard_ids,
                                                 const std::vector<int64_t>& min_versions,
-                                                std::vector<std::vector<float>>* rows) {
-  rows->assign(shard_ids.size(), {});
+                                                const std::vector<absl::Span<float>>& rows) {
   const ClientOptions& o = state_->options;
   const bool waits = !min_versions.empty();
-  std::vector<size_t> want;  // by shard: the floats of its rows
-  for (const auto& ids : shard_ids) want.push_back(ids.size() * static_cast<size_t>(dim));
   return StartShards<v1::PullRowsRequest, v1::PullRowsResponse>(
       *state_, Called(shard_ids), waits ? o.wait_timeout + o.rpc_timeout : o.rpc_timeout,
       [&](int s, v1::PullRowsRequest* req) {
@@ -104,9 +100,7 @@ std::unique_ptr<PendingOp> ShardRows::StartPull(absl::string_view table, int dim
         }
       },
       [this](int s, auto... args) { stubs_[s]->async()->PullRows(args...); },
-      [want, rows](int s, const v1::PullRowsResponse& r) {
-        return TakeRows(r.values(), want[s], &(*rows)[s]);
-      });
+      [rows](int s, const v1::PullRowsResponse& r) { return TakeRows(r.values(), rows[s]); });
 }
 
 absl::Status ShardRows::Prefetch(absl::string_view table,
@@ -123,7 +117,7 @@ absl::Status ShardRows::Prefetch(absl::string_view table,
 
 absl::Status ShardRows::Push(absl::string_view table,
                              const std::vector<std::vector<uint64_t>>& shard_ids,
-                             const std::vector<std::vector<float>>& grads, int64_t seq,
+                             const std::vector<absl::Span<const float>>& grads, int64_t seq,
                              std::vector<PushOutcome>* outcomes) {
   outcomes->assign(shard_ids.size(), PushOutcome::kApplied);
   const ClientState& state = *state_;
@@ -144,24 +138,21 @@ absl::Status ShardRows::Push(absl::string_view table,
       });
 }
 
-absl::Status ShardRows::PushPull(absl::string_view table, int dim,
+absl::Status ShardRows::PushPull(absl::string_view table,
                                  const std::vector<std::vector<uint64_t>>& shard_ids,
-                                 const std::vector<std::vector<float>>& grads, int64_t seq,
+                                 const std::vector<absl::Span<const float>>& grads, int64_t seq,
                                  std::vector<PushOutcome>* outcomes,
-                                 std::vector<std::vector<float>>* rows) {
-  return StartPushPull(table, dim, shard_ids, grads, seq, state_->shard_version, outcomes, rows)
-      ->Wait();
+                                 const std::vector<absl::Span<float>>& rows) {
+  return StartPushPull(table, shard_ids, grads, seq, state_->shard_version, outcomes, rows)->Wait();
 }
 
 std::unique_ptr<PendingOp> ShardRows::StartPushPull(
-    absl::string_view table, int dim, const std::vector<std::vector<uint64_t>>& shard_ids,
-    const std::vector<std::vector<float>>& grads, int64_t seq, const std::vector<int64_t>& versions,
-    std::vector<PushOutcome>* outcomes, std::vector<std::vector<float>>* rows) {
+    absl::string_view table, const std::vector<std::vector<uint64_t>>& shard_ids,
+    const std::vector<absl::Span<const float>>& grads, int64_t seq,
+    const std::vector<int64_t>& versions, std::vector<PushOutcome>* outcomes,
+    const std::vector<absl::Span<float>>& rows) {
   outcomes->assign(shard_ids.size(), PushOutcome::kApplied);
-  rows->assign(shard_ids.size(), {});
   const ClientOptions& o = state_->options;
-  std::vector<size_t> want;  // by shard: the floats of its rows
-  for (const auto& ids : shard_ids) want.push_back(ids.size() * static_cast<size_t>(dim));
   return StartShards<v1::PushPullRowsRequest, v1::PushPullRowsResponse>(
       *state_, Called(shard_ids), o.rpc_timeout,
       [&](int s, v1::PushPullRowsRequest* req) {
@@ -173,9 +164,9 @@ std::unique_ptr<PendingOp> ShardRows::StartPushPull(
         req->set_seq(seq);
       },
       [this](int s, auto... args) { stubs_[s]->async()->PushPullRows(args...); },
-      [want, outcomes, rows](int s, const v1::PushPullRowsResponse& r) {
+      [outcomes, rows](int s, const v1::PushPullRowsResponse& r) {
         (*outcomes)[s] = static_cast<PushOutcome>(r.outcome());
-        return TakeRows(r.values(), want[s], &(*rows)[s]);
+        return TakeRows(r.values(), rows[s]);
       });
 }
 

@@ -31,22 +31,22 @@ class ShardRows {
   // Shard i's calls go over channels[i].
   ShardRows(const std::vector<std::shared_ptr<grpc::Channel>>& channels, const ClientState* state);
 
-  // Rows of `table` (dim floats each): shard s is asked for shard_ids[s]
-  // (none: not called) and its rows go to rows[s], checked to be
-  // shard_ids[s].size() * dim floats (INTERNAL naming the shard otherwise).
-  // The first error names its shard and address.
-  absl::Status Pull(absl::string_view table, int dim,
-                    const std::vector<std::vector<uint64_t>>& shard_ids,
-                    std::vector<std::vector<float>>* rows);
+  // Rows of `table`: shard s is asked for shard_ids[s] (none: not called)
+  // and its rows go to rows[s], which holds exactly what they take
+  // (INTERNAL naming the shard when it answers another size). The first
+  // error names its shard and address.
+  absl::Status Pull(absl::string_view table, const std::vector<std::vector<uint64_t>>& shard_ids,
+                    const std::vector<absl::Span<float>>& rows);
 
   // Pull as an operation in flight; with `min_versions` (by shard), shard s
   // answers once its version is min_versions[s] (PullRowsRequest.
-  // min_version), waiting up to the options' wait_timeout. `rows` must
-  // outlive the operation; the other arguments are read before it returns.
-  std::unique_ptr<PendingOp> StartPull(absl::string_view table, int dim,
+  // min_version), waiting up to the options' wait_timeout. The memory of
+  // `rows` must outlive the operation; the arguments are read before it
+  // returns.
+  std::unique_ptr<PendingOp> StartPull(absl::string_view table,
                                        const std::vector<std::vector<uint64_t>>& shard_ids,
                                        const std::vector<int64_t>& min_versions,
-                                       std::vector<std::vector<float>>* rows);
+                                       const std::vector<absl::Span<float>>& rows);
 
   // Tells shard s that shard_ids[s] are the ids of a pull to come
   // (PullRowsRequest.prefetch); answered without rows.
@@ -57,23 +57,24 @@ class ShardRows {
   // step state.shard_version[s] (sync) with the async `seq`; outcomes[s]
   // says what each shard did (kApplied for shards not called).
   absl::Status Push(absl::string_view table, const std::vector<std::vector<uint64_t>>& shard_ids,
-                    const std::vector<std::vector<float>>& grads, int64_t seq,
+                    const std::vector<absl::Span<const float>>& grads, int64_t seq,
                     std::vector<PushOutcome>* outcomes);
 
   // Push, then the rows after it (async and SSP), one call per shard, with
-  // the versions `versions` (by shard). `outcomes` and `rows` must outlive
-  // the operation; the other arguments are read before it returns.
-  std::unique_ptr<PendingOp> StartPushPull(absl::string_view table, int dim,
+  // the versions `versions` (by shard). `outcomes` and the memory of `rows`
+  // must outlive the operation; the arguments are read before it returns.
+  std::unique_ptr<PendingOp> StartPushPull(absl::string_view table,
                                            const std::vector<std::vector<uint64_t>>& shard_ids,
-                                           const std::vector<std::vector<float>>& grads,
+                                           const std::vector<absl::Span<const float>>& grads,
                                            int64_t seq, const std::vector<int64_t>& versions,
                                            std::vector<PushOutcome>* outcomes,
-                                           std::vector<std::vector<float>>* rows);
+                                           const std::vector<absl::Span<float>>& rows);
   // StartPushPull for the steps of state.shard_version, waited on.
-  absl::Status PushPull(absl::string_view table, int dim,
+  absl::Status PushPull(absl::string_view table,
                         const std::vector<std::vector<uint64_t>>& shard_ids,
-                        const std::vector<std::vector<float>>& grads, int64_t seq,
-                        std::vector<PushOutcome>* outcomes, std::vector<std::vector<float>>* rows);
+                        const std::vector<absl::Span<const float>>& grads, int64_t seq,
+                        std::vector<PushOutcome>* outcomes,
+                        const std::vector<absl::Span<float>>& rows);
 
  private:
   const ClientState* const state_;                                 // not owned

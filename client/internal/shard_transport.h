@@ -129,13 +129,13 @@ class ShardTransport {
   // retries). Blocking, with the RPC timeout; the first error names its
   // shard and address. Both need only Connect, not Init.
   //
-  // PullRows: rows of `table` (dim floats each): shard s is asked for
-  // shard_ids[s] (none: not called) and its rows go to rows[s], checked to
-  // be shard_ids[s].size() * dim floats (INTERNAL naming the shard
-  // otherwise).
-  virtual absl::Status PullRows(absl::string_view table, int dim,
+  // PullRows: rows of `table`: shard s is asked for shard_ids[s] (none:
+  // not called) and its rows go to rows[s], which holds exactly what they
+  // take (shard_ids[s].size() * dim floats; INTERNAL naming the shard when
+  // it answers another size). On error rows[s] may hold part of an answer.
+  virtual absl::Status PullRows(absl::string_view table,
                                 const std::vector<std::vector<uint64_t>>& shard_ids,
-                                std::vector<std::vector<float>>* rows) = 0;
+                                const std::vector<absl::Span<float>>& rows) = 0;
 
   // PrefetchRows: shard s is told shard_ids[s] are the ids of a pull to
   // come (PullRowsRequest.prefetch); it answers at once, without rows.
@@ -147,16 +147,16 @@ class ShardTransport {
   // outcomes[s] says what each shard did (kApplied for shards not called).
   virtual absl::Status PushRows(absl::string_view table,
                                 const std::vector<std::vector<uint64_t>>& shard_ids,
-                                const std::vector<std::vector<float>>& grads, int64_t seq,
+                                const std::vector<absl::Span<const float>>& grads, int64_t seq,
                                 std::vector<PushOutcome>* outcomes) = 0;
 
   // PushPullRows (async and SSP): PushRows, then each shard's rows after
   // the push into rows[s], as PullRows, in one round trip per shard.
-  virtual absl::Status PushPullRows(absl::string_view table, int dim,
+  virtual absl::Status PushPullRows(absl::string_view table,
                                     const std::vector<std::vector<uint64_t>>& shard_ids,
-                                    const std::vector<std::vector<float>>& grads, int64_t seq,
+                                    const std::vector<absl::Span<const float>>& grads, int64_t seq,
                                     std::vector<PushOutcome>* outcomes,
-                                    std::vector<std::vector<float>>* rows) = 0;
+                                    const std::vector<absl::Span<float>>& rows) = 0;
 };
 
 // ---- Helpers of both transports.

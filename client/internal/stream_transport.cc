@@ -163,30 +163,24 @@ namespace {
 
 // Receives the rows of a stream rows call into rows[s], checking their size.
 struct RowsReceiver {
-  std::vector<std::vector<float>>* rows;
+  const std::vector<absl::Span<float>>& rows;
   std::vector<size_t> received;  // bytes, by shard
 
-  RowsReceiver(const std::vector<std::vector<uint64_t>>& shard_ids, int dim,
-               std::vector<std::vector<float>>* out)
-      : rows(out), received(shard_ids.size(), 0) {
-    rows->assign(shard_ids.size(), {});
-    for (size_t s = 0; s < shard_ids.size(); ++s) {
-      (*rows)[s].resize(shard_ids[s].size() * static_cast<size_t>(dim));
-    }
-  }
+  explicit RowsReceiver(const std::vector<absl::Span<float>>& into)
+      : rows(into), received(into.size(), 0) {}
   absl::Status Add(int s, const RawStreamResponse& r) {
-    const size_t want = (*rows)[s].size() * sizeof(float);
+    const size_t want = rows[s].size() * sizeof(float);
     const size_t size = PiecesSize(r.rows);
     if (received[s] + size > want) {
       return absl::InternalError(
           absl::StrCat("answered ", received[s] + size, " bytes of rows or more, expected ", want));
     }
-    CopyPieces(r.rows, reinterpret_cast<char*>((*rows)[s].data()) + received[s]);
+    CopyPieces(r.rows, reinterpret_cast<char*>(rows[s].data()) + received[s]);
     received[s] += size;
     return absl::OkStatus();
   }
   absl::Status Finish(int s) const {
-    const size_t want = (*rows)[s].size() * sizeof(float);
+    const size_t want = rows[s].size() * sizeof(float);
     if (received[s] != want) {
       return absl::InternalError(
           absl::StrCat("answered ", received[s], " bytes of rows, expected ", want));
@@ -197,10 +191,10 @@ struct RowsReceiver {
 
 }  // namespace
 
-absl::Status StreamTransport::PullRows(absl::string_view table, int dim,
+absl::Status StreamTransport::PullRows(absl::string_view table,
                                        const std::vector<std::vector<uint64_t>>& shard_ids,
-                                       std::vector<std::vector<float>>* rows) {
-  RowsReceiver receiver(shard_ids, dim, rows);
+                                       const std::vector<absl::Span<float>>& rows) {
+  RowsReceiver receiver(rows);
   return RowCalls(
       StreamCall::kPullRows, table, /*seq=*/0, shard_ids,
       [&](int s, const StreamCallHeader& h) {
@@ -223,16 +217,16 @@ absl::Status StreamTransport::PrefetchRows(absl::string_view table,
       [](int) { return absl::OkStatus(); });
 }
 
-absl::Status StreamTransport::PushPullRows(absl::string_view table, int dim,
+absl::Status StreamTransport::PushPullRows(absl::string_view table,
                                            const std::vector<std::vector<uint64_t>>& shard_ids,
-                                           const std::vector<std::vector<float>>& grads,
+                                           const std::vector<absl::Span<const float>>& grads,
                                            int64_t seq, std::vector<PushOutcome>* outcomes,
-                                           std::vector<std::vector<float>>* rows) {
+                                           const std::vector<absl::Span<float>>& rows) {
   outcomes->assign(shard_ids.size(), PushOutcome::kApplied);
   // The outcome is in a call's first reply; char, not bool: shards answer on
   // threads of their own.
   std::vector<char> answered(shard_ids.size(), 0);
-  RowsReceiver receiver(shard_ids, dim, rows);
+  RowsReceiver receiver(rows);
   return RowCalls(
       StreamCall::kPushPullRows, table, seq, shard_ids,
       [&](int s, const StreamCallHeader& h) {
@@ -248,8 +242,8 @@ absl::Status StreamTransport::PushPullRows(absl::string_view table, int dim,
 
 absl::Status StreamTransport::PushRows(absl::string_view table,
                                        const std::vector<std::vector<uint64_t>>& shard_ids,
-                                       const std::vector<std::vector<float>>& grads, int64_t seq,
-                                       std::vector<PushOutcome>* outcomes) {
+                                       const std::vector<absl::Span<const float>>& grads,
+                                       int64_t seq, std::vector<PushOutcome>* outcomes) {
   outcomes->assign(shard_ids.size(), PushOutcome::kApplied);
   return RowCalls(
       StreamCall::kPushRows, table, seq, shard_ids,

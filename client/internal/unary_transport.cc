@@ -81,16 +81,16 @@ std::unique_ptr<PendingOp> UnaryTransport::PushPull(const ConstTensorViews& grad
       ReadPullInto(std::move(weights)));
 }
 
-absl::Status UnaryTransport::PullRows(absl::string_view table, int dim,
+absl::Status UnaryTransport::PullRows(absl::string_view table,
                                       const std::vector<std::vector<uint64_t>>& shard_ids,
-                                      std::vector<std::vector<float>>* rows) {
-  return rows_.Pull(table, dim, shard_ids, rows);
+                                      const std::vector<absl::Span<float>>& rows) {
+  return rows_.Pull(table, shard_ids, rows);
 }
 
 absl::Status UnaryTransport::PushRows(absl::string_view table,
                                       const std::vector<std::vector<uint64_t>>& shard_ids,
-                                      const std::vector<std::vector<float>>& grads, int64_t seq,
-                                      std::vector<PushOutcome>* outcomes) {
+                                      const std::vector<absl::Span<const float>>& grads,
+                                      int64_t seq, std::vector<PushOutcome>* outcomes) {
   return rows_.Push(table, shard_ids, grads, seq, outcomes);
 }
 
@@ -99,12 +99,12 @@ absl::Status UnaryTransport::PrefetchRows(absl::string_view table,
   return rows_.Prefetch(table, shard_ids);
 }
 
-absl::Status UnaryTransport::PushPullRows(absl::string_view table, int dim,
+absl::Status UnaryTransport::PushPullRows(absl::string_view table,
                                           const std::vector<std::vector<uint64_t>>& shard_ids,
-                                          const std::vector<std::vector<float>>& grads, int64_t seq,
-                                          std::vector<PushOutcome>* outcomes,
-                                          std::vector<std::vector<float>>* rows) {
-  return rows_.PushPull(table, dim, shard_ids, grads, seq, outcomes, rows);
+                                          const std::vector<absl::Span<const float>>& grads,
+                                          int64_t seq, std::vector<PushOutcome>* outcomes,
+                                          const std::vector<absl::Span<float>>& rows) {
+  return rows_.PushPull(table, shard_ids, grads, seq, outcomes, rows);
 }
 
 int64_t UnaryTransport::NextSeq() { return state_->mode != Mode::kSync ? ++state_->seq : 0; }

@@ -35,20 +35,20 @@ class UnaryTransport final : public ShardTransport {
   std::unique_ptr<PendingOp> PushPull(const ConstTensorViews& grads, TensorViews weights) override;
   std::unique_ptr<LayerwisePushPull> StartPushPull(const ConstTensorViews* grads,
                                                    TensorViews weights) override;
-  absl::Status PullRows(absl::string_view table, int dim,
+  absl::Status PullRows(absl::string_view table,
                         const std::vector<std::vector<uint64_t>>& shard_ids,
-                        std::vector<std::vector<float>>* rows) override;
+                        const std::vector<absl::Span<float>>& rows) override;
   absl::Status PushRows(absl::string_view table,
                         const std::vector<std::vector<uint64_t>>& shard_ids,
-                        const std::vector<std::vector<float>>& grads, int64_t seq,
+                        const std::vector<absl::Span<const float>>& grads, int64_t seq,
                         std::vector<PushOutcome>* outcomes) override;
   absl::Status PrefetchRows(absl::string_view table,
                             const std::vector<std::vector<uint64_t>>& shard_ids) override;
-  absl::Status PushPullRows(absl::string_view table, int dim,
+  absl::Status PushPullRows(absl::string_view table,
                             const std::vector<std::vector<uint64_t>>& shard_ids,
-                            const std::vector<std::vector<float>>& grads, int64_t seq,
+                            const std::vector<absl::Span<const float>>& grads, int64_t seq,
                             std::vector<PushOutcome>* outcomes,
-                            std::vector<std::vector<float>>* rows) override;
+                            const std::vector<absl::Span<float>>& rows) override;
 
  private:
   // The async seq of the next push (0 in sync mode).
