@@ -61,12 +61,12 @@ grpc::ServerUnaryReactor* ParameterServerService::PushRows(grpc::CallbackServerC
   CallReactor* reactor = NewCall(shard_, options_, RpcMetrics::kPushRows);
   try {
     absl::Status s = MayActAs(authenticator(), *ctx, "PushRows", req->worker_id());
-    absl::StatusOr<std::vector<float>> grads =
+    absl::StatusOr<RowGradientFloats> grads =
         s.ok() ? RowGradients(req->table(), {absl::string_view(req->grads())})
-               : absl::StatusOr<std::vector<float>>(s);
+               : absl::StatusOr<RowGradientFloats>(s);
     absl::StatusOr<PushResult> r =
         grads.ok() ? shard_->PushRows(req->worker_id(), req->table(), req->version(), req->seq(),
-                                      req->ids(), *grads)
+                                      req->ids(), grads->floats())
                    : absl::StatusOr<PushResult>(grads.status());
     if (r.ok()) {
       resp->set_version(r->version);
@@ -86,9 +86,9 @@ grpc::ServerUnaryReactor* ParameterServerService::PushPullRows(grpc::CallbackSer
   CallReactor* reactor = NewCall(shard_, options_, RpcMetrics::kPushPullRows);
   try {
     absl::Status s = MayActAs(authenticator(), *ctx, "PushPullRows", req->worker_id());
-    absl::StatusOr<std::vector<float>> grads =
+    absl::StatusOr<RowGradientFloats> grads =
         s.ok() ? RowGradients(req->table(), {absl::string_view(req->grads())})
-               : absl::StatusOr<std::vector<float>>(s);
+               : absl::StatusOr<RowGradientFloats>(s);
     if (!grads.ok()) {
       reactor->Done(ToGrpcStatus(grads.status()));
       return reactor;
@@ -109,7 +109,7 @@ grpc::ServerUnaryReactor* ParameterServerService::PushPullRows(grpc::CallbackSer
       }
     };
     reactor->wait()->Started(shard_->PushPullRows(
-        req->worker_id(), req->table(), req->version(), req->seq(), req->ids(), *grads,
+        req->worker_id(), req->table(), req->version(), req->seq(), req->ids(), grads->floats(),
         absl::Milliseconds(req->wait_timeout_ms()), std::move(answer)));
   } catch (...) {
     FinishWithException(reactor, "PushPullRows");

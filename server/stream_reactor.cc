@@ -411,13 +411,13 @@ void StreamReactor::AnswerRows(const RawStreamRequest& req) {
           std::nullopt);
       return;
     }
-    absl::StatusOr<std::vector<float>> grads = RowGradients(h.table, req.row_grads);
+    absl::StatusOr<RowGradientFloats> grads = RowGradients(h.table, req.row_grads);
     if (!grads.ok()) {
       finish(grads.status(), std::nullopt);
       return;
     }
     core_->wait.Started(shard_->PushPullRows(
-        h.worker_id, h.table, h.version, h.seq, req.ids, *grads,
+        h.worker_id, h.table, h.version, h.seq, req.ids, grads->floats(),
         absl::Milliseconds(h.wait_timeout_ms),
         [core, finish](absl::StatusOr<RowsPushPullResult> r) {
           core->wait.Finished();
@@ -427,10 +427,10 @@ void StreamReactor::AnswerRows(const RawStreamRequest& req) {
         kRowsPieceIds, piece));
     return;
   }
-  absl::StatusOr<std::vector<float>> grads = RowGradients(h.table, req.row_grads);
-  absl::StatusOr<PushResult> pushed =
-      grads.ok() ? shard_->PushRows(h.worker_id, h.table, h.version, h.seq, req.ids, *grads)
-                 : absl::StatusOr<PushResult>(grads.status());
+  absl::StatusOr<RowGradientFloats> grads = RowGradients(h.table, req.row_grads);
+  absl::StatusOr<PushResult> pushed = grads.ok() ? shard_->PushRows(h.worker_id, h.table, h.version,
+                                                                    h.seq, req.ids, grads->floats())
+                                                 : absl::StatusOr<PushResult>(grads.status());
   core_->Send(EncodeStreamRowPushReply(h.call_id, pushed, shard_->incarnation()),
               /*closes_call=*/true);
 }

@@ -111,15 +111,22 @@ void ShardCall::Complete(CallWait* wait, Done done) && {
   if (wait != nullptr) wait->Started(ticket);
 }
 
-absl::StatusOr<std::vector<float>> RowGradients(absl::string_view table, const Pieces& bytes) {
+absl::StatusOr<RowGradientFloats> RowGradients(absl::string_view table, const Pieces& bytes) {
   const size_t size = PiecesSize(bytes);
   if (size % sizeof(float) != 0) {
     return absl::InvalidArgumentError(absl::StrCat("embedding table \"", EscapeName(table),
                                                    "\": gradients of ", size,
                                                    " bytes, not whole float32s"));
   }
-  std::vector<float> grads(size / sizeof(float));
-  CopyPieces(bytes, grads.data());
+  RowGradientFloats grads;
+  const size_t n = size / sizeof(float);
+  if (bytes.size() == 1 && reinterpret_cast<uintptr_t>(bytes[0].data()) % alignof(float) == 0) {
+    grads.view_ = absl::MakeConstSpan(reinterpret_cast<const float*>(bytes[0].data()), n);
+    return grads;
+  }
+  grads.copy_.reset(new float[n]);
+  CopyPieces(bytes, grads.copy_.get());
+  grads.view_ = absl::MakeConstSpan(grads.copy_.get(), n);
   return grads;
 }
 

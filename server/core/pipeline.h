@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -31,6 +32,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 #include "common/float_bytes.h"
 #include "common/incarnation.h"
 #include "common/slice_assembler.h"
@@ -71,9 +73,20 @@ struct CallResult {
 
 // A row push's gradient bytes (PushRowsRequest.grads, StreamRequest.
 // row_grads: float32 little-endian, possibly in pieces) as floats, for
-// Shard::PushRows; INVALID_ARGUMENT naming `table` unless they are whole
-// float32s. Both transports decode row pushes with it.
-absl::StatusOr<std::vector<float>> RowGradients(absl::string_view table, const Pieces& bytes);
+// Shard::PushRows: read in place when they lie in one piece aligned for
+// floats (then valid while the bytes are), else copied once (not zeroed
+// first). Both transports decode row pushes with RowGradients.
+class RowGradientFloats {
+ public:
+  absl::Span<const float> floats() const { return view_; }
+
+ private:
+  friend absl::StatusOr<RowGradientFloats> RowGradients(absl::string_view, const Pieces&);
+  std::unique_ptr<float[]> copy_;  // null: read in place
+  absl::Span<const float> view_;
+};
+// INVALID_ARGUMENT naming `table` unless the bytes are whole float32s.
+absl::StatusOr<RowGradientFloats> RowGradients(absl::string_view table, const Pieces& bytes);
 
 // The wait of a transport's call in the shard, cancellable from any thread
 // before, during or after the wait: the wait is dropped once.
