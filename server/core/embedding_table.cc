@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/embedding_shard.h"
+#include "common/parallel.h"
 #include "common/status_macros.h"
 
 namespace ps {
@@ -218,67 +219,6 @@ inline uint32_t EmbeddingTable::FindOrCreate(uint64_t id) {
   return slot;
 }
 
-// --- LRU list ----------------------------------------------------------------
-
-void EmbeddingTable::Unlink(uint32_t slot) {
-  const uint32_t p = PrevOf(slot), n = NextOf(slot);
-  if (p != kNone)
-    NextOf(p) = n;
-  else
-    head_ = n;
-  if (n != kNone)
-    PrevOf(n) = p;
-  else
-    tail_ = p;
-}
-
-void EmbeddingTable::PushFront(uint32_t slot) {
-  PrevOf(slot) = kNone;
-  NextOf(slot) = head_;
-  if (head_ != kNone)
-    PrevOf(head_) = slot;
-  else
-    tail_ = slot;
-  head_ = slot;
-}
-
-// --- Index -------------------------------------------------------------------
-
-void EmbeddingTable::IndexInsert(uint32_t slot) {
-  const size_t mask = buckets_.size() - 1;
-  size_t b = HomeBucket(IdOf(slot));
-  while (buckets_[b] != kNone) b = (b + 1) & mask;
-  buckets_[b] = slot;
-}
-
-void EmbeddingTable::IndexErase(uint64_t id) {
-  const size_t mask = buckets_.size() - 1;
-  size_t hole = HomeBucket(id);
-  while (IdOf(buckets_[hole]) != id) hole = (hole + 1) & mask;
-  // Backward shift: move later entries of the probe run into the hole
-  // unless their home lies cyclically in (hole, j].
-  for (size_t j = (hole + 1) & mask; buckets_[j] != kNone; j = (j + 1) & mask) {
-    const size_t home = HomeBucket(IdOf(buckets_[j]));
-    const bool stays = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
-    if (stays) continue;
-    buckets_[hole] = buckets_[j];
-    hole = j;
-  }
-  buckets_[hole] = kNone;
-}
-
-void EmbeddingTable::GrowIndexFor(int64_t rows) {
-  size_t size = buckets_.size();
-  if (static_cast<size_t>(rows) * 4 <= size * 3) return;
-  if (size == 0) size = 16;
-  while (static_cast<size_t>(rows) * 4 > size * 3) size *= 2;
-  std::vector<uint32_t> old(size, kNone);  // exactly `size` allocated
-  buckets_.swap(old);
-  for (uint32_t slot : old) {
-    if (slot != kNone) IndexInsert(slot);
-  }
-}
-
 // --- Calls -------------------------------------------------------------------
 
 inline void EmbeddingTable::PrefetchSlot(uint32_t slot) const {
@@ -291,6 +231,11 @@ inline void EmbeddingTable::PrefetchSlot(uint32_t slot) const {
 }
 
 void EmbeddingTable::FindOrCreateMany(absl::Span<const uint64_t> ids, uint32_t* slots) {
+  LookupMany</*create=*/true>(ids, slots);
+}
+
+template <bool create>
+void EmbeddingTable::LookupMany(absl::Span<const uint64_t> ids, uint32_t* slots) {
   // Three stages a group apart: group k+2's index buckets are fetched,
   // group k+1's buckets read and their slots fetched, group k resolved, so
   // that each group's misses overlap one another and the work before them.
@@ -320,7 +265,43 @@ void EmbeddingTable::FindOrCreateMany(absl::Span<const uint64_t> ids, uint32_t* 
   for (size_t g = 0; g < n; g += kGroup) {
     fetch_buckets(g + 2 * kGroup);
     fetch_slots(g + kGroup);
-    for (size_t j = 0; j < kGroup && g + j < n; ++j) slots[g + j] = FindOrCreate(ids[g + j]);
+    for (size_t j = 0; j < kGroup && g + j < n; ++j) {
+      slots[g + j] = create ? FindOrCreate(ids[g + j]) : Find(ids[g + j]);
+    }
+  }
+}
+
+template <typename Use>
+void EmbeddingTable::ForEachRow(absl::Span<const uint64_t> ids, Use use) {
+  constexpr size_t kBatch = 256;  // slots looked up before their rows are used
+  if (options_.evict_lru || ids.size() < 2 * kMinParallelIds) {
+    uint32_t slots[kBatch];
+    for (size_t i = 0; i < ids.size(); i += kBatch) {
+      const size_t m = std::min(kBatch, ids.size() - i);
+      FindOrCreateMany(ids.subspan(i, m), slots);
+      for (size_t j = 0; j < m; ++j) use(i + j, slots[j]);
+    }
+    return;
+  }
+  // The rows there, on up to a thread per core: Find changes nothing, and
+  // each use touches its own row. Then the missing ones, made in order.
+  std::vector<char> missing(ids.size(), 0);
+  ParallelFor(ids.size(), kMinParallelIds, [&](size_t begin, size_t end) {
+    uint32_t slots[kBatch];
+    for (size_t i = begin; i < end; i += kBatch) {
+      const size_t m = std::min(kBatch, end - i);
+      LookupMany</*create=*/false>(ids.subspan(i, m), slots);
+      for (size_t j = 0; j < m; ++j) {
+        if (slots[j] == kNone) {
+          missing[i + j] = 1;
+        } else {
+          use(i + j, slots[j]);
+        }
+      }
+    }
+  });
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (missing[i]) use(i, FindOrCreate(ids[i]));
   }
 }
 
@@ -378,15 +359,9 @@ absl::Status EmbeddingTable::Pull(absl::Span<const uint64_t> ids, float* out) {
       ++counters_.not_admitted;
     });
   }
-  constexpr size_t kBatch = 256;  // slots looked up before their rows are read
-  uint32_t slots[kBatch];
-  for (size_t i = 0; i < ids.size(); i += kBatch) {
-    const size_t m = std::min(kBatch, ids.size() - i);
-    FindOrCreateMany(ids.subspan(i, m), slots);
-    for (size_t j = 0; j < m; ++j) {
-      std::memcpy(out + (i + j) * dim, RowOf(slots[j]), dim * sizeof(float));
-    }
-  }
+  ForEachRow(ids, [&](size_t i, uint32_t slot) {
+    std::memcpy(out + i * dim, RowOf(slot), dim * sizeof(float));
+  });
   return absl::OkStatus();
 }
 
@@ -425,20 +400,14 @@ absl::Status EmbeddingTable::ApplyAndPull(absl::Span<const uint64_t> ids, const 
     }));
     return out == nullptr ? absl::OkStatus() : Pull(ids, out);
   }
-  constexpr size_t kBatch = 256;
-  uint32_t slots[kBatch];
-  for (size_t i = 0; i < ids.size(); i += kBatch) {
-    const size_t m = std::min(kBatch, ids.size() - i);
-    FindOrCreateMany(ids.subspan(i, m), slots);
-    for (size_t j = 0; j < m; ++j) {
-      float* row = RowOf(slots[j]);
-      ApplySparseRow(options_.optimizer, options_.dim, grads + (i + j) * dim, row, row + dim,
-                     StepOf(slots[j]));
-      if (out != nullptr) std::memcpy(out + (i + j) * dim, row, dim * sizeof(float));
-    }
-    if (changes_ != nullptr) {
-      for (size_t j = 0; j < m; ++j) MarkChanged(ids[i + j]);
-    }
+  ForEachRow(ids, [&](size_t i, uint32_t slot) {
+    float* row = RowOf(slot);
+    ApplySparseRow(options_.optimizer, options_.dim, grads + i * dim, row, row + dim,
+                   StepOf(slot));
+    if (out != nullptr) std::memcpy(out + i * dim, row, dim * sizeof(float));
+  });
+  if (changes_ != nullptr) {
+    for (uint64_t id : ids) MarkChanged(id);
   }
   return absl::OkStatus();
 }

@@ -166,6 +166,10 @@ class EmbeddingTable {
   // The most rows one table can hold (slot numbers are uint32, one value
   // reserved).
   static constexpr int64_t kMaxRows = 0xfffffffeLL;
+  // Pull, Apply and ApplyAndPull of a table in memory only and without
+  // evict_lru look up the rows of a call of at least twice this many ids
+  // on up to a thread per core, this many ids a thread at least.
+  static constexpr size_t kMinParallelIds = 400;
 
   // INVALID_ARGUMENT for options that do not validate.
   static absl::StatusOr<std::unique_ptr<EmbeddingTable>> Create(
@@ -351,6 +355,18 @@ class EmbeddingTable {
   // cache misses overlap instead of following one another.
   // REQUIRES: CheckCapacity passed; slots holds ids.size() entries.
   void FindOrCreateMany(absl::Span<const uint64_t> ids, uint32_t* slots);
+  // FindOrCreateMany's pipeline; without `create`, Find's (kNone: absent),
+  // which changes nothing, so threads may run it at once.
+  template <bool create>
+  void LookupMany(absl::Span<const uint64_t> ids, uint32_t* slots);
+  // The fast path's calls: use(i, slot of ids[i]) for each i, the row made
+  // first when missing. Without evict_lru (where a use reorders the LRU
+  // list), a call of at least 2 * kMinParallelIds ids uses the rows that
+  // exist on up to a thread per core (`use` must touch only its row), then
+  // makes and uses the missing ones in order on this thread: the rows,
+  // state and order of making are those of one thread.
+  template <typename Use>
+  void ForEachRow(absl::Span<const uint64_t> ids, Use use);
   void IndexInsert(uint32_t slot);  // REQUIRES: its id absent
   void IndexErase(uint64_t id);     // REQUIRES: present
   void GrowIndexFor(int64_t rows);

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <list>
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -58,6 +59,21 @@ std::vector<uint32_t> Bits(const std::vector<float>& v) {
   std::vector<uint32_t> b(v.size());
   if (!v.empty()) std::memcpy(b.data(), v.data(), v.size() * sizeof(float));
   return b;
+}
+
+// Each row's values, state bits and step, by id.
+std::map<uint64_t, std::vector<uint32_t>> ById(const EmbeddingTableContents& c) {
+  std::map<uint64_t, std::vector<uint32_t>> rows;
+  const size_t v = c.values.size() / std::max<size_t>(1, c.ids.size());
+  const size_t st = c.state.size() / std::max<size_t>(1, c.ids.size());
+  for (size_t i = 0; i < c.ids.size(); ++i) {
+    std::vector<uint32_t>& r = rows[c.ids[i]];
+    r.resize(v + st);
+    std::memcpy(r.data(), &c.values[i * v], v * sizeof(float));
+    if (st > 0) std::memcpy(r.data() + v, &c.state[i * st], st * sizeof(float));
+    if (!c.adam_steps.empty()) r.push_back(c.adam_steps[i]);
+  }
+  return rows;
 }
 
 // A gradient that differs by step, row and element, of both signs.
@@ -230,6 +246,52 @@ TEST(EmbeddingTable, ApplyAndPullIsApplyThenPull) {
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(t->num_rows(), 0);
   EXPECT_THAT(out, ElementsAre(-1.0f, -1.0f, -1.0f, -1.0f));
+}
+
+// Calls of many ids use the rows there on a thread per core, then make the
+// missing ones in order: the same answers, rows, state, order of making and
+// changes as one thread (a table with evict_lru, never full, stays on one).
+TEST(EmbeddingTable, LargeCallsOnManyThreadsMatchOneThread) {
+  for (SparseOptimizerKind kind : kAllKinds) {
+    EmbeddingTableOptions o = Options(3, kind);
+    o.track_changes = true;
+    EmbeddingTableOptions one_thread = o;
+    one_thread.evict_lru = true;
+    one_thread.max_rows = 1 << 20;
+    auto t = Make(o), ref = Make(one_thread);
+    const size_t n = 4 * EmbeddingTable::kMinParallelIds;
+    for (int step = 0; step < 6; ++step) {
+      // Half the ids seen before, half new; the pull repeats some.
+      std::vector<uint64_t> ids;
+      for (size_t k = 0; ids.size() < n; ++k) ids.push_back(Mix64(step * 7919 + k) % (n * 3));
+      std::sort(ids.begin(), ids.end());
+      ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+      std::vector<uint64_t> pulled = ids;
+      pulled.insert(pulled.end(), ids.begin(), ids.begin() + ids.size() / 4);
+      std::reverse(pulled.begin(), pulled.end());
+      ASSERT_EQ(Bits(PullAll(t.get(), pulled)), Bits(PullAll(ref.get(), pulled))) << step;
+      std::vector<float> g(ids.size() * 3);
+      for (size_t i = 0; i < g.size(); ++i) g[i] = Grad(step, ids[i / 3], i % 3);
+      std::vector<float> got(g.size()), want(g.size());
+      ASSERT_TRUE(t->ApplyAndPull(ids, g.data(), got.data()).ok());
+      ASSERT_TRUE(ref->ApplyAndPull(ids, g.data(), want.data()).ok());
+      ASSERT_EQ(Bits(got), Bits(want)) << SparseOptimizerName(kind) << " step " << step;
+      // New ids only, pushed first: made by Apply.
+      std::vector<uint64_t> fresh;
+      for (size_t k = 0; k < n; ++k) fresh.push_back(n * 3 + step * n + k);
+      std::vector<float> fg(fresh.size() * 3, 0.25f);
+      ASSERT_TRUE(t->Apply(fresh, fg.data()).ok());
+      ASSERT_TRUE(ref->Apply(fresh, fg.data()).ok());
+    }
+    // The same rows and state (the twin exports in LRU order, which is the
+    // order of last use, not of making).
+    absl::StatusOr<EmbeddingTableContents> a = t->Export(), b = ref->Export();
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_EQ(ById(*a), ById(*b)) << SparseOptimizerName(kind);
+    absl::StatusOr<EmbeddingTable::Changes> ca = t->ExportChanges(), cb = ref->ExportChanges();
+    ASSERT_TRUE(ca.ok() && cb.ok());
+    EXPECT_EQ(ById(ca->changed), ById(cb->changed));
+  }
 }
 
 TEST(EmbeddingTable, ApplyRejectsRepeatedIds) {
