@@ -169,7 +169,7 @@ class EmbeddingTable {
   // Pull, Apply and ApplyAndPull of a table in memory only and without
   // evict_lru look up the rows of a call of at least twice this many ids
   // on up to a thread per core, this many ids a thread at least.
-  static constexpr size_t kMinParallelIds = 400;
+  static constexpr size_t kMinParallelIds = 2048;
 
   // INVALID_ARGUMENT for options that do not validate.
   static absl::StatusOr<std::unique_ptr<EmbeddingTable>> Create(

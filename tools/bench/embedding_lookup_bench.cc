@@ -4,7 +4,9 @@
 // rows out) and push (SGD on the rows), against ps-lite's row store in the
 // same run: an std::unordered_map from id to a std::vector<float> row, the
 // store of ../shared/pslite's driver. Prints M rows/s and the ratio. No
-// network, one thread: what a request costs inside a server.
+// network, one caller (the table uses every core for a call of 4,096 ids
+// or more, EmbeddingTable::kMinParallelIds; the map one thread): what a
+// request costs inside a server.
 //
 //   bazel run -c opt //tools/bench:embedding_lookup_bench -- [--seconds=1]
 #include <chrono>
