@@ -73,7 +73,9 @@
 // leaves the sets out); rows moving between memory and the tier are not
 // changes.
 //
-// Thread-compatible: no internal locking; the shard's lock guards it.
+// Thread-compatible: no internal locking; the shard's lock guards it. A
+// call of kMinParallelIds * 2 ids or more may run part of its lookups on
+// threads of its own, all joined before it returns.
 #ifndef PS_SERVER_CORE_EMBEDDING_TABLE_H_
 #define PS_SERVER_CORE_EMBEDDING_TABLE_H_
 
