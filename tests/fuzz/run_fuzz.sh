@@ -59,10 +59,12 @@ sources=(rpc/proto_codec.cc rpc/raw_fields.cc rpc/raw_unary.cc rpc/raw_stream.cc
          common/slice_assembler.cc common/float_bytes.cc common/bf16.cc common/wire_dtype.cc
          common/partition.cc common/model_spec.cc common/status_macros.cc
          common/table_spec.cc common/embedding_shard.cc common/sparse_optimizer.cc
-         common/incarnation.cc common/mode.cc rpc/wire.cc
+         common/incarnation.cc common/mode.cc common/parallel.cc rpc/wire.cc
          server/core/embedding_table.cc server/core/embedding_table_contents.cc
-         server/core/embedding_table_eviction.cc server/core/embedding_table_limits.cc
+         server/core/embedding_table_eviction.cc server/core/embedding_table_index.cc
+         server/core/embedding_table_limits.cc
          server/core/admission.cc server/core/sparse_tables.cc
+         server/core/sparse_tables_contents.cc
          tests/fuzz/fuzz_input.cc tests/fuzz/wire_fuzz.cc tests/fuzz/rows_fuzz.cc
          "$out/gen/proto/types.pb.cc" "$out/gen/proto/ps.pb.cc")
 
