@@ -90,7 +90,14 @@ absl::StatusOr<std::vector<std::vector<float>>> SumGradients(const SparseRequest
 // SumGradients' rows. With `borrow`, an identity request's view is the
 // caller's `grads` itself (no copy; they must outlive the views); otherwise
 // (and always for any other request) `sums` holds them.
+// Move-only: a copy's views would point into the original's sums.
 struct ShardGradients {
+  ShardGradients() = default;
+  ShardGradients(ShardGradients&&) = default;
+  ShardGradients& operator=(ShardGradients&&) = default;
+  ShardGradients(const ShardGradients&) = delete;
+  ShardGradients& operator=(const ShardGradients&) = delete;
+
   std::vector<std::vector<float>> sums;
   std::vector<absl::Span<const float>> views;
 };
