@@ -35,6 +35,7 @@ ABSL_DECLARE_FLAG(int64_t, admission_bloom_bytes);
 ABSL_DECLARE_FLAG(int64_t, table_ttl_steps);
 ABSL_DECLARE_FLAG(int64_t, table_ttl_secs);
 ABSL_DECLARE_FLAG(double, table_evict_l2_below);
+ABSL_DECLARE_FLAG(int64_t, table_parallel_ids);
 ABSL_DECLARE_FLAG(std::string, restore_from);
 ABSL_DECLARE_FLAG(int, restore_shards);
 ABSL_DECLARE_FLAG(std::string, restore_tables_from);
@@ -116,6 +117,21 @@ TEST(ServerOptionsFromFlags, TableTtlIsInStepsOrSecondsNotBoth) {
   absl::SetFlag(&FLAGS_table_evict_l2_below, -1);
   EXPECT_THAT(Message(ServerOptionsFromFlags()->shard.tables.Validate()),
               HasSubstr("--table_evict_l2_below"));
+}
+
+TEST(ServerOptionsFromFlags, TableParallelIdsReachesTheTablesAndIsChecked) {
+  absl::FlagSaver saver;
+  absl::StatusOr<ServerOptions> o = ServerOptionsFromFlags();
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->shard.tables.parallel_ids, EmbeddingTableOptions::kDefaultParallelIds);
+  absl::SetFlag(&FLAGS_table_parallel_ids, 512);
+  o = ServerOptionsFromFlags();
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->shard.tables.parallel_ids, 512);
+  EXPECT_EQ(o->shard.tables.Validate(), absl::OkStatus());
+  absl::SetFlag(&FLAGS_table_parallel_ids, -1);
+  EXPECT_THAT(Message(ServerOptionsFromFlags()->shard.tables.Validate()),
+              HasSubstr("--table_parallel_ids"));
 }
 
 TEST(ServerOptionsFromFlags, ConvertsSecondsAndSharedSecurityFlags) {

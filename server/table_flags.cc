@@ -63,6 +63,11 @@ ABSL_FLAG(int64_t, table_ttl_secs, 0,
 ABSL_FLAG(double, table_evict_l2_below, 0,
           "Embedding tables: evict rows whose values' L2 norm is below this (rows that learned "
           "little), incrementally as --table_ttl_steps. 0 = off.");
+ABSL_FLAG(int64_t, table_parallel_ids, ps::EmbeddingTableOptions::kDefaultParallelIds,
+          "Embedding tables: a pull or push of at least this many ids on one table looks its "
+          "rows up on up to a thread per core (tables in memory only, without --evict_lru); "
+          "faster when the server has cores to spare, slower when it shares them with busy "
+          "workers (docs/benchmarks.md). 0 = one thread per call.");
 ABSL_FLAG(int64_t, max_ids_per_request, int64_t{1} << 20,
           "Embedding tables: most ids one PullRows or PushRows may name (INVALID_ARGUMENT "
           "past it).");
@@ -111,6 +116,7 @@ absl::StatusOr<SparseTablesOptions> SparseTablesOptionsFromFlags() {
   o.ttl_steps = absl::GetFlag(FLAGS_table_ttl_steps);
   o.ttl_seconds = absl::GetFlag(FLAGS_table_ttl_secs);
   o.min_l2 = static_cast<float>(absl::GetFlag(FLAGS_table_evict_l2_below));
+  o.parallel_ids = absl::GetFlag(FLAGS_table_parallel_ids);
   o.memory_budget_bytes = absl::GetFlag(FLAGS_table_memory_budget);
   const std::string dir = absl::GetFlag(FLAGS_table_dir);
   if (!dir.empty() && o.memory_budget_bytes == 0) {

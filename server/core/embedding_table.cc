@@ -256,7 +256,11 @@ void EmbeddingTable::LookupMany(absl::Span<const uint64_t> ids, uint32_t* slots)
     for (size_t j = 0; j < kGroup && g + j < n; ++j) {
       if (h[j] >= buckets_.size()) continue;  // the index grew since
       const uint32_t slot = buckets_[h[j]];
-      if (slot != kNone) PrefetchSlot(slot);
+      if (slot == kNone) continue;
+      PrefetchSlot(slot);
+      // The next bucket's id too: a probe that goes on reads it.
+      const uint32_t next = buckets_[(h[j] + 1) & (buckets_.size() - 1)];
+      if (next != kNone) __builtin_prefetch(SlotOf(next));
     }
   };
   fetch_buckets(0);
@@ -274,7 +278,8 @@ void EmbeddingTable::LookupMany(absl::Span<const uint64_t> ids, uint32_t* slots)
 template <typename Use>
 void EmbeddingTable::ForEachRow(absl::Span<const uint64_t> ids, Use use) {
   constexpr size_t kBatch = 256;  // slots looked up before their rows are used
-  if (options_.evict_lru || ids.size() < 2 * kMinParallelIds) {
+  if (options_.evict_lru || options_.parallel_ids == 0 ||
+      ids.size() < static_cast<size_t>(options_.parallel_ids)) {
     uint32_t slots[kBatch];
     for (size_t i = 0; i < ids.size(); i += kBatch) {
       const size_t m = std::min(kBatch, ids.size() - i);
@@ -286,7 +291,7 @@ void EmbeddingTable::ForEachRow(absl::Span<const uint64_t> ids, Use use) {
   // The rows there, on up to a thread per core: Find changes nothing, and
   // each use touches its own row. Then the missing ones, made in order.
   std::vector<char> missing(ids.size(), 0);
-  ParallelFor(ids.size(), kMinParallelIds, [&](size_t begin, size_t end) {
+  ParallelFor(ids.size(), EmbeddingTableOptions::kMinParallelChunk, [&](size_t begin, size_t end) {
     uint32_t slots[kBatch];
     for (size_t i = begin; i < end; i += kBatch) {
       const size_t m = std::min(kBatch, end - i);

@@ -74,8 +74,9 @@
 // changes.
 //
 // Thread-compatible: no internal locking; the shard's lock guards it. A
-// call of kMinParallelIds * 2 ids or more may run part of its lookups on
-// threads of its own, all joined before it returns.
+// call of options.parallel_ids ids or more may run part of its lookups on
+// ParallelFor's pool threads (common/parallel.h), all done before it
+// returns.
 #ifndef PS_SERVER_CORE_EMBEDDING_TABLE_H_
 #define PS_SERVER_CORE_EMBEDDING_TABLE_H_
 
@@ -122,6 +123,13 @@ struct EmbeddingTableOptions {
   // Keep the ids of the rows changed and removed since the last
   // ResetChanges, for incremental checkpoints (ExportChanges).
   bool track_changes = false;
+  // A Pull, Apply or ApplyAndPull of at least this many ids, on a table in
+  // memory only and without evict_lru, looks its rows up on up to a thread
+  // per core (chunks of kMinParallelChunk ids at least); 0 = always on the
+  // caller's thread. >= 0.
+  static constexpr int64_t kDefaultParallelIds = 4096;
+  static constexpr size_t kMinParallelChunk = 256;
+  int64_t parallel_ids = kDefaultParallelIds;
 
   // INVALID_ARGUMENT naming the table and the first bad field.
   absl::Status Validate() const;
@@ -168,11 +176,6 @@ class EmbeddingTable {
   // The most rows one table can hold (slot numbers are uint32, one value
   // reserved).
   static constexpr int64_t kMaxRows = 0xfffffffeLL;
-  // Pull, Apply and ApplyAndPull of a table in memory only and without
-  // evict_lru look up the rows of a call of at least twice this many ids
-  // on up to a thread per core, this many ids a thread at least.
-  static constexpr size_t kMinParallelIds = 2048;
-
   // INVALID_ARGUMENT for options that do not validate.
   static absl::StatusOr<std::unique_ptr<EmbeddingTable>> Create(
       const EmbeddingTableOptions& options);
@@ -363,7 +366,7 @@ class EmbeddingTable {
   void LookupMany(absl::Span<const uint64_t> ids, uint32_t* slots);
   // The fast path's calls: use(i, slot of ids[i]) for each i, the row made
   // first when missing. Without evict_lru (where a use reorders the LRU
-  // list), a call of at least 2 * kMinParallelIds ids uses the rows that
+  // list), a call of at least options.parallel_ids ids uses the rows that
   // exist on up to a thread per core (`use` must touch only its row), then
   // makes and uses the missing ones in order on this thread: the rows,
   // state and order of making are those of one thread.

@@ -50,6 +50,10 @@ absl::Status EmbeddingTableOptions::Validate() const {
   if (ttl < 0 || ttl >= (int64_t{1} << 31)) {
     return absl::InvalidArgumentError(absl::StrCat(table, "ttl must be in [0, 2^31), got ", ttl));
   }
+  if (parallel_ids < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(table, "parallel_ids must be >= 0, got ", parallel_ids));
+  }
   if (!(min_l2 >= 0.0f) || min_l2 > 3.0e38f) {
     return absl::InvalidArgumentError(
         absl::StrCat(table, "min_l2 must be >= 0 and finite, got ", min_l2));

@@ -255,11 +255,12 @@ TEST(EmbeddingTable, LargeCallsOnManyThreadsMatchOneThread) {
   for (SparseOptimizerKind kind : kAllKinds) {
     EmbeddingTableOptions o = Options(3, kind);
     o.track_changes = true;
+    o.parallel_ids = 1000;
     EmbeddingTableOptions one_thread = o;
     one_thread.evict_lru = true;
     one_thread.max_rows = 1 << 20;
     auto t = Make(o), ref = Make(one_thread);
-    const size_t n = 4 * EmbeddingTable::kMinParallelIds;
+    const size_t n = 8 * EmbeddingTableOptions::kMinParallelChunk;
     for (int step = 0; step < 6; ++step) {
       // Half the ids seen before, half new; the pull repeats some.
       std::vector<uint64_t> ids;

@@ -33,6 +33,10 @@ absl::Status SparseTablesOptions::Validate() const {
     return absl::InvalidArgumentError(
         absl::StrCat("--table_memory_budget must be >= 0, got ", memory_budget_bytes));
   }
+  if (parallel_ids < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--table_parallel_ids must be >= 0, got ", parallel_ids));
+  }
   if (memory_budget_bytes > 0 && !make_tier) {
     return absl::InvalidArgumentError(
         "--table_memory_budget needs a tier for the other rows (--table_dir)");
@@ -79,6 +83,7 @@ EmbeddingTableOptions SparseTables::TableOptions(const TableSpec& spec) const {
   o.ttl = options_.ttl_steps > 0 ? options_.ttl_steps : options_.ttl_seconds;
   o.min_l2 = options_.min_l2;
   o.track_changes = options_.track_changes;
+  o.parallel_ids = options_.parallel_ids;
   auto a = options_.admission_by_table.find(spec.name);
   o.admission = a != options_.admission_by_table.end() ? a->second : options_.admission;
   if (options_.memory_budget_bytes > 0) {

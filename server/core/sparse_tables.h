@@ -83,6 +83,9 @@ struct SparseTablesOptions {
   int64_t ttl_steps = 0;
   int64_t ttl_seconds = 0;
   float min_l2 = 0;
+  // Calls of at least this many ids look rows up on a thread per core
+  // (EmbeddingTableOptions::parallel_ids; --table_parallel_ids).
+  int64_t parallel_ids = EmbeddingTableOptions::kDefaultParallelIds;
   // Which ids get a row, for every table (--table_admission), but those
   // named in admission_by_table.
   AdmissionOptions admission;

@@ -90,6 +90,7 @@ absl::Status CheckOptions(const ColdRowsBenchOptions& o) {
   if (o.clients < 1) return absl::InvalidArgumentError("--sparse_clients must be >= 1");
   if (!(o.lr > 0)) return absl::InvalidArgumentError("--sparse_lr must be > 0");
   if (o.table_budget < 0) return absl::InvalidArgumentError("--sparse_table_budget must be >= 0");
+  if (o.parallel_ids < -1) return absl::InvalidArgumentError("--sparse_parallel_ids must be >= -1");
   if (o.duration <= absl::ZeroDuration() || o.warmup < absl::ZeroDuration()) {
     return absl::InvalidArgumentError("--seconds must be > 0 and --warmup_seconds >= 0");
   }
@@ -154,6 +155,9 @@ absl::StatusOr<std::map<std::string, Figure>> RunCell(const ColdRowsBenchOptions
   so.unix_socket = unix_socket;
   so.flags = {"--sparse_optimizer=sgd", absl::StrCat("--sparse_lr=", o.lr),
               absl::StrCat("--max_ids_per_request=", std::max<int64_t>(k, 4096))};
+  if (o.parallel_ids >= 0) {
+    so.flags.push_back(absl::StrCat("--table_parallel_ids=", o.parallel_ids));
+  }
   ASSIGN_OR_RETURN(const TempDir tier, TempDir::Make("ps_bench_tier"));
   if (o.table_budget > 0) {
     so.flags.push_back(absl::StrCat("--table_memory_budget=", o.table_budget));

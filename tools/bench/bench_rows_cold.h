@@ -50,6 +50,8 @@ struct ColdRowsBenchOptions {
   // The servers' --table_memory_budget, bytes (0: none); with one, each
   // row's name adds the hot tier's hit rate and the servers' peak RSS.
   int64_t table_budget = 0;
+  // The servers' --table_parallel_ids; -1: ps_server's default.
+  int64_t parallel_ids = -1;
 };
 
 // A row per distribution, K, dim, socket and operation: value in M rows/s

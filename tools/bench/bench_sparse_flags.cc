@@ -32,6 +32,9 @@ ABSL_FLAG(int64_t, sparse_table_budget, 0,
           "sparse cold: the servers' --table_memory_budget in bytes (the rows past it on disk "
           "in RocksDB); each row then names the hot tier's hit rate and the servers' peak RSS. "
           "0 = every row in memory.");
+ABSL_FLAG(int64_t, sparse_parallel_ids, -1,
+          "sparse cold: the servers' --table_parallel_ids (calls of this many ids or more look "
+          "rows up on a thread per core); -1 = ps_server's default.");
 ABSL_FLAG(double, warmup_seconds, 0.5, "sparse cold: untimed seconds before each figure.");
 ABSL_FLAG(std::string, pslite_bench, "",
           "sparse cold: ps-lite's driver (../shared/pslite/build.sh builds it); when given, it "
@@ -63,6 +66,7 @@ absl::StatusOr<ColdRowsBenchOptions> ColdFromFlags() {
   o.zipf_s = absl::GetFlag(FLAGS_zipf_s);
   o.lr = absl::GetFlag(FLAGS_sparse_lr);
   o.table_budget = absl::GetFlag(FLAGS_sparse_table_budget);
+  o.parallel_ids = absl::GetFlag(FLAGS_sparse_parallel_ids);
   ASSIGN_OR_RETURN(o.warmup,
                    SecondsFromFlag("warmup_seconds", absl::GetFlag(FLAGS_warmup_seconds)));
   ASSIGN_OR_RETURN(o.duration, SecondsFromFlag("seconds", absl::GetFlag(FLAGS_seconds)));

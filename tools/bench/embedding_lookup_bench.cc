@@ -5,7 +5,7 @@
 // same run: an std::unordered_map from id to a std::vector<float> row, the
 // store of ../shared/pslite's driver. Prints M rows/s and the ratio. No
 // network, one caller (the table uses every core for a call of 4,096 ids
-// or more, EmbeddingTable::kMinParallelIds; the map one thread): what a
+// or more, EmbeddingTableOptions::parallel_ids; the map one thread): what a
 // request costs inside a server.
 //
 //   bazel run -c opt //tools/bench:embedding_lookup_bench -- [--seconds=1]
