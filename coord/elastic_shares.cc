@@ -24,14 +24,16 @@ ElasticShares::ElasticShares(EtcdClient* etcd, Registration* registration,
 
 absl::StatusOr<std::unique_ptr<ElasticShares>> ElasticShares::ForJob(
     EtcdClient* etcd, Registration* registration, const std::string& job, absl::Duration ttl,
-    std::function<void(const std::string&)> log) {
+    std::function<void(const std::string&)> log, std::function<absl::Status()> interrupted) {
   ASSIGN_OR_RETURN(const JobSettings settings, ReadJobSettings(etcd, job));
   ElasticSharesOptions o;
   o.job = job;
   o.worker_id = registration->id();
   o.barrier = settings.mode != ModeName(Mode::kAsync);
   o.barrier_timeout = o.wait_slice = ttl;
+  if (interrupted) o.wait_slice = std::min(ttl, absl::Seconds(1));
   o.log = std::move(log);
+  o.interrupted = std::move(interrupted);
   return std::make_unique<ElasticShares>(etcd, registration, std::move(o));
 }
 
@@ -129,6 +131,7 @@ absl::StatusOr<DataShare> ElasticShares::Enter(int64_t epoch, int64_t first_step
                            ") to take a share of the data"));
           logged_wait = true;
         }
+        if (options_.interrupted) RETURN_IF_ERROR(options_.interrupted());
         continue;
       }
       if (made) continue;  // read it above

@@ -54,6 +54,9 @@ struct ElasticSharesOptions {
   // The longest single watch; a wait for an epoch goes on slice by slice.
   absl::Duration wait_slice = absl::Seconds(10);
   std::function<void(const std::string&)> log;  // null: no lines
+  // Asked after each slice of a wait for an epoch; an error ends the wait
+  // with it (the Python package's Ctrl-C). Null: never.
+  std::function<absl::Status()> interrupted;
 };
 
 class ElasticShares final : public DataShares {
@@ -62,10 +65,12 @@ class ElasticShares final : public DataShares {
   // The shares of the worker `registration` holds in `job`, as ps_worker
   // and ps.torch take them: waiting at each epoch's start unless the job's
   // mode (coord/job_settings.h) is async, every wait at most `ttl` (the
-  // members' --coordinator_ttl). Errors: reading the job's settings.
+  // members' --coordinator_ttl). With `interrupted`, waits for an epoch
+  // ask it at least every second. Errors: reading the job's settings.
   static absl::StatusOr<std::unique_ptr<ElasticShares>> ForJob(
       EtcdClient* etcd, Registration* registration, const std::string& job, absl::Duration ttl,
-      std::function<void(const std::string&)> log = nullptr);
+      std::function<void(const std::string&)> log = nullptr,
+      std::function<absl::Status()> interrupted = nullptr);
 
   absl::StatusOr<DataShare> ShareAt(int64_t step, const EpochShape& shape) override;
   absl::StatusOr<DataShare> Next(const DataShare& done, const EpochShape& shape) override;

@@ -81,23 +81,37 @@ class JobMember {
     registration_.reset();
   }
 
-  // (epoch, first_step, rank, workers): ElasticShares::ShareAt(step), and
-  // ::Next of the share `done` (its epoch, first_step, workers), for a
-  // dataset of `examples` cut into batches of `batch_size` (an epoch of n
-  // workers: examples / n / batch_size steps) trained for `epochs`.
-  using Share = std::tuple<int64_t, int64_t, int, int>;
+  // (epoch, first_step, rank, workers, steps): ElasticShares::ShareAt(step),
+  // and ::Next of the share `done` (its epoch, first_step, workers), for a
+  // dataset of `examples` cut into batches of `batch_size` trained for
+  // `epochs`; `steps` is the share's epoch's steps, the one rule of
+  // Shape (the Python sampler has no copy of it).
+  using Share = std::tuple<int64_t, int64_t, int, int, int64_t>;
+  // A wait for an epoch ends with KeyboardInterrupt on Ctrl-C (within a
+  // second: ForJob's `interrupted`).
   Share ShareAt(int64_t step, int64_t examples, int batch_size, int64_t epochs) {
-    pybind11::gil_scoped_release release;
-    return Tuple(Shares()->ShareAt(step, Shape(examples, batch_size, epochs)));
+    const EpochShape shape = Shape(examples, batch_size, epochs);
+    absl::StatusOr<DataShare> s;
+    {
+      pybind11::gil_scoped_release release;
+      s = Shares()->ShareAt(step, shape);
+    }
+    return Tuple(s, shape);
   }
   Share NextShare(int64_t epoch, int64_t first_step, int workers, int64_t examples, int batch_size,
                   int64_t epochs) {
-    pybind11::gil_scoped_release release;
-    DataShare done{epoch, first_step, 0, workers};
-    return Tuple(Shares()->Next(done, Shape(examples, batch_size, epochs)));
+    const EpochShape shape = Shape(examples, batch_size, epochs);
+    const DataShare done{epoch, first_step, 0, workers};
+    absl::StatusOr<DataShare> s;
+    {
+      pybind11::gil_scoped_release release;
+      s = Shares()->Next(done, shape);
+    }
+    return Tuple(s, shape);
   }
 
  private:
+  // An epoch of n workers: examples / n / batch_size steps, at least 1.
   static EpochShape Shape(int64_t examples, int batch_size, int64_t epochs) {
     EpochShape shape;
     shape.steps = [examples, batch_size](int n) {
@@ -106,15 +120,21 @@ class JobMember {
     shape.epochs = epochs;
     return shape;
   }
-  static Share Tuple(const absl::StatusOr<DataShare>& s) {
+  // REQUIRES: the GIL held.
+  static Share Tuple(const absl::StatusOr<DataShare>& s, const EpochShape& shape) {
+    if (!s.ok() && PyErr_Occurred() != nullptr) throw pybind11::error_already_set();
     ThrowIfError(s.status());
-    return {s->epoch, s->first_step, s->rank, s->workers};
+    return {s->epoch, s->first_step, s->rank, s->workers, shape.steps(s->workers)};
   }
   ElasticShares* Shares() {
     if (registration_ == nullptr) ThrowIfError(absl::FailedPreconditionError("left the job"));
     if (shares_ == nullptr) {
       absl::StatusOr<std::unique_ptr<ElasticShares>> shares =
-          ElasticShares::ForJob(etcd_.get(), registration_.get(), job_, ttl_);
+          ElasticShares::ForJob(etcd_.get(), registration_.get(), job_, ttl_, /*log=*/nullptr, [] {
+            pybind11::gil_scoped_acquire gil;
+            return PyErr_CheckSignals() == 0 ? absl::OkStatus()
+                                             : absl::CancelledError("interrupted");
+          });
       ThrowIfError(shares.status());
       shares_ = *std::move(shares);
     }

@@ -7,14 +7,17 @@ PS_COORDINATOR and PS_JOB; killed servers drop out with their leases, and a
 client then finds none. The keys are read back with etcdctl. Three
 ps.torch workers with ElasticSampler, the third joining during epoch 0,
 split each epoch among its workers (disjoint shares covering it), and the
-third starts at epoch 1's first step.
+third starts at epoch 1's first step. Ctrl-C ends a worker's wait for
+an epoch (next_epoch()) with KeyboardInterrupt.
 
 Run by //python:coordinator_test (python/tests/run_python_test.sh)."""
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -60,6 +63,13 @@ class Etcd:
                             "get", "--prefix", "--keys-only", prefix],
                            env=dict(os.environ, ETCDCTL_API="3"), capture_output=True, text=True)
         return None if r.returncode != 0 else [k for k in r.stdout.split("\n") if k]
+
+    def values(self, prefix):
+        """The values of the keys under `prefix` (etcdctl; [] when etcd does not answer)."""
+        r = subprocess.run(["etcdctl", f"--endpoints={self.endpoint}", "--command-timeout=2s",
+                            "get", "--prefix", "--print-value-only", prefix],
+                           env=dict(os.environ, ETCDCTL_API="3"), capture_output=True, text=True)
+        return [] if r.returncode != 0 else [v for v in r.stdout.split("\n") if v]
 
     def close(self):
         self.proc.terminate()
@@ -202,6 +212,59 @@ class CoordinatorTest(unittest.TestCase):
                     first += steps[workers]
                 self.assertEqual(firsts[2], (1, 6))  # the joiner: from epoch 1's first step
                 self.assertEqual(versions, {0: first, 1: first, 2: first})
+        finally:
+            etcd.close()
+
+    def test_ctrl_c_ends_a_wait_for_an_epoch(self):
+        import torch
+        import ps.torch
+        etcd = Etcd()
+        # A worker that joins during epoch 0 waits in next_epoch() for epoch
+        # 1, which the first worker (below, holding epoch 0) never ends.
+        joiner = '''
+import sys, torch, ps, ps.torch
+client = ps.Client(None, None, None, coordinator=sys.argv[1], job="cc", coordinator_ttl=2,
+                   data_shares=True, connect_timeout=10)
+opt = ps.torch.DistributedOptimizer(torch.nn.Linear(2, 1).named_parameters(), client)
+sampler = ps.torch.ElasticSampler(100, 10, opt, epochs=2)
+try:
+    sampler.next_epoch()
+except KeyboardInterrupt:
+    print("KeyboardInterrupt", flush=True)
+    sys.exit(3)
+'''
+        try:
+            extra = [f"--coordinator={etcd.url}", "--job=cc", "--coordinator_ttl=2"]
+            with Cluster(shards=1, workers=2, mode="async", lr=0.1, extra=extra):
+                client = ps.Client(None, None, None, coordinator=etcd.url, job="cc",
+                                   coordinator_ttl=2, data_shares=True, connect_timeout=10)
+                opt = ps.torch.DistributedOptimizer(torch.nn.Linear(2, 1).named_parameters(),
+                                                    client)
+                sampler = ps.torch.ElasticSampler(100, 10, opt, epochs=2)
+                self.assertTrue(sampler.next_epoch())
+                self.assertEqual(sampler.share, (0, 0, 0, 1))
+                proc = subprocess.Popen([sys.executable, "-c", joiner, etcd.url],
+                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                        text=True)
+                try:
+                    # Its key says "waiting" once it waits for epoch 1.
+                    deadline = time.monotonic() + 30
+                    while time.monotonic() < deadline and not any(
+                            v.endswith(" waiting") for v in etcd.values("/ps/cc/workers/")):
+                        if proc.poll() is not None:
+                            self.fail("the joiner ended: " + proc.communicate()[0])
+                        time.sleep(0.1)
+                    time.sleep(1.5)  # well inside its wait
+                    self.assertIsNone(proc.poll())
+                    proc.send_signal(signal.SIGINT)
+                    out, _ = proc.communicate(timeout=10)
+                    self.assertEqual(proc.returncode, 3, out)
+                    self.assertIn("KeyboardInterrupt", out)
+                finally:
+                    if proc.poll() is None:
+                        proc.kill()
+                        proc.wait()
+                client.close()
         finally:
             etcd.close()
 

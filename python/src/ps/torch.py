@@ -390,7 +390,7 @@ class ElasticSampler(torch.utils.data.Sampler):  # type: ignore[type-arg]
     "Data shares"): the workers an epoch's record lists split one
     permutation of the dataset (seeded by `seed` and the epoch), the k-th of
     n taking its positions k, k + n, k + 2n, ..., steps * batch_size of
-    them, where steps = len // n // batch_size is the epoch's steps. While
+    them, where steps = max(1, len // n // batch_size) is the epoch's steps. While
     they all train the epoch through, every example of it is trained once.
 
     The optimizer's client must have a coordinator and ``data_shares=True``
@@ -419,18 +419,19 @@ class ElasticSampler(torch.utils.data.Sampler):  # type: ignore[type-arg]
         self._optimizer = optimizer
         self._len, self._batch, self._epochs = int(dataset_len), int(batch_size), int(epochs)
         self._shuffle, self._seed = shuffle, int(seed)
-        # (epoch, first_step, rank, workers) of the epoch being trained.
-        self._share: Optional[Tuple[int, int, int, int]] = None
+        # (epoch, first_step, rank, workers, steps) of the epoch being
+        # trained; steps by JobMember's rule.
+        self._share: Optional[Tuple[int, int, int, int, int]] = None
 
     @property
     def share(self) -> Tuple[int, int, int, int]:
         """(epoch, first_step, rank, workers) of the epoch being trained."""
+        return self._current()[:4]
+
+    def _current(self) -> Tuple[int, int, int, int, int]:
         if self._share is None:
             raise RuntimeError("ElasticSampler: call next_epoch() first")
         return self._share
-
-    def _steps(self, workers: int) -> int:
-        return max(1, self._len // workers // self._batch)
 
     def next_epoch(self) -> bool:
         args = (self._len, self._batch, self._epochs)
@@ -439,8 +440,8 @@ class ElasticSampler(torch.utils.data.Sampler):  # type: ignore[type-arg]
             step = client.version if client.mode == "sync" else 0
             share = self._member.share_at(step, *args)
         else:
-            epoch, first, _, workers = self._share
-            step = first + self._steps(workers)
+            epoch, first, _, workers, steps = self._share
+            step = first + steps
             share = self._member.next_share(epoch, first, workers, *args)
         if share[0] >= self._epochs:
             return False
@@ -451,7 +452,7 @@ class ElasticSampler(torch.utils.data.Sampler):  # type: ignore[type-arg]
         return True
 
     def __len__(self) -> int:
-        return self._steps(self.share[3]) * self._batch
+        return self._current()[4] * self._batch
 
     def __iter__(self) -> Iterator[int]:
         epoch, _, rank, workers = self.share
