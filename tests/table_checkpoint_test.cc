@@ -75,7 +75,9 @@ std::vector<float> Grads(const std::vector<uint64_t>& ids) {
   return g;
 }
 
-// The checkpoints written to `dir` so far (its .ckpt files).
+// The checkpoints written to `dir` so far (its .ckpt files), read while the
+// server writes them: not through a CheckpointStore, whose Open empties the
+// tier staging folder a checkpoint of the server may be using.
 int CheckpointFiles(const std::string& dir) {
   int n = 0;
   std::error_code ec;
