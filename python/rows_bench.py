@@ -7,17 +7,18 @@ python/server_process.py does, on 127.0.0.1 or with --listen=unix a unix
 socket) and one ps.Client. A pool of --pool_rows ids, uniform over
 [0, --id_space), is cut into requests of K distinct sorted ids (K =
 --ids, default 1000) and every row is created before timing. Then, for
-each op (pull_rows, push_rows, push_pull_rows) and --rounds rounds, the
-same client makes the same requests for --seconds each way:
-  C++      the calls straight from C++ (the extension's _time_rows: a loop
-           over PsClient, as a C++ program makes them, on the same thread,
+each op (pull_rows, push_rows, push_pull_rows), --rounds rounds of about
+2 x --seconds make each request twice, once each way:
+  C++      straight from C++ (the extension's _time_rows, which times a call
+           of PsClient as a C++ program makes it, on the same thread,
            connection and server);
   Python   ps.Client.pull_rows / push_rows / push_pull_rows, with `out` given.
-The two alternate within each round, so that a shared machine's changing
-load falls on both. Prints per op the median over all calls of each, and
-the Python overhead: Python p50 - C++ p50 (microseconds a call), and the
-ratio. Exits 1 on any error. `--quick` (0.3 s, 1 round, a 20,000-row pool)
-is what //python:rows_bench_test runs.
+The two ways alternate call by call, each first in every other pair, so
+that a shared machine's changing load falls on both alike. Prints per op
+the median of each and the Python overhead: the median over the pairs of
+Python - C++ (microseconds a call), and the ratio of the medians. Exits 1
+on any error. `--quick` (0.3 s, 1 round, a 20,000-row pool) is what
+//python:rows_bench_test runs.
 
 Run from the repository root after `bazel build //python:ps
 //server:ps_server`: /usr/bin/python3 python/rows_bench.py
@@ -27,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -98,25 +98,26 @@ def main() -> int:
             lat: Dict[str, Dict[str, List[float]]] = {op: {"cpp": [], "py": []} for op in OPS}
             for _ in range(a.rounds):
                 for op in OPS:
-                    # C++: enough calls for about --seconds, from a short probe.
-                    probe = client._c._time_rows("rows", reqs, op, grads, out, 20)
-                    calls = max(20, int(a.seconds / max(statistics.median(probe), 1e-6)))
-                    lat[op]["cpp"] += client._c._time_rows("rows", reqs, op, grads, out, calls)
-                    n, end = 0, time.perf_counter() + a.seconds
+                    n, end = 0, time.perf_counter() + 2 * a.seconds
                     while time.perf_counter() < end:
-                        call = python_call(client, op, reqs[n % len(reqs)], grads, out)
-                        start = time.perf_counter()
-                        call()
-                        lat[op]["py"].append(time.perf_counter() - start)
+                        ids = reqs[n % len(reqs)]
+                        call = python_call(client, op, ids, grads, out)
+                        for side in (("cpp", "py") if n % 2 == 0 else ("py", "cpp")):
+                            if side == "cpp":
+                                t = client._c._time_rows("rows", [ids], op, grads, out, 1)[0]
+                            else:
+                                start = time.perf_counter()
+                                call()
+                                t = time.perf_counter() - start
+                            lat[op][side].append(t)
                         n += 1
             client.close()
     print(f"{'op':<16}{'C++ p50 us':>12}{'Python p50 us':>15}{'overhead us':>13}"
-          f"{'ratio':>8}{'calls C++/Py':>16}")
+          f"{'ratio':>8}{'pairs':>8}")
     for op in OPS:
-        cpp = statistics.median(lat[op]["cpp"]) * 1e6
-        py = statistics.median(lat[op]["py"]) * 1e6
-        print(f"{op + '_rows':<16}{cpp:>12.1f}{py:>15.1f}{py - cpp:>13.1f}{py / cpp:>8.3f}"
-              f"{len(lat[op]['cpp']):>9}/{len(lat[op]['py'])}")
+        cpp, py = (np.array(lat[op][side]) * 1e6 for side in ("cpp", "py"))
+        print(f"{op + '_rows':<16}{np.median(cpp):>12.1f}{np.median(py):>15.1f}"
+              f"{np.median(py - cpp):>13.1f}{np.median(py) / np.median(cpp):>8.3f}{len(cpp):>8}")
     return 0
 
 

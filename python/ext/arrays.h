@@ -11,7 +11,9 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -66,6 +68,39 @@ inline absl::Span<const uint64_t> IdData(const py::array& ids, const std::string
   }
   return absl::Span<const uint64_t>(static_cast<const uint64_t*>(ids.data()),
                                     static_cast<size_t>(ids.size()));
+}
+
+// The fast path of a rows call: arguments the package hands on without
+// converting or checking them, because they already are what the client
+// reads. PlainIds: a 1-D C-contiguous array of uint64, or of int64 with
+// every id >= 0 (the same bits). PlainRows: a C-contiguous float32 array of
+// shape (n, dim), writeable when `write`. Anything else (lists, tensors,
+// other dtypes, layouts or shapes, a negative id) gives nullopt or null,
+// and the package converts and checks it, naming the problem.
+inline std::optional<absl::Span<const uint64_t>> PlainIds(py::handle ids) {
+  if (!py::isinstance<py::array>(ids)) return std::nullopt;
+  const auto a = py::reinterpret_borrow<py::array>(ids);
+  if (a.ndim() != 1 || (a.flags() & py::array::c_style) == 0) return std::nullopt;
+  const py::dtype d = a.dtype();
+  const auto n = static_cast<size_t>(a.size());
+  if (d.is(py::dtype::of<int64_t>())) {
+    const int64_t* p = static_cast<const int64_t*>(a.data());
+    if (std::any_of(p, p + n, [](int64_t id) { return id < 0; })) return std::nullopt;
+  } else if (!d.is(py::dtype::of<uint64_t>())) {
+    return std::nullopt;
+  }
+  return absl::Span<const uint64_t>(static_cast<const uint64_t*>(a.data()), n);
+}
+
+inline float* PlainRows(py::handle rows, size_t n, int dim, bool write) {
+  if (!py::isinstance<py::array>(rows)) return nullptr;
+  const auto a = py::reinterpret_borrow<py::array>(rows);
+  if (!a.dtype().is(py::dtype::of<float>()) || (a.flags() & py::array::c_style) == 0 ||
+      a.ndim() != 2 || static_cast<size_t>(a.shape(0)) != n || a.shape(1) != dim ||
+      (write && !a.writeable())) {
+    return nullptr;
+  }
+  return static_cast<float*>(const_cast<void*>(a.data()));
 }
 
 // Keeps Python objects alive while a call may use their memory; made,

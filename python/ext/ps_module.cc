@@ -2,12 +2,12 @@
 // (python/src/ps/__init__.py, which users import; python/src/ps/_ps.pyi
 // states its types). A thin binding of client/ps_client.h (tensors and
 // embedding rows): the package checks names, dtypes and shapes, turns dicts
-// into the ordered lists this module takes and ids into uint64 arrays; this
-// module hands the arrays' memory to the client as views (no copy:
-// gradients are read straight into the messages, weights written straight
-// into the arrays), runs every blocking call on the calling thread with the
-// GIL released, cancels it on Ctrl-C (PsClient::Cancel, through the client's
-// interrupt check), and turns a failed absl::Status
+// into the ordered lists this module takes and ids into uint64 arrays (the
+// rows calls first try this module's fast path, which takes plain arrays
+// unchecked by Python: python/ext/arrays.h); this module hands the arrays' memory to the client as
+// views (no copy: gradients are read straight into the messages, weights written straight into the
+// arrays), runs every blocking call on the calling thread with the GIL released, cancels it on
+// Ctrl-C (PsClient::Cancel, through the client's interrupt check), and turns a failed absl::Status
 // into the package's exception class for its code (registered by the
 // package with _register_errors).
 //
@@ -22,6 +22,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -31,6 +32,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "client/ps_client.h"
 #include "common/mode.h"
@@ -177,35 +179,54 @@ class Client final : public HandleOwner {
     ThrowIfError(Open().DeclareTables(specs));
   }
 
-  // The rows of `ids` (uint64) into `out` (float32, ids.size() * dim
-  // elements), which it returns.
-  py::array PullRows(const std::string& table, const py::array& ids, py::array out) {
-    const absl::Span<const uint64_t> id = IdData(ids, table);
-    float* p = const_cast<float*>(FloatData(out, "rows of table '" + table + "'", /*write=*/true));
-    const absl::Span<float> rows(p, static_cast<size_t>(out.size()));
-    ThrowIfError(Run([&](PsClient& c) { return c.PullRows(table, id, rows); }));
-    return out;
+  // The rows calls' fast path (PlainIds, PlainRows in python/ext/arrays.h):
+  // each returns None, calling nothing, when `table` is not a declared
+  // table's name or an argument is not plain; the package then converts
+  // and checks them, naming the problem, and calls again.
+
+  // The rows of `ids` into `out` (a new array when None), which it returns.
+  std::optional<py::array> PullRows(py::object table, py::object ids, py::object out) {
+    const TableSpec* const t = Declared(table);
+    const std::optional<absl::Span<const uint64_t>> id = PlainIds(ids);
+    if (t == nullptr || !id) return std::nullopt;
+    py::object rows = out.is_none() ? NewRows(id->size(), t->dim) : out;
+    float* p = PlainRows(rows, id->size(), t->dim, /*write=*/true);
+    if (p == nullptr) return std::nullopt;
+    if (id->empty()) return py::reinterpret_borrow<py::array>(rows);
+    const absl::Span<float> r(p, id->size() * static_cast<size_t>(t->dim));
+    ThrowIfError(Run([&](PsClient& c) { return c.PullRows(t->name, *id, r); }));
+    return py::reinterpret_borrow<py::array>(rows);
   }
 
-  // Pushes the gradient rows `grads` (float32, ids.size() * dim elements).
-  void PushRows(const std::string& table, const py::array& ids, const py::array& grads) {
-    const absl::Span<const uint64_t> id = IdData(ids, table);
-    const float* p = FloatData(grads, "gradient rows of table '" + table + "'", /*write=*/false);
-    const absl::Span<const float> g(p, static_cast<size_t>(grads.size()));
-    ThrowIfError(Run([&](PsClient& c) { return c.PushRows(table, id, g); }));
+  // Pushes the gradient rows `grads` of `ids`; true, or None as above.
+  std::optional<bool> PushRows(py::object table, py::object ids, py::object grads) {
+    const TableSpec* const t = Declared(table);
+    const std::optional<absl::Span<const uint64_t>> id = PlainIds(ids);
+    if (t == nullptr || !id) return std::nullopt;
+    const float* p = PlainRows(grads, id->size(), t->dim, /*write=*/false);
+    if (p == nullptr) return std::nullopt;
+    const absl::Span<const float> g(p, id->size() * static_cast<size_t>(t->dim));
+    ThrowIfError(Run([&](PsClient& c) { return c.PushRows(t->name, *id, g); }));
+    return true;
   }
 
-  // Pushes `grads` and writes the rows after the push into `out` (async, SSP),
-  // which it returns.
-  py::array PushPullRows(const std::string& table, const py::array& ids, const py::array& grads,
-                         py::array out) {
-    const absl::Span<const uint64_t> id = IdData(ids, table);
-    const float* gp = FloatData(grads, "gradient rows of table '" + table + "'", /*write=*/false);
-    const absl::Span<const float> g(gp, static_cast<size_t>(grads.size()));
-    float* p = const_cast<float*>(FloatData(out, "rows of table '" + table + "'", /*write=*/true));
-    const absl::Span<float> rows(p, static_cast<size_t>(out.size()));
-    ThrowIfError(Run([&](PsClient& c) { return c.PushPullRows(table, id, g, rows); }));
-    return out;
+  // Pushes `grads` and writes the rows after the push into `out` (a new
+  // array when None; async, SSP), which it returns.
+  std::optional<py::array> PushPullRows(py::object table, py::object ids, py::object grads,
+                                        py::object out) {
+    const TableSpec* const t = Declared(table);
+    const std::optional<absl::Span<const uint64_t>> id = PlainIds(ids);
+    if (t == nullptr || !id) return std::nullopt;
+    const float* gp = PlainRows(grads, id->size(), t->dim, /*write=*/false);
+    py::object rows = out.is_none() ? NewRows(id->size(), t->dim) : out;
+    float* p = PlainRows(rows, id->size(), t->dim, /*write=*/true);
+    if (gp == nullptr || p == nullptr) return std::nullopt;
+    if (id->empty()) return py::reinterpret_borrow<py::array>(rows);
+    const size_t floats = id->size() * static_cast<size_t>(t->dim);
+    const absl::Span<const float> g(gp, floats);
+    const absl::Span<float> r(p, floats);
+    ThrowIfError(Run([&](PsClient& c) { return c.PushPullRows(t->name, *id, g, r); }));
+    return py::reinterpret_borrow<py::array>(rows);
   }
 
   // python/rows_bench.py's baseline: `calls` rows calls of `op` ("pull",
@@ -275,6 +296,24 @@ class Client final : public HandleOwner {
   PsClient& Open() const override {
     if (client_ == nullptr) throw py::value_error("the client is closed");
     return *client_;
+  }
+
+  // The declared table named `table` (a str); null otherwise. Valid while
+  // the client is open and no table is declared (the caller's thread).
+  const TableSpec* Declared(const py::object& table) const {
+    if (!PyUnicode_Check(table.ptr())) return nullptr;
+    Py_ssize_t size = 0;
+    const char* name = PyUnicode_AsUTF8AndSize(table.ptr(), &size);  // the str's own buffer
+    if (name == nullptr) throw py::error_already_set();
+    for (const TableSpec& t : Open().tables()) {
+      if (t.name == absl::string_view(name, static_cast<size_t>(size))) return &t;
+    }
+    return nullptr;
+  }
+
+  // A new float32 array of n rows of `dim`.
+  static py::object NewRows(size_t n, int dim) {
+    return py::array_t<float>({static_cast<py::ssize_t>(n), static_cast<py::ssize_t>(dim)});
   }
 
   // One new float32 array per tensor of the spec (none before Init).

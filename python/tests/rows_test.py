@@ -163,9 +163,14 @@ class RowsTest(unittest.TestCase):
                 client.push_rows("emb", ids, np.zeros((DIM, 2), np.float32).T)
             with self.assertRaisesRegex(ValueError, "'emb': id -1 is negative"):
                 client.push_rows("emb", [-1, 2], np.zeros((2, DIM), np.float32))
-            # The extension checks what it is handed too.
-            with self.assertRaisesRegex(TypeError, "ids of table 'emb': dtype int64"):
-                client._c.pull_rows("emb", np.array([1]), np.empty((1, DIM), np.float32))
+            # The extension's fast path takes only plain arrays and calls nothing otherwise.
+            rows = np.empty((1, DIM), np.float32)
+            for ids_, out_ in ((np.array([1.0]), rows), (np.array([-1]), rows), ([1], rows),
+                               (np.array([1], np.uint64), rows[:, :1]), (np.array([1]), None)):
+                fast = client._c.pull_rows("nope" if out_ is None else "emb", ids_, out_)
+                self.assertIsNone(fast, (ids_, out_))
+            self.assertIs(client._c.pull_rows("emb", np.array([1]), rows), rows)
+            self.assertIsNone(client._c.push_rows("emb", np.array([1]), rows.T))
             # Sync: one push per table per step (the servers would drop a second).
             client.push_rows("emb", ids, np.ones((2, DIM), np.float32))
             with self.assertRaisesRegex(ps.FailedPrecondition,

@@ -265,13 +265,6 @@ class Client:
         """The model's tensor names, in order (empty before init)."""
         return list(self._names)
 
-    def _dim(self, what: str, table: str) -> int:
-        t = self._tables.get(table)
-        if t is None:
-            raise ValueError(f"{what}: table {table!r} was not declared "
-                             f"(Client.declare_tables, before init)")
-        return int(t.dim)
-
     def pull_rows(self, table: str, ids: object, *,
                   out: Optional[Float32Array] = None) -> Float32Array:
         """The rows of `ids` (a 1-D integer array-like or tensor: any order,
@@ -279,12 +272,12 @@ class Client:
         (len(ids), dim) in the caller's order; into `out` (a writeable float32
         C-contiguous array of that shape) when given. Each id is fetched once.
         Sync mode: the rows of the step last pulled."""
-        dim = self._dim("pull_rows", table)
-        i = as_ids(table, ids)
-        out = self._rows_out(table, out, i.size, dim)
-        if i.size == 0:
-            return out
-        return self._c.pull_rows(table, i, out)
+        r = self._c.pull_rows(table, ids, out)  # None: not plain arrays (_checked)
+        if r is None:
+            i, _, o = self._checked("pull_rows", table, ids, None, out)
+            r = self._c.pull_rows(table, i, o)
+        assert r is not None, "checked arguments are plain"
+        return r
 
     def push_rows(self, table: str, ids: object, grads: TensorLike) -> None:
         """Pushes the gradient rows `grads` (float32 C-contiguous, (len(ids),
@@ -294,10 +287,9 @@ class Client:
         the current step, so push each table once per step (a second push
         raises ps.FailedPrecondition) and before the step's push/push_pull.
         Async: applied on arrival."""
-        dim = self._dim("push_rows", table)
-        i = as_ids(table, ids)
-        g = float_array(f"gradient rows of table {table!r}", grads, (i.size, dim))
-        self._c.push_rows(table, i, g)
+        if self._c.push_rows(table, ids, grads) is None:  # not plain arrays
+            i, g, _ = self._checked("push_rows", table, ids, grads, None)
+            self._c.push_rows(table, i, g)
 
     def push_pull_rows(self, table: str, ids: object, grads: TensorLike, *,
                        out: Optional[Float32Array] = None) -> Float32Array:
@@ -306,13 +298,12 @@ class Client:
         only: in sync mode it raises ps.FailedPrecondition (pushed rows
         change when the step closes, after this worker's push: use
         start_push_pull_rows)."""
-        dim = self._dim("push_pull_rows", table)
-        i = as_ids(table, ids)
-        g = float_array(f"gradient rows of table {table!r}", grads, (i.size, dim))
-        out = self._rows_out(table, out, i.size, dim)
-        if i.size == 0:
-            return out
-        return self._c.push_pull_rows(table, i, g, out)
+        r = self._c.push_pull_rows(table, ids, grads, out)  # None: not plain arrays
+        if r is None:
+            i, g, o = self._checked("push_pull_rows", table, ids, grads, out)
+            r = self._c.push_pull_rows(table, i, g, o)
+        assert r is not None, "checked arguments are plain"
+        return r
 
     def start_push_pull_rows(self, table: str, ids: object, grads: TensorLike, *,
                              out: Optional[Float32Array] = None) -> "PushPullRowsInProgress":
@@ -324,21 +315,28 @@ class Client:
         round trips where push_rows, push_pull, pull_rows take three). Async
         and SSP: push_pull_rows' one round trip, while this client makes
         other calls. `ids` and `grads` are read before it returns."""
-        dim = self._dim("start_push_pull_rows", table)
-        i = as_ids(table, ids)
-        g = float_array(f"gradient rows of table {table!r}", grads, (i.size, dim))
-        out = self._rows_out(table, out, i.size, dim)
-        return self._c.start_push_pull_rows(table, i, g, out)
+        i, g, o = self._checked("start_push_pull_rows", table, ids, grads, out)
+        return self._c.start_push_pull_rows(table, i, g, o)
 
-    @staticmethod
-    def _rows_out(table: str, out: Optional[Float32Array], n: int, dim: int) -> Float32Array:
-        """`out` checked to take n rows of `dim`, or a new array for them."""
+    def _checked(self, what: str, table: str, ids: object, grads: Optional[TensorLike],
+                 out: Optional[Float32Array]
+                 ) -> Tuple[Any, Float32Array, Float32Array]:
+        """A rows call's arguments converted and checked, naming the problem:
+        the ids as a uint64 array, `grads` as float32 rows (an empty array
+        when None) and `out` checked to take the rows (a new array when None)."""
+        t = self._tables.get(table)
+        if t is None:
+            raise ValueError(f"{what}: table {table!r} was not declared "
+                             f"(Client.declare_tables, before init)")
+        dim, i = int(t.dim), as_ids(table, ids)
+        g = (np.empty((0, dim), np.float32) if grads is None else
+             float_array(f"gradient rows of table {table!r}", grads, (i.size, dim)))
         if out is None:
-            return np.empty((n, dim), np.float32)
-        out = float_array(f"rows of table {table!r}", out, (n, dim))
+            return i, g, np.empty((i.size, dim), np.float32)
+        out = float_array(f"rows of table {table!r}", out, (i.size, dim))
         if not out.flags["WRITEABLE"]:
             raise ValueError(f"rows of table {table!r}: out array is not writeable")
-        return out
+        return i, g, out
 
     def _arrays(self, what: str, tensors: Tensors) -> List[Float32Array]:
         if not self._names:
