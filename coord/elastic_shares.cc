@@ -31,7 +31,6 @@ absl::StatusOr<std::unique_ptr<ElasticShares>> ElasticShares::ForJob(
   o.worker_id = registration->id();
   o.barrier = settings.mode != ModeName(Mode::kAsync);
   o.barrier_timeout = o.wait_slice = ttl;
-  if (interrupted) o.wait_slice = std::min(ttl, absl::Seconds(1));
   o.log = std::move(log);
   o.interrupted = std::move(interrupted);
   return std::make_unique<ElasticShares>(etcd, registration, std::move(o));
@@ -85,7 +84,8 @@ absl::StatusOr<EpochRecord> ElasticShares::Record(int64_t epoch, int64_t first_s
                                             }
                                             return true;
                                           },
-                                          absl::Now() + options_.barrier_timeout));
+                                          absl::Now() + options_.barrier_timeout,
+                                          KeyWaitInterrupt{options_.interrupted}));
   (void)loaded;  // those still loading take a share of a later epoch
   EpochRecord proposed;
   proposed.epoch = epoch;
@@ -124,14 +124,14 @@ absl::StatusOr<DataShare> ElasticShares::Enter(int64_t epoch, int64_t first_step
                                              made = keys.count(key) > 0;
                                              return made || !OtherReady(keys);
                                            },
-                                           absl::Now() + options_.wait_slice));
+                                           absl::Now() + options_.wait_slice,
+                                           KeyWaitInterrupt{options_.interrupted}));
       if (!met) {
         if (!logged_wait) {
           Log(absl::StrCat("waiting for epoch ", epoch, " (step ", first_step,
                            ") to take a share of the data"));
           logged_wait = true;
         }
-        if (options_.interrupted) RETURN_IF_ERROR(options_.interrupted());
         continue;
       }
       if (made) continue;  // read it above
@@ -176,7 +176,8 @@ absl::Status ElasticShares::Barrier(const EpochRecord& record) {
                                          }
                                          return late.empty();
                                        },
-                                       absl::Now() + options_.barrier_timeout));
+                                       absl::Now() + options_.barrier_timeout,
+                                       KeyWaitInterrupt{options_.interrupted}));
   if (!met) {
     Log(absl::StrCat("epoch ", record.epoch, ": workers [", absl::StrJoin(late, ","),
                      "] are not ready after ", absl::FormatDuration(options_.barrier_timeout),

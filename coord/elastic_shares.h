@@ -54,8 +54,9 @@ struct ElasticSharesOptions {
   // The longest single watch; a wait for an epoch goes on slice by slice.
   absl::Duration wait_slice = absl::Seconds(10);
   std::function<void(const std::string&)> log;  // null: no lines
-  // Asked after each slice of a wait for an epoch; an error ends the wait
-  // with it (the Python package's Ctrl-C). Null: never.
+  // Asked on the calling thread every 0.1 s of every wait (for an epoch,
+  // for the workers' data, at the barrier); an error ends the wait with it
+  // (the Python package's Ctrl-C; coord/key_wait.h). Null: never.
   std::function<absl::Status()> interrupted;
 };
 
@@ -65,8 +66,8 @@ class ElasticShares final : public DataShares {
   // The shares of the worker `registration` holds in `job`, as ps_worker
   // and ps.torch take them: waiting at each epoch's start unless the job's
   // mode (coord/job_settings.h) is async, every wait at most `ttl` (the
-  // members' --coordinator_ttl). With `interrupted`, waits for an epoch
-  // ask it at least every second. Errors: reading the job's settings.
+  // members' --coordinator_ttl). With `interrupted`, every wait asks it
+  // every 0.1 s. Errors: reading the job's settings.
   static absl::StatusOr<std::unique_ptr<ElasticShares>> ForJob(
       EtcdClient* etcd, Registration* registration, const std::string& job, absl::Duration ttl,
       std::function<void(const std::string&)> log = nullptr,

@@ -1,5 +1,6 @@
 // The coordinator's parts (coord/) against a real etcd (tools/process/etcd_process.h):
-// EtcdClient's keys, leases and transaction; Registration's leased member
+// EtcdClient's keys, leases and transaction; WaitForKeys met by a change,
+// ended by its deadline or by its interrupt check; Registration's leased member
 // keys: taken ids refused naming the holder, free ids claimed, a member
 // that leaves gone at once, one that keeps renewing listed past its ttl,
 // one whose renewals stop dropped by etcd when its lease expires, and a
@@ -19,6 +20,7 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -26,6 +28,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "common/testing/wait_until.h"
+#include "coord/key_wait.h"
 #include "coord/registration.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -111,6 +114,45 @@ TEST(EtcdClient, FallsOverToTheNextEndpoint) {
   ASSERT_TRUE(c.ok());
   ASSERT_TRUE((*c)->Put("/k", "v").ok());
   EXPECT_EQ((*c)->endpoint(), (*etcd)->endpoint());
+}
+
+TEST(WaitForKeys, MetByAChangeEndedByItsDeadlineOrItsInterrupt) {
+  auto etcd = EtcdProcess::Start(TempDir("wait"));
+  ASSERT_TRUE(etcd.ok()) << etcd.status();
+  std::unique_ptr<EtcdClient> c = Client(**etcd);
+  ASSERT_TRUE(c->Put("/w/a", "1").ok());
+  auto has_b = [](const KeyMap& keys) { return keys.count("/w/b") > 0; };
+  // Met by a key put while it watches.
+  std::thread put([&] {
+    absl::SleepFor(absl::Milliseconds(300));
+    EXPECT_TRUE(c->Put("/w/b", "2").ok());
+  });
+  absl::StatusOr<bool> met = WaitForKeys(c.get(), "/w/", has_b, absl::Now() + absl::Seconds(30));
+  put.join();
+  ASSERT_TRUE(met.ok()) << met.status();
+  EXPECT_TRUE(*met);
+  // Not met by the deadline: false, after it.
+  auto never = [](const KeyMap&) { return false; };
+  absl::Time start = absl::Now();
+  met = WaitForKeys(c.get(), "/w/", never, start + absl::Milliseconds(500));
+  ASSERT_TRUE(met.ok()) << met.status();
+  EXPECT_FALSE(*met);
+  EXPECT_GE(absl::Now() - start, absl::Milliseconds(500));
+  // Interrupted: its error at the first poll that fails, on this thread,
+  // long before the deadline.
+  const std::thread::id caller = std::this_thread::get_id();
+  int asked = 0;
+  KeyWaitInterrupt interrupt;
+  interrupt.poll = absl::Milliseconds(50);
+  interrupt.interrupted = [&] {
+    EXPECT_EQ(std::this_thread::get_id(), caller);
+    return ++asked < 4 ? absl::OkStatus() : absl::CancelledError("interrupted");
+  };
+  start = absl::Now();
+  met = WaitForKeys(c.get(), "/w/", never, start + absl::Seconds(60), interrupt);
+  EXPECT_EQ(met.status(), absl::CancelledError("interrupted"));
+  EXPECT_EQ(asked, 4);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
 }
 
 TEST(Registration, IdsAreLeasedOnceAndFreedOnLeave) {

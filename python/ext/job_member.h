@@ -87,8 +87,8 @@ class JobMember {
   // `epochs`; `steps` is the share's epoch's steps, the one rule of
   // Shape (the Python sampler has no copy of it).
   using Share = std::tuple<int64_t, int64_t, int, int, int64_t>;
-  // A wait for an epoch ends with KeyboardInterrupt on Ctrl-C (within a
-  // second: ForJob's `interrupted`).
+  // Every wait (for an epoch, the workers' data, the barrier) ends with
+  // KeyboardInterrupt on Ctrl-C within 0.1 s (ForJob's `interrupted`).
   Share ShareAt(int64_t step, int64_t examples, int batch_size, int64_t epochs) {
     const EpochShape shape = Shape(examples, batch_size, epochs);
     absl::StatusOr<DataShare> s;
