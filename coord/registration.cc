@@ -57,28 +57,6 @@ absl::StatusOr<std::vector<Member>> ListMembers(EtcdClient* etcd, const std::str
   return out;
 }
 
-absl::StatusOr<std::vector<std::string>> RegisteredServers(EtcdClient* etcd,
-                                                           const std::string& job) {
-  absl::StatusOr<std::vector<Member>> members = ListMembers(etcd, job);
-  if (!members.ok()) return members.status();
-  std::vector<std::string> servers;
-  for (const Member& m : *members) {
-    if (m.role != "servers") continue;
-    if (m.id != static_cast<int>(servers.size())) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "job ", job, " in etcd has server ", m.id, " but not server ", servers.size(),
-          ": start the missing ones, or name the servers with --servers"));
-    }
-    servers.push_back(m.value);
-  }
-  if (servers.empty()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "no server of job ", job, " is registered in etcd ", etcd->endpoint(),
-        " (start ps_server with the same --coordinator and --job, or name the servers)"));
-  }
-  return servers;
-}
-
 namespace {
 
 // Grants a lease and creates `key` under it; ALREADY_EXISTS (the lease

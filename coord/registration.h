@@ -69,11 +69,6 @@ struct Member {
 };
 // The live members of `job`, servers then workers, each by id.
 absl::StatusOr<std::vector<Member>> ListMembers(EtcdClient* etcd, const std::string& job);
-// The addresses of the registered servers of `job` in shard order, for a
-// client that finds them in etcd; FAILED_PRECONDITION unless they are
-// shards 0..S-1 (naming the first missing one), or when there is none.
-absl::StatusOr<std::vector<std::string>> RegisteredServers(EtcdClient* etcd,
-                                                           const std::string& job);
 
 class Registration;
 

@@ -1,6 +1,6 @@
 // PsServer's side in an elastic cluster (see ps_server.h: Coordinator):
-// the job's settings, this server's registration, and the watch on the
-// workers that sync and SSP steps wait by.
+// the job's settings, this server's registration and place in the shard
+// map, and the watch on the workers that sync and SSP steps wait by.
 #include <memory>
 #include <string>
 #include <utility>
@@ -10,6 +10,7 @@
 #include "common/status_macros.h"
 #include "coord/epoch_record.h"
 #include "coord/job_settings.h"
+#include "coord/shard_map.h"
 #include "server/ps_server.h"
 
 namespace ps {
@@ -26,10 +27,17 @@ absl::Status PsServer::JoinCoordinator() {
   settings.num_workers = so.num_workers;
   settings.mode = ModeName(so.mode);
   RETURN_IF_ERROR(PublishJobSettings(etcd_.get(), ro.job, settings));
-  // etcd restarted without its data: the settings go back with the key.
-  ro.on_registered_again = [etcd = etcd_.get(), job = ro.job, settings, log = ro.log] {
+  // etcd restarted without its data: the settings and this server's place
+  // in the shard map go back with the key.
+  ro.on_registered_again = [etcd = etcd_.get(), job = ro.job, settings, log = ro.log,
+                            shard = so.shard_id, address = address_] {
     if (absl::Status p = PublishJobSettings(etcd, job, settings); !p.ok() && log) {
       log(absl::StrCat("cannot write the job's settings again: ", p.message()));
+    }
+    absl::StatusOr<ShardMap> m = PublishShardServer(etcd, job, shard, settings.num_shards, address);
+    if (!m.ok() && log) {
+      log(absl::StrCat("cannot write this server into the shard map again: ",
+                       m.status().message()));
     }
   };
   // The first server of a run from step 0 starts the record of its epochs
@@ -50,11 +58,18 @@ absl::Status PsServer::JoinCoordinator() {
                      JobSettingsKey(ro.job), "), but this server has ", settings.Format(),
                      ": start it with the job's flags, or under another --job"));
   }
+  // Clients find the servers by the shard map (coord/shard_map.h): this
+  // server, which holds its shard's key now, takes its place there.
+  ASSIGN_OR_RETURN(const ShardMap map,
+                   PublishShardServer(etcd_.get(), ro.job, so.shard_id, so.num_shards, address_));
   absl::MutexLock l(&coordinator_mu_);
   registration_ = std::move(registration);
   if (so.log) {
-    so.log(absl::StrCat("shard ", so.shard_id, ": registered as ", registration_->key(),
-                        " in etcd ", etcd_->endpoint(), " (job settings ", settings.Format(), ")"));
+    so.log(absl::StrCat(
+        "shard ", so.shard_id, ": registered as ", registration_->key(), " in etcd ",
+        etcd_->endpoint(), " (job settings ", settings.Format(), "; shard map version ",
+        map.version, ", ",
+        map.complete() ? "complete" : absl::StrCat("waiting for shard(s) ", map.Missing()), ")"));
   }
   if (so.mode != Mode::kAsync) {
     if (so.log) {

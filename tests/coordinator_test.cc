@@ -1,13 +1,16 @@
 // The coordinator's parts (coord/) against a real etcd (tools/process/etcd_process.h):
 // EtcdClient's keys, leases and transaction; WaitForKeys met by a change,
-// ended by its deadline or by its interrupt check; Registration's leased member
+// ended by its deadline or by its interrupt check; the shard map's
+// compare-and-swap under racing writers and clients that take it only
+// when its servers are live; Registration's leased member
 // keys: taken ids refused naming the holder, free ids claimed, a member
 // that leaves gone at once, one that keeps renewing listed past its ttl,
 // one whose renewals stop dropped by etcd when its lease expires, and a
 // member that registers again when etcd comes back without its data. Then
 // the real binaries: ps_server --coordinator registers as servers/<shard>,
 // refuses a shard id a live server holds, leaves at once on SIGTERM and
-// drops out a ttl after kill -9; ps_ctl members lists the job, and ps_ctl
+// drops out a ttl after kill -9, and takes its shard over in the shard map
+// when restarted on another port; ps_ctl members lists the job, and ps_ctl
 // health finds the servers in etcd; two ps_workers without --worker_id and
 // --servers take ids 0 and 1 and the servers from etcd, train, and leave.
 //
@@ -30,6 +33,7 @@
 #include "common/testing/wait_until.h"
 #include "coord/key_wait.h"
 #include "coord/registration.h"
+#include "coord/shard_map.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tools/process/etcd_process.h"
@@ -153,6 +157,59 @@ TEST(WaitForKeys, MetByAChangeEndedByItsDeadlineOrItsInterrupt) {
   EXPECT_EQ(met.status(), absl::CancelledError("interrupted"));
   EXPECT_EQ(asked, 4);
   EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+}
+
+TEST(ShardMapInEtcd, WritersRacingForShardsAllLandAndClientsWaitForAll) {
+  auto etcd = EtcdProcess::Start(TempDir("map"));
+  ASSERT_TRUE(etcd.ok()) << etcd.status();
+  std::unique_ptr<EtcdClient> c = Client(**etcd);
+  absl::StatusOr<ShardMap> none = ServersOfJob(c.get(), "j");
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(none.status().message(), HasSubstr("no server of job j has published"));
+  // Four servers publish at once: each compare-and-swap that loses reads
+  // the map again, so all four land, one version each.
+  std::vector<std::thread> writers;
+  for (int shard = 0; shard < 4; ++shard) {
+    writers.emplace_back([&, shard] {
+      absl::StatusOr<ShardMap> m =
+          PublishShardServer(c.get(), "j", shard, 4, absl::StrCat("s", shard, ":1"));
+      EXPECT_TRUE(m.ok()) << m.status();
+    });
+  }
+  for (std::thread& w : writers) w.join();
+  absl::StatusOr<ShardMap> m = ReadShardMap(c.get(), "j");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->version, 4);
+  EXPECT_THAT(m->servers, ElementsAre("s0:1", "s1:1", "s2:1", "s3:1"));
+  // A client takes the map only when every server of it is live: its
+  // shard's key there, with the map's address.
+  absl::StatusOr<ShardMap> dead = ServersOfJob(c.get(), "j");
+  EXPECT_EQ(dead.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(dead.status().message(), HasSubstr("no server of job j is registered"));
+  for (int shard = 0; shard < 4; ++shard) {
+    ASSERT_TRUE(c->Put(MemberKey("j", "servers", shard), absl::StrCat("s", shard, ":1")).ok());
+  }
+  m = ServersOfJob(c.get(), "j");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->version, 4);
+  // The same server again changes nothing; one restarted elsewhere does,
+  // and clients wait for it to be live at its new address.
+  EXPECT_EQ(PublishShardServer(c.get(), "j", 2, 4, "s2:1")->version, 4);
+  EXPECT_EQ(PublishShardServer(c.get(), "j", 2, 4, "s2:2")->version, 5);
+  absl::StatusOr<ShardMap> moving = ServersOfJob(c.get(), "j");
+  EXPECT_EQ(moving.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(moving.status().message(),
+              HasSubstr("shard(s) 2 (s2:2) in the shard map (version 5)"));
+  ASSERT_TRUE(c->Put(MemberKey("j", "servers", 2), "s2:2").ok());
+  EXPECT_TRUE(ServersOfJob(c.get(), "j").ok());
+  // A run with another shard count starts the map over: clients wait (an
+  // error naming the shards missing) until every shard has a server.
+  EXPECT_EQ(PublishShardServer(c.get(), "j", 1, 2, "t1:1")->version, 6);
+  absl::StatusOr<ShardMap> half = ServersOfJob(c.get(), "j");
+  EXPECT_EQ(half.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(half.status().message(), HasSubstr("(version 6) has no server for shard(s) 0 of 2"));
+  ASSERT_TRUE(c->Put(ShardMapKey("j"), "version 7\nshards\n").ok());  // not the servers' text
+  EXPECT_EQ(ServersOfJob(c.get(), "j").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(Registration, IdsAreLeasedOnceAndFreedOnLeave) {
@@ -289,6 +346,9 @@ TEST(CoordinatedServers, RegisterRefuseATakenShardLeaveAndDropOut) {
   EXPECT_EQ(rc, 0);
   EXPECT_THAT(members, HasSubstr(absl::StrCat("\"role\":\"servers\",\"id\":1,\"value\":\"",
                                               (*s1)->address(), "\"")));
+  EXPECT_THAT(members,
+              HasSubstr(absl::StrCat("\"shard_map\":{\"version\":2,\"servers\":[\"",
+                                     (*s0)->address(), "\",\"", (*s1)->address(), "\"]}")));
   const auto [health, health_rc] =
       Ctl({"health", absl::StrCat("--coordinator=", (*etcd)->url()), "--job=e2e"});
   EXPECT_EQ(health_rc, 0) << health;
@@ -301,6 +361,14 @@ TEST(CoordinatedServers, RegisterRefuseATakenShardLeaveAndDropOut) {
   EXPECT_EQ(WaitUntil([&] { return ListMembers(c.get(), "e2e")->size() == 1; }, absl::Seconds(10),
                       "the killed server's key to expire"),
             absl::OkStatus());
+  // Restarted on another port, it takes its shard over in the map.
+  auto s1b = CoordinatedServer(**etcd, 1, "s1b");
+  ASSERT_TRUE(s1b.ok()) << s1b.status();
+  absl::StatusOr<ShardMap> map = ServersOfJob(c.get(), "e2e");
+  ASSERT_TRUE(map.ok()) << map.status();
+  EXPECT_EQ(map->version, 3);
+  EXPECT_THAT(map->servers, ElementsAre((*s0)->address(), (*s1b)->address()));
+  (*s1b)->Stop();
   // SIGTERM: it leaves before it exits.
   (*s0)->Stop();
   EXPECT_TRUE(ListMembers(c.get(), "e2e")->empty());

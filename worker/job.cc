@@ -11,6 +11,7 @@
 #include "common/status_macros.h"
 #include "coord/elastic_shares.h"
 #include "coord/job_settings.h"
+#include "coord/shard_map.h"
 
 namespace ps {
 
@@ -30,7 +31,8 @@ absl::StatusOr<JobMembership> JoinJob(WorkerConfig* config) {
     RETURN_IF_ERROR(config->run.Validate());
   }
   if (client.servers.empty()) {
-    ASSIGN_OR_RETURN(client.servers, RegisteredServers(m.etcd.get(), coordinator.registration.job));
+    ASSIGN_OR_RETURN(const ShardMap map, ServersOfJob(m.etcd.get(), coordinator.registration.job));
+    client.servers = map.servers;
     RETURN_IF_ERROR(ValidateClientOptions(client));
   }
   RegistrationOptions ro = coordinator.registration;

@@ -26,6 +26,7 @@
 #include "coord/etcd_client.h"
 #include "coord/job_settings.h"
 #include "coord/registration.h"
+#include "coord/shard_map.h"
 
 namespace ps {
 
@@ -50,9 +51,9 @@ class JobMember {
     ThrowIfError(etcd.status());
     etcd_ = *std::move(etcd);
     if (find_servers) {
-      absl::StatusOr<std::vector<std::string>> servers = RegisteredServers(etcd_.get(), job);
-      ThrowIfError(servers.status());
-      servers_ = *std::move(servers);
+      absl::StatusOr<ShardMap> map = ServersOfJob(etcd_.get(), job);
+      ThrowIfError(map.status());
+      servers_ = std::move(map->servers);
     }
     num_workers_ = num_workers;
     if (num_workers_ < 0) {

@@ -85,7 +85,7 @@ class CoordinatorTest(unittest.TestCase):
             extra = [f"--coordinator={etcd.url}", "--job=py", "--coordinator_ttl=2"]
             with Cluster(shards=2, workers=2, mode="sync", lr=0.5, extra=extra) as c:
                 self.assertEqual(etcd.keys("/ps/py/"), ["/ps/py/servers/0", "/ps/py/servers/1",
-                                                        "/ps/py/settings"])
+                                                        "/ps/py/settings", "/ps/py/shard_map"])
                 # The second is given no worker count: it takes the job's.
                 clients = [ps.Client(None, None, n, coordinator=etcd.url, job="py",
                                      coordinator_ttl=2, connect_timeout=10, wait_timeout=30)

@@ -10,6 +10,7 @@
 #include "client/channel.h"
 #include "coord/etcd_client.h"
 #include "coord/registration.h"
+#include "coord/shard_map.h"
 #include "google/protobuf/util/json_util.h"
 #include "proto/health.grpc.pb.h"
 
@@ -85,25 +86,45 @@ int Top(const CtlOptions& o) {
   return 0;
 }
 
-// The job's live members in etcd, or the error (printed).
-absl::StatusOr<std::vector<Member>> Members(const CtlOptions& o) {
+// The job's etcd, or the error (printed).
+absl::StatusOr<std::unique_ptr<EtcdClient>> Etcd(const CtlOptions& o) {
   absl::StatusOr<std::unique_ptr<EtcdClient>> etcd =
       EtcdClient::Connect(*ParseCoordinatorAddress(o.coordinator.address), o.security, o.timeout);
-  absl::StatusOr<std::vector<Member>> members =
-      etcd.ok() ? ListMembers(etcd->get(), o.coordinator.registration.job)
-                : absl::StatusOr<std::vector<Member>>(etcd.status());
+  if (!etcd.ok()) std::cerr << "ps_ctl: " << etcd.status().message() << std::endl;
+  return etcd;
+}
+
+// The job's live members in etcd, or the error (printed).
+absl::StatusOr<std::vector<Member>> Members(EtcdClient* etcd, const CtlOptions& o) {
+  absl::StatusOr<std::vector<Member>> members = ListMembers(etcd, o.coordinator.registration.job);
   if (!members.ok()) std::cerr << "ps_ctl: " << members.status().message() << std::endl;
   return members;
 }
 
-// ps_ctl members: one JSON object per live member, servers then workers.
+// ps_ctl members: one JSON object per live member, servers then workers,
+// then the shard map (coord/shard_map.h).
 int PrintMembers(const CtlOptions& o) {
-  absl::StatusOr<std::vector<Member>> members = Members(o);
+  absl::StatusOr<std::unique_ptr<EtcdClient>> etcd = Etcd(o);
+  if (!etcd.ok()) return 1;
+  absl::StatusOr<std::vector<Member>> members = Members(etcd->get(), o);
   if (!members.ok()) return 1;
+  const std::string& job = o.coordinator.registration.job;
   for (const Member& m : *members) {
-    std::cout << "{\"job\":\"" << o.coordinator.registration.job << "\",\"role\":\"" << m.role
-              << "\",\"id\":" << m.id << ",\"value\":\"" << m.value << "\"}" << std::endl;
+    std::cout << "{\"job\":\"" << job << "\",\"role\":\"" << m.role << "\",\"id\":" << m.id
+              << ",\"value\":\"" << m.value << "\"}" << std::endl;
   }
+  absl::StatusOr<ShardMap> map = ReadShardMap(etcd->get(), job);
+  if (!map.ok()) {
+    std::cerr << "ps_ctl: " << map.status().message() << std::endl;
+    return 1;
+  }
+  if (map->version == 0) return 0;  // no server has published one
+  std::cout << "{\"job\":\"" << job << "\",\"shard_map\":{\"version\":" << map->version
+            << ",\"servers\":[";
+  for (size_t i = 0; i < map->servers.size(); ++i) {
+    std::cout << (i > 0 ? "," : "") << "\"" << map->servers[i] << "\"";
+  }
+  std::cout << "]}}" << std::endl;
   return 0;
 }
 
@@ -113,7 +134,9 @@ int RunCtl(const CtlOptions& options) {
   if (options.command == CtlCommand::kMembers) return PrintMembers(options);
   CtlOptions o = options;
   if (o.servers.empty()) {  // the live servers of the coordinator's job
-    absl::StatusOr<std::vector<Member>> members = Members(o);
+    absl::StatusOr<std::unique_ptr<EtcdClient>> etcd = Etcd(o);
+    if (!etcd.ok()) return 1;
+    absl::StatusOr<std::vector<Member>> members = Members(etcd->get(), o);
     if (!members.ok()) return 1;
     for (const Member& m : *members) {
       if (m.role == "servers") o.servers.push_back(m.value);

@@ -37,7 +37,8 @@ constexpr char kUsage[] =
     "(steps behind the newest worker). Needs the admin or reader identity.\n"
     "  ps_ctl members --coordinator=etcd://HOST:PORT [--job=NAME]   the job's live members "
     "registered in etcd (docs/elastic.md), one JSON object per line: role (servers, "
-    "workers), id, value (a server's address).\n"
+    "workers), id, value (a server's address); then the shard map: version, servers by "
+    "shard (\"\" where none has published).\n"
     "  With --coordinator=etcd://HOST:PORT and no --servers, status, health, checkpoint and "
     "top find the servers in etcd.";
 
