@@ -373,11 +373,14 @@ absl::Status PsServer::Shutdown() {
   // outside the lock that /metrics takes.
   std::unique_ptr<Registration> registration;
   std::unique_ptr<MemberWatch> watch;
+  std::unique_ptr<ShardMapWatch> map_watch;
   {
     absl::MutexLock l(&coordinator_mu_);
     registration = std::move(registration_);
     watch = std::move(worker_watch_);
+    map_watch = std::move(map_watch_);
   }
+  map_watch.reset();
   registration.reset();
   watch.reset();
   if (shard_ != nullptr) shard_->Close();
@@ -404,7 +407,7 @@ absl::Status PsServer::Shutdown() {
   }
   // No push can arrive any more: the final checkpoint holds everything
   // acknowledged (logged; a failure leaves the earlier ones).
-  if (checkpointer_ != nullptr) checkpointer_->WriteNow().IgnoreError();
+  if (checkpointer_ != nullptr && !fenced_) checkpointer_->WriteNow().IgnoreError();
   // The socket file goes with the server (if it is still ours).
   if (socket_inode_.has_value()) RemoveUnixSocket(socket_path_, *socket_inode_);
   if (health_server_ != nullptr) {

@@ -14,6 +14,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,6 +24,7 @@
 #include "coord/etcd_client.h"
 #include "coord/member_watch.h"
 #include "coord/registration.h"
+#include "coord/shard_map_watch.h"
 #include "grpcpp/generic/async_generic_service.h"
 #include "grpcpp/server.h"
 #include "rpc/credentials.h"
@@ -185,11 +187,18 @@ class PsServer {
   // With a coordinator: the etcd client and this server's membership key
   // (left, and destroyed, first in Shutdown).
   std::unique_ptr<EtcdClient> etcd_;
-  // Guards the two below, which /metrics reads (CoordinatorReachable).
+  // Guards the three below; /metrics reads the first two
+  // (CoordinatorReachable).
   mutable absl::Mutex coordinator_mu_;
   std::unique_ptr<Registration> registration_ ABSL_GUARDED_BY(coordinator_mu_);
   // Sync and SSP; stopped first.
   std::unique_ptr<MemberWatch> worker_watch_ ABSL_GUARDED_BY(coordinator_mu_);
+  // The watch on the shard map, which fences this server (below) once the
+  // map gives its shard to another address.
+  std::unique_ptr<ShardMapWatch> map_watch_ ABSL_GUARDED_BY(coordinator_mu_);
+  // Taken over: the shard refuses requests, and Shutdown writes no final
+  // checkpoint (the shard's new server owns its checkpoints now).
+  std::atomic<bool> fenced_{false};
   std::string address_;
   std::string health_address_;
   int port_ = 0;

@@ -71,6 +71,33 @@ absl::Status PsServer::JoinCoordinator() {
         map.version, ", ",
         map.complete() ? "complete" : absl::StrCat("waiting for shard(s) ", map.Missing()), ")"));
   }
+  // Taken over (the map gives this shard to another address: this
+  // server's lease ran out while it was cut off, and a new server took
+  // the shard): refuse every request from then on, naming the new server.
+  ShardMapWatchOptions mo;
+  mo.job = ro.job;
+  mo.retry = ro.ttl / 3;
+  mo.log = ro.log;
+  map_watch_ = ShardMapWatch::Start(
+      etcd_.get(), mo,
+      [this, shard = so.shard_id, num_shards = so.num_shards, job = ro.job](const ShardMap& m) {
+        if (static_cast<int>(m.servers.size()) == num_shards && m.servers[shard] == address_) {
+          return;
+        }
+        const std::string now =
+            static_cast<int>(m.servers.size()) == num_shards
+                ? absl::StrCat("to ", m.servers[shard].empty() ? "no server" : m.servers[shard])
+                : absl::StrCat("away: the map has ", m.servers.size(), " shards");
+        const absl::Status why = absl::FailedPreconditionError(
+            absl::StrCat("shard ", shard, " of job ", job, " moved from ", address_, " ", now,
+                         " (shard map version ", m.version,
+                         "): this server was taken over and takes no more requests; connect to the "
+                         "shard map's server"));
+        if (!fenced_.exchange(true)) {
+          if (options_.shard.log) options_.shard.log(std::string(why.message()));
+          shard_->Close(why);
+        }
+      });
   if (so.mode != Mode::kAsync) {
     if (so.log) {
       so.log(absl::StrCat("shard ", so.shard_id, ": ", ModeName(so.mode),

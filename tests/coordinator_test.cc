@@ -10,7 +10,8 @@
 // the real binaries: ps_server --coordinator registers as servers/<shard>,
 // refuses a shard id a live server holds, leaves at once on SIGTERM and
 // drops out a ttl after kill -9, and takes its shard over in the shard map
-// when restarted on another port; ps_ctl members lists the job, and ps_ctl
+// when restarted on another port; a server whose shard the map gives to
+// another address refuses a worker, naming it; ps_ctl members lists the job, and ps_ctl
 // health finds the servers in etcd; two ps_workers without --worker_id and
 // --servers take ids 0 and 1 and the servers from etcd, train, and leave.
 //
@@ -27,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
@@ -368,6 +370,24 @@ TEST(CoordinatedServers, RegisterRefuseATakenShardLeaveAndDropOut) {
   ASSERT_TRUE(map.ok()) << map.status();
   EXPECT_EQ(map->version, 3);
   EXPECT_THAT(map->servers, ElementsAre((*s0)->address(), (*s1b)->address()));
+  // Its shard given to another address (as when a server cut off past its
+  // ttl is replaced), s0 takes no more requests: a worker sent to it is
+  // refused, naming the new server.
+  ASSERT_TRUE(PublishShardServer(c.get(), "e2e", 0, 2, "127.0.0.1:1").ok());
+  EXPECT_EQ(WaitUntil([&] { return absl::StrContains((*s0)->process().LogTail(20), "taken over"); },
+                      absl::Seconds(10), "s0 to see the map"),
+            absl::OkStatus());
+  auto worker = ChildProcess::Spawn(
+      {g_worker_binary, absl::StrCat("--servers=", (*s0)->address(), ",", (*s1b)->address()),
+       "--worker_id=0", "--num_workers=1", "--max_steps=1", "--batch_size=16", "--progress=off",
+       "--connect_timeout=10", "--retry_timeout=0"},
+      TempDir("fenced-worker.log"), /*pipe_stdout=*/false);
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  std::optional<int> status = (*worker)->Wait(absl::Now() + absl::Seconds(60));
+  ASSERT_TRUE(status.has_value());
+  EXPECT_FALSE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0);
+  EXPECT_THAT((*worker)->LogTail(20), HasSubstr("moved from"));
+  EXPECT_THAT((*worker)->LogTail(20), HasSubstr("to 127.0.0.1:1 (shard map version 4)"));
   (*s1b)->Stop();
   // SIGTERM: it leaves before it exits.
   (*s0)->Stop();

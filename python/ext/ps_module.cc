@@ -4,10 +4,12 @@
 // embedding rows): the package checks names, dtypes and shapes, turns dicts
 // into the ordered lists this module takes and ids into uint64 arrays (the
 // rows calls first try this module's fast path, which takes plain arrays
-// unchecked by Python: python/ext/arrays.h); this module hands the arrays' memory to the client as
-// views (no copy: gradients are read straight into the messages, weights written straight into the
-// arrays), runs every blocking call on the calling thread with the GIL released, cancels it on
-// Ctrl-C (PsClient::Cancel, through the client's interrupt check), and turns a failed absl::Status
+// that Python has not checked: python/ext/arrays.h); this module hands the
+// arrays' memory to the client as views (no copy: gradients are read
+// straight into the messages, weights written straight into the arrays),
+// runs every blocking call on the calling thread with the GIL released,
+// cancels it on Ctrl-C (PsClient::Cancel, through the client's interrupt
+// check), and turns a failed absl::Status
 // into the package's exception class for its code (registered by the
 // package with _register_errors).
 //

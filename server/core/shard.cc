@@ -62,17 +62,22 @@ Shard::~Shard() {
   waiters_.reset();  // destroys the timer, whose callbacks use the shard
 }
 
-void Shard::Close() {
+void Shard::Close(absl::Status why) {
+  absl::Status status;
   {
     absl::MutexLock l(&mu_);
+    if (!closed_) {
+      closed_status_ = !why.ok() ? std::move(why)
+                                 : absl::UnavailableError(absl::StrCat("shard ", options_.shard_id,
+                                                                       " is shutting down"));
+    }
     closed_ = true;
+    status = closed_status_;
   }
-  waiters_->Close(ShuttingDown());
+  waiters_->Close(status);
 }
 
-absl::Status Shard::ShuttingDown() const {
-  return absl::UnavailableError(absl::StrCat("shard ", options_.shard_id, " is shutting down"));
-}
+absl::Status Shard::ShuttingDown() const { return closed_status_; }
 
 int64_t Shard::LastSeq(int worker_id) const {
   if (!options_.CheckWorker(worker_id).ok()) return 0;

@@ -293,8 +293,10 @@ class Shard {
   // changing nothing.
   absl::Status ImportTables(const std::vector<EmbeddingTableState>& tables);
 
-  // Fails every waiting call with UNAVAILABLE; later waits fail at once.
-  void Close();
+  // Fails every waiting call with `why` (an empty status: UNAVAILABLE, the
+  // shard is shutting down); later calls that change or wait on the shard
+  // fail at once with it. The first Close's reason stays.
+  void Close(absl::Status why = absl::OkStatus());
 
  private:
   using SnapshotCallbacks = std::vector<Waiters::Callback>;
@@ -368,7 +370,8 @@ class Shard {
   }
 
   absl::Status CheckInitializedLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  absl::Status ShuttingDown() const;
+  // Why the shard was closed (Close).
+  absl::Status ShuttingDown() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   SliceAssembler::Options AssemblerOptions(absl::string_view what) const;
   // Makes `layout`, `weights` and `optimizer` (null: keep the current one)
   // the parameters at `version`, with a fresh consistency policy; the open
@@ -403,6 +406,7 @@ class Shard {
 
   mutable absl::Mutex mu_;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status closed_status_ ABSL_GUARDED_BY(mu_);  // Close's reason
   VersionedWeights weights_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<ConsistencyPolicy> policy_ ABSL_GUARDED_BY(mu_);
   Membership membership_ ABSL_GUARDED_BY(mu_);
