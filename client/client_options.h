@@ -63,6 +63,14 @@ struct ClientOptions {
   // are deduplicated by the shards, so a retry is never applied twice.
   // Zero: no retries (and no copy kept).
   absl::Duration retry_timeout = absl::ZeroDuration();
+  // With a coordinator: the servers now, by shard (the job's shard map in
+  // etcd, coord/shard_map.h), or an error while they cannot be known (a
+  // server restarting, etcd unreachable). Recovery asks it each time before
+  // it registers again: a shard whose server moved to another address is
+  // reached there from then on (and restored from this client's copy, as a
+  // restarted one). A different shard count is logged and not followed
+  // (resharding is not built). Null: the servers never move.
+  std::function<absl::StatusOr<std::vector<std::string>>()> find_servers;
   // Where the client says what it noticed and did about faults (one line
   // each, no newline); null: silent.
   std::function<void(absl::string_view line)> log;

@@ -43,17 +43,8 @@ absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Connect(const ClientOptions&
   rep->state.options = options;
   rep->state.canceller.SetInterrupt(options.interrupt, options.interrupt_every);
   const int S = static_cast<int>(options.servers.size());
-  std::vector<std::shared_ptr<grpc::Channel>> channels;
-  for (const std::string& addr : options.servers) {
-    absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
-        MakeChannel(addr, options.keepalive, options.security);
-    if (!channel.ok()) return channel.status();
-    channels.push_back(*std::move(channel));
-  }
   rep->state.shard_version.assign(S, 0);
-  rep->control = std::make_unique<ShardControl>(channels, &rep->state);
-  rep->transport = NewTransport(options.transport, channels, &rep->state);
-  rep->rows_beside = std::make_unique<ShardRows>(channels, &rep->state);
+  RETURN_IF_ERROR(rep->Open());
 
   rep->state.reply.assign(S, ReplyInfo());
   rep->state.held.assign(S, {});
@@ -79,12 +70,34 @@ absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Connect(const ClientOptions&
   rep->state.seq = registration.last_seq;
   rep->state.row_seq = registration.last_row_seq;
   if (registration.lease > absl::ZeroDuration()) {
-    const absl::Duration period = HeartbeatPeriod(registration.lease);
-    ShardControl* control = rep->control.get();
-    rep->heartbeater =
-        std::make_unique<Heartbeater>(period, [control, period] { control->HeartbeatAll(period); });
+    rep->heartbeat_period = HeartbeatPeriod(registration.lease);
+    rep->StartHeartbeats();
   }
   return std::unique_ptr<PsClient>(new PsClient(std::move(rep)));
+}
+
+absl::Status PsClient::Rep::Open() {
+  const ClientOptions& o = state.options;
+  std::vector<std::shared_ptr<grpc::Channel>> channels;
+  for (const std::string& addr : o.servers) {
+    ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel,
+                     MakeChannel(addr, o.keepalive, o.security));
+    channels.push_back(std::move(channel));
+  }
+  heartbeater.reset();  // it uses `control`
+  rows_beside = std::make_unique<ShardRows>(channels, &state);
+  transport = NewTransport(o.transport, channels, &state);
+  control = std::make_unique<ShardControl>(channels, &state);
+  StartHeartbeats();
+  return absl::OkStatus();
+}
+
+void PsClient::Rep::StartHeartbeats() {
+  heartbeater.reset();
+  if (heartbeat_period <= absl::ZeroDuration()) return;
+  ShardControl* c = control.get();
+  const absl::Duration period = heartbeat_period;
+  heartbeater = std::make_unique<Heartbeater>(period, [c, period] { c->HeartbeatAll(period); });
 }
 
 Mode PsClient::mode() const { return rep_->state.mode; }

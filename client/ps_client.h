@@ -234,6 +234,9 @@ class PsClient {
   // Sets `*restarted` if a shard's incarnation changed. Fails once
   // `deadline` passes.
   absl::Status Recover(absl::Time deadline, bool* restarted);
+  // With ClientOptions::find_servers: when a shard's server moved to
+  // another address, connects there instead (logged).
+  void FollowMovedServers();
   // Sync: when Init found the shards at different versions (they restarted
   // from checkpoints of different versions), asks those ahead to roll back
   // to the newest checkpoint they all have (InitRequest.rollback), as

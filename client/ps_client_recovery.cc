@@ -99,6 +99,7 @@ absl::Status PsClient::Recover(absl::Time deadline, bool* restarted) {
   const ClientOptions& o = state.options;
   absl::Duration backoff = kFirstBackoff;
   while (true) {
+    FollowMovedServers();
     std::vector<v1::RegisterResponse> replies;
     absl::Status st = rep_->control->RegisterAll(RegisterTimeout(deadline, absl::Now()),
                                                  /*wait_for_ready=*/true, &replies);
@@ -143,6 +144,35 @@ absl::Status PsClient::Recover(absl::Time deadline, bool* restarted) {
     // PsClient::Cancel wakes it: Retry then gives up.
     if (!rep_->state.canceller.SleepUnlessCancelled(backoff)) return st;
     backoff = NextBackoff(backoff);
+  }
+}
+
+void PsClient::FollowMovedServers() {
+  ClientOptions& o = rep_->state.options;
+  if (!o.find_servers) return;
+  absl::StatusOr<std::vector<std::string>> now = o.find_servers();
+  if (!now.ok() || *now == o.servers) return;  // unknown for now, or unchanged
+  if (now->size() != o.servers.size()) {
+    Log(absl::StrFormat(
+        "worker %d: the job's servers are now %d shards (%s), this client's %d: resharding is not "
+        "supported; staying with [%s]",
+        o.worker_id, now->size(), absl::StrJoin(*now, ","), o.servers.size(),
+        absl::StrJoin(o.servers, ",")));
+    return;
+  }
+  for (size_t s = 0; s < now->size(); ++s) {
+    if ((*now)[s] != o.servers[s]) {
+      Log(absl::StrFormat("worker %d: shard %d moved from %s to %s (the job's shard map)",
+                          o.worker_id, s, o.servers[s], (*now)[s]));
+    }
+  }
+  const std::vector<std::string> was = o.servers;
+  o.servers = *std::move(now);
+  if (absl::Status opened = rep_->Open(); !opened.ok()) {
+    Log(absl::StrFormat("worker %d: cannot connect to the moved servers: %s", o.worker_id,
+                        opened.ToString()));
+    o.servers = was;
+    rep_->Open().IgnoreError();  // they opened before
   }
 }
 

@@ -10,9 +10,9 @@
 // the real binaries: ps_server --coordinator registers as servers/<shard>,
 // refuses a shard id a live server holds, leaves at once on SIGTERM and
 // drops out a ttl after kill -9, and takes its shard over in the shard map
-// when restarted on another port; a server whose shard the map gives to
-// another address refuses a worker, naming it; ps_ctl members lists the job, and ps_ctl
-// health finds the servers in etcd; two ps_workers without --worker_id and
+// when restarted on another port, where a training ps_worker follows it; a server whose shard the
+// map gives to another address refuses a worker, naming it; ps_ctl members lists the job, and
+// ps_ctl health finds the servers in etcd; two ps_workers without --worker_id and
 // --servers take ids 0 and 1 and the servers from etcd, train, and leave.
 //
 // Args: the paths of ps_server, ps_ctl and ps_worker.
@@ -22,6 +22,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -395,6 +396,53 @@ TEST(CoordinatedServers, RegisterRefuseATakenShardLeaveAndDropOut) {
   const auto [none, none_rc] =
       Ctl({"status", absl::StrCat("--coordinator=", (*etcd)->url()), "--job=e2e"});
   EXPECT_EQ(none_rc, 1);
+}
+
+TEST(CoordinatedWorkers, FollowAServerRestartedOnAnotherAddress) {
+  auto etcd = EtcdProcess::Start(TempDir("follow"));
+  ASSERT_TRUE(etcd.ok()) << etcd.status();
+  std::unique_ptr<EtcdClient> c = Client(**etcd);
+  auto s0 = CoordinatedServer(**etcd, 0, "f0");
+  auto s1 = CoordinatedServer(**etcd, 1, "f1");
+  ASSERT_TRUE(s0.ok() && s1.ok());
+  const std::string metrics = TempDir("follow-metrics.jsonl");
+  auto worker = ChildProcess::Spawn(
+      {g_worker_binary, absl::StrCat("--coordinator=", (*etcd)->url()), "--job=e2e",
+       "--num_workers=1", "--max_steps=3000", "--batch_size=16", "--progress=off", "--log_every=10",
+       "--retry_timeout=60", absl::StrCat("--metrics_file=", metrics)},
+      TempDir("follow-worker.log"), /*pipe_stdout=*/false);
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  ASSERT_EQ(WaitUntil(
+                [&] {
+                  std::ifstream in(metrics);
+                  std::string line;
+                  return static_cast<bool>(std::getline(in, line));
+                },
+                absl::Seconds(60), "the worker to train"),
+            absl::OkStatus());
+  // Shard 1's server dies (kill -9) and comes back on another port, once
+  // its key has expired: the worker, which found the servers in the shard
+  // map, follows it there, restores it from its copy, and finishes.
+  const std::string was = (*s1)->address();
+  (*s1)->process().Signal(SIGKILL);
+  (*s1)->process().Wait(absl::Now() + absl::Seconds(5));
+  ASSERT_EQ(WaitUntil(
+                [&] {
+                  return c->List(MemberKey("e2e", "servers", 1))
+                      .value_or(std::vector<EtcdClient::KeyValue>{{}})
+                      .empty();
+                },
+                absl::Seconds(10), "the killed server's key to expire"),
+            absl::OkStatus());
+  auto s1b = CoordinatedServer(**etcd, 1, "f1b");
+  ASSERT_TRUE(s1b.ok()) << s1b.status();
+  ASSERT_NE((*s1b)->address(), was);
+  std::optional<int> status = (*worker)->Wait(absl::Now() + absl::Seconds(120));
+  ASSERT_TRUE(status.has_value());
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << (*worker)->LogTail(20);
+  EXPECT_THAT((*worker)->LogTail(200),
+              HasSubstr(absl::StrCat("shard 1 moved from ", was, " to ", (*s1b)->address())));
+  EXPECT_THAT((*worker)->LogTail(200), HasSubstr("went through after"));
 }
 
 TEST(CoordinatedWorkers, TakeFreeIdsAndTheServersFromEtcd) {

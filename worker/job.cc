@@ -33,6 +33,14 @@ absl::StatusOr<JobMembership> JoinJob(WorkerConfig* config) {
   if (client.servers.empty()) {
     ASSIGN_OR_RETURN(const ShardMap map, ServersOfJob(m.etcd.get(), coordinator.registration.job));
     client.servers = map.servers;
+    // Recovery follows a server that moved (JobMembership outlives the
+    // client: worker/job.h).
+    client.find_servers =
+        [etcd = m.etcd.get(),
+         job = coordinator.registration.job]() -> absl::StatusOr<std::vector<std::string>> {
+      ASSIGN_OR_RETURN(ShardMap now, ServersOfJob(etcd, job));
+      return std::move(now.servers);
+    };
     RETURN_IF_ERROR(ValidateClientOptions(client));
   }
   RegistrationOptions ro = coordinator.registration;

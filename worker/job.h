@@ -11,11 +11,13 @@
 // the worker count is the job's (coord/job_settings.h: what its servers
 // wrote; FAILED_PRECONDITION when none has). The id and count are then set
 // wherever `config` carries them. Without --servers it takes the servers
-// from etcd: those registered, in shard order, which must be shards
-// 0..S-1 (FAILED_PRECONDITION naming the missing ones otherwise).
+// from the job's shard map (coord/shard_map.h: FAILED_PRECONDITION naming
+// the shards without a live server), and sets the client's find_servers to
+// read it again, so that recovery follows a server that moved.
 //
 // Without a coordinator it does nothing. The result holds the
-// registration: destroying it leaves the job at once (after the shares).
+// registration and the etcd client that find_servers borrows: it must
+// outlive the PsClient; destroying it leaves the job at once.
 #ifndef PS_WORKER_JOB_H_
 #define PS_WORKER_JOB_H_
 

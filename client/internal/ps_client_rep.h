@@ -14,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "client/internal/heartbeater.h"
 #include "client/internal/shard_control.h"
 #include "client/internal/shard_rows.h"
@@ -52,6 +53,14 @@ struct PsClient::Rep {
     return absl::CancelledError(
         absl::StrCat(what, " cancelled (PsClient::Cancel): ", status.message()));
   }
+  // With leases: the heartbeats' period (zero: none).
+  absl::Duration heartbeat_period = absl::ZeroDuration();
+  // (Re)opens the channels to state.options.servers and the parts below on
+  // them (at Connect, and when recovery finds a shard's server moved), and
+  // (re)starts the heartbeats (client/ps_client.cc).
+  absl::Status Open();
+  // (Re)starts the heartbeater on `control`, if heartbeat_period is set.
+  void StartHeartbeats();
   // These borrow `state`; declared after it so that they go first.
   std::unique_ptr<ShardControl> control;  // Register, InitParams, Heartbeat
   std::unique_ptr<ShardTransport> transport;

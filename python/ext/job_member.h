@@ -75,6 +75,15 @@ class JobMember {
   int worker_id() const { return registration_->id(); }
   int num_workers() const { return num_workers_; }
   const std::vector<std::string>& servers() const { return servers_; }
+  // ClientOptions::find_servers for a client connected to `servers`: the
+  // job's shard map read again (owning the etcd client with this member).
+  std::function<absl::StatusOr<std::vector<std::string>>()> ServerFinder() const {
+    return [etcd = etcd_, job = job_]() -> absl::StatusOr<std::vector<std::string>> {
+      absl::StatusOr<ShardMap> map = ServersOfJob(etcd.get(), job);
+      if (!map.ok()) return map.status();
+      return std::move(map->servers);
+    };
+  }
   void Leave() {
     if (registration_ == nullptr) return;
     pybind11::gil_scoped_release release;
@@ -142,7 +151,7 @@ class JobMember {
     return shares_.get();
   }
 
-  std::unique_ptr<EtcdClient> etcd_;
+  std::shared_ptr<EtcdClient> etcd_;  // shared with ServerFinder's clients
   std::vector<std::string> servers_;
   int num_workers_ = 0;
   const std::string job_;

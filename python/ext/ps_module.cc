@@ -96,7 +96,8 @@ class Client final : public HandleOwner {
   Client(std::vector<std::string> servers, int worker_id, int num_workers, std::string tls_cert,
          std::string tls_key, std::string tls_ca, std::string server_name,
          std::string auth_token_file, bool insecure, std::string transport, std::string wire_dtype,
-         double connect_timeout, double wait_timeout, double retry_timeout) {
+         double connect_timeout, double wait_timeout, double retry_timeout,
+         const py::object& follow) {
     ClientOptions o;
     o.servers = std::move(servers);
     o.worker_id = worker_id;
@@ -117,6 +118,9 @@ class Client final : public HandleOwner {
     o.wait_timeout = absl::Seconds(wait_timeout);
     o.retry_timeout = absl::Seconds(retry_timeout);
     o.interrupt = [in_flight = in_flight_] { return in_flight->Interrupted(); };
+    // A JobMember whose shard map the client follows when a server moves
+    // (ClientOptions::find_servers), or None.
+    if (!follow.is_none()) o.find_servers = follow.cast<const JobMember&>().ServerFinder();
     ThrowIfError(ValidateClientOptions(o));
     // Captures no `this`: a Ctrl-C leaves it running after we throw.
     auto c = std::make_shared<absl::StatusOr<std::unique_ptr<PsClient>>>();
@@ -446,12 +450,12 @@ PYBIND11_MODULE(_ps, m) {
   py::class_<ps::Client>(m, "Client")
       .def(py::init<std::vector<std::string>, int, int, std::string, std::string, std::string,
                     std::string, std::string, bool, std::string, std::string, double, double,
-                    double>(),
+                    double, py::object>(),
            py::arg("servers"), py::arg("worker_id"), py::arg("num_workers"), py::arg("tls_cert"),
            py::arg("tls_key"), py::arg("tls_ca"), py::arg("server_name"),
            py::arg("auth_token_file"), py::arg("insecure"), py::arg("transport"),
            py::arg("wire_dtype"), py::arg("connect_timeout"), py::arg("wait_timeout"),
-           py::arg("retry_timeout"))
+           py::arg("retry_timeout"), py::arg("follow"))
       .def("init", &ps::Client::Init, py::arg("names"), py::arg("shapes"), py::arg("values"))
       .def("pull", &ps::Client::Pull, py::arg("min_version"), py::arg("out") = py::none())
       .def("push", &ps::Client::Push, py::arg("grads"))

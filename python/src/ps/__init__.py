@@ -158,6 +158,7 @@ class Client:
         if wire_dtype not in ("f32", "bf16"):
             raise ValueError(f"wire_dtype: expected 'f32' or 'bf16', got {wire_dtype!r}")
         self._member: Optional[_ps.JobMember] = None
+        follow: Optional[_ps.JobMember] = None
         if coordinator:
             # etcd over TLS with the CA and a certificate of tls_dir or
             # tls_*: before the id is known, tls_dir gives worker 0's (any
@@ -174,8 +175,8 @@ class Client:
                                          bool(insecure), bool(data_shares))
             worker_id = self._member.worker_id
             num_workers = self._member.num_workers
-            if servers is None:
-                servers = self._member.servers
+            if servers is None:  # from the shard map, followed when a server moves
+                servers, follow = self._member.servers, self._member
         elif servers is None or worker_id is None or num_workers is None:
             raise ValueError("Client: servers, worker_id and num_workers are required without "
                              "a coordinator")
@@ -190,7 +191,7 @@ class Client:
                                  tls_cert or "", tls_key or "", tls_ca or "", server_name or "",
                                  auth_token_file or "", bool(insecure), transport, wire_dtype,
                                  float(connect_timeout), float(wait_timeout),
-                                 float(retry_timeout))
+                                 float(retry_timeout), follow)
         except BaseException:
             if self._member is not None:
                 self._member.leave()

@@ -38,7 +38,8 @@ class Client:
     def __init__(self, servers: List[str], worker_id: int, num_workers: int, tls_cert: str,
                  tls_key: str, tls_ca: str, server_name: str, auth_token_file: str,
                  insecure: bool, transport: str, wire_dtype: str, connect_timeout: float,
-                 wait_timeout: float, retry_timeout: float) -> None: ...
+                 wait_timeout: float, retry_timeout: float,
+                 follow: object) -> None: ...
     def init(self, names: List[str], shapes: List[List[int]],
              values: Optional[List[NDArray[float32]]]) -> None: ...
     def pull(self, min_version: int,
