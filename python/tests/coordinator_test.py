@@ -4,7 +4,8 @@ servers nor worker ids take ids 0 and 1 and the servers registered in etcd,
 train a sync step together, and leave the job when closed; a client that
 asks for a taken id is refused naming the holder; connect_from_env reads
 PS_COORDINATOR and PS_JOB; killed servers drop out with their leases, and a
-client then finds none. The keys are read back with etcdctl. Three
+client then finds none. A client follows a server killed and restarted on
+another port (the shard map), restoring it from its copy. The keys are read back with etcdctl. Three
 ps.torch workers with ElasticSampler, the third joining during epoch 0,
 split each epoch among its workers (disjoint shares covering it), and the
 third starts at epoch 1's first step. Ctrl-C ends a worker's wait for
@@ -26,7 +27,8 @@ import unittest
 import numpy as np
 
 import ps
-from cluster import Cluster, in_threads
+from cluster import SERVER, Cluster, in_threads
+from server_process import start_server
 
 
 def free_port():
@@ -141,6 +143,35 @@ class CoordinatorTest(unittest.TestCase):
             etcd.close()
         with self.assertRaisesRegex(ValueError, "required without a coordinator"):
             ps.Client(None, 0, 1)
+
+    def test_a_client_follows_a_server_restarted_elsewhere(self):
+        etcd = Etcd()
+        try:
+            extra = [f"--coordinator={etcd.url}", "--job=pyf", "--coordinator_ttl=2"]
+            with Cluster(shards=2, workers=1, mode="async", lr=0.5, extra=extra) as c:
+                client = ps.Client(None, 0, 1, coordinator=etcd.url, job="pyf",
+                                   coordinator_ttl=2, connect_timeout=10, retry_timeout=30)
+                client.init({"w": np.zeros(4, np.float32)})
+                client.push_pull({"w": np.ones(4, np.float32)})
+                # Shard 1 dies and comes back, empty, on another port once
+                # its key has expired: the client's next step finds it
+                # there in the shard map and restores it from its copy.
+                old = c.procs[1]
+                old.stop(signal.SIGKILL)
+                deadline = time.monotonic() + 15
+                while "/ps/pyf/servers/1" in etcd.keys("/ps/pyf/servers/"):
+                    self.assertLess(time.monotonic(), deadline, "shard 1's key did not expire")
+                    time.sleep(0.2)
+                new = start_server(SERVER, ["--shard_id=1", "--num_shards=2", "--num_workers=1",
+                                            "--mode=async", "--lr=0.5"] + extra,
+                                   logdir=c.logdir, name="shard1b")
+                c.procs[1] = new
+                self.assertNotEqual(new.address, old.address)
+                w = client.push_pull({"w": np.ones(4, np.float32)})["w"]
+                np.testing.assert_array_equal(w, np.full(4, -1.0, np.float32))  # two steps
+                client.close()
+        finally:
+            etcd.close()
 
     def test_elastic_sampler_shares_each_epoch_by_membership(self):
         import torch
