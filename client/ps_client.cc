@@ -85,6 +85,7 @@ absl::Status PsClient::Rep::Open() {
     channels.push_back(std::move(channel));
   }
   heartbeater.reset();  // it uses `control`
+  if (rows_beside != nullptr) retired_rows.push_back(std::move(rows_beside));
   rows_beside = std::make_unique<ShardRows>(channels, &state);
   transport = NewTransport(o.transport, channels, &state);
   control = std::make_unique<ShardControl>(channels, &state);

@@ -68,6 +68,9 @@ struct PsClient::Rep {
   // run one call at a time), so that a sync step's push can go while they
   // wait for the step to close.
   std::unique_ptr<ShardRows> rows_beside;
+  // Those replaced by Open while a push-pull of rows may still run on them
+  // (its step's push failed over): kept until the client goes.
+  std::vector<std::unique_ptr<ShardRows>> retired_rows;
   // Null without leases; declared last so that it stops first.
   std::unique_ptr<Heartbeater> heartbeater;
 };
