@@ -144,15 +144,13 @@ absl::StatusOr<ShardMap> ServersOfJob(EtcdClient* etcd, const std::string& job) 
   }
   // The map's servers that are not live (their keys gone, or another
   // address's): dead, or restarting, maybe elsewhere.
-  const std::string prefix = RolePrefix(job, "servers");
-  absl::StatusOr<std::vector<EtcdClient::KeyValue>> live = etcd->List(prefix);
+  absl::StatusOr<std::vector<Member>> live = ListMembers(etcd, job);
   if (!live.ok()) return live.status();
   std::vector<bool> up(m->servers.size(), false);
-  for (const EtcdClient::KeyValue& kv : *live) {
-    int id = 0;
-    if (MemberIdOfKey(kv.key, prefix, &id) && id >= 0 && static_cast<size_t>(id) < up.size() &&
-        kv.value == m->servers[id]) {
-      up[id] = true;
+  for (const Member& member : *live) {
+    if (member.role == "servers" && member.id >= 0 && static_cast<size_t>(member.id) < up.size() &&
+        member.value == m->servers[member.id]) {
+      up[member.id] = true;
     }
   }
   std::vector<std::string> down;
