@@ -1,8 +1,5 @@
 // The coordinator's parts (coord/) against a real etcd (tools/process/etcd_process.h):
-// EtcdClient's keys, leases and transaction; WaitForKeys met by a change,
-// ended by its deadline or by its interrupt check; the shard map's
-// compare-and-swap under racing writers and clients that take it only
-// when its servers are live; Registration's leased member
+// EtcdClient's keys, leases and transaction; Registration's leased member
 // keys: taken ids refused naming the holder, free ids claimed, a member
 // that leaves gone at once, one that keeps renewing listed past its ttl,
 // one whose renewals stop dropped by etcd when its lease expires, and a
@@ -10,7 +7,8 @@
 // the real binaries: ps_server --coordinator registers as servers/<shard>,
 // refuses a shard id a live server holds, leaves at once on SIGTERM and
 // drops out a ttl after kill -9, and takes its shard over in the shard map
-// when restarted on another port, where a training ps_worker follows it; a server whose shard the
+// when restarted on another port (shard_map_etcd_test: a training
+// ps_worker follows it there); a server whose shard the
 // map gives to another address refuses a worker, naming it; ps_ctl members lists the job, and
 // ps_ctl health finds the servers in etcd; two ps_workers without --worker_id and
 // --servers take ids 0 and 1 and the servers from etcd, train, and leave.
@@ -22,10 +20,8 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <memory>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -34,11 +30,11 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "common/testing/wait_until.h"
-#include "coord/key_wait.h"
 #include "coord/registration.h"
 #include "coord/shard_map.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/coordinated_server.h"
 #include "tools/process/etcd_process.h"
 #include "tools/process/server_process.h"
 
@@ -121,98 +117,6 @@ TEST(EtcdClient, FallsOverToTheNextEndpoint) {
   ASSERT_TRUE(c.ok());
   ASSERT_TRUE((*c)->Put("/k", "v").ok());
   EXPECT_EQ((*c)->endpoint(), (*etcd)->endpoint());
-}
-
-TEST(WaitForKeys, MetByAChangeEndedByItsDeadlineOrItsInterrupt) {
-  auto etcd = EtcdProcess::Start(TempDir("wait"));
-  ASSERT_TRUE(etcd.ok()) << etcd.status();
-  std::unique_ptr<EtcdClient> c = Client(**etcd);
-  ASSERT_TRUE(c->Put("/w/a", "1").ok());
-  auto has_b = [](const KeyMap& keys) { return keys.count("/w/b") > 0; };
-  // Met by a key put while it watches.
-  std::thread put([&] {
-    absl::SleepFor(absl::Milliseconds(300));
-    EXPECT_TRUE(c->Put("/w/b", "2").ok());
-  });
-  absl::StatusOr<bool> met = WaitForKeys(c.get(), "/w/", has_b, absl::Now() + absl::Seconds(30));
-  put.join();
-  ASSERT_TRUE(met.ok()) << met.status();
-  EXPECT_TRUE(*met);
-  // Not met by the deadline: false, after it.
-  auto never = [](const KeyMap&) { return false; };
-  absl::Time start = absl::Now();
-  met = WaitForKeys(c.get(), "/w/", never, start + absl::Milliseconds(500));
-  ASSERT_TRUE(met.ok()) << met.status();
-  EXPECT_FALSE(*met);
-  EXPECT_GE(absl::Now() - start, absl::Milliseconds(500));
-  // Interrupted: its error at the first poll that fails, on this thread,
-  // long before the deadline.
-  const std::thread::id caller = std::this_thread::get_id();
-  int asked = 0;
-  KeyWaitInterrupt interrupt;
-  interrupt.poll = absl::Milliseconds(50);
-  interrupt.interrupted = [&] {
-    EXPECT_EQ(std::this_thread::get_id(), caller);
-    return ++asked < 4 ? absl::OkStatus() : absl::CancelledError("interrupted");
-  };
-  start = absl::Now();
-  met = WaitForKeys(c.get(), "/w/", never, start + absl::Seconds(60), interrupt);
-  EXPECT_EQ(met.status(), absl::CancelledError("interrupted"));
-  EXPECT_EQ(asked, 4);
-  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
-}
-
-TEST(ShardMapInEtcd, WritersRacingForShardsAllLandAndClientsWaitForAll) {
-  auto etcd = EtcdProcess::Start(TempDir("map"));
-  ASSERT_TRUE(etcd.ok()) << etcd.status();
-  std::unique_ptr<EtcdClient> c = Client(**etcd);
-  absl::StatusOr<ShardMap> none = ServersOfJob(c.get(), "j");
-  EXPECT_EQ(none.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(none.status().message(), HasSubstr("no server of job j has published"));
-  // Four servers publish at once: each compare-and-swap that loses reads
-  // the map again, so all four land, one version each.
-  std::vector<std::thread> writers;
-  for (int shard = 0; shard < 4; ++shard) {
-    writers.emplace_back([&, shard] {
-      absl::StatusOr<ShardMap> m =
-          PublishShardServer(c.get(), "j", shard, 4, absl::StrCat("s", shard, ":1"));
-      EXPECT_TRUE(m.ok()) << m.status();
-    });
-  }
-  for (std::thread& w : writers) w.join();
-  absl::StatusOr<ShardMap> m = ReadShardMap(c.get(), "j");
-  ASSERT_TRUE(m.ok()) << m.status();
-  EXPECT_EQ(m->version, 4);
-  EXPECT_THAT(m->servers, ElementsAre("s0:1", "s1:1", "s2:1", "s3:1"));
-  // A client takes the map only when every server of it is live: its
-  // shard's key there, with the map's address.
-  absl::StatusOr<ShardMap> dead = ServersOfJob(c.get(), "j");
-  EXPECT_EQ(dead.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(dead.status().message(), HasSubstr("no server of job j is registered"));
-  for (int shard = 0; shard < 4; ++shard) {
-    ASSERT_TRUE(c->Put(MemberKey("j", "servers", shard), absl::StrCat("s", shard, ":1")).ok());
-  }
-  m = ServersOfJob(c.get(), "j");
-  ASSERT_TRUE(m.ok()) << m.status();
-  EXPECT_EQ(m->version, 4);
-  // The same server again changes nothing; one restarted elsewhere does,
-  // and clients wait for it to be live at its new address.
-  EXPECT_EQ(PublishShardServer(c.get(), "j", 2, 4, "s2:1")->version, 4);
-  EXPECT_EQ(PublishShardServer(c.get(), "j", 2, 4, "s2:2")->version, 5);
-  absl::StatusOr<ShardMap> moving = ServersOfJob(c.get(), "j");
-  EXPECT_EQ(moving.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(moving.status().message(),
-              HasSubstr("shard(s) 2 (s2:2) in the shard map (version 5)"));
-  ASSERT_TRUE(c->Put(MemberKey("j", "servers", 2), "s2:2").ok());
-  EXPECT_TRUE(ServersOfJob(c.get(), "j").ok());
-  // A run with another shard count starts the map over: clients wait (an
-  // error naming the shards missing) until every shard has a server.
-  EXPECT_EQ(PublishShardServer(c.get(), "j", 1, 2, "t1:1")->version, 6);
-  absl::StatusOr<ShardMap> half = ServersOfJob(c.get(), "j");
-  EXPECT_EQ(half.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(half.status().message(), HasSubstr("(version 6) has no server for shard(s) 0 of 2"));
-  ASSERT_TRUE(c->Put(ShardMapKey("j"), "version 7\nshards\n").ok());  // not the servers' text
-  EXPECT_EQ(ServersOfJob(c.get(), "j").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(Registration, IdsAreLeasedOnceAndFreedOnLeave) {
@@ -300,15 +204,7 @@ TEST(Registration, RegistersAgainWhenEtcdComesBackWithoutItsData) {
 // A ps_server of 2 shards registered in job "e2e" of `etcd`.
 absl::StatusOr<std::unique_ptr<ServerProcess>> CoordinatedServer(const EtcdProcess& etcd, int shard,
                                                                  const std::string& name) {
-  ServerProcessOptions so;
-  so.binary = g_server_binary;
-  so.dir = TempDir("");
-  so.name = name;
-  so.flags = {"--num_shards=2", absl::StrCat("--shard_id=", shard),
-              "--mode=async",   absl::StrCat("--coordinator=", etcd.url()),
-              "--job=e2e",      "--coordinator_ttl=2"};
-  so.start_timeout = absl::Seconds(20);
-  return ServerProcess::Start(so);
+  return StartCoordinatedServer(g_server_binary, TempDir(""), etcd, shard, name);
 }
 
 // ps_ctl's stdout for `args`, and its exit status.
@@ -396,53 +292,6 @@ TEST(CoordinatedServers, RegisterRefuseATakenShardLeaveAndDropOut) {
   const auto [none, none_rc] =
       Ctl({"status", absl::StrCat("--coordinator=", (*etcd)->url()), "--job=e2e"});
   EXPECT_EQ(none_rc, 1);
-}
-
-TEST(CoordinatedWorkers, FollowAServerRestartedOnAnotherAddress) {
-  auto etcd = EtcdProcess::Start(TempDir("follow"));
-  ASSERT_TRUE(etcd.ok()) << etcd.status();
-  std::unique_ptr<EtcdClient> c = Client(**etcd);
-  auto s0 = CoordinatedServer(**etcd, 0, "f0");
-  auto s1 = CoordinatedServer(**etcd, 1, "f1");
-  ASSERT_TRUE(s0.ok() && s1.ok());
-  const std::string metrics = TempDir("follow-metrics.jsonl");
-  auto worker = ChildProcess::Spawn(
-      {g_worker_binary, absl::StrCat("--coordinator=", (*etcd)->url()), "--job=e2e",
-       "--num_workers=1", "--max_steps=3000", "--batch_size=16", "--progress=off", "--log_every=10",
-       "--retry_timeout=60", absl::StrCat("--metrics_file=", metrics)},
-      TempDir("follow-worker.log"), /*pipe_stdout=*/false);
-  ASSERT_TRUE(worker.ok()) << worker.status();
-  ASSERT_EQ(WaitUntil(
-                [&] {
-                  std::ifstream in(metrics);
-                  std::string line;
-                  return static_cast<bool>(std::getline(in, line));
-                },
-                absl::Seconds(60), "the worker to train"),
-            absl::OkStatus());
-  // Shard 1's server dies (kill -9) and comes back on another port, once
-  // its key has expired: the worker, which found the servers in the shard
-  // map, follows it there, restores it from its copy, and finishes.
-  const std::string was = (*s1)->address();
-  (*s1)->process().Signal(SIGKILL);
-  (*s1)->process().Wait(absl::Now() + absl::Seconds(5));
-  ASSERT_EQ(WaitUntil(
-                [&] {
-                  return c->List(MemberKey("e2e", "servers", 1))
-                      .value_or(std::vector<EtcdClient::KeyValue>{{}})
-                      .empty();
-                },
-                absl::Seconds(10), "the killed server's key to expire"),
-            absl::OkStatus());
-  auto s1b = CoordinatedServer(**etcd, 1, "f1b");
-  ASSERT_TRUE(s1b.ok()) << s1b.status();
-  ASSERT_NE((*s1b)->address(), was);
-  std::optional<int> status = (*worker)->Wait(absl::Now() + absl::Seconds(120));
-  ASSERT_TRUE(status.has_value());
-  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << (*worker)->LogTail(20);
-  EXPECT_THAT((*worker)->LogTail(200),
-              HasSubstr(absl::StrCat("shard 1 moved from ", was, " to ", (*s1b)->address())));
-  EXPECT_THAT((*worker)->LogTail(200), HasSubstr("went through after"));
 }
 
 TEST(CoordinatedWorkers, TakeFreeIdsAndTheServersFromEtcd) {
