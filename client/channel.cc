@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
-
+#include <utility>
 
 namespace ps {
 
-absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(
-    const std::string& address, absl::Duration keepalive, const SecurityOptions& security) {
+absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::string& address,
+                                                           absl::Duration keepalive,
+                                                           const SecurityOptions& security,
+                                                           ClientInterceptors interceptors) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(INT_MAX);
   args.SetMaxSendMessageSize(INT_MAX);
@@ -28,7 +30,7 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(
     args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, ms);
     args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);  // also while a call waits
   }
-  return MakeSecureChannel(address, security, std::move(args));
+  return MakeSecureChannel(address, security, std::move(args), std::move(interceptors));
 }
 
 }  // namespace ps

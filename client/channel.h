@@ -4,7 +4,8 @@
 // plaintext to a non-loopback address without `insecure`), no message size
 // limit, a connection of its own (not shared with other clients of the
 // process) and HTTP/2 keepalive pings every `keepalive` (none when zero;
-// see ClientOptions::keepalive).
+// see ClientOptions::keepalive); its calls go through `interceptors`
+// (PsClient's: the route stamp of rpc/route.h).
 //
 // Public, for operators' tools: PsClient and admin_client.h make their
 // channels with it, and a tool that calls the servers' other services
@@ -25,8 +26,10 @@
 
 namespace ps {
 
-absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(
-    const std::string& address, absl::Duration keepalive, const SecurityOptions& security);
+absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::string& address,
+                                                           absl::Duration keepalive,
+                                                           const SecurityOptions& security,
+                                                           ClientInterceptors interceptors = {});
 
 }  // namespace ps
 

@@ -5,6 +5,7 @@
 #ifndef PS_CLIENT_CLIENT_OPTIONS_H_
 #define PS_CLIENT_CLIENT_OPTIONS_H_
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -18,8 +19,20 @@
 
 namespace ps {
 
+// The shards' servers as a coordinator knows them.
+struct ServersAt {
+  std::vector<std::string> servers;  // by shard
+  int64_t map_version = 0;           // of the job's shard map they are from
+};
+
 struct ClientOptions {
   std::vector<std::string> servers;  // HOST:PORT of shard 0, 1, ... in order
+  // The version of the job's shard map `servers` came from (coord/
+  // shard_map.h); 0: they were given. Every call carries its shard, the
+  // shard count and this version (rpc/route.h), and a server refuses one
+  // routed to it by mistake, or by a map older than the one that gave it
+  // its shard, before acting on it.
+  int64_t shard_map_version = 0;
   int worker_id = 0;                 // 0 <= worker_id < num_workers
   int num_workers = 1;
   // TLS, the worker's certificate or token (rpc/credentials.h).
@@ -70,7 +83,7 @@ struct ClientOptions {
   // reached there from then on (and restored from this client's copy, as a
   // restarted one). A different shard count is logged and not followed
   // (resharding is not built). Null: the servers never move.
-  std::function<absl::StatusOr<std::vector<std::string>>()> find_servers;
+  std::function<absl::StatusOr<ServersAt>()> find_servers;
   // Where the client says what it noticed and did about faults (one line
   // each, no newline); null: silent.
   std::function<void(absl::string_view line)> log;

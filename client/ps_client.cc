@@ -14,6 +14,7 @@
 #include "client/internal/unary_transport.h"
 #include "common/partition.h"
 #include "common/status_macros.h"
+#include "rpc/route.h"
 
 namespace ps {
 namespace {
@@ -44,6 +45,7 @@ absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Connect(const ClientOptions&
   rep->state.canceller.SetInterrupt(options.interrupt, options.interrupt_every);
   const int S = static_cast<int>(options.servers.size());
   rep->state.shard_version.assign(S, 0);
+  rep->map_version->store(options.shard_map_version);
   RETURN_IF_ERROR(rep->Open());
 
   rep->state.reply.assign(S, ReplyInfo());
@@ -79,9 +81,12 @@ absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Connect(const ClientOptions&
 absl::Status PsClient::Rep::Open() {
   const ClientOptions& o = state.options;
   std::vector<std::shared_ptr<grpc::Channel>> channels;
-  for (const std::string& addr : o.servers) {
+  const int num_shards = static_cast<int>(o.servers.size());
+  for (int s = 0; s < num_shards; ++s) {
+    ClientInterceptors stamps;
+    stamps.push_back(RouteStamps(s, num_shards, map_version));
     ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel,
-                     MakeChannel(addr, o.keepalive, o.security));
+                     MakeChannel(o.servers[s], o.keepalive, o.security, std::move(stamps)));
     channels.push_back(std::move(channel));
   }
   heartbeater.reset();  // it uses `control`

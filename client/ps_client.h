@@ -231,12 +231,13 @@ class PsClient {
   // Registers with every shard again (waiting for those that are down) and
   // carries out the recovery plan (client/internal/recovery.h): adopts new
   // incarnations and restores shards behind the version this client holds.
-  // Sets `*restarted` if a shard's incarnation changed. Fails once
-  // `deadline` passes.
+  // Sets `*restarted` if a shard's incarnation changed or the client now
+  // routes by a newer shard map. Fails once `deadline` passes.
   absl::Status Recover(absl::Time deadline, bool* restarted);
-  // With ClientOptions::find_servers: when a shard's server moved to
-  // another address, connects there instead (logged).
-  void FollowMovedServers();
+  // With ClientOptions::find_servers: reads the job's shard map again and,
+  // when a shard's server moved to another address, connects there instead
+  // (logged). True if the client now routes by another map version.
+  bool FollowMovedServers();
   // Sync: when Init found the shards at different versions (they restarted
   // from checkpoints of different versions), asks those ahead to roll back
   // to the newest checkpoint they all have (InitRequest.rollback), as

@@ -99,7 +99,9 @@ absl::Status PsClient::Recover(absl::Time deadline, bool* restarted) {
   const ClientOptions& o = state.options;
   absl::Duration backoff = kFirstBackoff;
   while (true) {
-    FollowMovedServers();
+    // A call routed by an older map is retried on the new one as after a
+    // restart (the server refused it without acting: rpc/route.h).
+    if (FollowMovedServers()) *restarted = true;
     std::vector<v1::RegisterResponse> replies;
     absl::Status st = rep_->control->RegisterAll(RegisterTimeout(deadline, absl::Now()),
                                                  /*wait_for_ready=*/true, &replies);
@@ -147,33 +149,41 @@ absl::Status PsClient::Recover(absl::Time deadline, bool* restarted) {
   }
 }
 
-void PsClient::FollowMovedServers() {
+bool PsClient::FollowMovedServers() {
   ClientOptions& o = rep_->state.options;
-  if (!o.find_servers) return;
-  absl::StatusOr<std::vector<std::string>> now = o.find_servers();
-  if (!now.ok() || *now == o.servers) return;  // unknown for now, or unchanged
-  if (now->size() != o.servers.size()) {
+  if (!o.find_servers) return false;
+  absl::StatusOr<ServersAt> now = o.find_servers();
+  if (!now.ok()) return false;  // unknown for now
+  if (now->servers.size() != o.servers.size()) {
     Log(absl::StrFormat(
         "worker %d: the job's servers are now %d shards (%s), this client's %d: resharding is not "
         "supported; staying with [%s]",
-        o.worker_id, now->size(), absl::StrJoin(*now, ","), o.servers.size(),
+        o.worker_id, now->servers.size(), absl::StrJoin(now->servers, ","), o.servers.size(),
         absl::StrJoin(o.servers, ",")));
-    return;
+    return false;
   }
-  for (size_t s = 0; s < now->size(); ++s) {
-    if ((*now)[s] != o.servers[s]) {
-      Log(absl::StrFormat("worker %d: shard %d moved from %s to %s (the job's shard map)",
-                          o.worker_id, s, o.servers[s], (*now)[s]));
+  const int64_t was_version = rep_->map_version->exchange(now->map_version);
+  o.shard_map_version = now->map_version;
+  if (now->servers == o.servers) return now->map_version != was_version;
+  for (size_t s = 0; s < now->servers.size(); ++s) {
+    if (now->servers[s] != o.servers[s]) {
+      Log(absl::StrFormat(
+          "worker %d: shard %d moved from %s to %s (the job's shard map, version %d)", o.worker_id,
+          s, o.servers[s], now->servers[s], now->map_version));
     }
   }
   const std::vector<std::string> was = o.servers;
-  o.servers = *std::move(now);
+  o.servers = std::move(now->servers);
   if (absl::Status opened = rep_->Open(); !opened.ok()) {
     Log(absl::StrFormat("worker %d: cannot connect to the moved servers: %s", o.worker_id,
                         opened.ToString()));
     o.servers = was;
+    rep_->map_version->store(was_version);
+    o.shard_map_version = was_version;
     rep_->Open().IgnoreError();  // they opened before
+    return false;
   }
+  return true;
 }
 
 void PsClient::RollBackToCommonVersion(std::vector<int64_t> versions) {

@@ -1,9 +1,10 @@
 #include "rpc/credentials.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <fstream>
-
-#include <unistd.h>
+#include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -131,9 +132,23 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
   return creds;
 }
 
+namespace {
+
+std::shared_ptr<grpc::Channel> NewChannel(const std::string& address,
+                                          const std::shared_ptr<grpc::ChannelCredentials>& creds,
+                                          const grpc::ChannelArguments& args,
+                                          ClientInterceptors interceptors) {
+  if (interceptors.empty()) return grpc::CreateCustomChannel(address, creds, args);
+  return grpc::experimental::CreateCustomChannelWithInterceptors(address, creds, args,
+                                                                 std::move(interceptors));
+}
+
+}  // namespace
+
 absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeSecureChannel(const std::string& address,
-                                                                const SecurityOptions& o,
-                                                                grpc::ChannelArguments args) {
+                                                                 const SecurityOptions& o,
+                                                                 grpc::ChannelArguments args,
+                                                                 ClientInterceptors interceptors) {
   if (absl::Status s = CheckSecurityOptions(o, address, /*server=*/false); !s.ok()) return s;
   std::shared_ptr<grpc::ChannelCredentials> creds;
   if (o.tls()) {
@@ -147,7 +162,7 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeSecureChannel(const std::stri
     creds = grpc::experimental::LocalCredentials(UDS);
     if (creds == nullptr) return absl::InternalError("gRPC refused local credentials");
   } else {
-    return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+    return NewChannel(address, grpc::InsecureChannelCredentials(), args, std::move(interceptors));
   }
   if (!o.auth_token_file.empty()) {
     absl::StatusOr<std::string> token = LoadClientToken(o.auth_token_file);
@@ -155,7 +170,7 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeSecureChannel(const std::stri
     creds = grpc::CompositeChannelCredentials(creds, grpc::AccessTokenCredentials(*token));
   }
   if (!o.tls_server_name.empty()) args.SetSslTargetNameOverride(o.tls_server_name);
-  return grpc::CreateCustomChannel(address, creds, args);
+  return NewChannel(address, creds, args, std::move(interceptors));
 }
 
 std::shared_ptr<grpc::ChannelCredentials> MakeChannelCredentials() {

@@ -32,17 +32,19 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "common/security_options.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/security/auth_metadata_processor.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/security/server_credentials.h"
-#include "common/security_options.h"
 #include "grpcpp/support/channel_arguments.h"
+#include "grpcpp/support/client_interceptor.h"
 
 namespace ps {
 
@@ -72,11 +74,16 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
 // server (TLS, or a unix socket's local credentials).
 bool CanAuthenticate(const SecurityOptions& options, absl::string_view address);
 
-// A channel to `address` with `options` (CheckSecurityOptions first) and
-// the caller's channel arguments (tls_server_name is added to them).
-absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeSecureChannel(const std::string& address,
-                                                                const SecurityOptions& options,
-                                                                grpc::ChannelArguments args);
+// Interceptors a channel's calls go through (rpc/route.h's RouteStamps).
+using ClientInterceptors =
+    std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>>;
+
+// A channel to `address` with `options` (CheckSecurityOptions first), the
+// caller's channel arguments (tls_server_name is added to them) and
+// `interceptors` (none: a plain channel).
+absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeSecureChannel(
+    const std::string& address, const SecurityOptions& options, grpc::ChannelArguments args,
+    ClientInterceptors interceptors = {});
 
 // Plaintext, for tests' own channels to loopback servers.
 std::shared_ptr<grpc::ChannelCredentials> MakeChannelCredentials();

@@ -240,6 +240,8 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
     RETURN_IF_ERROR(RestoreResharded(options, s->shard_.get()));
   }
   ServiceOptions service_options = options.service;
+  s->route_ = std::make_shared<RouteGuard>(options.shard.shard_id, options.shard.num_shards);
+  service_options.route = s->route_;
   if (!options.metrics_listen.empty()) {
     s->rpc_metrics_ = std::make_shared<RpcMetrics>();
     service_options.rpc_metrics = s->rpc_metrics_;

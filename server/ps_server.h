@@ -182,6 +182,9 @@ class PsServer {
   // With metrics_listen: the calls' counts (filled by an interceptor), what
   // /metrics reads, and its port, stopped in Shutdown.
   std::shared_ptr<RpcMetrics> rpc_metrics_;
+  // The check of each call's route (rpc/route.h); with a coordinator, the
+  // map version this server took its shard at is set as it publishes.
+  std::shared_ptr<RouteGuard> route_;
   std::shared_ptr<ServerCollector> collector_;
   std::unique_ptr<MetricsEndpoint> metrics_;
   // With a coordinator: the etcd client and this server's membership key

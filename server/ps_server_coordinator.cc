@@ -30,11 +30,14 @@ absl::Status PsServer::JoinCoordinator() {
   // etcd restarted without its data: the settings and this server's place
   // in the shard map go back with the key.
   ro.on_registered_again = [etcd = etcd_.get(), job = ro.job, settings, log = ro.log,
-                            shard = so.shard_id, address = address_] {
+                            shard = so.shard_id, address = address_, route = route_] {
     if (absl::Status p = PublishJobSettings(etcd, job, settings); !p.ok() && log) {
       log(absl::StrCat("cannot write the job's settings again: ", p.message()));
     }
     absl::StatusOr<ShardMap> m = PublishShardServer(etcd, job, shard, settings.num_shards, address);
+    // The map started over: calls routed by its new versions are this
+    // server's (rpc/route.h).
+    if (m.ok()) route->set_owned_since(m->version);
     if (!m.ok() && log) {
       log(absl::StrCat("cannot write this server into the shard map again: ",
                        m.status().message()));
@@ -62,6 +65,8 @@ absl::Status PsServer::JoinCoordinator() {
   // server, which holds its shard's key now, takes its place there.
   ASSIGN_OR_RETURN(const ShardMap map,
                    PublishShardServer(etcd_.get(), ro.job, so.shard_id, so.num_shards, address_));
+  // A call routed by an older map meant another server (rpc/route.h).
+  route_->set_owned_since(map.version);
   absl::MutexLock l(&coordinator_mu_);
   registration_ = std::move(registration);
   if (so.log) {

@@ -135,7 +135,7 @@ grpc::ServerUnaryReactor* ParameterServerService::Register(grpc::CallbackServerC
                                                            v1::RegisterResponse* resp) {
   CallReactor* reactor = NewCall(shard_, options_, RpcMetrics::kRegister);
   try {
-    absl::Status s = MayActAs(authenticator(), *ctx, "Register", req->worker_id());
+    absl::Status s = MayActAs(checks(), *ctx, "Register", req->worker_id());
     if (s.ok()) s = shard_->Register(req->worker_id(), req->num_workers());
     if (s.ok()) {
       const ShardStats st = shard_->Stats();
@@ -173,7 +173,7 @@ grpc::ServerUnaryReactor* ParameterServerService::Register(grpc::CallbackServerC
 grpc::ServerUnaryReactor* ParameterServerService::InitParams(grpc::CallbackServerContext* ctx,
                                                              const v1::InitRequest* req,
                                                              v1::InitResponse* resp) {
-  if (absl::Status s = MayActAs(authenticator(), *ctx, "InitParams", req->worker_id(),
+  if (absl::Status s = MayActAs(checks(), *ctx, "InitParams", req->worker_id(),
                                 /*creates_parameters=*/!req->restore() && req->values_size() > 0);
       !s.ok()) {
     CallReactor* reactor = NewCall(shard_, options_, RpcMetrics::kInitParams);
@@ -248,7 +248,7 @@ grpc::ServerUnaryReactor* ParameterServerService::Heartbeat(grpc::CallbackServer
                                                             v1::HeartbeatResponse* resp) {
   CallReactor* reactor = NewCall(shard_, options_, RpcMetrics::kHeartbeat);
   try {
-    absl::Status allowed = MayActAs(authenticator(), *ctx, "Heartbeat", req->worker_id());
+    absl::Status allowed = MayActAs(checks(), *ctx, "Heartbeat", req->worker_id());
     absl::StatusOr<int64_t> version = allowed.ok() ? shard_->Heartbeat(req->worker_id()) : allowed;
     if (version.ok()) {
       resp->set_version(*version);
@@ -265,7 +265,7 @@ grpc::ServerUnaryReactor* ParameterServerService::Push(grpc::CallbackServerConte
                                                        const grpc::ByteBuffer* req,
                                                        grpc::ByteBuffer* resp) {
   CallReactor* reactor = NewCall(shard_, options_, RpcMetrics::kPush);
-  Serve(shard_, CallerOfCall(authenticator(), *ctx), *req, DecodePush, resp, reactor,
+  Serve(shard_, CallerOfCall(checks(), *ctx), *req, DecodePush, resp, reactor,
         /*wait=*/nullptr, "Push");
   return reactor;
 }
@@ -274,8 +274,8 @@ grpc::ServerUnaryReactor* ParameterServerService::Pull(grpc::CallbackServerConte
                                                        const grpc::ByteBuffer* req,
                                                        grpc::ByteBuffer* resp) {
   CallReactor* reactor = NewCall(shard_, options_, RpcMetrics::kPull);
-  Serve(shard_, CallerOfCall(authenticator(), *ctx), *req, DecodePull, resp, reactor,
-        reactor->wait(), "Pull");
+  Serve(shard_, CallerOfCall(checks(), *ctx), *req, DecodePull, resp, reactor, reactor->wait(),
+        "Pull");
   return reactor;
 }
 
@@ -283,8 +283,8 @@ grpc::ServerUnaryReactor* ParameterServerService::PushPull(grpc::CallbackServerC
                                                            const grpc::ByteBuffer* req,
                                                            grpc::ByteBuffer* resp) {
   CallReactor* reactor = NewCall(shard_, options_, RpcMetrics::kPushPull);
-  Serve(shard_, CallerOfCall(authenticator(), *ctx), *req, DecodePushPull, resp, reactor,
-        reactor->wait(), "PushPull");
+  Serve(shard_, CallerOfCall(checks(), *ctx), *req, DecodePushPull, resp, reactor, reactor->wait(),
+        "PushPull");
   return reactor;
 }
 
@@ -292,7 +292,7 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ParameterServerServ
     grpc::CallbackServerContext* ctx) {
   return NewStreamReactor(
       shard_, options_.call_timeout,
-      [caller = CallerOfCall(authenticator(), *ctx)](int worker_id) {
+      [caller = CallerOfCall(checks(), *ctx)](int worker_id) {
         return caller.ok() ? caller->MayActAs("Stream", worker_id) : caller.status();
       },
       options_.rpc_metrics.get());

@@ -24,6 +24,7 @@
 #include "absl/time/time.h"
 #include "proto/ps.grpc.pb.h"
 #include "rpc/auth_processor.h"
+#include "rpc/route.h"
 #include "server/checkpoint/checkpointer.h"
 #include "server/core/shard.h"
 #include "server/rpc_metrics.h"
@@ -46,6 +47,16 @@ using ParameterServerBase = v1::ParameterServer::WithCallbackMethod_PullRows<
                                             v1::ParameterServer::WithRawCallbackMethod_Stream<
                                                 v1::ParameterServer::Service>>>>>>>>>>>>;
 
+namespace service_internal {
+// What each handler checks of a call before acting on it (service_call.h
+// CallerOfCall): where it was routed, then who made it. Borrowed from the
+// service's options; either may be null.
+struct CallChecks {
+  const Authenticator* authenticator = nullptr;
+  const RouteGuard* route = nullptr;
+};
+}  // namespace service_internal
+
 struct ServiceOptions {
   // Longest time a stream call may take to arrive in full (see
   // server/stream_reactor.h); zero = no limit.
@@ -62,6 +73,9 @@ struct ServiceOptions {
   // worker acts as, rpc/authz.h AuthorizeWorker): PERMISSION_DENIED.
   // Null: no authentication, every caller may do everything.
   std::shared_ptr<const Authenticator> authenticator;
+  // Refuses a call routed here by mistake or by an old shard map, before
+  // anything else (rpc/route.h); null: calls are not checked.
+  std::shared_ptr<const RouteGuard> route;
   // Where every call records itself when it ends (by method and status;
   // RpcMetricsInterceptors leaves this service's calls out: see
   // server/rpc_metrics.h); null: not recorded.
@@ -113,7 +127,10 @@ class ParameterServerService final : public ParameterServerBase {
                                          v1::PushPullRowsResponse* resp) override;
 
  private:
-  const Authenticator* authenticator() const { return options_.authenticator.get(); }
+  // What each handler checks of a call before acting on it.
+  service_internal::CallChecks checks() const {
+    return {options_.authenticator.get(), options_.route.get()};
+  }
 
   Shard* const shard_;  // not owned
   const ServiceOptions options_;

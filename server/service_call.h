@@ -68,16 +68,19 @@ struct Caller {
   bool renews_lease() const { return !who.has_value() || who->role != Role::kReader; }
 };
 
-inline absl::StatusOr<Caller> CallerOfCall(const Authenticator* authenticator,
+// The call's caller, once its route is checked (a call routed here by
+// mistake is refused before anything else: rpc/route.h).
+inline absl::StatusOr<Caller> CallerOfCall(const CallChecks& checks,
                                            const grpc::ServerContextBase& ctx) {
-  ASSIGN_OR_RETURN(std::optional<Identity> who, ps::CallerOf(authenticator, ctx));
+  if (checks.route != nullptr) RETURN_IF_ERROR(checks.route->Check(ctx));
+  ASSIGN_OR_RETURN(std::optional<Identity> who, ps::CallerOf(checks.authenticator, ctx));
   return Caller{std::move(who)};
 }
 
-inline absl::Status MayActAs(const Authenticator* authenticator, const grpc::ServerContextBase& ctx,
+inline absl::Status MayActAs(const CallChecks& checks, const grpc::ServerContextBase& ctx,
                              absl::string_view call, int worker_id,
                              bool creates_parameters = false) {
-  ASSIGN_OR_RETURN(Caller caller, CallerOfCall(authenticator, ctx));
+  ASSIGN_OR_RETURN(Caller caller, CallerOfCall(checks, ctx));
   return caller.MayActAs(call, worker_id, creates_parameters);
 }
 

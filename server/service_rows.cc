@@ -21,7 +21,7 @@ grpc::ServerUnaryReactor* ParameterServerService::PullRows(grpc::CallbackServerC
                                                            v1::PullRowsResponse* resp) {
   CallReactor* reactor = NewCall(shard_, options_, RpcMetrics::kPullRows);
   try {
-    absl::StatusOr<Caller> caller = CallerOfCall(authenticator(), *ctx);
+    absl::StatusOr<Caller> caller = CallerOfCall(checks(), *ctx);
     absl::Status s = caller.ok() ? caller->MayActAs("PullRows", req->worker_id()) : caller.status();
     if (s.ok() && req->prefetch()) {  // answered at once, without rows
       s = shard_->PrefetchRows(req->worker_id(), req->table(), req->ids());
@@ -60,7 +60,7 @@ grpc::ServerUnaryReactor* ParameterServerService::PushRows(grpc::CallbackServerC
                                                            v1::PushRowsResponse* resp) {
   CallReactor* reactor = NewCall(shard_, options_, RpcMetrics::kPushRows);
   try {
-    absl::Status s = MayActAs(authenticator(), *ctx, "PushRows", req->worker_id());
+    absl::Status s = MayActAs(checks(), *ctx, "PushRows", req->worker_id());
     absl::StatusOr<RowGradientFloats> grads =
         s.ok() ? RowGradients(req->table(), {absl::string_view(req->grads())})
                : absl::StatusOr<RowGradientFloats>(s);
@@ -85,7 +85,7 @@ grpc::ServerUnaryReactor* ParameterServerService::PushPullRows(grpc::CallbackSer
                                                                v1::PushPullRowsResponse* resp) {
   CallReactor* reactor = NewCall(shard_, options_, RpcMetrics::kPushPullRows);
   try {
-    absl::Status s = MayActAs(authenticator(), *ctx, "PushPullRows", req->worker_id());
+    absl::Status s = MayActAs(checks(), *ctx, "PushPullRows", req->worker_id());
     absl::StatusOr<RowGradientFloats> grads =
         s.ok() ? RowGradients(req->table(), {absl::string_view(req->grads())})
                : absl::StatusOr<RowGradientFloats>(s);

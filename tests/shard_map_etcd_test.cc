@@ -2,7 +2,8 @@
 // (coord/key_wait.h) against a real etcd (tools/process/etcd_process.h):
 // WaitForKeys met by a change, ended by its deadline or by its interrupt
 // check on the caller's thread; the map's compare-and-swap under racing
-// writers, and clients that take it only when its servers are live. With
+// writers, clients that take it only when its servers are live, and
+// servers that refuse calls routed by an older map than theirs. With
 // the real binaries: a ps_worker that found its servers in the map
 // follows shard 1's server through kill -9 and a restart on another port,
 // restores it from its copy, and finishes.
@@ -20,6 +21,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "client/ps_client.h"
 #include "common/testing/wait_until.h"
 #include "coord/key_wait.h"
 #include "coord/registration.h"
@@ -50,6 +52,20 @@ std::unique_ptr<EtcdClient> Client(const EtcdProcess& etcd) {
 absl::StatusOr<std::unique_ptr<ServerProcess>> CoordinatedServer(const EtcdProcess& etcd, int shard,
                                                                  const std::string& name) {
   return StartCoordinatedServer(g_server_binary, TempDir(""), etcd, shard, name);
+}
+
+// Kills shard `shard`'s server (kill -9) and waits for its key to expire,
+// so that a new server may take the shard.
+absl::Status KillServer(ServerProcess* server, EtcdClient* c, int shard) {
+  server->process().Signal(SIGKILL);
+  server->process().Wait(absl::Now() + absl::Seconds(5));
+  return WaitUntil(
+      [&] {
+        return c->List(MemberKey("e2e", "servers", shard))
+            .value_or(std::vector<EtcdClient::KeyValue>{{}})
+            .empty();
+      },
+      absl::Seconds(10), "the killed server's key to expire");
 }
 
 TEST(WaitForKeys, MetByAChangeEndedByItsDeadlineOrItsInterrupt) {
@@ -144,6 +160,50 @@ TEST(ShardMapInEtcd, WritersRacingForShardsAllLandAndClientsWaitForAll) {
   EXPECT_EQ(ServersOfJob(c.get(), "j").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// Every call carries the map version its client routes by (rpc/route.h):
+// a server restarted elsewhere took its shard at a newer version, and
+// refuses calls routed by an older map before acting on them.
+TEST(ShardMapInEtcd, ServersRefuseCallsRoutedByAnOlderMap) {
+  auto etcd = EtcdProcess::Start(TempDir("route"));
+  ASSERT_TRUE(etcd.ok()) << etcd.status();
+  std::unique_ptr<EtcdClient> c = Client(**etcd);
+  auto s0 = CoordinatedServer(**etcd, 0, "r0");
+  auto s1 = CoordinatedServer(**etcd, 1, "r1");
+  ASSERT_TRUE(s0.ok() && s1.ok());
+  absl::StatusOr<ShardMap> old = ServersOfJob(c.get(), "e2e");
+  ASSERT_TRUE(old.ok()) << old.status();
+  ClientOptions o;
+  o.servers = old->servers;
+  o.shard_map_version = old->version;
+  o.connect_timeout = absl::Seconds(10);
+  ASSERT_TRUE(PsClient::Connect(o).ok());
+
+  ASSERT_EQ(KillServer(s1->get(), c.get(), 1), absl::OkStatus());
+  absl::StatusOr<ShardMap> now;
+  auto s1b = CoordinatedServer(**etcd, 1, "r1b");
+  ASSERT_TRUE(s1b.ok()) << s1b.status();
+  ASSERT_EQ(WaitUntil(
+                [&] {
+                  now = ServersOfJob(c.get(), "e2e");
+                  return now.ok();
+                },
+                absl::Seconds(10), "the new server in the map"),
+            absl::OkStatus());
+  ASSERT_GT(now->version, old->version);
+  ASSERT_EQ(now->servers[1], (*s1b)->address());
+
+  o.servers = now->servers;  // at the new address, but by the old map's version
+  absl::StatusOr<std::unique_ptr<PsClient>> stale = PsClient::Connect(o);
+  EXPECT_EQ(stale.status().code(), absl::StatusCode::kFailedPrecondition) << stale.status();
+  EXPECT_THAT(
+      std::string(stale.status().message()),
+      HasSubstr(absl::StrCat("routed by shard map version ", old->version, ", older than version ",
+                             now->version, ", at which this server took shard 1 of 2")));
+  o.shard_map_version = now->version;
+  absl::StatusOr<std::unique_ptr<PsClient>> fresh = PsClient::Connect(o);
+  EXPECT_TRUE(fresh.ok()) << fresh.status();
+}
+
 TEST(CoordinatedWorkers, FollowAServerRestartedOnAnotherAddress) {
   auto etcd = EtcdProcess::Start(TempDir("follow"));
   ASSERT_TRUE(etcd.ok()) << etcd.status();
@@ -170,16 +230,7 @@ TEST(CoordinatedWorkers, FollowAServerRestartedOnAnotherAddress) {
   // its key has expired: the worker, which found the servers in the shard
   // map, follows it there, restores it from its copy, and finishes.
   const std::string was = (*s1)->address();
-  (*s1)->process().Signal(SIGKILL);
-  (*s1)->process().Wait(absl::Now() + absl::Seconds(5));
-  ASSERT_EQ(WaitUntil(
-                [&] {
-                  return c->List(MemberKey("e2e", "servers", 1))
-                      .value_or(std::vector<EtcdClient::KeyValue>{{}})
-                      .empty();
-                },
-                absl::Seconds(10), "the killed server's key to expire"),
-            absl::OkStatus());
+  ASSERT_EQ(KillServer(s1->get(), c.get(), 1), absl::OkStatus());
   auto s1b = CoordinatedServer(**etcd, 1, "f1b");
   ASSERT_TRUE(s1b.ok()) << s1b.status();
   ASSERT_NE((*s1b)->address(), was);

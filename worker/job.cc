@@ -33,13 +33,13 @@ absl::StatusOr<JobMembership> JoinJob(WorkerConfig* config) {
   if (client.servers.empty()) {
     ASSIGN_OR_RETURN(const ShardMap map, ServersOfJob(m.etcd.get(), coordinator.registration.job));
     client.servers = map.servers;
+    client.shard_map_version = map.version;
     // Recovery follows a server that moved (JobMembership outlives the
     // client: worker/job.h).
-    client.find_servers =
-        [etcd = m.etcd.get(),
-         job = coordinator.registration.job]() -> absl::StatusOr<std::vector<std::string>> {
+    client.find_servers = [etcd = m.etcd.get(),
+                           job = coordinator.registration.job]() -> absl::StatusOr<ServersAt> {
       ASSIGN_OR_RETURN(ShardMap now, ServersOfJob(etcd, job));
-      return std::move(now.servers);
+      return ServersAt{std::move(now.servers), now.version};
     };
     RETURN_IF_ERROR(ValidateClientOptions(client));
   }

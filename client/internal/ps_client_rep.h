@@ -6,6 +6,7 @@
 #ifndef PS_CLIENT_INTERNAL_PS_CLIENT_REP_H_
 #define PS_CLIENT_INTERNAL_PS_CLIENT_REP_H_
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -26,6 +27,10 @@ namespace ps {
 
 struct PsClient::Rep {
   ClientState state;
+  // The shard map version every call is stamped with (rpc/route.h): the
+  // channels' stamps read it as each call starts, and recovery raises it
+  // when it reads the map again (ClientOptions::shard_map_version).
+  std::shared_ptr<std::atomic<int64_t>> map_version = std::make_shared<std::atomic<int64_t>>(0);
   float learning_rate = 0;
   // By shard: the incarnation seen at the last Register.
   std::vector<Incarnation> incarnation;

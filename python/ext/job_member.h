@@ -15,12 +15,14 @@
 #include <pybind11/pybind11.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "client/client_options.h"
 #include "common/data_share.h"
 #include "coord/elastic_shares.h"
 #include "coord/etcd_client.h"
@@ -54,6 +56,7 @@ class JobMember {
       absl::StatusOr<ShardMap> map = ServersOfJob(etcd_.get(), job);
       ThrowIfError(map.status());
       servers_ = std::move(map->servers);
+      map_version_ = map->version;
     }
     num_workers_ = num_workers;
     if (num_workers_ < 0) {
@@ -75,13 +78,15 @@ class JobMember {
   int worker_id() const { return registration_->id(); }
   int num_workers() const { return num_workers_; }
   const std::vector<std::string>& servers() const { return servers_; }
+  // The version of the shard map `servers` came from.
+  int64_t map_version() const { return map_version_; }
   // ClientOptions::find_servers for a client connected to `servers`: the
   // job's shard map read again (owning the etcd client with this member).
-  std::function<absl::StatusOr<std::vector<std::string>>()> ServerFinder() const {
-    return [etcd = etcd_, job = job_]() -> absl::StatusOr<std::vector<std::string>> {
+  std::function<absl::StatusOr<ServersAt>()> ServerFinder() const {
+    return [etcd = etcd_, job = job_]() -> absl::StatusOr<ServersAt> {
       absl::StatusOr<ShardMap> map = ServersOfJob(etcd.get(), job);
       if (!map.ok()) return map.status();
-      return std::move(map->servers);
+      return ServersAt{std::move(map->servers), map->version};
     };
   }
   void Leave() {
@@ -153,6 +158,7 @@ class JobMember {
 
   std::shared_ptr<EtcdClient> etcd_;  // shared with ServerFinder's clients
   std::vector<std::string> servers_;
+  int64_t map_version_ = 0;
   int num_workers_ = 0;
   const std::string job_;
   const absl::Duration ttl_;

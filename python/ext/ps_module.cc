@@ -120,7 +120,11 @@ class Client final : public HandleOwner {
     o.interrupt = [in_flight = in_flight_] { return in_flight->Interrupted(); };
     // A JobMember whose shard map the client follows when a server moves
     // (ClientOptions::find_servers), or None.
-    if (!follow.is_none()) o.find_servers = follow.cast<const JobMember&>().ServerFinder();
+    if (!follow.is_none()) {
+      const JobMember& member = follow.cast<const JobMember&>();
+      o.find_servers = member.ServerFinder();
+      o.shard_map_version = member.map_version();
+    }
     ThrowIfError(ValidateClientOptions(o));
     // Captures no `this`: a Ctrl-C leaves it running after we throw.
     auto c = std::make_shared<absl::StatusOr<std::unique_ptr<PsClient>>>();
