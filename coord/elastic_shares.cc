@@ -111,8 +111,8 @@ absl::StatusOr<DataShare> ElasticShares::Enter(int64_t epoch, int64_t first_step
   bool logged_wait = false;
   while (!shape.Past(epoch)) {
     const std::string key = EpochKey(options_.job, epoch);
-    ASSIGN_OR_RETURN(const std::vector<EtcdClient::KeyValue> kvs, etcd_->List(key));
-    const bool exists = !kvs.empty() && kvs.front().key == key;
+    ASSIGN_OR_RETURN(const std::optional<EtcdClient::KeyValue> stored, etcd_->Get(key));
+    const bool exists = stored.has_value();
     if (!exists && !ready_) {
       // A worker that joins waits for the epoch's workers to make its
       // record, unless none is left to.
@@ -136,8 +136,8 @@ absl::StatusOr<DataShare> ElasticShares::Enter(int64_t epoch, int64_t first_step
       }
       if (made) continue;  // read it above
     }
-    ASSIGN_OR_RETURN(const EpochRecord record, exists ? ParseEpochRecord(epoch, kvs.front().value)
-                                                      : Record(epoch, first_step));
+    ASSIGN_OR_RETURN(const EpochRecord record,
+                     exists ? ParseEpochRecord(epoch, stored->value) : Record(epoch, first_step));
     const int rank = record.RankOf(options_.worker_id);
     if (rank < 0) {
       if (ready_ || !logged_wait) {

@@ -57,10 +57,8 @@ absl::StatusOr<EpochRecord> ClaimEpoch(EtcdClient* etcd, const std::string& job,
   const std::string key = EpochKey(job, proposed.epoch);
   ASSIGN_OR_RETURN(const bool created, etcd->PutIfAbsent(key, proposed.Format(), /*lease=*/0));
   if (created) return proposed;
-  ASSIGN_OR_RETURN(const std::vector<EtcdClient::KeyValue> kvs, etcd->List(key));
-  for (const EtcdClient::KeyValue& kv : kvs) {
-    if (kv.key == key) return ParseEpochRecord(proposed.epoch, kv.value);
-  }
+  ASSIGN_OR_RETURN(const std::optional<EtcdClient::KeyValue> kv, etcd->Get(key));
+  if (kv.has_value()) return ParseEpochRecord(proposed.epoch, kv->value);
   // Deleted between the two calls (the servers cleared the job's records).
   return absl::UnavailableError(absl::StrCat(key, " went while it was read; try again"));
 }

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "etcd/etcdserver/etcdserverpb/rpc.grpc.pb.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/create_channel.h"
@@ -183,6 +184,41 @@ absl::StatusOr<bool> EtcdClient::CompareAndPut(const std::string& key, int64_t m
                                                const std::string& value) {
   return PutIf(absl::StrCat("compare-and-put \"", key, "\" at revision ", mod_revision), key,
                mod_revision, value, 0);
+}
+
+absl::StatusOr<std::optional<std::string>> EtcdClient::Update(const std::string& key,
+                                                              const Change& change, int tries) {
+  for (int attempt = 0; attempt < tries; ++attempt) {
+    ASSIGN_OR_RETURN(const std::optional<KeyValue> now, Get(key));
+    std::optional<std::string> value;
+    if (now.has_value()) value = now->value;
+    ASSIGN_OR_RETURN(std::optional<std::string> next, change(value));
+    if (!next.has_value()) return value;
+    ASSIGN_OR_RETURN(const bool put,
+                     CompareAndPut(key, now.has_value() ? now->mod_revision : 0, *next));
+    if (put) return next;
+  }
+  return absl::AbortedError(absl::StrCat("etcd ", endpoint(), ": ", key, " kept changing under ",
+                                         tries, " tries to update it; try again"));
+}
+
+absl::StatusOr<std::optional<EtcdClient::KeyValue>> EtcdClient::Get(const std::string& key) {
+  std::optional<KeyValue> out;
+  absl::Status s = Call(absl::StrCat("get \"", key, "\""), [&](Endpoint& e) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(absl::ToChronoTime(absl::Now() + rpc_timeout_));
+    etcdserverpb::RangeRequest req;
+    req.set_key(key);
+    etcdserverpb::RangeResponse resp;
+    absl::Status st = FromGrpc(e.kv->Range(&ctx, req, &resp));
+    out.reset();
+    for (const auto& kv : resp.kvs()) {
+      if (kv.key() == key) out = KeyValue{kv.key(), kv.value(), kv.lease(), kv.mod_revision()};
+    }
+    return st;
+  });
+  if (!s.ok()) return s;
+  return out;
 }
 
 absl::StatusOr<bool> EtcdClient::PutIf(const std::string& what, const std::string& key,

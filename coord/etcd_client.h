@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -84,6 +85,19 @@ class EtcdClient {
   // compare-and-swap of a record that several processes change.
   absl::StatusOr<bool> CompareAndPut(const std::string& key, int64_t mod_revision,
                                      const std::string& value);
+  // A record that several processes change, read, changed and written
+  // back: `change` gets its value (nullopt: absent) and returns the new
+  // one, nullopt to leave it as it is, or an error that ends the update.
+  // The write is a CompareAndPut on the revision read; when another writer
+  // got there first, it reads the record again and asks `change` again, up
+  // to `tries` times (then ABORTED naming the key). The value stored
+  // afterwards (the one read when `change` left it).
+  using Change =
+      std::function<absl::StatusOr<std::optional<std::string>>(const std::optional<std::string>&)>;
+  absl::StatusOr<std::optional<std::string>> Update(const std::string& key, const Change& change,
+                                                    int tries = 10);
+  // `key` alone: nullopt when it does not exist.
+  absl::StatusOr<std::optional<KeyValue>> Get(const std::string& key);
   // The keys that start with `prefix`, in key order; `revision` (if not
   // null): etcd's revision the listing is of.
   absl::StatusOr<std::vector<KeyValue>> List(const std::string& prefix,

@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/status_macros.h"
 #include "coord/registration.h"
 
 namespace ps {
@@ -39,60 +40,39 @@ std::string JobSettingsKey(const std::string& job) {
   return absl::StrCat(JobPrefix(job), "settings");
 }
 
-namespace {
-
-// The record and its mod revision; nullopt when absent.
-absl::StatusOr<std::optional<EtcdClient::KeyValue>> Get(EtcdClient* etcd, const std::string& key) {
-  absl::StatusOr<std::vector<EtcdClient::KeyValue>> kvs = etcd->List(key);
-  if (!kvs.ok()) return kvs.status();
-  for (const EtcdClient::KeyValue& kv : *kvs) {
-    if (kv.key == key) return std::optional<EtcdClient::KeyValue>(kv);
-  }
-  return std::optional<EtcdClient::KeyValue>();
-}
-
-}  // namespace
-
 absl::Status PublishJobSettings(EtcdClient* etcd, const std::string& job,
                                 const JobSettings& settings) {
   const std::string key = JobSettingsKey(job);
   const std::string value = settings.Format();
-  // A compare-and-swap that loses to another server reads the record again.
-  for (int attempt = 0; attempt < 5; ++attempt) {
-    absl::StatusOr<std::optional<EtcdClient::KeyValue>> found = Get(etcd, key);
-    if (!found.ok()) return found.status();
-    if (found->has_value() && (*found)->value == value) return absl::OkStatus();
-    if (found->has_value()) {
-      absl::StatusOr<std::vector<EtcdClient::KeyValue>> servers =
-          etcd->List(RolePrefix(job, "servers"));
-      if (!servers.ok()) return servers.status();
-      if (!servers->empty()) {
+  // Another job's settings are replaced only while none of its servers runs.
+  const auto change =
+      [&](const std::optional<std::string>& now) -> absl::StatusOr<std::optional<std::string>> {
+    if (now == value) return std::optional<std::string>();
+    if (now.has_value()) {
+      ASSIGN_OR_RETURN(const std::vector<EtcdClient::KeyValue> servers,
+                       etcd->List(RolePrefix(job, "servers")));
+      if (!servers.empty()) {
         return absl::FailedPreconditionError(
-            absl::StrCat("job ", job, " runs with ", (*found)->value, " (etcd ", key, ", ",
-                         servers->size(), " server(s) registered), but this server has ", value,
+            absl::StrCat("job ", job, " runs with ", *now, " (etcd ", key, ", ", servers.size(),
+                         " server(s) registered), but this server has ", value,
                          ": start it with the job's flags, or under another --job"));
       }
     }
-    absl::StatusOr<bool> put =
-        etcd->CompareAndPut(key, found->has_value() ? (*found)->mod_revision : 0, value);
-    if (!put.ok()) return put.status();
-    if (*put) return absl::OkStatus();
-  }
-  return absl::AbortedError(
-      absl::StrCat("job ", job, ": the settings in etcd ", key, " kept changing; try again"));
+    return std::optional<std::string>(value);
+  };
+  return etcd->Update(key, change, /*tries=*/5).status();
 }
 
 absl::StatusOr<JobSettings> ReadJobSettings(EtcdClient* etcd, const std::string& job) {
   const std::string key = JobSettingsKey(job);
-  absl::StatusOr<std::optional<EtcdClient::KeyValue>> found = Get(etcd, key);
-  if (!found.ok()) return found.status();
-  if (!found->has_value()) {
+  ASSIGN_OR_RETURN(const std::optional<EtcdClient::KeyValue> found, etcd->Get(key));
+  if (!found.has_value()) {
     return absl::FailedPreconditionError(
         absl::StrCat("job ", job, " has no settings in etcd ", etcd->endpoint(), " (", key,
                      "): start its ps_server with the same --coordinator and --job first, or pass "
                      "the worker count"));
   }
-  return ParseJobSettings((*found)->value);
+  return ParseJobSettings(found->value);
 }
 
 }  // namespace ps

@@ -4,16 +4,14 @@
 // in sync and SSP mode with a coordinator, its steps wait for the workers
 // in this set (server/core/membership.h, docs/elastic.md).
 //
-// A thread of its own lists the keys, reports the set, and watches the
-// prefix from the listing's revision on, so that no change between the two
-// is missed; each put or delete reports the new set. When the watch breaks
-// (etcd down, restarted, or unreachable), the owner keeps the last set:
-// the thread logs it once, tries again every `retry`, and when etcd answers
-// lists the keys again and reports that set (a member that left meanwhile
-// is reported gone then). If etcd came back without its data (its revision
-// is below the last one seen), the members register again within a third
-// of their ttl (coord/registration.h), so the listing waits one `ttl`
-// first: a restart of etcd does not drop every worker.
+// It runs on a PrefixWatch (coord/prefix_watch.h): a thread of its own
+// lists the keys and then watches them, so that no change is missed. When
+// the watch breaks (etcd down, restarted, or unreachable), the owner keeps
+// the last set: the thread logs it once, tries again every `retry`, and
+// when etcd answers lists the keys again and reports that set (a member
+// that left meanwhile is reported gone then). If etcd came back without
+// its data, the listing waits one `ttl` first, while the members register
+// again: a restart of etcd does not drop every worker.
 //
 // Thread-safe. Borrows the EtcdClient, which must outlive it. The callback
 // runs on the watch's thread, one call at a time; it must not destroy the
@@ -25,13 +23,11 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "coord/etcd_client.h"
+#include "coord/prefix_watch.h"
 
 namespace ps {
 
@@ -77,25 +73,10 @@ class MemberWatch {
   bool watching() const;
 
  private:
-  MemberWatch(EtcdClient* etcd, const MemberWatchOptions& options,
-              std::function<void(const WatchedMembers&)> on_change);
-  void Run();  // the thread
-  // Waits `d` or until Stop; whether to go on.
-  bool Sleep(absl::Duration d);
-  void Log(const std::string& line) const;
-  void SetWatching(bool on);
-  bool Counts(const std::string& value) const;
+  MemberWatch() = default;
 
-  EtcdClient* const etcd_;
-  const MemberWatchOptions options_;
-  const std::string prefix_;
-  const std::function<void(const WatchedMembers&)> on_change_;
-  EtcdClient::WatchCanceller canceller_;
-
-  mutable absl::Mutex mu_;
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  bool watching_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread thread_;  // last: started once the rest is set
+  // Last: stopped first, while the rest is still there.
+  std::unique_ptr<PrefixWatch> watch_;
 };
 
 }  // namespace ps

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/status_macros.h"
 #include "coord/registration.h"
 
 namespace ps {
@@ -89,42 +90,36 @@ std::string ShardMapKey(const std::string& job) {
 
 namespace {
 
-// The map and its record's mod revision (0: none).
-absl::StatusOr<std::pair<ShardMap, int64_t>> Read(EtcdClient* etcd, const std::string& job) {
-  const std::string key = ShardMapKey(job);
-  absl::StatusOr<std::vector<EtcdClient::KeyValue>> kvs = etcd->List(key);
-  if (!kvs.ok()) return kvs.status();
-  for (const EtcdClient::KeyValue& kv : *kvs) {
-    if (kv.key != key) continue;
-    absl::StatusOr<ShardMap> m = ParseShardMap(kv.value);
-    if (!m.ok()) return absl::InvalidArgumentError(absl::StrCat(key, ": ", m.status().message()));
-    return std::make_pair(*std::move(m), kv.mod_revision);
-  }
-  return std::make_pair(ShardMap(), int64_t{0});
+// The record stored at `key` (none: an empty map), its errors naming the key.
+absl::StatusOr<ShardMap> ParseRecord(const std::string& key,
+                                     const std::optional<std::string>& text) {
+  if (!text.has_value()) return ShardMap();
+  absl::StatusOr<ShardMap> m = ParseShardMap(*text);
+  if (!m.ok()) return absl::InvalidArgumentError(absl::StrCat(key, ": ", m.status().message()));
+  return m;
 }
 
 }  // namespace
 
 absl::StatusOr<ShardMap> ReadShardMap(EtcdClient* etcd, const std::string& job) {
-  absl::StatusOr<std::pair<ShardMap, int64_t>> r = Read(etcd, job);
-  if (!r.ok()) return r.status();
-  return std::move(r->first);
+  const std::string key = ShardMapKey(job);
+  ASSIGN_OR_RETURN(const std::optional<EtcdClient::KeyValue> kv, etcd->Get(key));
+  return ParseRecord(key, kv.has_value() ? std::optional<std::string>(kv->value) : std::nullopt);
 }
 
 absl::StatusOr<ShardMap> PublishShardServer(EtcdClient* etcd, const std::string& job, int shard,
                                             int num_shards, const std::string& address) {
-  for (int attempt = 0; attempt < 10; ++attempt) {
-    absl::StatusOr<std::pair<ShardMap, int64_t>> r = Read(etcd, job);
-    if (!r.ok()) return r.status();
-    absl::StatusOr<std::optional<ShardMap>> next = WithServer(r->first, shard, num_shards, address);
-    if (!next.ok()) return next.status();
-    if (!next->has_value()) return std::move(r->first);
-    absl::StatusOr<bool> put = etcd->CompareAndPut(ShardMapKey(job), r->second, (*next)->Format());
-    if (!put.ok()) return put.status();
-    if (*put) return **std::move(next);
-  }
-  return absl::AbortedError(absl::StrCat("job ", job, ": the shard map in etcd ", ShardMapKey(job),
-                                         " kept changing; try again"));
+  const std::string key = ShardMapKey(job);
+  const auto change =
+      [&](const std::optional<std::string>& now) -> absl::StatusOr<std::optional<std::string>> {
+    ASSIGN_OR_RETURN(const ShardMap current, ParseRecord(key, now));
+    ASSIGN_OR_RETURN(const std::optional<ShardMap> next,
+                     WithServer(current, shard, num_shards, address));
+    if (!next.has_value()) return std::optional<std::string>();
+    return std::optional<std::string>(next->Format());
+  };
+  ASSIGN_OR_RETURN(const std::optional<std::string> stored, etcd->Update(key, change));
+  return ParseRecord(key, stored);
 }
 
 absl::StatusOr<ShardMap> ServersOfJob(EtcdClient* etcd, const std::string& job) {

@@ -2,92 +2,60 @@
 
 #include <utility>
 
-#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "coord/key_wait.h"
 
 namespace ps {
 
 std::unique_ptr<ShardMapWatch> ShardMapWatch::Start(
     EtcdClient* etcd, ShardMapWatchOptions options,
     std::function<void(const ShardMap&)> on_change) {
-  std::unique_ptr<ShardMapWatch> w(
-      new ShardMapWatch(etcd, std::move(options), std::move(on_change)));
-  w->thread_ = std::thread([p = w.get()] { p->Run(); });
+  std::unique_ptr<ShardMapWatch> w(new ShardMapWatch());
+  const std::string key = ShardMapKey(options.job);
+  PrefixWatchOptions po;
+  po.prefix = key;
+  po.what = absl::StrCat("the shard map ", key);
+  po.ttl = options.ttl;
+  po.retry = options.retry;
+  po.log = options.log;
+  po.kept = [seen = w->seen_] {
+    absl::MutexLock l(&seen->mu);
+    return absl::StrCat("version ", seen->version);
+  };
+  // The last record that did not parse, logged once (only the watch's
+  // thread touches it).
+  auto skipped = std::make_shared<std::string>();
+  w->watch_ = PrefixWatch::Start(etcd, std::move(po),
+                                 [key, log = options.log, seen = w->seen_, skipped,
+                                  on_change = std::move(on_change)](const KeyMap& keys) {
+                                   auto it = keys.find(key);  // the prefix also holds longer keys
+                                   if (it == keys.end()) return;
+                                   absl::StatusOr<ShardMap> m = ParseShardMap(it->second);
+                                   if (!m.ok()) {
+                                     if (it->second != *skipped && log)
+                                       log(absl::StrCat(key, ": ", m.status().message()));
+                                     *skipped = it->second;
+                                     return;
+                                   }
+                                   {
+                                     absl::MutexLock l(&seen->mu);
+                                     if (m->version <= seen->version) return;
+                                   }
+                                   on_change(*m);
+                                   absl::MutexLock l(&seen->mu);
+                                   seen->version = m->version;
+                                 });
   return w;
 }
-
-ShardMapWatch::ShardMapWatch(EtcdClient* etcd, ShardMapWatchOptions options,
-                             std::function<void(const ShardMap&)> on_change)
-    : etcd_(etcd), options_(std::move(options)), on_change_(std::move(on_change)) {}
 
 ShardMapWatch::~ShardMapWatch() { Stop(); }
 
 void ShardMapWatch::Stop() {
-  {
-    absl::MutexLock l(&mu_);
-    stopping_ = true;
-  }
-  if (thread_.joinable()) thread_.join();
+  if (watch_ != nullptr) watch_->Stop();
 }
 
 int64_t ShardMapWatch::version() const {
-  absl::MutexLock l(&mu_);
-  return version_;
-}
-
-void ShardMapWatch::Run() {
-  const std::string key = ShardMapKey(options_.job);
-  KeyWaitInterrupt stop;
-  stop.poll = options_.poll;
-  stop.interrupted = [this] {
-    absl::MutexLock l(&mu_);
-    return stopping_ ? absl::CancelledError("stopped") : absl::OkStatus();
-  };
-  auto log = [this](const std::string& line) {
-    if (options_.log) options_.log(line);
-  };
-  int64_t seen = 0;
-  std::string skipped;  // the last record that did not parse, logged once
-  bool failing = false;
-  while (true) {
-    ShardMap newer;
-    absl::StatusOr<bool> found = WaitForKeys(
-        etcd_, key,
-        [&](const KeyMap& keys) {
-          auto it = keys.find(key);
-          if (it == keys.end()) return false;
-          absl::StatusOr<ShardMap> m = ParseShardMap(it->second);
-          if (!m.ok()) {
-            if (it->second != skipped) log(absl::StrCat(key, ": ", m.status().message()));
-            skipped = it->second;
-            return false;
-          }
-          if (m->version <= seen) return false;
-          newer = *std::move(m);
-          return true;
-        },
-        absl::Now() + absl::Seconds(30), stop);
-    if (found.status().code() == absl::StatusCode::kCancelled) return;  // stopped
-    if (!found.ok()) {
-      if (!failing) {
-        log(absl::StrCat("cannot watch the shard map ", key, ": ", found.status().message(),
-                         " (keeping version ", seen, "; trying again every ",
-                         absl::FormatDuration(options_.retry), ")"));
-      }
-      failing = true;
-      absl::MutexLock l(&mu_);
-      if (mu_.AwaitWithTimeout(absl::Condition(&stopping_), options_.retry)) return;
-      continue;
-    }
-    if (failing) log(absl::StrCat("watching the shard map ", key, " again"));
-    failing = false;
-    if (!*found) continue;  // a slice with nothing newer
-    seen = newer.version;
-    on_change_(newer);
-    absl::MutexLock l(&mu_);
-    version_ = seen;
-  }
+  absl::MutexLock l(&seen_->mu);
+  return seen_->version;
 }
 
 }  // namespace ps

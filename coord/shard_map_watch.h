@@ -4,15 +4,15 @@
 // lease ran out while it was cut off, and a new server took its shard), and
 // stops taking requests (docs/elastic.md).
 //
-// A thread of its own waits on the map's key (coord/key_wait.h) and reports
-// every version above the last reported, starting with the one it finds.
-// When etcd is unreachable the owner keeps the last map: the thread logs it
-// once and tries again every `retry`. A record that does not parse is
-// logged and skipped.
+// It runs on a PrefixWatch (coord/prefix_watch.h) of the map's key and
+// reports every version above the last reported, starting with the one it
+// finds. When etcd is unreachable the owner keeps the last map: the watch
+// logs it once and tries again every `retry`. A record that does not parse
+// is logged and skipped.
 //
 // Thread-safe. Borrows the EtcdClient, which must outlive it. The callback
 // runs on the watch's thread, one call at a time; it must not destroy the
-// watch. Stop (and the destructor) ends the thread within `poll`.
+// watch. Stop (and the destructor) cancels the watch at once.
 #ifndef PS_COORD_SHARD_MAP_WATCH_H_
 #define PS_COORD_SHARD_MAP_WATCH_H_
 
@@ -20,12 +20,12 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "coord/etcd_client.h"
+#include "coord/prefix_watch.h"
 #include "coord/shard_map.h"
 
 namespace ps {
@@ -34,8 +34,9 @@ struct ShardMapWatchOptions {
   std::string job = "default";
   // How often the watch is tried again after etcd failed it.
   absl::Duration retry = absl::Seconds(1);
-  // How often the thread asks whether it was stopped while it waits.
-  absl::Duration poll = absl::Milliseconds(200);
+  // The servers' lease ttl: how long the watch waits to read the map
+  // again after etcd came back without its data.
+  absl::Duration ttl = absl::Seconds(10);
   // Where the thread's lines go (null: nowhere).
   std::function<void(const std::string&)> log;
 };
@@ -55,17 +56,16 @@ class ShardMapWatch {
   int64_t version() const;
 
  private:
-  ShardMapWatch(EtcdClient* etcd, ShardMapWatchOptions options,
-                std::function<void(const ShardMap&)> on_change);
-  void Run();
+  ShardMapWatch() = default;
 
-  EtcdClient* const etcd_;
-  const ShardMapWatchOptions options_;
-  const std::function<void(const ShardMap&)> on_change_;
-  mutable absl::Mutex mu_;
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  int64_t version_ ABSL_GUARDED_BY(mu_) = 0;
-  std::thread thread_;
+  // The version last reported, shared with the watch's callback.
+  struct Seen {
+    absl::Mutex mu;
+    int64_t version ABSL_GUARDED_BY(mu) = 0;
+  };
+  std::shared_ptr<Seen> seen_ = std::make_shared<Seen>();
+  // Last: stopped first.
+  std::unique_ptr<PrefixWatch> watch_;
 };
 
 }  // namespace ps

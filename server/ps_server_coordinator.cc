@@ -81,6 +81,7 @@ absl::Status PsServer::JoinCoordinator() {
   // the shard): refuse every request from then on, naming the new server.
   ShardMapWatchOptions mo;
   mo.job = ro.job;
+  mo.ttl = ro.ttl;
   mo.retry = ro.ttl / 3;
   mo.log = ro.log;
   map_watch_ = ShardMapWatch::Start(
