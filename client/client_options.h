@@ -81,8 +81,10 @@ struct ClientOptions {
   // server restarting, etcd unreachable). Recovery asks it each time before
   // it registers again: a shard whose server moved to another address is
   // reached there from then on (and restored from this client's copy, as a
-  // restarted one). A different shard count is logged and not followed
-  // (resharding is not built). Null: the servers never move.
+  // restarted one). Another shard count is followed, the client's copy
+  // re-cut for it, when the client has no tables and its shards are at
+  // one version (PsClient::FollowReshard); otherwise logged and not
+  // followed. Null: the servers never move.
   std::function<absl::StatusOr<ServersAt>()> find_servers;
   // Where the client says what it noticed and did about faults (one line
   // each, no newline); null: silent.

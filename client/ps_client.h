@@ -238,6 +238,10 @@ class PsClient {
   // when a shard's server moved to another address, connects there instead
   // (logged). True if the client now routes by another map version.
   bool FollowMovedServers();
+  // FollowMovedServers when the job's servers now serve another shard
+  // count: the client's layouts, copy and versions re-cut for it, unless
+  // it has tables or shards at different versions (logged, not followed).
+  bool FollowReshard(ServersAt now);
   // Sync: when Init found the shards at different versions (they restarted
   // from checkpoints of different versions), asks those ahead to roll back
   // to the newest checkpoint they all have (InitRequest.rollback), as

@@ -3,6 +3,7 @@
 // restoring shards that came back behind, as client/internal/recovery.h
 // plans it; and, after a sync Init, rolling shards back to a common
 // version. PsClient::Cancel stops all of it (the canceller in ClientState).
+#include <functional>
 #include <optional>
 #include <utility>
 
@@ -154,14 +155,7 @@ bool PsClient::FollowMovedServers() {
   if (!o.find_servers) return false;
   absl::StatusOr<ServersAt> now = o.find_servers();
   if (!now.ok()) return false;  // unknown for now
-  if (now->servers.size() != o.servers.size()) {
-    Log(absl::StrFormat(
-        "worker %d: the job's servers are now %d shards (%s), this client's %d: resharding is not "
-        "supported; staying with [%s]",
-        o.worker_id, now->servers.size(), absl::StrJoin(now->servers, ","), o.servers.size(),
-        absl::StrJoin(o.servers, ",")));
-    return false;
-  }
+  if (now->servers.size() != o.servers.size()) return FollowReshard(*std::move(now));
   const int64_t was_version = rep_->map_version->exchange(now->map_version);
   o.shard_map_version = now->map_version;
   if (now->servers == o.servers) return now->map_version != was_version;
@@ -180,6 +174,75 @@ bool PsClient::FollowMovedServers() {
     o.servers = was;
     rep_->map_version->store(was_version);
     o.shard_map_version = was_version;
+    rep_->Open().IgnoreError();  // they opened before
+    return false;
+  }
+  return true;
+}
+
+bool PsClient::FollowReshard(ServersAt now) {
+  ClientState& state = rep_->state;
+  ClientOptions& o = state.options;
+  const int to = static_cast<int>(now.servers.size());
+  const auto refuse = [&](absl::string_view why) {
+    Log(absl::StrFormat(
+        "worker %d: the job's servers are now %d shards (%s), this client's %d: not followed, %s; "
+        "staying with [%s]",
+        o.worker_id, to, absl::StrJoin(now.servers, ","), o.servers.size(), why,
+        absl::StrJoin(o.servers, ",")));
+    return false;
+  };
+  if (!state.tables.empty()) {
+    return refuse("its embedding tables' rows are grouped by the old count in calls in flight");
+  }
+  const auto one_value = [](const std::vector<int64_t>& v) {
+    return std::adjacent_find(v.begin(), v.end(), std::not_equal_to<>()) == v.end();
+  };
+  if (!one_value(state.shard_version) || !one_value(state.held_version) ||
+      !one_value(rep_->op_versions)) {
+    return refuse("its shards are at different versions (restore on another count is sync's)");
+  }
+  // Everything by shard, cut for the new count: the layouts, the copy of
+  // the slices (re-cut), the versions; the incarnations are unknown, so
+  // that Register finds every shard restarted (and restores those behind).
+  std::vector<std::shared_ptr<const SliceLayout>> layouts;
+  for (int s = 0; s < to && !state.spec.empty(); ++s) {
+    layouts.push_back(MakeSliceLayout(state.spec, to, s));
+  }
+  absl::StatusOr<std::vector<std::vector<float>>> held =
+      RecutCopy(state.spec, state.layouts, state.held, layouts);
+  if (!held.ok()) return refuse(held.status().message());
+  held->resize(to);  // before Init: no layouts, no copy
+  const auto first = [](const std::vector<int64_t>& v) { return v.empty() ? 0 : v.front(); };
+  const int64_t held_at = first(state.held_version), pulled_at = first(state.shard_version),
+                op_at = first(rep_->op_versions);
+  // Swaps the layouts and copy in (or back), and sizes the rest for `n`.
+  const auto cut_for = [&](int n) {
+    std::swap(state.layouts, layouts);
+    std::swap(state.held, *held);
+    state.held_version.assign(n, held_at);
+    state.shard_version.assign(n, pulled_at);
+    rep_->op_versions.assign(n, op_at);
+    state.reply.assign(n, ReplyInfo());
+    rep_->incarnation.assign(n, Incarnation());
+  };
+  const int from = num_shards();
+  Log(absl::StrFormat(
+      "worker %d: the job's servers are now %d shards (the shard map, version %d), were %d: "
+      "following them at version %d, this client's copy re-cut",
+      o.worker_id, to, now.map_version, from, held_at));
+  const std::vector<std::string> was = o.servers;
+  const int64_t was_version = rep_->map_version->exchange(now.map_version);
+  cut_for(to);
+  o.servers = std::move(now.servers);
+  o.shard_map_version = now.map_version;
+  if (absl::Status opened = rep_->Open(); !opened.ok()) {
+    Log(absl::StrFormat("worker %d: cannot connect to the job's new servers: %s", o.worker_id,
+                        opened.ToString()));
+    cut_for(from);  // as it was
+    o.servers = was;
+    o.shard_map_version = was_version;
+    rep_->map_version->store(was_version);
     rep_->Open().IgnoreError();  // they opened before
     return false;
   }

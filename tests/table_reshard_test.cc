@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/checkpoint/checkpoint_store.h"
 #include "tests/table_client.h"
@@ -19,6 +21,9 @@
 
 namespace ps {
 namespace {
+
+using ::testing::Contains;
+using ::testing::HasSubstr;
 
 constexpr int kDim = 4;
 const TableSpec kTable{"users", kDim, /*seed=*/21, /*init_scale=*/0.5f};
@@ -109,6 +114,25 @@ TEST(TableReshard, ACheckpointOfTwoShardsRestoresOntoThreeBitForBit) {
   EXPECT_NE(bad.status().message().find(dir + "/none"), std::string::npos) << bad.status();
 }
 
+// Sync servers for one worker with Adam on the dense model.
+ServerOptions SyncAdam() {
+  ServerOptions o;
+  o.shard.num_workers = 1;
+  o.shard.mode = Mode::kSync;
+  o.shard.optimizer.name = "adam";
+  o.shard.optimizer.learning_rate = 0.01;
+  return o;
+}
+
+// A round's gradient of the dense model (7x5 and 3), drawn from `rng`.
+TensorList DenseGradients(std::mt19937_64* rng) {
+  TensorList g = {std::vector<float>(35), std::vector<float>(3)};
+  for (auto& t : g) {
+    for (float& x : t) x = static_cast<float>(static_cast<int>((*rng)() % 201) - 100) / 70;
+  }
+  return g;
+}
+
 // A sync worker of `servers` training a dense model (7x5 and 3) with Adam
 // and table "users": step() pushes the gradients of `round` (the same on
 // every cluster) and returns the new weights and rows.
@@ -140,10 +164,7 @@ struct DenseRun {
   }
   std::vector<float> Step(int round) {
     std::mt19937_64 rng(round);
-    TensorList g = {std::vector<float>(35), std::vector<float>(3)};
-    for (auto& t : g) {
-      for (float& x : t) x = static_cast<float>(static_cast<int>(rng() % 201) - 100) / 70;
-    }
+    const TensorList g = DenseGradients(&rng);
     std::vector<float> rows_g(ids.size() * kDim);
     for (float& x : rows_g) x = static_cast<float>(static_cast<int>(rng() % 201) - 100) / 90;
     EXPECT_TRUE(client->PushRows("users", ids, rows_g).ok());
@@ -159,11 +180,7 @@ struct DenseRun {
 };
 
 TEST(Reshard, ASyncRunRestoredOnAnotherShardCountGoesOnBitForBit) {
-  ServerOptions base;
-  base.shard.num_workers = 1;
-  base.shard.mode = Mode::kSync;
-  base.shard.optimizer.name = "adam";
-  base.shard.optimizer.learning_rate = 0.01;
+  ServerOptions base = SyncAdam();
   base.shard.tables.optimizer.kind = SparseOptimizerKind::kAdam;
   base.shard.tables.optimizer.lr = 0.05f;
   absl::StatusOr<LocalServers> two = LocalServers::Start(base, 2);
@@ -210,6 +227,129 @@ TEST(Reshard, ASyncRunRestoredOnAnotherShardCountGoesOnBitForBit) {
   for (int round = 4; round < 7; ++round) {
     EXPECT_EQ(a.Step(round), ref.Step(round)) << "round " << round;
   }
+}
+
+// A client that follows its job onto another shard count
+// (ClientOptions::find_servers, as ps_worker and ps.Client do with a
+// coordinator): its 2 servers stop after their checkpoint, 3 restored from
+// it take their place, and the client, in the middle of its run, re-cuts
+// its copy of the weights, registers with the 3 and goes on bit for bit as
+// a client of 2 restored servers does.
+TEST(Reshard, AClientFollowsItsJobOntoAnotherShardCount) {
+  ServerOptions base = SyncAdam();
+  // The client's streams stay open: servers that stop cut them at once.
+  base.shutdown_grace = absl::Milliseconds(100);
+  const ModelSpec spec = {{"w", {7, 5}}, {"b", {3}}};
+  const auto step = [](PsClient* c, int round) {
+    std::mt19937_64 rng(round);
+    const TensorList g = DenseGradients(&rng);
+    TensorList w;
+    const absl::Status s = c->PushPull(g, &w);
+    EXPECT_TRUE(s.ok()) << s;
+    return w;
+  };
+  const auto connect = [&](ClientOptions o) {
+    o.wait_timeout = absl::Seconds(30);
+    absl::StatusOr<std::unique_ptr<PsClient>> c = PsClient::Connect(o);
+    EXPECT_TRUE(c.ok()) << c.status();
+    if (!c.ok()) return std::unique_ptr<PsClient>();
+    TensorList init = {std::vector<float>(35), std::vector<float>(3)};
+    for (size_t t = 0; t < init.size(); ++t) {
+      for (size_t e = 0; e < init[t].size(); ++e) init[t][e] = 0.01f * (e + 7 * t);
+    }
+    EXPECT_TRUE((*c)->Init(spec, &init).ok());  // restored servers keep theirs
+    TensorList w;
+    EXPECT_TRUE((*c)->Pull(0, &w).ok());
+    return *std::move(c);
+  };
+
+  auto two = std::make_unique<LocalServers>();
+  {
+    absl::StatusOr<LocalServers> started = LocalServers::Start(base, 2);
+    ASSERT_TRUE(started.ok()) << started.status();
+    *two = *std::move(started);
+  }
+  // What the job's shard map says, as the client reads it when it recovers.
+  struct Map {
+    absl::Mutex mu;
+    ServersAt now ABSL_GUARDED_BY(mu);
+  };
+  auto map = std::make_shared<Map>();
+  {
+    absl::MutexLock l(&map->mu);
+    map->now = {two->addresses, 1};
+  }
+  ClientOptions o;
+  o.servers = two->addresses;
+  o.shard_map_version = 1;
+  o.retry_timeout = absl::Seconds(30);
+  o.find_servers = [map]() -> absl::StatusOr<ServersAt> {
+    absl::MutexLock l(&map->mu);
+    return map->now;
+  };
+  std::vector<std::string> lines;
+  o.log = [&lines](absl::string_view line) { lines.emplace_back(line); };
+  std::unique_ptr<PsClient> client = connect(o);
+  ASSERT_NE(client, nullptr);
+  for (int round = 0; round < 4; ++round) step(client.get(), round);
+
+  const std::string dir = TempDir();
+  WriteCheckpoint(*two, dir);
+  two.reset();  // the old servers stop
+  ServerOptions restored = base;
+  restored.checkpoints.restore_from = dir;
+  restored.checkpoints.restore_from_shards = 2;
+  absl::StatusOr<LocalServers> three = LocalServers::Start(restored, 3);
+  ASSERT_TRUE(three.ok()) << three.status();
+  {
+    absl::MutexLock l(&map->mu);
+    map->now = {three->addresses, 2};
+  }
+  absl::StatusOr<LocalServers> again = LocalServers::Start(restored, 2);
+  ASSERT_TRUE(again.ok()) << again.status();
+  ClientOptions ref_options;
+  ref_options.servers = again->addresses;
+  std::unique_ptr<PsClient> ref = connect(ref_options);
+  ASSERT_NE(ref, nullptr);
+  for (int round = 4; round < 8; ++round) {
+    EXPECT_EQ(step(client.get(), round), step(ref.get(), round)) << "round " << round;
+  }
+  EXPECT_THAT(lines, Contains(HasSubstr("the job's servers are now 3 shards (the shard map, "
+                                        "version 2), were 2: following them at version 4")));
+  EXPECT_EQ(client->num_shards(), 3);
+}
+
+// A client with tables does not follow (the rows of a call in flight are
+// grouped by the old count): it says so and stays with its servers.
+TEST(Reshard, AClientWithTablesDoesNotFollowAnotherShardCount) {
+  ServerOptions base = Base();
+  base.shutdown_grace = absl::Milliseconds(100);
+  auto two = std::make_unique<LocalServers>();
+  {
+    absl::StatusOr<LocalServers> started = LocalServers::Start(base, 2);
+    ASSERT_TRUE(started.ok()) << started.status();
+    *two = *std::move(started);
+  }
+  absl::StatusOr<LocalServers> three = LocalServers::Start(base, 3);
+  ASSERT_TRUE(three.ok()) << three.status();
+  ClientOptions o;
+  o.servers = two->addresses;
+  o.retry_timeout = absl::Seconds(1);
+  o.find_servers = [&]() -> absl::StatusOr<ServersAt> { return ServersAt{three->addresses, 2}; };
+  std::vector<std::string> lines;
+  o.log = [&lines](absl::string_view line) { lines.emplace_back(line); };
+  absl::StatusOr<std::unique_ptr<PsClient>> c = PsClient::Connect(o);
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_TRUE((*c)->DeclareTables({kTable}).ok());
+  TensorList init = {std::vector<float>(4)};
+  ASSERT_TRUE((*c)->Init({{"w", {4}}}, &init).ok());
+  two.reset();
+  EXPECT_FALSE((*c)->Push(TensorList{std::vector<float>(4)}).ok());
+  EXPECT_EQ((*c)->num_shards(), 2);
+  EXPECT_THAT(lines,
+              Contains(HasSubstr("the job's servers are now 3 shards (" + three->addresses[0])));
+  EXPECT_THAT(lines, Contains(HasSubstr("this client's 2: not followed, its embedding tables' "
+                                        "rows are grouped by the old count")));
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+
 namespace ps {
 
 bool MayRetry(absl::StatusCode code) {
@@ -46,6 +48,40 @@ std::optional<CommonVersionRollback::Round> CommonVersionRollback::Next() {
 void CommonVersionRollback::Answered(int shard, bool rolled_back, int64_t version) {
   if (rolled_back) moved_ = true;
   versions_[shard] = version;
+}
+
+absl::StatusOr<std::vector<std::vector<float>>> RecutCopy(
+    const ModelSpec& spec, const std::vector<std::shared_ptr<const SliceLayout>>& from,
+    const std::vector<std::vector<float>>& copy,
+    const std::vector<std::shared_ptr<const SliceLayout>>& to) {
+  std::vector<std::vector<float>> out(to.size());
+  if (std::all_of(copy.begin(), copy.end(), [](const auto& c) { return c.empty(); })) return out;
+  if (copy.size() != from.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("the client's copy holds ", copy.size(),
+                                                   " shards, its layouts ", from.size()));
+  }
+  // The whole tensors, then cut the new way.
+  std::vector<std::vector<float>> whole(spec.size());
+  for (size_t t = 0; t < spec.size(); ++t) whole[t].resize(spec[t].num_elements());
+  for (size_t s = 0; s < from.size(); ++s) {
+    if (static_cast<int64_t>(copy[s].size()) != from[s]->num_elements) {
+      return absl::InvalidArgumentError(absl::StrCat("the client's copy of shard ", s, " holds ",
+                                                     copy[s].size(), " values, its layout ",
+                                                     from[s]->num_elements));
+    }
+    for (const SliceRange& r : from[s]->slices) {
+      std::copy_n(copy[s].begin() + r.flat_offset, r.length,
+                  whole[r.tensor_index].begin() + r.offset);
+    }
+  }
+  for (size_t s = 0; s < to.size(); ++s) {
+    out[s].resize(to[s]->num_elements);
+    for (const SliceRange& r : to[s]->slices) {
+      std::copy_n(whole[r.tensor_index].begin() + r.offset, r.length,
+                  out[s].begin() + r.flat_offset);
+    }
+  }
+  return out;
 }
 
 absl::Duration NextBackoff(absl::Duration backoff) {

@@ -13,6 +13,8 @@
 //     different versions (they restarted from checkpoints of different
 //     versions), which shards to ask to roll back to which version
 //     (InitRequest.rollback), round by round, until they agree.
+//   - RecutCopy: when the job moved to another shard count, the client's
+//     copy of the slices cut the new way.
 //   - RegisterTimeout, NextBackoff: the pacing of recovery's attempts.
 //
 // Thread-compatible values and pure functions.
@@ -20,12 +22,16 @@
 #define PS_CLIENT_INTERNAL_RECOVERY_H_
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/incarnation.h"
+#include "common/model_spec.h"
+#include "common/partition.h"
 
 namespace ps {
 
@@ -102,6 +108,17 @@ class CommonVersionRollback {
   int rounds_ = 0;      // started
   bool moved_ = false;  // a shard rolled back in the current round
 };
+
+// The job's servers now serve another shard count (its checkpoint
+// restored on S' shards: docs/elastic.md): the client's copy of the
+// shards' slices, by shard and flat in each layout's order (`from`),
+// re-cut into the layouts of the new count (`to`), every element where
+// the new partition puts it. An empty copy stays empty. INVALID_ARGUMENT
+// when a shard's copy does not hold its layout's elements.
+absl::StatusOr<std::vector<std::vector<float>>> RecutCopy(
+    const ModelSpec& spec, const std::vector<std::shared_ptr<const SliceLayout>>& from,
+    const std::vector<std::vector<float>>& copy,
+    const std::vector<std::shared_ptr<const SliceLayout>>& to);
 
 // The first pause between recovery attempts, and the next after `backoff`:
 // doubling, up to 2 s.

@@ -1,6 +1,9 @@
 #include "client/internal/recovery.h"
 
+#include <memory>
 #include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -208,6 +211,62 @@ TEST(RegisterTimeout, WhatIsLeftBetweenOneMillisecondAndFiveSeconds) {
   EXPECT_EQ(RegisterTimeout(now + absl::Milliseconds(1500), now), absl::Milliseconds(1500));
   EXPECT_EQ(RegisterTimeout(now, now), absl::Milliseconds(1));
   EXPECT_EQ(RegisterTimeout(now - absl::Seconds(3), now), absl::Milliseconds(1));
+}
+
+}  // namespace
+}  // namespace ps
+
+namespace ps {
+namespace {
+
+std::vector<std::shared_ptr<const SliceLayout>> Layouts(const ModelSpec& spec, int shards) {
+  std::vector<std::shared_ptr<const SliceLayout>> out;
+  for (int s = 0; s < shards; ++s) out.push_back(MakeSliceLayout(spec, shards, s));
+  return out;
+}
+
+// The copy of each shard's slices of a model whose every element holds
+// its own number (tensor t, element e: 1000 t + e).
+std::vector<std::vector<float>> NumberedCopy(
+    const std::vector<std::shared_ptr<const SliceLayout>>& layouts) {
+  std::vector<std::vector<float>> copy;
+  for (const auto& layout : layouts) {
+    std::vector<float> flat(layout->num_elements);
+    for (const SliceRange& r : layout->slices) {
+      for (int64_t e = 0; e < r.length; ++e) {
+        flat[r.flat_offset + e] = static_cast<float>(1000 * r.tensor_index + r.offset + e);
+      }
+    }
+    copy.push_back(std::move(flat));
+  }
+  return copy;
+}
+
+TEST(RecutCopy, EveryElementLandsWhereTheNewPartitionPutsIt) {
+  const ModelSpec spec = {{"w", {7, 5}}, {"b", {3}}, {"s", {}}};
+  for (const auto& [from, to] : {std::pair{2, 3}, {3, 2}, {2, 1}, {1, 4}, {2, 2}}) {
+    const auto old_layouts = Layouts(spec, from);
+    const auto new_layouts = Layouts(spec, to);
+    absl::StatusOr<std::vector<std::vector<float>>> recut =
+        RecutCopy(spec, old_layouts, NumberedCopy(old_layouts), new_layouts);
+    ASSERT_TRUE(recut.ok()) << recut.status();
+    EXPECT_EQ(*recut, NumberedCopy(new_layouts)) << from << " -> " << to;
+  }
+}
+
+TEST(RecutCopy, NoCopyStaysNoneAndAShortOneIsRefused) {
+  const ModelSpec spec = {{"w", {7, 5}}};
+  absl::StatusOr<std::vector<std::vector<float>>> none =
+      RecutCopy(spec, Layouts(spec, 2), {{}, {}}, Layouts(spec, 3));
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(*none, (std::vector<std::vector<float>>(3)));
+  std::vector<std::vector<float>> copy = NumberedCopy(Layouts(spec, 2));
+  copy[1].pop_back();
+  absl::StatusOr<std::vector<std::vector<float>>> short_one =
+      RecutCopy(spec, Layouts(spec, 2), copy, Layouts(spec, 3));
+  EXPECT_EQ(short_one.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(short_one.status().message()),
+              ::testing::HasSubstr("copy of shard 1 holds"));
 }
 
 }  // namespace
