@@ -242,6 +242,12 @@ class PsClient {
   // count: the client's layouts, copy and versions re-cut for it, unless
   // it has tables or shards at different versions (logged, not followed).
   bool FollowReshard(ServersAt now);
+  // Routes by `servers` at `map_version` from now on: `cut(false)` first
+  // sizes the client's per-shard state for them, then the channels open;
+  // if they cannot, logs it naming `what`, `cut(true)` puts the state back
+  // and the old servers are reopened. Whether the switch held.
+  bool SwitchServers(std::vector<std::string> servers, int64_t map_version, absl::string_view what,
+                     const std::function<void(bool back)>& cut);
   // Sync: when Init found the shards at different versions (they restarted
   // from checkpoints of different versions), asks those ahead to roll back
   // to the newest checkpoint they all have (InitRequest.rollback), as

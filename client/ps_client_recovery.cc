@@ -156,9 +156,9 @@ bool PsClient::FollowMovedServers() {
   absl::StatusOr<ServersAt> now = o.find_servers();
   if (!now.ok()) return false;  // unknown for now
   if (now->servers.size() != o.servers.size()) return FollowReshard(*std::move(now));
-  const int64_t was_version = rep_->map_version->exchange(now->map_version);
-  o.shard_map_version = now->map_version;
-  if (now->servers == o.servers) return now->map_version != was_version;
+  if (now->servers == o.servers) {
+    return rep_->map_version->exchange(now->map_version) != now->map_version;
+  }
   for (size_t s = 0; s < now->servers.size(); ++s) {
     if (now->servers[s] != o.servers[s]) {
       Log(absl::StrFormat(
@@ -166,14 +166,21 @@ bool PsClient::FollowMovedServers() {
           s, o.servers[s], now->servers[s], now->map_version));
     }
   }
-  const std::vector<std::string> was = o.servers;
-  o.servers = std::move(now->servers);
+  return SwitchServers(std::move(now->servers), now->map_version, "the moved servers", [](bool) {});
+}
+
+bool PsClient::SwitchServers(std::vector<std::string> servers, int64_t map_version,
+                             absl::string_view what, const std::function<void(bool back)>& cut) {
+  ClientOptions& o = rep_->state.options;
+  std::vector<std::string> was = std::exchange(o.servers, std::move(servers));
+  const int64_t was_version = rep_->map_version->exchange(map_version);
+  cut(/*back=*/false);
   if (absl::Status opened = rep_->Open(); !opened.ok()) {
-    Log(absl::StrFormat("worker %d: cannot connect to the moved servers: %s", o.worker_id,
+    Log(absl::StrFormat("worker %d: cannot connect to %s: %s", o.worker_id, what,
                         opened.ToString()));
-    o.servers = was;
+    cut(/*back=*/true);  // as it was
+    o.servers = std::move(was);
     rep_->map_version->store(was_version);
-    o.shard_map_version = was_version;
     rep_->Open().IgnoreError();  // they opened before
     return false;
   }
@@ -216,8 +223,11 @@ bool PsClient::FollowReshard(ServersAt now) {
   const auto first = [](const std::vector<int64_t>& v) { return v.empty() ? 0 : v.front(); };
   const int64_t held_at = first(state.held_version), pulled_at = first(state.shard_version),
                 op_at = first(rep_->op_versions);
-  // Swaps the layouts and copy in (or back), and sizes the rest for `n`.
-  const auto cut_for = [&](int n) {
+  const int from = num_shards();
+  // Swaps the layouts and copy in (or back), and sizes the rest for the
+  // new count (or the old).
+  const auto cut = [&](bool back) {
+    const int n = back ? from : to;
     std::swap(state.layouts, layouts);
     std::swap(state.held, *held);
     state.held_version.assign(n, held_at);
@@ -226,27 +236,11 @@ bool PsClient::FollowReshard(ServersAt now) {
     state.reply.assign(n, ReplyInfo());
     rep_->incarnation.assign(n, Incarnation());
   };
-  const int from = num_shards();
   Log(absl::StrFormat(
       "worker %d: the job's servers are now %d shards (the shard map, version %d), were %d: "
       "following them at version %d, this client's copy re-cut",
       o.worker_id, to, now.map_version, from, held_at));
-  const std::vector<std::string> was = o.servers;
-  const int64_t was_version = rep_->map_version->exchange(now.map_version);
-  cut_for(to);
-  o.servers = std::move(now.servers);
-  o.shard_map_version = now.map_version;
-  if (absl::Status opened = rep_->Open(); !opened.ok()) {
-    Log(absl::StrFormat("worker %d: cannot connect to the job's new servers: %s", o.worker_id,
-                        opened.ToString()));
-    cut_for(from);  // as it was
-    o.servers = was;
-    o.shard_map_version = was_version;
-    rep_->map_version->store(was_version);
-    rep_->Open().IgnoreError();  // they opened before
-    return false;
-  }
-  return true;
+  return SwitchServers(std::move(now.servers), now.map_version, "the job's new servers", cut);
 }
 
 void PsClient::RollBackToCommonVersion(std::vector<int64_t> versions) {

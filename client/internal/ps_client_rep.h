@@ -29,7 +29,8 @@ struct PsClient::Rep {
   ClientState state;
   // The shard map version every call is stamped with (rpc/route.h): the
   // channels' stamps read it as each call starts, and recovery raises it
-  // when it reads the map again (ClientOptions::shard_map_version).
+  // when it reads the map again (it starts at ClientOptions::
+  // shard_map_version, which stays as given).
   std::shared_ptr<std::atomic<int64_t>> map_version = std::make_shared<std::atomic<int64_t>>(0);
   float learning_rate = 0;
   // By shard: the incarnation seen at the last Register.
