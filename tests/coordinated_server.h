@@ -1,13 +1,11 @@
 // StartCoordinatedServer: the ps_server the tests against a real etcd
-// start (coordinator_test, shard_map_etcd_test): shard `shard` of 2, async
-// (unless `flags` say otherwise), registered in job "e2e" of `etcd` with a
-// 2 s ttl, its log in `dir`.
+// start (coordinator_test, shard_map_etcd_test): shard `shard` of 2, async,
+// registered in job "e2e" of `etcd` with a 2 s ttl, its log in `dir`.
 #ifndef PS_TESTS_COORDINATED_SERVER_H_
 #define PS_TESTS_COORDINATED_SERVER_H_
 
 #include <memory>
 #include <string>
-#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -17,18 +15,16 @@
 
 namespace ps {
 
-// `flags` replace the shard count and mode (and add to the rest).
 inline absl::StatusOr<std::unique_ptr<ServerProcess>> StartCoordinatedServer(
     const std::string& binary, const std::string& dir, const EtcdProcess& etcd, int shard,
-    const std::string& name,
-    const std::vector<std::string>& flags = {"--num_shards=2", "--mode=async"}) {
+    const std::string& name) {
   ServerProcessOptions so;
   so.binary = binary;
   so.dir = dir;
   so.name = name;
-  so.flags = {absl::StrCat("--shard_id=", shard), absl::StrCat("--coordinator=", etcd.url()),
-              "--job=e2e", "--coordinator_ttl=2"};
-  so.flags.insert(so.flags.end(), flags.begin(), flags.end());
+  so.flags = {"--num_shards=2", absl::StrCat("--shard_id=", shard),
+              "--mode=async",   absl::StrCat("--coordinator=", etcd.url()),
+              "--job=e2e",      "--coordinator_ttl=2"};
   so.start_timeout = absl::Seconds(20);
   return ServerProcess::Start(so);
 }

@@ -6,8 +6,7 @@
 // servers that refuse calls routed by an older map than theirs. With
 // the real binaries: a ps_worker that found its servers in the map
 // follows shard 1's server through kill -9 and a restart on another port,
-// restores it from its copy, and finishes; and one follows its job from 2
-// sync servers onto 3 restored from their checkpoint.
+// restores it from its copy, and finishes.
 //
 // Args: the paths of ps_server and ps_worker.
 #include <sys/wait.h>
@@ -51,10 +50,9 @@ std::unique_ptr<EtcdClient> Client(const EtcdProcess& etcd) {
   return *std::move(c);
 }
 
-absl::StatusOr<std::unique_ptr<ServerProcess>> CoordinatedServer(
-    const EtcdProcess& etcd, int shard, const std::string& name,
-    const std::vector<std::string>& flags = {"--num_shards=2", "--mode=async"}) {
-  return StartCoordinatedServer(g_server_binary, TempDir(""), etcd, shard, name, flags);
+absl::StatusOr<std::unique_ptr<ServerProcess>> CoordinatedServer(const EtcdProcess& etcd, int shard,
+                                                                 const std::string& name) {
+  return StartCoordinatedServer(g_server_binary, TempDir(""), etcd, shard, name);
 }
 
 // A ps_worker of job "e2e" (1 worker, retrying for 60 s) for `max_steps`,
@@ -252,51 +250,6 @@ TEST(CoordinatedWorkers, FollowAServerRestartedOnAnotherAddress) {
   EXPECT_THAT((*worker)->LogTail(200),
               HasSubstr(absl::StrCat("shard 1 moved from ", was, " to ", (*s1b)->address())));
   EXPECT_THAT((*worker)->LogTail(200), HasSubstr("went through after"));
-}
-
-// The job moves to 3 shards through a checkpoint while its worker trains:
-// the 2 sync servers stop (SIGTERM: a final checkpoint, and they leave
-// etcd at once), 3 start from that checkpoint, and the ps_worker, which
-// found its servers in the shard map, follows them onto the new count and
-// finishes.
-TEST(CoordinatedWorkers, FollowTheirJobOntoAnotherShardCount) {
-  auto etcd = EtcdProcess::Start(TempDir("reshard"));
-  ASSERT_TRUE(etcd.ok()) << etcd.status();
-  const std::string checkpoints = TempDir("reshard-ckpt");
-  const auto flags = [&](int shards) {
-    std::vector<std::string> f = {absl::StrCat("--num_shards=", shards), "--mode=sync",
-                                  "--num_workers=1"};
-    if (shards == 2) {
-      f.push_back(absl::StrCat("--checkpoint_dir=", checkpoints));
-    } else {
-      f.push_back(absl::StrCat("--restore_from=", checkpoints));
-      f.push_back("--restore_shards=2");
-    }
-    return f;
-  };
-  std::vector<std::unique_ptr<ServerProcess>> two;
-  for (int s = 0; s < 2; ++s) {
-    auto p = CoordinatedServer(**etcd, s, absl::StrCat("two", s), flags(2));
-    ASSERT_TRUE(p.ok()) << p.status();
-    two.push_back(*std::move(p));
-  }
-  auto worker = TrainingWorker(**etcd, "reshard", 1500);
-  ASSERT_TRUE(worker.ok()) << worker.status();
-  for (auto& s : two) {
-    s->process().Signal(SIGTERM);
-    s->process().Wait(absl::Now() + absl::Seconds(20));
-  }
-  std::vector<std::unique_ptr<ServerProcess>> three;
-  for (int s = 0; s < 3; ++s) {
-    auto p = CoordinatedServer(**etcd, s, absl::StrCat("three", s), flags(3));
-    ASSERT_TRUE(p.ok()) << p.status();
-    three.push_back(*std::move(p));
-  }
-  std::optional<int> status = (*worker)->Wait(absl::Now() + absl::Seconds(120));
-  ASSERT_TRUE(status.has_value());
-  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << (*worker)->LogTail(20);
-  EXPECT_THAT((*worker)->LogTail(300), HasSubstr("the job's servers are now 3 shards"));
-  EXPECT_THAT((*worker)->LogTail(300), HasSubstr("were 2: following them at version"));
 }
 
 }  // namespace
